@@ -1,0 +1,46 @@
+# onair: make run | make test | make bench | make build | make deps | make clean
+# Every Debian package the build, the tests and the benchmark need is installed by
+# `make deps`, which the other targets call first; it is quick when all are present.
+
+SHELL := /bin/bash
+export PATH := $(PATH):/opt/swift/usr/bin
+
+# Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
+BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libmicrohttpd-dev
+# Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively.
+TEST_DEBS := ffmpeg chromium
+DEBS := $(BUILD_DEBS) $(TEST_DEBS)
+
+RELEASE_BIN := .build/release/onair
+SWIFT_RELEASE := swift build -c release --static-swift-stdlib
+
+.PHONY: all deps build run test bench clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing $$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	$(SWIFT_RELEASE)
+
+# The main job on the embedded defaults: synthetic camera + mic when there is no camera,
+# served at http://127.0.0.1:8080 until Ctrl-C.
+run: build
+	$(RELEASE_BIN) run
+
+# Unit tests, then the integration tests that run the release binary for real.
+test: deps
+	$(SWIFT_RELEASE)
+	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test
+
+bench: build
+	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
+
+clean:
+	rm -rf .build var out

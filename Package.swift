@@ -1,0 +1,46 @@
+// swift-tools-version: 6.0
+// onair: a camera appliance that encodes, packages fMP4 HLS and serves it, in one binary.
+// Module layout and allowed imports follow ARCHITECTURE.md; the data flow reads top to
+// bottom: Devices → Codecs → HLS (+MP4, Media) → Publishing → Server, wired by Appliance.
+import PackageDescription
+
+let package = Package(
+    name: "onair",
+    products: [
+        .executable(name: "onair", targets: ["onair"])
+    ],
+    targets: [
+        // C libraries from Debian, each behind a module map and a one-file shim.
+        .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
+                       providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // Pure media code: no I/O.
+        .target(name: "Media"),
+        .target(name: "MP4", dependencies: ["Media"]),
+        .target(name: "HLS", dependencies: ["Media", "MP4"]),
+
+        // Hardware and libraries.
+        .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
+        .target(name: "Devices", dependencies: ["Media"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS"]),
+        .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),
+
+        // The appliance: session, config, logging; and the command line.
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Codecs", "Devices", "Publishing", "Server"]),
+        .executableTarget(name: "onair", dependencies: ["Appliance"]),
+
+        // Tests.
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS"], path: "Tests/TestSupport"),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
+        .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"]),
+        .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "HLS"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"])
+    ]
+)

@@ -1,0 +1,116 @@
+import Foundation
+
+/// What the command line asked for.
+public enum Invocation: Equatable {
+    case run(Settings, configFile: String?)
+    case validate(directory: String)
+    case version
+    case help(String)
+}
+
+/// `onair run|validate|version|help`, each with `--help`. Flags are config keys under
+/// another name, applied after the config file and `--set`, so the command line wins.
+public enum CommandLineParser {
+    public static let version = "0.1.0"
+
+    static let runFlags: [String: String] = [
+        "--source": "source.kind", "--out": "storage.dir", "--listen": "server.listen",
+        "--duration": "session.duration", "--start": "session.start", "--pace": "source.pace",
+        "--log-format": "log.format"
+    ]
+
+    public static func parse(_ arguments: [String], readFile: (String) throws -> String = { try String(contentsOfFile: $0, encoding: .utf8) }) throws -> Invocation {
+        guard let command = arguments.first else { return .help(usage) }
+        let rest = Array(arguments.dropFirst())
+        switch command {
+        case "help", "--help", "-h": return .help(rest.first == "run" ? runUsage : usage)
+        case "version", "--version": return .version
+        case "validate":
+            if rest.contains("--help") || rest.contains("-h") { return .help(validateUsage) }
+            guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError("validate: expected one stream directory (see 'onair validate --help')") }
+            return .validate(directory: rest[0])
+        case "run": return try parseRun(rest, readFile: readFile)
+        default: throw ConfigError("unknown command '\(command)' (try 'onair help')")
+        }
+    }
+
+    static func parseRun(_ arguments: [String], readFile: (String) throws -> String) throws -> Invocation {
+        var configFile: String?
+        var overrides: [ConfigFile.Entry] = []
+        var flags: [ConfigFile.Entry] = []
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count else { throw ConfigError("\(flag): missing value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            var argument = arguments[i]
+            var inline: String?
+            if argument.hasPrefix("--"), let eq = argument.firstIndex(of: "=") {
+                inline = String(argument[argument.index(after: eq)...])
+                argument = String(argument[..<eq])
+            }
+            switch argument {
+            case "--help", "-h": return .help(runUsage)
+            case "--config": configFile = try inline ?? value(argument)
+            case "--set": overrides.append(try ConfigFile.override(inline ?? value(argument)))
+            default:
+                guard let key = runFlags[argument] else { throw ConfigError("unknown flag '\(argument)' (see 'onair run --help')") }
+                flags.append(.init(key: key, value: try inline ?? value(argument), origin: argument))
+            }
+            i += 1
+        }
+        var settings = Settings()
+        if let configFile {
+            let text: String
+            do { text = try readFile(configFile) } catch { throw ConfigError("--config \(configFile): cannot read the file") }
+            try ConfigFile.apply(try ConfigFile.parse(text, file: configFile), to: &settings)
+        }
+        try ConfigFile.apply(overrides, to: &settings)
+        // A flag's error names the flag, not the key behind it.
+        for flag in flags {
+            do { try ConfigFile.apply([flag], to: &settings) } catch let error as ConfigError {
+                throw ConfigError(error.description.replacingOccurrences(of: "\(flag.origin): \(flag.key): ", with: "\(flag.origin): "))
+            }
+        }
+        return .run(settings, configFile: configFile)
+    }
+
+    public static let usage = """
+    onair \(version): a camera appliance that streams live HLS and serves it
+
+    Usage:
+      onair run [options]          capture, encode, package and serve (see 'onair run --help')
+      onair validate DIR           check a stream directory against the HLS rules
+      onair version                print the version
+      onair help                   this text
+
+    """
+
+    public static let runUsage = """
+    Usage: onair run [options]
+
+      --config FILE                read settings from FILE (onair.conf format)
+      --set KEY=VALUE              set one config key (repeatable), e.g. --set video.fps=25
+      --source auto|synthetic|v4l2 where frames come from (default auto: synthetic without a camera)
+      --out DIR                    data directory (default ./var); streams go to DIR/streams/<id>/
+      --listen ADDR:PORT|off       built-in web server (default 127.0.0.1:8080)
+      --duration SECONDS           stop after this much media, finish the stream and exit
+      --start now|button           record at once (default) or wait for the button (Enter on stdin)
+      --pace realtime|fast         synthetic source: real time (default) or as fast as possible
+      --log-format logfmt|json     log lines for people (default) or machines
+
+    While running, each line on standard input (Enter) starts or stops recording.
+    Config keys: \(ConfigFile.knownKeys.joined(separator: ", ")).
+
+    """
+
+    public static let validateUsage = """
+    Usage: onair validate DIR
+
+    Checks DIR/index.m3u8 and everything it lists (playlists, init.mp4, every segment)
+    against the rules in HLS_RULES.md; prints one line per finding and exits 1 on errors.
+
+    """
+}

@@ -1,0 +1,183 @@
+import Codecs
+import Devices
+import Media
+
+/// A configuration problem, said in one line that names where it is.
+public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `onair.conf`: `[section]` headers and `key = value` lines; `#` or `;` starts a comment.
+/// A key in a section is the dotted key (`[video]` + `fps` = `video.fps`), the same name
+/// `--set` takes. Unknown keys and bad values are errors naming the file, line and key.
+public enum ConfigFile {
+    public struct Entry: Equatable {
+        public var key: String
+        public var value: String
+        /// `file:line` or `--set` for error messages.
+        public var origin: String
+    }
+
+    public static func parse(_ text: String, file: String) throws -> [Entry] {
+        var entries: [Entry] = []
+        var section = ""
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let origin = "\(file):\(index + 1)"
+            var line = Substring(raw)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            let trimmed = line.trimmingWhitespace()
+            if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
+            if trimmed.hasPrefix("[") {
+                guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError("\(origin): malformed section header '\(trimmed)'") }
+                section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
+                continue
+            }
+            guard let eq = trimmed.firstIndex(of: "=") else { throw ConfigError("\(origin): expected 'key = value', got '\(trimmed)'") }
+            let key = String(trimmed[..<eq]).trimmingWhitespace()
+            var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
+            // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
+            if let hash = value.range(of: " #") ?? value.range(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
+            guard !key.isEmpty else { throw ConfigError("\(origin): empty key") }
+            entries.append(Entry(key: section.isEmpty ? key : "\(section).\(key)", value: value, origin: origin))
+        }
+        return entries
+    }
+
+    /// `--set key=value`.
+    public static func override(_ text: String) throws -> Entry {
+        guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
+            throw ConfigError("--set \(text): expected KEY=VALUE")
+        }
+        return Entry(key: String(text[..<eq]).trimmingWhitespace(), value: String(text[text.index(after: eq)...]).trimmingWhitespace(), origin: "--set")
+    }
+
+    /// Every key onair knows, with how to apply its value.
+    static let keys: [String: @Sendable (inout Settings, String) throws -> Void] = [
+        "video.quality": { $0.quality = try choice($1, Settings.Quality.self) },
+        "video.width": { $0.width = try evenInteger($1, 16...7680) },
+        "video.height": { $0.height = try evenInteger($1, 16...4320) },
+        "video.fps": { $0.fps = try integer($1, 1...240) },
+        "video.bitrate": { $0.bitrate = try bitrate($1) },
+        "video.rotation": {
+            guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError("expected 0, 90, 180 or 270, got '\($1)'") }
+            $0.rotation = rotation
+        },
+        "video.encoder": { $0.encoder = try choice($1, VideoEncoderKind.self) },
+        "audio.enabled": { $0.audio = try choice($1, Settings.AudioMode.self) },
+        "audio.sample_rate": {
+            let rate = try integer($1, 8000...96000)
+            guard AudioSpecificConfig.sampleRates.contains(rate) else { throw ConfigError("\(rate) Hz is not an AAC sampling rate") }
+            $0.sampleRate = rate
+        },
+        "audio.channels": { $0.channels = try integer($1, 1...2) },
+        "audio.bitrate": { $0.audioBitrate = try bitrate($1) },
+        "hls.segment_seconds": { $0.segmentMilliseconds = try milliseconds($1, 500...10_000) },
+        "source.kind": { $0.source = try choice($1, Settings.SourceKind.self) },
+        "source.pace": {
+            guard let pace = Pace(rawValue: $1) else { throw ConfigError("expected realtime or fast, got '\($1)'") }
+            $0.pace = pace
+        },
+        "storage.dir": {
+            guard !$1.isEmpty else { throw ConfigError("expected a directory") }
+            $0.dataDirectory = $1
+        },
+        "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
+        "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
+        "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
+        "log.format": { $0.logFormat = try choice($1, Settings.LogFormat.self) }
+    ]
+
+    public static var knownKeys: [String] { keys.keys.sorted() }
+
+    public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
+        for entry in entries {
+            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key '\(entry.key)'") }
+            do { try apply(&settings, entry.value) } catch let error as ConfigError {
+                throw ConfigError("\(entry.origin): \(entry.key): \(error.description)")
+            }
+        }
+    }
+
+    // MARK: Values
+
+    static func choice<T: RawRepresentable & CaseIterable>(_ value: String, _ type: T.Type) throws -> T where T.RawValue == String {
+        guard let parsed = T(rawValue: value) else {
+            throw ConfigError("expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
+        }
+        return parsed
+    }
+
+    static func integer(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let n = Int(value), range.contains(n) else { throw ConfigError("expected an integer in \(range.lowerBound)…\(range.upperBound), got '\(value)'") }
+        return n
+    }
+
+    static func evenInteger(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
+        let n = try integer(value, range)
+        guard n % 2 == 0 else { throw ConfigError("must be even for 4:2:0 video, got \(n)") }
+        return n
+    }
+
+    /// Bits per second: `1500000`, `1500k` and `1.5M` are the same.
+    public static func bitrate(_ value: String) throws -> Int {
+        let bad = ConfigError("expected bits per second like 1500000, 1500k or 1.5M, got '\(value)'")
+        var number = Substring(value)
+        var scale = 1
+        if let last = number.last, "kKmM".contains(last) {
+            scale = "kK".contains(last) ? 1000 : 1_000_000
+            number = number.dropLast()
+        }
+        guard let scaled = try decimal(String(number), scale: scale), scaled >= 1000, scaled <= 100_000_000 else { throw bad }
+        return scaled
+    }
+
+    /// Seconds with up to three decimals, as milliseconds.
+    static func milliseconds(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let ms = try decimal(value, scale: 1000), range.contains(ms) else {
+            throw ConfigError("expected seconds between \(Double(range.lowerBound) / 1000) and \(Double(range.upperBound) / 1000), got '\(value)'")
+        }
+        return ms
+    }
+
+    /// A non-negative decimal times `scale`, exactly (no floating point); nil if malformed
+    /// or if it has more precision than `scale` can hold.
+    static func decimal(_ text: String, scale: Int) throws -> Int? {
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty || parts.count == 2, whole.allSatisfy(\.isASCIIDigitish) else { return nil }
+        var result = (Int(whole) ?? 0).multipliedReportingOverflow(by: scale)
+        guard !result.overflow else { return nil }
+        if parts.count == 2 {
+            let fraction = parts[1]
+            guard !fraction.isEmpty, fraction.allSatisfy(\.isASCIIDigitish) else { return nil }
+            var place = scale
+            for digit in fraction {
+                place /= 10
+                let d = Int(String(digit))!
+                if place == 0 { if d != 0 { return nil } else { continue } }
+                result.partialValue += d * place
+            }
+        }
+        return result.partialValue
+    }
+
+    static func listenAddress(_ value: String) throws -> String {
+        guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ConfigError("expected ADDR:PORT (e.g. 127.0.0.1:8080) or off, got '\(value)'")
+        }
+        return value
+    }
+}
+
+extension Character {
+    var isASCIIDigitish: Bool { ("0"..."9").contains(self) }
+}
+
+extension StringProtocol {
+    func trimmingWhitespace() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,83 @@
+import Devices
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One event a line: logfmt (`t_ms=212.4 level=info event=segment.stored seq=3`) for
+/// people and the serial console, or JSON lines for machines. `t_ms` counts from process
+/// start on CLOCK_MONOTONIC. Thread-safe: media and control threads both log.
+public final class Log: @unchecked Sendable {
+    public enum Level: String, Sendable { case debug, info, warn, error }
+
+    public let format: Settings.LogFormat
+    private let origin: Int64
+    private let clock = MonotonicClock()
+    private let lock = NSLockish()
+    private let write: @Sendable (String) -> Void
+
+    public init(format: Settings.LogFormat, origin: Int64? = nil,
+                write: @escaping @Sendable (String) -> Void = Log.standardError) {
+        self.format = format
+        self.origin = origin ?? MonotonicClock().now()
+        self.write = write
+    }
+
+    public func callAsFunction(_ event: String, level: Level = .info, _ fields: (String, Any)...) {
+        emit(event, level: level, fields)
+    }
+
+    public func emit(_ event: String, level: Level, _ fields: [(String, Any)]) {
+        let elapsed = Double((clock.now() - origin) / 100_000) / 10
+        let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event)] + fields
+        let line: String
+        switch format {
+        case .logfmt:
+            line = all.map { "\($0.0)=\(Self.logfmtValue($0.1))" }.joined(separator: " ")
+        case .json:
+            line = "{" + all.map { "\"\($0.0)\":\(Self.jsonValue($0.1))" }.joined(separator: ",") + "}"
+        }
+        lock.withLock { write(line + "\n") }
+    }
+
+    /// Writes a line to standard error with one write(2), so lines never interleave.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+    }
+
+    static func logfmtValue(_ value: Any) -> String {
+        let text = "\(value)"
+        if text.isEmpty || text.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) {
+            return "\"" + text.replacingAll("\\", "\\\\").replacingAll("\"", "\\\"").replacingAll("\n", "\\n") + "\""
+        }
+        return text
+    }
+
+    static func jsonValue(_ value: Any) -> String {
+        switch value {
+        case let n as Int: return String(n)
+        case let n as Int64: return String(n)
+        case let n as Double: return n.isFinite ? String(n) : "null"
+        case let b as Bool: return b ? "true" : "false"
+        default:
+            var out = "\""
+            for scalar in "\(value)".unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case let s where s.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(s.value, radix: 16).count) + String(s.value, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, _ replacement: String) -> String {
+        var out = ""
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
+    }
+}

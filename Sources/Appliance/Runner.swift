@@ -1,0 +1,147 @@
+import Devices
+import Foundation
+import HLS
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `onair run`: wires source → session → files, the web server, stdin and signals, and
+/// waits until the run is over. Exit status: 0 ok, 1 runtime failure, 2 usage or config.
+public enum Runner {
+    public static func main(_ arguments: [String]) -> Int32 {
+        let invocation: Invocation
+        do { invocation = try CommandLineParser.parse(arguments) } catch {
+            printError("onair: \(error)")
+            return 2
+        }
+        switch invocation {
+        case .help(let text): print(text, terminator: ""); return 0
+        case .version: print("onair \(CommandLineParser.version)"); return 0
+        case .validate(let directory): return validate(directory)
+        case .run(let settings, _): return run(settings)
+        }
+    }
+
+    static func printError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    static func validate(_ directory: String) -> Int32 {
+        guard FileManager.default.fileExists(atPath: directory + "/index.m3u8") else {
+            printError("onair: validate: \(directory)/index.m3u8 does not exist")
+            return 2
+        }
+        let findings = StreamChecker.check { path in
+            FileManager.default.contents(atPath: directory + "/" + path).map { Array($0) }
+        }
+        for finding in findings { print(finding) }
+        let errors = findings.filter { $0.severity == .error }.count
+        print("\(directory): \(errors) errors, \(findings.count - errors) warnings")
+        return errors == 0 ? 0 : 1
+    }
+
+    static func run(_ settings: Settings) -> Int32 {
+        // Signals are taken by one thread with sigwait, so every other thread (libav,
+        // libmicrohttpd) runs with them blocked and nothing is interrupted mid-write.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let log = Log(format: settings.logFormat)
+        if settings.source == .v4l2 {
+            printError("onair: --source v4l2: this build has no V4L2 capture yet; use --source synthetic")
+            return 2
+        }
+        let done = Completion()
+        let session = Session(settings: settings, log: log)
+        session.start { session in
+            if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
+        }
+
+        var server: WebServer?
+        if let listen = settings.listen {
+            do {
+                server = try WebServer(listen: listen, root: settings.dataDirectory)
+                log("server.listening", ("url", "http://\(displayHost(listen)):\(server!.port)/"))
+            } catch {
+                printError("onair: \(error)")
+                session.shutdown()
+                return 2
+            }
+        }
+
+        let source = SyntheticSource(width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
+                                     audio: settings.audioEnabled ? (settings.sampleRate, settings.channels) : nil,
+                                     pace: settings.pace)
+        source.start(into: session.queue)
+        log("source.started", ("source", "synthetic"), ("width", settings.captureWidth), ("height", settings.captureHeight),
+            ("fps", settings.fps), ("audio", settings.audioEnabled ? "\(settings.sampleRate)Hz/\(settings.channels)ch" : "off"),
+            ("pace", settings.pace.rawValue))
+        if settings.start == .now { session.startRecording() }
+        watchStandardInput(session, log: log)
+        let signalWaiter = ThreadHandle(name: "onair-signals") {
+            var received: Int32 = 0
+            sigwait(&signals, &received)
+            log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"))
+            done.signal()
+        }
+        _ = signalWaiter
+
+        done.wait()
+        session.shutdown()
+        source.stop()
+        server?.stop()
+        if let error = session.error {
+            printError("onair: \(error)")
+            return 1
+        }
+        log("onair.exit", ("streams", session.streamsEnded))
+        return 0
+    }
+
+    static func displayHost(_ listen: String) -> String {
+        let host = String(listen[..<(listen.lastIndex(of: ":") ?? listen.endIndex)])
+        return host.isEmpty || host == "0.0.0.0" ? "127.0.0.1" : host
+    }
+
+    /// Each line on a terminal or pipe toggles recording; end of input changes nothing.
+    static func watchStandardInput(_ session: Session, log: Log) {
+        var info = stat()
+        guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return }
+        _ = ThreadHandle(name: "onair-stdin") {
+            while let _ = readLine() {
+                log("button.pressed", ("source", "stdin"))
+                session.toggle()
+            }
+        }
+    }
+}
+
+/// A one-shot signal between threads.
+final class Completion: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var fired = false
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+    }
+
+    func signal() {
+        pthread_mutex_lock(&mutex)
+        fired = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func wait() {
+        pthread_mutex_lock(&mutex)
+        while !fired { pthread_cond_wait(&condition, &mutex) }
+        pthread_mutex_unlock(&mutex)
+    }
+}

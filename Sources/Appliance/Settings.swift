@@ -1,0 +1,66 @@
+import Codecs
+import Devices
+import Media
+
+/// Everything a run is configured with. Defaults are the embedded appliance defaults;
+/// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
+public struct Settings: Sendable, Equatable {
+    public enum Quality: String, Sendable, CaseIterable {
+        case low, medium, high
+        /// The source talk's presets, landscape: size and bit rate.
+        var preset: (width: Int, height: Int, bitrate: Int) {
+            switch self {
+            case .low: return (854, 480, 900_000)
+            case .medium: return (1280, 720, 1_500_000)
+            case .high: return (1280, 720, 2_500_000)
+            }
+        }
+    }
+    public enum SourceKind: String, Sendable, CaseIterable { case auto, synthetic, v4l2 }
+    public enum StartMode: String, Sendable, CaseIterable { case now, button }
+    public enum LogFormat: String, Sendable, CaseIterable { case logfmt, json }
+    public enum AudioMode: String, Sendable, CaseIterable { case auto, on, off }
+
+    public var quality: Quality = .medium
+    public var width: Int?
+    public var height: Int?
+    public var fps = 30
+    public var bitrate: Int?
+    public var rotation: Rotation = .none
+    public var encoder: VideoEncoderKind = .auto
+
+    public var audio: AudioMode = .auto
+    public var sampleRate = 48_000
+    public var channels = 1
+    public var audioBitrate = 64_000
+
+    /// Segment length in milliseconds (Apple recommends IDRs at most 2 s apart).
+    public var segmentMilliseconds = 2000
+
+    public var source: SourceKind = .auto
+    public var pace: Pace = .realtime
+    public var dataDirectory = "./var"
+    public var listen: String? = "127.0.0.1:8080"
+    public var start: StartMode = .now
+    /// Stop after this much media, in milliseconds.
+    public var durationMilliseconds: Int?
+    public var logFormat: LogFormat = .logfmt
+
+    public init() {}
+
+    /// The picture the camera delivers (before rotation).
+    public var captureWidth: Int { width ?? quality.preset.width }
+    public var captureHeight: Int { height ?? quality.preset.height }
+    public var videoBitrate: Int { bitrate ?? quality.preset.bitrate }
+    /// The encoded picture (after rotation).
+    public var encodedSize: (width: Int, height: Int) {
+        rotation.outputSize(width: captureWidth, height: captureHeight)
+    }
+    public var audioEnabled: Bool { audio != .off }
+    /// Frames per segment; the segment is a whole number of frames.
+    public var keyframeInterval: Int { max(1, (segmentMilliseconds * fps + 500) / 1000) }
+    /// Segment length in 90 kHz ticks, exactly a whole number of frames.
+    public var segmentTicks: Int64 { Int64(keyframeInterval) * Timescale.video / Int64(fps) }
+    /// EXT-X-TARGETDURATION: the segment length rounded up to whole seconds.
+    public var targetDuration: Int { Int((segmentTicks + Timescale.video - 1) / Timescale.video) }
+}

@@ -1,0 +1,285 @@
+import CFFmpeg
+import Foundation
+import Media
+
+public enum VideoEncoderKind: String, Sendable, CaseIterable {
+    case auto, vaapi, v4l2m2m, x264
+
+    /// The libavcodec encoder behind each kind.
+    var codecName: String {
+        switch self {
+        case .vaapi: return "h264_vaapi"
+        case .v4l2m2m: return "h264_v4l2m2m"
+        case .x264, .auto: return "libx264"
+        }
+    }
+}
+
+public struct VideoEncoderSettings: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    public var bitrate: Int
+    /// Frames between forced IDRs: the segment length in frames.
+    public var keyframeInterval: Int
+    public var x264Preset = "veryfast"
+    public var x264Tune = "zerolatency"
+
+    public init(width: Int, height: Int, fps: Int, bitrate: Int, keyframeInterval: Int) {
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.bitrate = bitrate
+        self.keyframeInterval = keyframeInterval
+    }
+}
+
+/// H.264 through libavcodec: no B-frames, High profile where the encoder allows,
+/// constant frame rate, an IDR wherever the caller asks (the segment boundaries), SPS/PPS
+/// out of band in the avcC (global header). Input timestamps are 90 kHz ticks.
+public final class H264Encoder {
+    public let kind: VideoEncoderKind
+    public let settings: VideoEncoderSettings
+    /// The device node the encoder runs on (VA-API render node), if any.
+    public let device: String?
+    public private(set) var sps: [UInt8] = []
+    public private(set) var pps: [UInt8] = []
+    private var context: UnsafeMutablePointer<AVCodecContext>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var hardwareFrames: UnsafeMutablePointer<AVBufferRef>?
+    private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
+
+    public var codecName: String { kind.codecName }
+
+    /// Opens the encoder of `kind`; `.auto` is resolved by `select`.
+    public init(kind: VideoEncoderKind, settings: VideoEncoderSettings, device: String? = nil) throws {
+        precondition(kind != .auto, "resolve .auto with H264Encoder.select")
+        self.kind = kind
+        self.settings = settings
+        self.device = device
+        guard let codec = avcodec_find_encoder_by_name(kind.codecName) else {
+            throw CodecError("this libavcodec has no \(kind.codecName) encoder")
+        }
+        quietLibav()
+        guard let context = avcodec_alloc_context3(codec) else { throw CodecError("out of memory") }
+        self.context = context
+        context.pointee.width = Int32(settings.width)
+        context.pointee.height = Int32(settings.height)
+        context.pointee.time_base = AVRational(num: 1, den: Int32(Timescale.video))
+        context.pointee.framerate = AVRational(num: Int32(settings.fps), den: 1)
+        context.pointee.bit_rate = Int64(settings.bitrate)
+        context.pointee.rc_max_rate = Int64(settings.bitrate)
+        context.pointee.rc_buffer_size = Int32(settings.bitrate)  // one second of VBV buffer
+        context.pointee.gop_size = Int32(settings.keyframeInterval)
+        context.pointee.keyint_min = Int32(settings.keyframeInterval)
+        context.pointee.max_b_frames = 0
+        context.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER)
+        context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        context.pointee.profile = FF_PROFILE_H264_HIGH
+        let options = context.pointee.priv_data
+        switch kind {
+        case .x264:
+            av_opt_set(options, "preset", settings.x264Preset, 0)
+            av_opt_set(options, "tune", settings.x264Tune, 0)
+            av_opt_set(options, "profile", "high", 0)
+            // Forced keyframes become IDRs; no scene-cut keyframes between boundaries.
+            av_opt_set(options, "forced-idr", "1", 0)
+            av_opt_set(options, "x264-params", "scenecut=0:open-gop=0", 0)
+        case .vaapi:
+            try attachVAAPI(context, device: device)
+        case .v4l2m2m, .auto:
+            break
+        }
+        try check(avcodec_open2(context, codec, nil), "opening \(kind.codecName)")
+        try readParameterSets(extradata(context))
+        frame = av_frame_alloc()
+        packet = av_packet_alloc()
+        guard let frame, packet != nil else { throw CodecError("out of memory") }
+        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        frame.pointee.width = Int32(settings.width)
+        frame.pointee.height = Int32(settings.height)
+        try check(av_frame_get_buffer(frame, 0), "allocating a video frame")
+    }
+
+    deinit {
+        avcodec_free_context(&context)
+        av_frame_free(&frame)
+        av_packet_free(&packet)
+        av_buffer_unref(&hardwareFrames)
+        av_buffer_unref(&hardwareDevice)
+    }
+
+    /// VA-API takes frames in GPU surfaces: a device on the render node and an NV12
+    /// surface pool (libavcodec's hwcontext, as FFmpeg's doc/examples/vaapi_encode.c).
+    private func attachVAAPI(_ context: UnsafeMutablePointer<AVCodecContext>, device: String?) throws {
+        try check(av_hwdevice_ctx_create(&hardwareDevice, AV_HWDEVICE_TYPE_VAAPI, device, nil, 0),
+                  "opening VA-API on \(device ?? "the default device")")
+        guard let frames = av_hwframe_ctx_alloc(hardwareDevice) else { throw CodecError("out of memory") }
+        hardwareFrames = frames
+        let framesContext = UnsafeMutableRawPointer(frames.pointee.data!).assumingMemoryBound(to: AVHWFramesContext.self)
+        framesContext.pointee.format = AV_PIX_FMT_VAAPI
+        framesContext.pointee.sw_format = AV_PIX_FMT_NV12
+        framesContext.pointee.width = Int32(settings.width)
+        framesContext.pointee.height = Int32(settings.height)
+        framesContext.pointee.initial_pool_size = 8
+        try check(av_hwframe_ctx_init(frames), "creating VA-API surfaces")
+        context.pointee.hw_frames_ctx = av_buffer_ref(frames)
+        context.pointee.pix_fmt = AV_PIX_FMT_VAAPI
+    }
+
+    /// SPS and PPS from the global header (Annex B, as libx264 and VA-API write it).
+    private func readParameterSets(_ header: [UInt8]) throws {
+        for nal in H264.splitAnnexB(header) {
+            switch H264.nalType(nal) {
+            case H264.NALType.sps.rawValue where sps.isEmpty: sps = Array(nal)
+            case H264.NALType.pps.rawValue where pps.isEmpty: pps = Array(nal)
+            default: break
+            }
+        }
+    }
+
+    /// Encodes one frame at `ticks` (90 kHz); returns the samples that came out.
+    public func encode(_ input: VideoFrame, ticks: Int64, keyframe: Bool) throws -> [EncodedSample] {
+        guard let context, let frame else { return [] }
+        try check(av_frame_make_writable(frame), "making the frame writable")
+        copyPlanes(input, into: frame)
+        frame.pointee.pts = ticks
+        frame.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        if kind == .vaapi {
+            try sendHardwareFrame(input, ticks: ticks, keyframe: keyframe)
+        } else {
+            try check(avcodec_send_frame(context, frame), "encoding a frame")
+        }
+        return try receive()
+    }
+
+    /// Everything still inside the encoder.
+    public func flush() throws -> [EncodedSample] {
+        guard let context else { return [] }
+        let ret = avcodec_send_frame(context, nil)
+        if ret != onair_averror_eof() { try check(ret, "flushing the video encoder") }
+        return try receive()
+    }
+
+    private func sendHardwareFrame(_ input: VideoFrame, ticks: Int64, keyframe: Bool) throws {
+        guard let context, let hardwareFrames else { return }
+        var nv12: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+        var surface: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+        defer { av_frame_free(&nv12); av_frame_free(&surface) }
+        guard let nv12, let surface else { throw CodecError("out of memory") }
+        nv12.pointee.format = AV_PIX_FMT_NV12.rawValue
+        nv12.pointee.width = Int32(input.width)
+        nv12.pointee.height = Int32(input.height)
+        try check(av_frame_get_buffer(nv12, 0), "allocating an NV12 frame")
+        copyNV12(input, into: nv12)
+        try check(av_hwframe_get_buffer(hardwareFrames, surface, 0), "getting a VA-API surface")
+        try check(av_hwframe_transfer_data(surface, nv12, 0), "uploading to VA-API")
+        surface.pointee.pts = ticks
+        surface.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        try check(avcodec_send_frame(context, surface), "encoding a frame")
+    }
+
+    private func receive() throws -> [EncodedSample] {
+        guard let context, let packet else { return [] }
+        var samples: [EncodedSample] = []
+        try drainPackets(context, packet) { packet in
+            var units = H264.splitAnnexB(packetBytes(packet))
+            if sps.isEmpty || pps.isEmpty { try? readParameterSets(units.flatMap { [0, 0, 0, 1] + $0 }) }
+            // Parameter sets live in the avcC (avc1 sample entry, 14496-15 §5.3.2), and
+            // access unit delimiters carry nothing the packager needs.
+            units.removeAll {
+                let type = H264.nalType($0)
+                return type == H264.NALType.sps.rawValue || type == H264.NALType.pps.rawValue
+                    || type == H264.NALType.accessUnitDelimiter.rawValue
+            }
+            let isIDR = units.contains { H264.nalType($0) == H264.NALType.idr.rawValue }
+            let dts = packet.pointee.dts == Int64.min ? packet.pointee.pts : packet.pointee.dts
+            samples.append(EncodedSample(data: H264.lengthPrefixed(units), dts: dts, pts: packet.pointee.pts,
+                                         duration: 0, isSync: isIDR))
+        }
+        return samples
+    }
+
+    private func copyPlanes(_ input: VideoFrame, into frame: UnsafeMutablePointer<AVFrame>) {
+        input.planes.withUnsafeBufferPointer { src in
+            let base = src.baseAddress!
+            let cw = input.width / 2, ch = input.height / 2
+            let planes: [(UnsafePointer<UInt8>, Int, Int)] = [
+                (base, input.width, input.height),
+                (base + input.lumaCount, cw, ch),
+                (base + input.lumaCount + input.chromaCount, cw, ch)
+            ]
+            withUnsafeMutablePointer(to: &frame.pointee.data) { dataTuple in
+                dataTuple.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { data in
+                    withUnsafePointer(to: &frame.pointee.linesize) { sizeTuple in
+                        sizeTuple.withMemoryRebound(to: Int32.self, capacity: 8) { linesize in
+                            for (index, plane) in planes.enumerated() {
+                                let stride = Int(linesize[index])
+                                guard let dst = data[index] else { continue }
+                                if stride == plane.1 {
+                                    dst.update(from: plane.0, count: plane.1 * plane.2)
+                                } else {
+                                    for row in 0..<plane.2 { (dst + row * stride).update(from: plane.0 + row * plane.1, count: plane.1) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// I420 → NV12 (VA-API's surface format): Y as is, U and V interleaved.
+    private func copyNV12(_ input: VideoFrame, into frame: UnsafeMutablePointer<AVFrame>) {
+        let y = frame.pointee.data.0!, uv = frame.pointee.data.1!
+        let ys = Int(frame.pointee.linesize.0), uvs = Int(frame.pointee.linesize.1)
+        input.planes.withUnsafeBufferPointer { src in
+            let base = src.baseAddress!
+            for row in 0..<input.height { (y + row * ys).update(from: base + row * input.width, count: input.width) }
+            let cw = input.width / 2
+            let u = base + input.lumaCount, v = u + input.chromaCount
+            for row in 0..<(input.height / 2) {
+                let line = uv + row * uvs
+                for x in 0..<cw { line[2 * x] = u[row * cw + x]; line[2 * x + 1] = v[row * cw + x] }
+            }
+        }
+    }
+}
+
+extension H264Encoder {
+    /// Chooses the encoder for `kind`. `auto` tries VA-API (when a DRM render node exists
+    /// and the encoder opens), then V4L2 M2M (when a V4L2 node exists and libavcodec finds
+    /// an encoder among them), then libx264. `notes` gets why each one was or was not used.
+    public static func select(_ kind: VideoEncoderKind, settings: VideoEncoderSettings,
+                              devRoot: String = "/dev", notes: (VideoEncoderKind, String) -> Void) throws -> H264Encoder {
+        let candidates: [VideoEncoderKind] = kind == .auto ? [.vaapi, .v4l2m2m, .x264] : [kind]
+        var lastError: Error?
+        for candidate in candidates {
+            var device: String?
+            switch candidate {
+            case .vaapi:
+                let nodes = deviceNodes(in: devRoot + "/dri", prefix: "renderD")
+                guard let node = nodes.first else { notes(candidate, "no DRM render node"); continue }
+                device = node
+            case .v4l2m2m:
+                if deviceNodes(in: devRoot, prefix: "video").isEmpty { notes(candidate, "no V4L2 device node"); continue }
+            default: break
+            }
+            do {
+                let encoder = try H264Encoder(kind: candidate, settings: settings, device: device)
+                notes(candidate, "selected")
+                return encoder
+            } catch {
+                notes(candidate, "\(error)")
+                lastError = error
+            }
+        }
+        throw lastError ?? CodecError("no H.264 encoder could be opened")
+    }
+
+    static func deviceNodes(in directory: String, prefix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix(prefix) }.sorted().map { directory + "/" + $0 }
+    }
+}

@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The media clock: CLOCK_MONOTONIC nanoseconds. A protocol so tests can drive time.
+public protocol MediaClock: Sendable {
+    func now() -> Int64
+    /// Sleeps until `deadline` (monotonic ns); returns at once if it has passed.
+    func sleep(until deadline: Int64)
+}
+
+public struct MonotonicClock: MediaClock {
+    public init() {}
+
+    public func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    public func sleep(until deadline: Int64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        // Absolute sleep: no drift from the time spent producing each frame; EINTR resumes.
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch (for PROGRAM-DATE-TIME and stream ids).
+public func wallClockMilliseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,216 @@
+import Media
+import MP4
+
+extension StreamChecker {
+    /// I1–I11 on the init segment, S1–S15 and S17 on every segment, P9/P12 and the
+    /// measured bit rates (C4–C5) for the variant check.
+    mutating func checkMedia(_ p: ParsedPlaylist, path: String, targetDuration: Int) -> MediaSummary {
+        var summary = MediaSummary()
+        guard let mapURI = p.segments.first?.map else { return summary }
+        let initPath = resolve(mapURI, against: path)
+        guard let initBytes = load(initPath) else { error("L7", initPath, "EXT-X-MAP cannot be read"); return summary }
+        guard let initSegment = checkInit(initBytes, initPath, into: &summary) else { return summary }
+        let video = initSegment.track("vide")
+        let audio = initSegment.track("soun")
+        var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
+        var previousSequence: UInt32?
+        var nextDecodeTime: [UInt32: UInt64] = [:]
+        var firstVideoTime: UInt64?
+        var playlistTime = 0.0
+        var avOffset: Double?
+        var minFrameDuration: UInt32?
+        var frameDurations = Set<UInt32>()
+        var lastIDRTime: UInt64?
+        for (index, entry) in p.segments.enumerated() {
+            let at = resolve(entry.uri, against: path)
+            guard let bytes = load(at) else { error("L7", at, "listed but cannot be read"); continue }
+            let segment: ParsedSegment
+            do { segment = try ParsedSegment(bytes: bytes, trex: initSegment.trex) } catch {
+                self.error("S1", at, "\(error)"); continue
+            }
+            // S1
+            var layout = segment.topLevel[...]
+            while let first = layout.first, ["styp", "sidx", "prft", "emsg"].contains(first) { layout = layout.dropFirst() }
+            if layout.isEmpty || layout.count % 2 != 0 || stride(from: layout.startIndex, to: layout.endIndex, by: 2).contains(where: {
+                layout[$0] != "moof" || layout[$0 + 1] != "mdat" }) {
+                error("S1", at, "layout \(segment.topLevel.joined(separator: " ")) is not moof+mdat pairs")
+            }
+            for fragment in segment.fragments {
+                // S2
+                if fragment.mfhdCount != 1 { error("S2", at, "moof has \(fragment.mfhdCount) mfhd boxes") }
+                if let previousSequence, fragment.sequenceNumber <= previousSequence {
+                    warning("S2", at, "mfhd sequence \(fragment.sequenceNumber) does not increase from \(previousSequence)")
+                }
+                previousSequence = fragment.sequenceNumber
+                for traf in fragment.trafs { checkTraf(traf, at: at, known: initSegment.tracks) }
+            }
+            meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))
+            // S7/P9: decode times continue exactly across segments (no discontinuities are written).
+            for track in initSegment.tracks {
+                let trafs = segment.traf(track.trackID)
+                if trafs.isEmpty { error("S14", at, "no traf for track \(track.trackID) (\(track.handler))"); continue }
+                for traf in trafs {
+                    if let expected = nextDecodeTime[track.trackID], expected != traf.baseDecodeTime, !entry.discontinuity {
+                        error("S7", at, "track \(track.trackID) tfdt \(traf.baseDecodeTime), expected \(expected)")
+                    }
+                    nextDecodeTime[track.trackID] = traf.baseDecodeTime + traf.duration
+                }
+            }
+            guard let video, let videoTraf = segment.traf(video.trackID).first else { continue }
+            let ts = Double(video.timescale)
+            let actual = Double(videoTraf.duration) / ts
+            // S8, S9
+            if firstVideoTime == nil { firstVideoTime = videoTraf.baseDecodeTime }
+            let frame = Double(videoTraf.samples.first?.duration ?? 0) / ts
+            let mediaTime = Double(videoTraf.baseDecodeTime - firstVideoTime!) / ts
+            if abs(mediaTime - playlistTime) > frame + 0.0005 {
+                error("S8", at, "media time \(mediaTime) s vs playlist time \(playlistTime) s")
+            }
+            playlistTime += entry.duration ?? 0
+            if actual > Double(targetDuration) + 0.5 { error("S9", at, "lasts \(actual) s, over TARGETDURATION + 0.5 s") }
+            if let extinf = entry.duration, abs(extinf - actual) > 0.0005 {
+                report(abs(extinf - actual) > frame ? .error : .warning, "S9", at, "EXTINF \(extinf) vs actual \(actual) s")
+            }
+            // S10–S12, S17
+            for (n, sample) in videoTraf.samples.enumerated() {
+                let data = Array(bytes[sample.range.clamped(to: 0..<bytes.count)])
+                let units: [ArraySlice<UInt8>]
+                do { units = try H264.splitLengthPrefixed(data, lengthSize: max(video.nalLengthSize, 1)) } catch {
+                    self.error("S12", at, "video sample \(n): \(error)"); continue
+                }
+                // A start code read as a length leaves a NAL whose header says type 0.
+                if units.contains(where: { H264.nalType($0) == 0 }) { error("S12", at, "video sample \(n) holds a NAL of type 0 (Annex B start code?)") }
+                let hasIDR = units.contains { H264.nalType($0) == H264.NALType.idr.rawValue }
+                if n == 0 && !(hasIDR && sample.isSync && (sample.flags >> 24) & 3 == 2) {
+                    error("S10", at, "first video sample is not a flagged IDR")
+                }
+                if hasIDR != sample.isSync { error("S11", at, "video sample \(n): IDR=\(hasIDR) but sync flag=\(sample.isSync)") }
+                let time = videoTraf.baseDecodeTime + videoTraf.samples[..<n].reduce(0) { $0 + UInt64($1.duration) }
+                if hasIDR {
+                    if let last = lastIDRTime, Double(time - last) / ts > 2.0 + 0.0005 {
+                        warning("S17", at, "IDR interval \(Double(time - last) / ts) s exceeds 2 s")
+                    }
+                    lastIDRTime = time
+                }
+                let isLastSample = index == p.segments.count - 1 && n == videoTraf.samples.count - 1
+                if !isLastSample { frameDurations.insert(sample.duration) }
+                minFrameDuration = min(minFrameDuration ?? sample.duration, sample.duration)
+            }
+            // S13–S15
+            if let audio, let audioTraf = segment.traf(audio.trackID).first {
+                checkAudio(audioTraf, audio, bytes: bytes, at: at)
+                let vStart = Double(videoTraf.baseDecodeTime) / ts, vEnd = vStart + actual
+                let aStart = Double(audioTraf.baseDecodeTime) / Double(audio.timescale)
+                let aEnd = aStart + Double(audioTraf.duration) / Double(audio.timescale)
+                let aacFrame = 1024.0 / Double(audio.timescale)
+                if index == 0 {
+                    if aStart > vStart + 0.0005 { error("S15", at, "audio starts \(aStart - vStart) s after video") }
+                    if vStart - aStart > 0.1 + aacFrame { error("S15", at, "video starts \(vStart - aStart) s after audio") }
+                    avOffset = vStart - aStart
+                }
+                // Within one AAC frame plus the constant priming offset (S14); the offset
+                // itself cannot drift because tfdt continuity (S7) is exact.
+                let allowed = aacFrame + abs(avOffset ?? 0) + 0.0005
+                if abs(vStart - aStart) > allowed { error("S14", at, "audio starts \(aStart - vStart) s from video") }
+                if abs(vEnd - aEnd) > allowed { error("S14", at, "audio ends \(aEnd - vEnd) s from video end") }
+            }
+        }
+        if frameDurations.count > 1 { error("S17", path, "frame durations vary: \(frameDurations.sorted())") }
+        if let video, let d = minFrameDuration, d > 0 { summary.frameRate = Double(video.timescale) / Double(d) }
+        summary.peakBitrate = meter.peak
+        summary.averageBitrate = meter.average
+        if p.tags("EXT-X-INDEPENDENT-SEGMENTS").isEmpty { warning("P12", path, "no EXT-X-INDEPENDENT-SEGMENTS") }
+        return summary
+    }
+
+    mutating func checkTraf(_ traf: ParsedSegment.TrackFragment, at: String, known: [ParsedInit.Track]) {
+        if !known.contains(where: { $0.trackID == traf.trackID }) { error("I3", at, "traf for unknown track \(traf.trackID)") }
+        if traf.tfdtCount != 1 { error("S3", at, "traf \(traf.trackID) has \(traf.tfdtCount) tfdt") }
+        if traf.trunCount < 1 { error("S3", at, "traf \(traf.trackID) has no trun") }
+        if traf.tfhdFlags & 0x02_0000 == 0 || traf.tfhdFlags & 0x01 != 0 {
+            error("S4", at, "tfhd of track \(traf.trackID) is not default-base-is-moof")
+        }
+        if !traf.dataInsideMdat { error("S4", at, "track \(traf.trackID) sample data lies outside the mdat") }
+        if traf.tfdtVersion != 1 { warning("S6", at, "tfdt version 0 wraps after 2^32 ticks") }
+        if traf.baseDecodeTime >= 1 << 63 { error("S6", at, "tfdt \(traf.baseDecodeTime) is a negative time written unsigned") }
+        if traf.samples.contains(where: { $0.duration == 0 }) { error("S5", at, "track \(traf.trackID) has a zero sample duration") }
+        if traf.samples.contains(where: { $0.compositionOffset < 0 }) { warning("S16", at, "negative composition offset") }
+    }
+
+    mutating func checkAudio(_ traf: ParsedSegment.TrackFragment, _ audio: ParsedInit.Track, bytes: [UInt8], at: String) {
+        for (n, sample) in traf.samples.enumerated() {
+            let head = sample.range.lowerBound + 1 < bytes.count ? (bytes[sample.range.lowerBound], bytes[sample.range.lowerBound + 1]) : (0, 0)
+            if head.0 == 0xFF && head.1 & 0xF0 == 0xF0 { error("S13", at, "audio sample \(n) carries an ADTS header") }
+            if Int(audio.timescale) == audio.sampleRate && sample.duration != 1024 {
+                // Every AAC-LC access unit decodes to 1024 samples.
+                warning("S13", at, "audio sample \(n) lasts \(sample.duration) ticks, not 1024")
+            }
+        }
+    }
+
+    /// I1–I11.
+    mutating func checkInit(_ bytes: [UInt8], _ at: String, into summary: inout MediaSummary) -> ParsedInit? {
+        let parsed: ParsedInit
+        do { parsed = try ParsedInit(bytes: bytes) } catch { self.error("I1", at, "\(error)"); return nil }
+        if parsed.topLevel != ["ftyp", "moov"] { error("I1", at, "top-level boxes \(parsed.topLevel) are not ftyp, moov") }
+        let brands = Set([parsed.majorBrand] + parsed.compatibleBrands)
+        if brands.isDisjoint(with: ["iso6", "iso7", "iso8", "iso9", "cmfc", "cmf2"]) { error("I2", at, "no iso6+ or CMAF brand") }
+        if parsed.tracks.isEmpty { error("I3", at, "no trak") }
+        if !parsed.mvexFollowsTraks { error("I3", at, "mvex missing or before a trak") }
+        if parsed.mvhdDuration != 0 { error("I4", at, "mvhd duration \(parsed.mvhdDuration)") }
+        for track in parsed.tracks {
+            let t = "\(at) track \(track.trackID)"
+            if track.tkhdDuration != 0 { error("I4", t, "tkhd duration \(track.tkhdDuration)") }
+            if !track.emptyTables || track.sampleEntryCount < 1 { error("I5", t, "sample tables not empty, or no sample entry") }
+            let trex = parsed.trex.filter { $0.trackID == track.trackID }
+            if trex.count != 1 || !(1...UInt32(max(track.sampleEntryCount, 1))).contains(trex[0].defaultSampleDescriptionIndex) {
+                error("I6", t, "needs exactly one trex with a valid sample description index")
+            }
+            if !track.selfContainedReferences { error("I7", t, "data reference is not self-contained") }
+            if track.timescale == 0 { error("I8", t, "timescale 0") }
+            if track.editListEntries > 1 { error("I12", t, "edit list with \(track.editListEntries) entries") }
+            if track.editListEntries == 1 { warning("I12", t, "an edit list: hls.js ignores it") }
+        }
+        let videos = parsed.tracks.filter { $0.handler == "vide" }, audios = parsed.tracks.filter { $0.handler == "soun" }
+        if videos.count != 1 || audios.count > 1 { error("I9", at, "\(videos.count) video and \(audios.count) audio tracks") }
+        if let v = videos.first { checkAVC(v, at, into: &summary) }
+        if let a = audios.first { checkAAC(a, at, into: &summary) }
+        return parsed
+    }
+
+    mutating func checkAVC(_ v: ParsedInit.Track, _ at: String, into summary: inout MediaSummary) {
+        if v.sampleEntry != "avc1" { report(v.sampleEntry == "avc3" ? .warning : .error, "I10", at, "sample entry \(v.sampleEntry), expected avc1") }
+        if v.timescale % 90000 != 0 && v.timescale % 1000 != 0 { warning("I8", at, "video timescale \(v.timescale)") }
+        guard v.avcConfigVersion == 1, let sps = v.sps.first, !v.pps.isEmpty else {
+            return error("I10", at, "avcC needs version 1 and at least one SPS and PPS")
+        }
+        if ![1, 2, 4].contains(v.nalLengthSize) { error("I10", at, "NAL length size \(v.nalLengthSize)") }
+        if sps.count < 4 || sps[1] != v.avcProfile || sps[2] != v.avcCompatibility || sps[3] != v.avcLevel {
+            error("I10", at, "avcC profile/compatibility/level differ from the SPS")
+        }
+        do {
+            let parsed = try H264SPS(nal: sps[...])
+            if parsed.width != v.width || parsed.height != v.height {
+                error("I10", at, "sample entry \(v.width)x\(v.height) but SPS \(parsed.width)x\(parsed.height)")
+            }
+            summary.videoSize = (parsed.width, parsed.height)
+            summary.videoCodec = parsed.codecString
+            if parsed.profileIdc > 100 || parsed.levelIdc > 52 { warning("C8", at, "above High@5.2") }
+        } catch { self.error("I10", at, "SPS: \(error)") }
+    }
+
+    mutating func checkAAC(_ a: ParsedInit.Track, _ at: String, into summary: inout MediaSummary) {
+        if a.sampleEntry != "mp4a" { return error("I11", at, "audio sample entry \(a.sampleEntry)") }
+        if a.objectTypeIndication != 0x40 || a.streamType != 5 {
+            error("I11", at, "esds objectTypeIndication 0x\(String(a.objectTypeIndication, radix: 16)) streamType \(a.streamType)")
+        }
+        do {
+            let config = try AudioSpecificConfig(bytes: a.audioConfig)
+            if config.sampleRate != a.sampleRate || config.channelConfiguration != a.channelCount {
+                error("I11", at, "AudioSpecificConfig \(config.sampleRate) Hz/\(config.channelConfiguration) ch vs mp4a \(a.sampleRate) Hz/\(a.channelCount) ch")
+            }
+            if Int(a.timescale) != a.sampleRate { warning("I8", at, "audio timescale \(a.timescale) is not the sample rate") }
+            summary.audioCodec = config.codecString
+        } catch { self.error("I11", at, "no usable AudioSpecificConfig: \(error)") }
+    }
+}

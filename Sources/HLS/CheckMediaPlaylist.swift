@@ -1,0 +1,90 @@
+import Media
+import MP4
+
+/// What a checked media playlist and its files turned out to be.
+struct MediaSummary {
+    var videoCodec: String?
+    var audioCodec: String?
+    var videoSize: (width: Int, height: Int)?
+    var frameRate: Double?
+    var peakBitrate = 0
+    var averageBitrate = 0
+}
+
+extension StreamChecker {
+    /// P2–P7, P11–P13 on the text; then the init segment and every media segment.
+    mutating func checkMediaPlaylist(_ p: ParsedPlaylist, _ path: String) -> MediaSummary {
+        for tag in p.tags where tag.name == "EXT-X-STREAM-INF" || tag.name == "EXT-X-MEDIA" {
+            error("P10", "\(path):\(tag.line)", "multivariant tag \(tag.name) in a media playlist")
+        }
+        let firstSegmentLine = p.segments.first?.line ?? Int.max
+        for name in ["EXT-X-VERSION", "EXT-X-TARGETDURATION", "EXT-X-MEDIA-SEQUENCE", "EXT-X-DISCONTINUITY-SEQUENCE",
+                     "EXT-X-PLAYLIST-TYPE", "EXT-X-ENDLIST", "EXT-X-INDEPENDENT-SEGMENTS"] {
+            let found = p.tags(name)
+            if found.count > 1 { error(name == "EXT-X-VERSION" ? "P3" : "P6", "\(path):\(found[1].line)", "\(name) appears \(found.count) times") }
+        }
+        for name in ["EXT-X-MEDIA-SEQUENCE", "EXT-X-DISCONTINUITY-SEQUENCE"] {
+            if let tag = p.tags(name).first, tag.line > firstSegmentLine { error("P6", "\(path):\(tag.line)", "\(name) after the first segment") }
+        }
+        // P3: the version the features need (§8): MAP in a media playlist needs 6; 7 is
+        // what Apple's spec and FFmpeg write for fMP4, so only a higher one is flagged.
+        let hasMap = !p.tags("EXT-X-MAP").isEmpty
+        let required = hasMap ? 6 : (p.segments.contains { $0.extinf?.contains(".") ?? false } ? 3 : 1)
+        if let version = p.value("EXT-X-VERSION").flatMap(Int.init) {
+            if version < required { error("P3", path, "VERSION \(version) but the tags need \(required)") }
+            if version > max(required, 7) { warning("P3", path, "VERSION \(version) is higher than needed (\(required))") }
+        } else if required > 1 { error("P3", path, "no EXT-X-VERSION but the tags need \(required)") }
+        // P4, P5
+        let target = p.value("EXT-X-TARGETDURATION").flatMap(Int.init)
+        if target == nil || target! < 1 { error("P4", path, "EXT-X-TARGETDURATION missing or not a positive integer") }
+        for segment in p.segments {
+            let at = "\(path):\(segment.line)"
+            guard segment.extinfCount == 1, let duration = segment.duration else {
+                error("P5", at, "\(segment.uri) needs exactly one EXTINF with a decimal duration"); continue
+            }
+            if !(segment.extinf?.split(separator: ",").first?.contains(".") ?? false) {
+                warning("P5", at, "EXTINF is not a decimal float")
+            }
+            if let target, Int((duration + 0.5).rounded(.down)) > target {
+                error("P4", at, "EXTINF \(duration) rounds above TARGETDURATION \(target)")
+            }
+        }
+        for tag in p.danglingTags { error("P5", "\(path):\(tag.line)", "\(tag.name) with no segment URI after it") }
+        // P7
+        let maps = p.tags("EXT-X-MAP")
+        if let map = maps.first {
+            if map.line > firstSegmentLine { error("P7", "\(path):\(map.line)", "EXT-X-MAP after the first segment") }
+            do {
+                let attributes = try ParsedPlaylist.attributeList(map.value ?? "")
+                if !attributes.contains(where: { $0.name == "URI" && $0.quoted }) { error("P7", "\(path):\(map.line)", "EXT-X-MAP without a quoted URI") }
+            } catch { self.error("P2", "\(path):\(map.line)", "\(error)") }
+        } else if !p.segments.isEmpty { error("P7", path, "fMP4 segments without EXT-X-MAP") }
+        // P11: onair appends only, so the type is EVENT.
+        if let type = p.value("EXT-X-PLAYLIST-TYPE"), type != "EVENT", type != "VOD" {
+            error("P11", path, "PLAYLIST-TYPE \(type) is neither EVENT nor VOD")
+        }
+        if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
+        // P13
+        var previous: (ms: Int64, duration: Double)?
+        for segment in p.segments {
+            let at = "\(path):\(segment.line)"
+            guard let text = segment.programDateTime else {
+                if !p.isEnded { error("P13", at, "live segment without EXT-X-PROGRAM-DATE-TIME") }
+                previous = nil; continue
+            }
+            guard let ms = UTCDate.parse(text) else { error("P13", at, "bad date \(text)"); continue }
+            if !text.contains(".") { warning("P13", at, "PROGRAM-DATE-TIME without milliseconds") }
+            if let previous, abs(Double(ms - previous.ms) / 1000 - previous.duration) > 0.05 {
+                error("P13", at, "PROGRAM-DATE-TIME advanced \(Double(ms - previous.ms) / 1000) s over a \(previous.duration) s segment")
+            }
+            previous = (ms, segment.duration ?? 0)
+        }
+        return checkMedia(p, path: path, targetDuration: target ?? 0)
+    }
+
+    /// Resolves a URI relative to the playlist that lists it.
+    func resolve(_ uri: String, against playlist: String) -> String {
+        guard let slash = playlist.lastIndex(of: "/") else { return uri }
+        return String(playlist[...slash]) + uri
+    }
+}

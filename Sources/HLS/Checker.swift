@@ -1,0 +1,144 @@
+import Media
+import MP4
+
+/// One broken rule of ../shared/HLS_RULES.md, with where it was found.
+public struct Finding: Sendable, CustomStringConvertible, Equatable {
+    public enum Severity: String, Sendable { case error, warning }
+    public var rule: String
+    public var severity: Severity
+    public var location: String
+    public var message: String
+
+    public var description: String { "\(severity) \(rule) \(location): \(message)" }
+}
+
+/// Checks a written HLS stream (multivariant playlist → media playlist → init → segments)
+/// against the rules of HLS_RULES.md that apply to one muxed H.264 + AAC fMP4 variant.
+/// `load` returns a file's bytes by its path relative to the stream directory.
+public struct StreamChecker {
+    public typealias Loader = (String) -> [UInt8]?
+
+    var findings: [Finding] = []
+    let load: Loader
+
+    public static func check(multivariant path: String = "index.m3u8", load: @escaping Loader) -> [Finding] {
+        var checker = StreamChecker(load: load)
+        checker.run(path)
+        return checker.findings
+    }
+
+    init(load: @escaping Loader) { self.load = load }
+
+    mutating func error(_ rule: String, _ location: String, _ message: String) {
+        findings.append(Finding(rule: rule, severity: .error, location: location, message: message))
+    }
+    mutating func warning(_ rule: String, _ location: String, _ message: String) {
+        findings.append(Finding(rule: rule, severity: .warning, location: location, message: message))
+    }
+    mutating func report(_ severity: Finding.Severity, _ rule: String, _ location: String, _ message: String) {
+        findings.append(Finding(rule: rule, severity: severity, location: location, message: message))
+    }
+
+    mutating func run(_ path: String) {
+        guard let bytes = load(path) else { return error("L7", path, "cannot be read") }
+        guard let top = checkText(bytes, path) else { return }
+        if top.isMultivariant {
+            checkMultivariant(top, path)
+        } else {
+            _ = checkMediaPlaylist(top, path)
+        }
+    }
+
+    /// P1: UTF-8, no BOM, no control characters but CR/LF, first line #EXTM3U.
+    mutating func checkText(_ bytes: [UInt8], _ path: String) -> ParsedPlaylist? {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { error("P1", path, "starts with a byte-order mark") }
+        if let bad = bytes.firstIndex(where: { ($0 < 0x20 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }) {
+            error("P1", path, "control byte 0x\(String(bytes[bad], radix: 16)) at offset \(bad)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            error("P1", path, "not valid UTF-8"); return nil
+        }
+        let playlist = ParsedPlaylist(text: text)
+        if playlist.lines.first != "#EXTM3U" { error("P1", path, "first line is not #EXTM3U") }
+        for (i, line) in playlist.lines.enumerated() where line != line.trimmingSpaces {
+            error("P1", "\(path):\(i + 1)", "stray whitespace")
+        }
+        return playlist
+    }
+
+    mutating func checkMultivariant(_ top: ParsedPlaylist, _ path: String) {
+        for tag in top.tags where Self.mediaOnlyTags.contains(tag.name) {
+            error("P10", "\(path):\(tag.line)", "media playlist tag \(tag.name) in a multivariant playlist")
+        }
+        for tag in top.danglingTags where tag.name == "EXT-X-STREAM-INF" {
+            error("V1", "\(path):\(tag.line)", "EXT-X-STREAM-INF without a URI line")
+        }
+        if top.variants.isEmpty { error("V1", path, "no variants") }
+        for tag in top.tags(for: ["EXT-X-STREAM-INF", "EXT-X-MEDIA"]) {
+            do { _ = try ParsedPlaylist.attributeList(tag.value ?? "") } catch {
+                self.error("P2", "\(path):\(tag.line)", "\(error)")
+            }
+        }
+        for variant in top.variants {
+            let at = "\(path):\(variant.line)"
+            let a = variant.attributes
+            guard let bandwidth = a["BANDWIDTH"].flatMap(Int.init) else { error("V1", at, "no decimal-integer BANDWIDTH"); continue }
+            for name in ["CODECS", "RESOLUTION", "FRAME-RATE", "AVERAGE-BANDWIDTH"] where a[name] == nil {
+                error("V2", at, "no \(name)")
+            }
+            guard let media = checkMediaPlaylistFile(variant.uri) else { continue }
+            checkVariant(a, bandwidth: bandwidth, media: media, at: at)
+        }
+    }
+
+    static let mediaOnlyTags: Set<String> = ["EXTINF", "EXT-X-TARGETDURATION", "EXT-X-MEDIA-SEQUENCE",
+                                             "EXT-X-DISCONTINUITY-SEQUENCE", "EXT-X-ENDLIST", "EXT-X-PLAYLIST-TYPE",
+                                             "EXT-X-MAP", "EXT-X-PROGRAM-DATE-TIME", "EXT-X-BYTERANGE", "EXT-X-DISCONTINUITY"]
+
+    mutating func checkMediaPlaylistFile(_ uri: String) -> MediaSummary? {
+        guard let bytes = load(uri) else { error("L7", uri, "listed but cannot be read"); return nil }
+        guard let playlist = checkText(bytes, uri) else { return nil }
+        if playlist.isMultivariant { error("P10", uri, "a variant URI points at a multivariant playlist"); return nil }
+        return checkMediaPlaylist(playlist, uri)
+    }
+
+    /// V2, C1–C3, C6–C7: the variant's attributes against the stream it points at.
+    mutating func checkVariant(_ a: [String: String], bandwidth: Int, media: MediaSummary, at: String) {
+        let codecs = (a["CODECS"] ?? "").split(separator: ",").map { String($0).lowercased() }
+        if let avc = media.videoCodec {
+            if !codecs.contains(avc.lowercased()) { error("C1", at, "CODECS lacks \(avc) (from avcC)") }
+        }
+        if let aac = media.audioCodec, !codecs.contains(aac) { error("C3", at, "CODECS lacks \(aac) (muxed audio)") }
+        for codec in codecs where codec.hasPrefix("avc1.") && (codec.count != 11 || UInt32(codec.dropFirst(5), radix: 16) == nil) {
+            error("C1", at, "codec string \(codec) is not avc1.PPCCLL")
+        }
+        if let resolution = a["RESOLUTION"], let size = media.videoSize, resolution != "\(size.width)x\(size.height)" {
+            error("V2", at, "RESOLUTION \(resolution) but the SPS says \(size.width)x\(size.height)")
+        }
+        if let rate = a["FRAME-RATE"], let measured = media.frameRate {
+            let expected = decimalSeconds(Int64((measured * 1000).rounded()), timescale: 1000)
+            if Double(rate).map({ abs($0 - measured) > 0.001 }) ?? true {
+                error("V2", at, "FRAME-RATE \(rate) but the stream runs at \(expected)")
+            }
+        }
+        if media.peakBitrate > bandwidth {
+            error("C6", at, "BANDWIDTH \(bandwidth) is below the measured peak \(media.peakBitrate)")
+        }
+        if let average = a["AVERAGE-BANDWIDTH"].flatMap(Int.init), Double(media.averageBitrate) > Double(average) * 1.1 {
+            error("C7", at, "measured average \(media.averageBitrate) exceeds AVERAGE-BANDWIDTH \(average) by over 10%")
+        }
+    }
+}
+
+extension ParsedPlaylist {
+    func tags(for names: Set<String>) -> [Tag] { tags.filter { names.contains($0.name) } }
+}
+
+extension String {
+    var trimmingSpaces: Substring {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return s
+    }
+}

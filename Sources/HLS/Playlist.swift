@@ -1,0 +1,132 @@
+import Media
+
+/// The media playlist onair writes (RFC 8216bis §4.4): an EVENT playlist that only grows,
+/// one EXT-X-MAP, PROGRAM-DATE-TIME on every segment, ENDLIST at stop.
+public struct MediaPlaylist: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var uri: String
+        public var duration: String   // EXTINF, decimal seconds with ms precision
+        public var programDateTimeMs: Int64
+        public init(uri: String, duration: String, programDateTimeMs: Int64) {
+            self.uri = uri
+            self.duration = duration
+            self.programDateTimeMs = programDateTimeMs
+        }
+    }
+
+    /// EXT-X-TARGETDURATION, fixed when the stream starts (§6.2.1: it must not change).
+    public var targetDuration: Int
+    public var mapURI: String
+    public var mediaSequence: Int = 1
+    public var entries: [Entry] = []
+    public var isEnded = false
+
+    public init(targetDuration: Int, mapURI: String = "init.mp4") {
+        self.targetDuration = targetDuration
+        self.mapURI = mapURI
+    }
+
+    /// The file name of segment `sequence`: `seg/000001.m4s`.
+    public static func segmentURI(_ sequence: Int) -> String {
+        var digits = String(sequence)
+        while digits.count < 6 { digits = "0" + digits }
+        return "seg/\(digits).m4s"
+    }
+
+    public func render() -> String {
+        // VERSION 7 as Apple's authoring spec and FFmpeg's fMP4 muxer write it; MAP
+        // needs at least 6 (§8).
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
+                     "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(mapURI)\""]
+        for entry in entries {
+            lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: entry.programDateTimeMs))")
+            lines.append("#EXTINF:\(entry.duration),")
+            lines.append(entry.uri)
+        }
+        if isEnded { lines.append("#EXT-X-ENDLIST") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// The multivariant playlist (§4.4.6): one variant whose attributes come from the
+/// actual stream (CODECS from avcC and AudioSpecificConfig, measured bit rates).
+public struct MultivariantPlaylist: Sendable, Equatable {
+    public struct Variant: Sendable, Equatable {
+        public var uri: String
+        public var bandwidth: Int
+        public var averageBandwidth: Int
+        public var codecs: [String]
+        public var width: Int
+        public var height: Int
+        /// Frames per second × 1000 (FRAME-RATE has three decimals, §4.4.6.2).
+        public var frameRateMilli: Int
+        public init(uri: String, bandwidth: Int, averageBandwidth: Int, codecs: [String], width: Int, height: Int, frameRateMilli: Int) {
+            self.uri = uri
+            self.bandwidth = bandwidth
+            self.averageBandwidth = averageBandwidth
+            self.codecs = codecs
+            self.width = width
+            self.height = height
+            self.frameRateMilli = frameRateMilli
+        }
+    }
+    public var variants: [Variant]
+
+    public init(variants: [Variant]) { self.variants = variants }
+
+    public func render() -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        for v in variants {
+            let rate = decimalSeconds(Int64(v.frameRateMilli), timescale: 1000)
+            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(v.bandwidth),AVERAGE-BANDWIDTH=\(v.averageBandwidth),"
+                + "CODECS=\"\(v.codecs.joined(separator: ","))\",RESOLUTION=\(v.width)x\(v.height),FRAME-RATE=\(rate)")
+            lines.append(v.uri)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Peak and average bit rate as RFC 8216bis §4.1 defines them for BANDWIDTH and
+/// AVERAGE-BANDWIDTH, kept up to date as segments arrive.
+public struct BitrateMeter: Sendable, Equatable {
+    public private(set) var segments: [(bits: Int64, ticks: Int64)] = []
+    public let timescale: Int64
+    public let targetDuration: Int
+
+    public init(timescale: Int64, targetDuration: Int) {
+        self.timescale = timescale
+        self.targetDuration = targetDuration
+    }
+
+    public static func == (a: BitrateMeter, b: BitrateMeter) -> Bool {
+        a.timescale == b.timescale && a.segments.map(\.bits) == b.segments.map(\.bits)
+            && a.segments.map(\.ticks) == b.segments.map(\.ticks)
+    }
+
+    public mutating func add(bytes: Int, ticks: Int64) { segments.append((Int64(bytes) * 8, ticks)) }
+
+    public var average: Int {
+        let bits = segments.reduce(0) { $0 + $1.bits }, ticks = segments.reduce(0) { $0 + $1.ticks }
+        return ticks > 0 ? Int(bits * timescale / ticks) : 0
+    }
+
+    /// The largest bit rate over contiguous runs lasting between 0.5×TD and
+    /// 1.5×TD + 0.5 s (§4.1); a single segment counts when no run fits.
+    public var peak: Int {
+        let low = timescale * Int64(targetDuration) / 2
+        let high = timescale * Int64(targetDuration) * 3 / 2 + timescale / 2
+        var best: Int64 = 0
+        for i in segments.indices {
+            var bits: Int64 = 0, ticks: Int64 = 0
+            for j in i..<segments.count {
+                bits += segments[j].bits; ticks += segments[j].ticks
+                if ticks > high { break }
+                if ticks >= low || (i == 0 && j == segments.count - 1) {
+                    best = max(best, ticks > 0 ? bits * timescale / ticks : 0)
+                }
+            }
+        }
+        return Int(best)
+    }
+}

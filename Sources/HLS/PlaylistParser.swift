@@ -1,0 +1,121 @@
+/// A playlist read back from its text: every tag with its line number, and the segments
+/// or variants it lists. Lenient by design: the checker reports what is wrong.
+public struct ParsedPlaylist: Sendable {
+    public struct Tag: Sendable {
+        public var name: String       // e.g. "EXT-X-TARGETDURATION"
+        public var value: String?     // what follows the colon
+        public var line: Int
+    }
+    public struct Segment: Sendable {
+        public var uri: String
+        public var line: Int
+        public var extinf: String?
+        public var extinfCount: Int
+        public var programDateTime: String?
+        public var discontinuity: Bool
+        public var map: String?       // the EXT-X-MAP URI in force
+
+        public var duration: Double? { extinf.flatMap { Double($0.split(separator: ",", maxSplits: 1).first.map(String.init) ?? "") } }
+    }
+    public struct Variant: Sendable {
+        public var attributes: [String: String]
+        public var uri: String
+        public var line: Int
+    }
+
+    public var text: String
+    public var lines: [String]
+    public var tags: [Tag] = []
+    public var segments: [Segment] = []
+    public var variants: [Variant] = []
+    public var danglingTags: [Tag] = []   // segment tags with no URI after them
+
+    public var isMultivariant: Bool { tags.contains { $0.name == "EXT-X-STREAM-INF" } }
+    public var isEnded: Bool { tags.contains { $0.name == "EXT-X-ENDLIST" } }
+    public func tags(_ name: String) -> [Tag] { tags.filter { $0.name == name } }
+    public func value(_ name: String) -> String? { tags.first { $0.name == name }?.value }
+
+    public init(text: String) {
+        self.text = text
+        var split = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+        }
+        if split.last == "" { split.removeLast() }
+        lines = split
+        var extinf: String?, extinfCount = 0, pdt: String?, discontinuity = false, map: String?
+        var streamInf: Tag?
+        var pending: [Tag] = []
+        for (index, line) in lines.enumerated() {
+            let number = index + 1
+            if line.hasPrefix("#EXT") {
+                let body = line.dropFirst()
+                let colon = body.firstIndex(of: ":")
+                let tag = Tag(name: String(colon.map { body[..<$0] } ?? body),
+                              value: colon.map { String(body[body.index(after: $0)...]) }, line: number)
+                tags.append(tag)
+                switch tag.name {
+                case "EXTINF": extinf = tag.value; extinfCount += 1; pending.append(tag)
+                case "EXT-X-PROGRAM-DATE-TIME": pdt = tag.value; pending.append(tag)
+                case "EXT-X-DISCONTINUITY": discontinuity = true; pending.append(tag)
+                case "EXT-X-MAP": map = Self.attributes(tag.value ?? "")["URI"]
+                case "EXT-X-STREAM-INF": streamInf = tag
+                default: break
+                }
+            } else if line.hasPrefix("#") || line.isEmpty {
+                continue
+            } else if let inf = streamInf {
+                variants.append(Variant(attributes: Self.attributes(inf.value ?? ""), uri: line, line: number))
+                streamInf = nil
+            } else {
+                segments.append(Segment(uri: line, line: number, extinf: extinf, extinfCount: extinfCount,
+                                        programDateTime: pdt, discontinuity: discontinuity, map: map))
+                extinf = nil; extinfCount = 0; pdt = nil; discontinuity = false; pending = []
+            }
+        }
+        danglingTags = pending + (streamInf.map { [$0] } ?? [])
+    }
+
+    /// Splits an attribute list (§4.2) into names and values, quotes removed.
+    public static func attributes(_ list: String) -> [String: String] {
+        (try? attributeList(list).reduce(into: [String: String]()) { $0[$1.name] = $1.value }) ?? [:]
+    }
+
+    public struct AttributeError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The attribute list in order, or why it is malformed (§4.2: names [A-Z0-9-]+, no
+    /// spaces around '=', quoted strings without CR/LF/'"').
+    public static func attributeList(_ list: String) throws -> [(name: String, value: String, quoted: Bool)] {
+        var result: [(String, String, Bool)] = []
+        var chars = Substring(list)
+        while !chars.isEmpty {
+            guard let eq = chars.firstIndex(of: "=") else { throw AttributeError(description: "attribute without '=' in \(list)") }
+            let name = String(chars[..<eq])
+            guard !name.isEmpty, name.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }) else {
+                throw AttributeError(description: "bad attribute name '\(name)'")
+            }
+            chars = chars[chars.index(after: eq)...]
+            var value: String, quoted = false
+            if chars.first == "\"" {
+                chars = chars.dropFirst()
+                guard let close = chars.firstIndex(of: "\"") else { throw AttributeError(description: "unterminated quoted string") }
+                value = String(chars[..<close])
+                quoted = true
+                chars = chars[chars.index(after: close)...]
+                if value.isEmpty { throw AttributeError(description: "empty quoted string for \(name)") }
+            } else {
+                let end = chars.firstIndex(of: ",") ?? chars.endIndex
+                value = String(chars[..<end])
+                chars = chars[end...]
+                if value.contains(" ") { throw AttributeError(description: "whitespace in value of \(name)") }
+            }
+            if result.contains(where: { $0.0 == name }) { throw AttributeError(description: "duplicate attribute \(name)") }
+            result.append((name, value, quoted))
+            if chars.first == "," { chars = chars.dropFirst() } else if !chars.isEmpty {
+                throw AttributeError(description: "junk after attribute \(name)")
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,296 @@
+import Media
+
+/// What an init segment says, read back from its bytes (for tests and the checker).
+public struct ParsedInit: Sendable {
+    public struct Track: Sendable {
+        public var trackID: UInt32
+        public var handler: String
+        public var timescale: UInt32
+        public var tkhdDuration: UInt64
+        public var width: Int
+        public var height: Int
+        public var sampleEntry: String
+        public var sampleEntryCount: Int
+        public var emptyTables: Bool
+        public var selfContainedReferences: Bool
+        public var editListEntries: Int
+        // avcC
+        public var avcConfigVersion: UInt8 = 0
+        public var avcProfile: UInt8 = 0
+        public var avcCompatibility: UInt8 = 0
+        public var avcLevel: UInt8 = 0
+        public var nalLengthSize: Int = 0
+        public var sps: [[UInt8]] = []
+        public var pps: [[UInt8]] = []
+        // mp4a / esds
+        public var channelCount: Int = 0
+        public var sampleRate: Int = 0
+        public var objectTypeIndication: UInt8 = 0
+        public var streamType: UInt8 = 0
+        public var audioConfig: [UInt8] = []
+    }
+    public struct Trex: Sendable {
+        public var trackID: UInt32
+        public var defaultSampleDescriptionIndex: UInt32
+        public var defaultDuration: UInt32
+        public var defaultFlags: UInt32
+    }
+
+    public var majorBrand: String
+    public var compatibleBrands: [String]
+    public var topLevel: [String]
+    public var mvhdDuration: UInt64
+    public var tracks: [Track]
+    public var trex: [Trex]
+    public var mvexFollowsTraks: Bool
+
+    public func track(_ handler: String) -> Track? { tracks.first { $0.handler == handler } }
+
+    public init(bytes: [UInt8]) throws {
+        let boxes = try BoxTree.parse(bytes)
+        topLevel = boxes.map(\.type)
+        guard let ftyp = boxes.first(where: { $0.type == "ftyp" }) else { throw MP4Error.missing("ftyp") }
+        var r = ByteReader(bytes, range: ftyp.payload)
+        majorBrand = try r.fourCC()
+        _ = try r.u32()
+        compatibleBrands = []
+        while r.remaining >= 4 { compatibleBrands.append(try r.fourCC()) }
+        guard let moov = boxes.first(where: { $0.type == "moov" }) else { throw MP4Error.missing("moov") }
+        guard let mvhd = moov.child("mvhd") else { throw MP4Error.missing("mvhd") }
+        r = ByteReader(bytes, range: mvhd.payload)
+        let version = try r.u8()
+        try r.skip(3)
+        if version == 1 { try r.skip(16); _ = try r.u32(); mvhdDuration = try r.u64() } else {
+            try r.skip(8); _ = try r.u32(); mvhdDuration = UInt64(try r.u32())
+        }
+        tracks = try moov.all("trak").map { try Self.track($0, bytes) }
+        let lastTrak = moov.children.lastIndex { $0.type == "trak" } ?? -1
+        let mvexIndex = moov.children.firstIndex { $0.type == "mvex" }
+        mvexFollowsTraks = mvexIndex.map { $0 > lastTrak } ?? false
+        trex = try (moov.child("mvex")?.all("trex") ?? []).map { box in
+            var r = ByteReader(bytes, range: box.payload)
+            try r.skip(4)
+            let id = try r.u32(), index = try r.u32(), duration = try r.u32()
+            _ = try r.u32()
+            return Trex(trackID: id, defaultSampleDescriptionIndex: index, defaultDuration: duration, defaultFlags: try r.u32())
+        }
+    }
+
+    private static func track(_ trak: Box, _ bytes: [UInt8]) throws -> Track {
+        guard let tkhd = trak.child("tkhd") else { throw MP4Error.missing("tkhd") }
+        var r = ByteReader(bytes, range: tkhd.payload)
+        let v = try r.u8(); try r.skip(3)
+        let trackID: UInt32, duration: UInt64
+        if v == 1 { try r.skip(16); trackID = try r.u32(); try r.skip(4); duration = try r.u64() } else {
+            try r.skip(8); trackID = try r.u32(); try r.skip(4); duration = UInt64(try r.u32())
+        }
+        try r.skip(8 + 8 + 36)
+        let width = Int(try r.u32() >> 16), height = Int(try r.u32() >> 16)
+        guard let mdhd = trak.find(["mdia", "mdhd"]), let hdlr = trak.find(["mdia", "hdlr"]) else {
+            throw MP4Error.missing("mdhd/hdlr")
+        }
+        r = ByteReader(bytes, range: mdhd.payload)
+        let mv = try r.u8(); try r.skip(3)
+        try r.skip(mv == 1 ? 16 : 8)
+        let timescale = try r.u32()
+        r = ByteReader(bytes, range: hdlr.payload)
+        try r.skip(8)
+        let handler = try r.fourCC()
+        guard let stbl = trak.find(["mdia", "minf", "stbl"]), let stsd = stbl.child("stsd") else {
+            throw MP4Error.missing("stbl/stsd")
+        }
+        r = ByteReader(bytes, range: stsd.payload)
+        try r.skip(4)
+        let entryCount = Int(try r.u32())
+        var empty = true
+        for type in ["stts", "stsc", "stsz", "stco"] {
+            guard let table = stbl.child(type) else { empty = false; continue }
+            var t = ByteReader(bytes, range: table.payload)
+            try t.skip(4)
+            if type == "stsz" { try t.skip(4) }
+            if try t.u32() != 0 { empty = false }
+        }
+        var selfContained = true
+        if let dref = trak.find(["mdia", "minf", "dinf", "dref"]) {
+            for entry in dref.children {
+                var e = ByteReader(bytes, range: entry.payload)
+                if try e.u24() & 0 != 0 || (try e.u8()) & 1 == 0 { selfContained = false }
+            }
+        } else { selfContained = false }
+        var elstEntries = 0
+        if let elst = trak.find(["edts", "elst"]) {
+            var e = ByteReader(bytes, range: elst.payload)
+            try e.skip(4)
+            elstEntries = Int(try e.u32())
+        }
+        let entry = stsd.children.first
+        var track = Track(trackID: trackID, handler: handler, timescale: timescale, tkhdDuration: duration,
+                          width: width, height: height, sampleEntry: entry?.type ?? "", sampleEntryCount: entryCount,
+                          emptyTables: empty, selfContainedReferences: selfContained, editListEntries: elstEntries)
+        if let entry, entry.type == "avc1" || entry.type == "avc3" {
+            var e = ByteReader(bytes, range: entry.payload)
+            try e.skip(24)
+            track.width = Int(try e.u16()); track.height = Int(try e.u16())
+            if let avcC = entry.child("avcC") {
+                var c = ByteReader(bytes, range: avcC.payload)
+                track.avcConfigVersion = try c.u8()
+                track.avcProfile = try c.u8(); track.avcCompatibility = try c.u8(); track.avcLevel = try c.u8()
+                track.nalLengthSize = Int(try c.u8() & 3) + 1
+                let spsCount = Int(try c.u8() & 0x1F)
+                for _ in 0..<spsCount { track.sps.append(try c.take(Int(try c.u16()))) }
+                let ppsCount = Int(try c.u8())
+                for _ in 0..<ppsCount { track.pps.append(try c.take(Int(try c.u16()))) }
+            }
+        }
+        if let entry, entry.type == "mp4a" {
+            var e = ByteReader(bytes, range: entry.payload)
+            try e.skip(16)
+            track.channelCount = Int(try e.u16())
+            try e.skip(6)
+            track.sampleRate = Int(try e.u32() >> 16)
+            if let esds = entry.child("esds") {
+                try Self.readESDS(bytes, esds, into: &track)
+            }
+        }
+        return track
+    }
+
+    /// Walks the ES_Descriptor → DecoderConfigDescriptor → DecoderSpecificInfo chain.
+    private static func readESDS(_ bytes: [UInt8], _ esds: Box, into track: inout Track) throws {
+        var r = ByteReader(bytes, range: esds.payload)
+        try r.skip(4)
+        func header(_ r: inout ByteReader) throws -> (tag: UInt8, size: Int) {
+            let tag = try r.u8()
+            var size = 0
+            for _ in 0..<4 {
+                let b = try r.u8()
+                size = (size << 7) | Int(b & 0x7F)
+                if b & 0x80 == 0 { break }
+            }
+            return (tag, size)
+        }
+        let es = try header(&r)
+        guard es.tag == 3 else { throw MP4Error.badBox("esds without ES_Descriptor", at: esds.start) }
+        try r.skip(2)
+        let flags = try r.u8()
+        if flags & 0x80 != 0 { try r.skip(2) }
+        if flags & 0x40 != 0 { try r.skip(Int(try r.u8())) }
+        if flags & 0x20 != 0 { try r.skip(2) }
+        let dc = try header(&r)
+        guard dc.tag == 4 else { throw MP4Error.badBox("esds without DecoderConfigDescriptor", at: esds.start) }
+        track.objectTypeIndication = try r.u8()
+        track.streamType = try r.u8() >> 2
+        try r.skip(11)
+        let dsi = try header(&r)
+        if dsi.tag == 5 { track.audioConfig = try r.take(dsi.size) }
+    }
+}
+
+/// What a media segment says, read back from its bytes.
+public struct ParsedSegment: Sendable {
+    public struct Sample: Sendable {
+        public var duration: UInt32
+        public var size: UInt32
+        public var flags: UInt32
+        public var compositionOffset: Int32
+        /// Byte range of the sample's data within the segment.
+        public var range: Range<Int>
+        public var isSync: Bool { flags & 0x0001_0000 == 0 }
+    }
+    public struct TrackFragment: Sendable {
+        public var trackID: UInt32
+        public var tfhdFlags: UInt32
+        public var tfdtVersion: UInt8
+        public var baseDecodeTime: UInt64
+        public var trunCount: Int
+        public var tfdtCount: Int
+        public var samples: [Sample]
+        public var dataInsideMdat: Bool
+        public var duration: UInt64 { samples.reduce(0) { $0 + UInt64($1.duration) } }
+    }
+    public struct Fragment: Sendable {
+        public var sequenceNumber: UInt32
+        public var mfhdCount: Int
+        public var trafs: [TrackFragment]
+    }
+
+    public var topLevel: [String]
+    public var fragments: [Fragment]
+
+    public func traf(_ trackID: UInt32) -> [TrackFragment] {
+        fragments.flatMap { $0.trafs.filter { $0.trackID == trackID } }
+    }
+
+    /// `trex` defaults fill in what tfhd and trun leave out (§8.8.3, §8.8.7, §8.8.8).
+    public init(bytes: [UInt8], trex: [ParsedInit.Trex] = []) throws {
+        let boxes = try BoxTree.parse(bytes)
+        topLevel = boxes.map(\.type)
+        fragments = []
+        for (index, moof) in boxes.enumerated() where moof.type == "moof" {
+            let mdat = index + 1 < boxes.count && boxes[index + 1].type == "mdat" ? boxes[index + 1] : nil
+            var sequence: UInt32 = 0
+            let mfhds = moof.all("mfhd")
+            if let mfhd = mfhds.first {
+                var r = ByteReader(bytes, range: mfhd.payload)
+                try r.skip(4)
+                sequence = try r.u32()
+            }
+            var trafs: [TrackFragment] = []
+            for traf in moof.all("traf") {
+                guard let tfhd = traf.child("tfhd") else { throw MP4Error.missing("tfhd") }
+                var r = ByteReader(bytes, range: tfhd.payload)
+                try r.skip(1)
+                let tfhdFlags = try r.u24()
+                let trackID = try r.u32()
+                let defaults = trex.first { $0.trackID == trackID }
+                var base = moof.start
+                if tfhdFlags & 0x01 != 0 { base = Int(try r.u64()) }
+                if tfhdFlags & 0x02 != 0 { _ = try r.u32() }
+                var defaultDuration = defaults?.defaultDuration ?? 0
+                var defaultSize: UInt32 = 0
+                var defaultFlags = defaults?.defaultFlags ?? 0
+                if tfhdFlags & 0x08 != 0 { defaultDuration = try r.u32() }
+                if tfhdFlags & 0x10 != 0 { defaultSize = try r.u32() }
+                if tfhdFlags & 0x20 != 0 { defaultFlags = try r.u32() }
+                var tfdtVersion: UInt8 = 0, decodeTime: UInt64 = 0
+                if let tfdt = traf.child("tfdt") {
+                    var t = ByteReader(bytes, range: tfdt.payload)
+                    tfdtVersion = try t.u8(); try t.skip(3)
+                    decodeTime = tfdtVersion == 1 ? try t.u64() : UInt64(try t.u32())
+                }
+                var samples: [Sample] = []
+                var inside = true
+                var cursor = base
+                for trun in traf.all("trun") {
+                    var t = ByteReader(bytes, range: trun.payload)
+                    try t.skip(1)
+                    let flags = try t.u24()
+                    let count = Int(try t.u32())
+                    if flags & 0x001 != 0 { cursor = base + Int(Int32(bitPattern: try t.u32())) }
+                    var firstFlags: UInt32?
+                    if flags & 0x004 != 0 { firstFlags = try t.u32() }
+                    for i in 0..<count {
+                        let duration = flags & 0x100 != 0 ? try t.u32() : defaultDuration
+                        let size = flags & 0x200 != 0 ? try t.u32() : defaultSize
+                        var sampleFlags = flags & 0x400 != 0 ? try t.u32() : defaultFlags
+                        if i == 0, let firstFlags, flags & 0x400 == 0 { sampleFlags = firstFlags }
+                        let cto = flags & 0x800 != 0 ? Int32(bitPattern: try t.u32()) : 0
+                        let range = cursor..<(cursor + Int(size))
+                        if let mdat {
+                            if !mdat.payload.contains(range.lowerBound) && size > 0 || range.upperBound > mdat.payload.upperBound {
+                                inside = false
+                            }
+                        } else { inside = false }
+                        samples.append(Sample(duration: duration, size: size, flags: sampleFlags,
+                                              compositionOffset: cto, range: range))
+                        cursor += Int(size)
+                    }
+                }
+                trafs.append(TrackFragment(trackID: trackID, tfhdFlags: tfhdFlags, tfdtVersion: tfdtVersion,
+                                           baseDecodeTime: decodeTime, trunCount: traf.all("trun").count,
+                                           tfdtCount: traf.all("tfdt").count, samples: samples, dataInsideMdat: inside))
+            }
+            fragments.append(Fragment(sequenceNumber: sequence, mfhdCount: mfhds.count, trafs: trafs))
+        }
+    }
+}

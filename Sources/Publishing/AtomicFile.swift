@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct FileError: Error, CustomStringConvertible {
+    public var path: String
+    public var operation: String
+    public var code: Int32
+    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+}
+
+/// Files other programs read are written temp → fsync → rename → fsync(dir), so a reader
+/// (or a power cut) sees the old file or the new one, never half of one.
+public enum AtomicFile {
+    public static func write(_ bytes: [UInt8], to path: String) throws {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = "\(directory)/.\(name).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
+        var ok = false
+        defer { if !ok { unlink(temporary) } }
+        do {
+            try bytes.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw FileError(path: temporary, operation: "write", code: errno)
+                    }
+                    offset += n
+                }
+            }
+            guard fsync(fd) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else { throw FileError(path: path, operation: "rename to", code: errno) }
+        ok = true
+        try syncDirectory(directory)
+    }
+
+    /// Makes a rename durable (POSIX: the directory entry lives in the directory).
+    public static func syncDirectory(_ directory: String) throws {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(path: directory, operation: "open", code: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw FileError(path: directory, operation: "fsync", code: errno) }
+    }
+
+    /// mkdir -p.
+    public static func makeDirectories(_ path: String) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0 && errno != EEXIST {
+                throw FileError(path: current, operation: "mkdir", code: errno)
+            }
+        }
+    }
+}

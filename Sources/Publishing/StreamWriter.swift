@@ -1,0 +1,95 @@
+import HLS
+import Media
+
+/// The codec facts the multivariant playlist and the init segment are made from.
+public struct StreamDescription: Sendable, Equatable {
+    public var codecs: [String]
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    /// Configured video + audio bit rate: BANDWIDTH until measurements exceed it.
+    public var configuredBitrate: Int
+    public var targetDuration: Int
+
+    public init(codecs: [String], width: Int, height: Int, fps: Int, configuredBitrate: Int, targetDuration: Int) {
+        self.codecs = codecs
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.configuredBitrate = configuredBitrate
+        self.targetDuration = targetDuration
+    }
+}
+
+/// Writes one stream into `streams/<id>/` in the order that keeps every reader safe:
+/// init.mp4 and index.m3u8 before the first playlist; each segment stored before the
+/// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename.
+public final class StreamWriter {
+    public let id: String
+    public let directory: String
+    public let description: StreamDescription
+    public private(set) var playlist: MediaPlaylist
+    private var meter: BitrateMeter
+    private var declaredBandwidth: Int
+    private var declaredAverage: Int
+    public private(set) var totalTicks: Int64 = 0
+    public private(set) var totalBytes = 0
+
+    /// Creates the directory and writes init.mp4 and index.m3u8.
+    public init(root: String, id: String, description: StreamDescription, initSegment: [UInt8]) throws {
+        self.id = id
+        self.directory = "\(root)/streams/\(id)"
+        self.description = description
+        playlist = MediaPlaylist(targetDuration: description.targetDuration)
+        meter = BitrateMeter(timescale: Timescale.video, targetDuration: description.targetDuration)
+        // Container overhead on top of the encoder rates, until the stream is measured.
+        declaredBandwidth = description.configuredBitrate + description.configuredBitrate / 10
+        declaredAverage = description.configuredBitrate
+        try AtomicFile.makeDirectories(directory + "/seg")
+        try AtomicFile.write(initSegment, to: directory + "/init.mp4")
+        try writeMultivariant()
+    }
+
+    /// Stores a segment, then publishes the playlist that lists it.
+    public func append(_ segment: SegmentReport) throws {
+        let uri = MediaPlaylist.segmentURI(segment.sequence)
+        try AtomicFile.write(segment.bytes, to: "\(directory)/\(uri)")
+        meter.add(bytes: segment.bytes.count, ticks: segment.videoDuration)
+        totalTicks += segment.videoDuration
+        totalBytes += segment.bytes.count
+        // BANDWIDTH must stay at or above the measured peak (RFC 8216bis §4.4.6.2), so the
+        // multivariant playlist is rewritten before a playlist lists a segment that raised it.
+        if meter.peak > declaredBandwidth || segment.sequence == 1 {
+            declaredBandwidth = max(declaredBandwidth, meter.peak)
+            declaredAverage = meter.average
+            try writeMultivariant()
+        }
+        playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs))
+        try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+    }
+
+    /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST.
+    public func finish() throws {
+        declaredAverage = meter.average
+        declaredBandwidth = max(declaredBandwidth, meter.peak)
+        try writeMultivariant()
+        playlist.isEnded = true
+        try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+    }
+
+    public var segmentCount: Int { playlist.entries.count }
+
+    private func writeMultivariant() throws {
+        let variant = MultivariantPlaylist.Variant(
+            uri: "playlist.m3u8", bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
+            codecs: description.codecs, width: description.width, height: description.height,
+            frameRateMilli: description.fps * 1000)
+        try AtomicFile.write(Array(MultivariantPlaylist(variants: [variant]).render().utf8), to: directory + "/index.m3u8")
+    }
+
+    /// A sortable, unique stream id: `20261202T164233Z-3f9a`.
+    public static func makeID(wallClockMs: Int64) -> String {
+        let suffix = String(UInt16.random(in: 0...UInt16.max), radix: 16)
+        return UTCDate.compact(milliseconds: wallClockMs) + "-" + String(repeating: "0", count: 4 - suffix.count) + suffix
+    }
+}

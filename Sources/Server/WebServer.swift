@@ -1,0 +1,199 @@
+import CMicroHTTPD
+import Foundation
+import Media
+
+public struct ServerError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// The built-in web server: the viewer page, /api/streams, and the stream files with the
+/// headers HLS players and caches expect. libmicrohttpd runs its own threads; the handler
+/// only reads files, so it shares nothing mutable with the media plane.
+public final class WebServer: @unchecked Sendable {
+    public let root: String
+    private let canonicalRoot: String
+    private var daemon: OpaquePointer?
+    public private(set) var port: UInt16 = 0
+
+    /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
+    public init(listen address: String, root: String) throws {
+        self.root = root
+        try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
+        guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
+        canonicalRoot = String(cString: real)
+        free(real)
+        var storage = sockaddr_storage()
+        try Self.parse(address, into: &storage)
+        let handler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, _ in
+            let server = Unmanaged<WebServer>.fromOpaque(cls!).takeUnretainedValue()
+            return server.handle(connection!, url: String(cString: url!), method: String(cString: method!))
+        }
+        daemon = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                onair_mhd_start(address, 4, handler, Unmanaged.passUnretained(self).toOpaque())
+            }
+        }
+        guard let daemon else { throw ServerError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))") }
+        port = onair_mhd_port(daemon)
+    }
+
+    deinit { stop() }
+
+    public func stop() {
+        if let daemon { MHD_stop_daemon(daemon) }
+        daemon = nil
+    }
+
+    static func parse(_ address: String, into storage: inout sockaddr_storage) throws {
+        let bad = ServerError(description: "--listen \(address): expected ADDR:PORT, e.g. 127.0.0.1:8080")
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else { throw bad }
+        var host = String(address[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.isEmpty { host = "0.0.0.0" }
+        try withUnsafeMutablePointer(to: &storage) { pointer in
+            if host.contains(":") {
+                try pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
+                    a.pointee.sin6_family = sa_family_t(AF_INET6)
+                    a.pointee.sin6_port = port.bigEndian
+                    guard inet_pton(AF_INET6, host, &a.pointee.sin6_addr) == 1 else { throw bad }
+                }
+            } else {
+                try pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
+                    a.pointee.sin_family = sa_family_t(AF_INET)
+                    a.pointee.sin_port = port.bigEndian
+                    guard inet_pton(AF_INET, host, &a.pointee.sin_addr) == 1 else { throw bad }
+                }
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    struct Reply {
+        var status: UInt32
+        var body: Body
+        var headers: [(String, String)] = []
+        enum Body { case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64) }
+    }
+
+    private func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
+        let header = { (name: String) -> String? in
+            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+        }
+        let reply: Reply
+        if method != "GET" && method != "HEAD" {
+            reply = Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)), headers: [("Allow", "GET, HEAD")])
+        } else {
+            reply = route(url, header: header)
+        }
+        return send(reply, on: connection)
+    }
+
+    func route(_ url: String, header: (String) -> String?) -> Reply {
+        if url == "/" || url == "/index.html" {
+            return Reply(status: 200, body: .bytes(Array(Viewer.html.utf8)),
+                         headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
+        }
+        if url == "/api/streams" {
+            return Reply(status: 200, body: .bytes(StreamCatalog.json(root: root)),
+                         headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
+        }
+        if url.hasPrefix("/streams/") { return serveFile(url, header: header) }
+        return Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
+    }
+
+    /// The file for a URL path, only if it lies inside the data directory: no `..` or `.`
+    /// components, no NUL or backslash, and no symbolic link that leads outside.
+    func resolve(_ url: String) -> String? {
+        let components = url.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".")
+            && !$0.contains("\0") && !$0.contains("\\") }) else { return nil }
+        let path = root + "/" + components.joined(separator: "/")
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        return resolved.hasPrefix(canonicalRoot + "/streams/") ? resolved : nil
+    }
+
+    static func contentType(_ path: String) -> (type: String, cache: String) {
+        if path.hasSuffix(".m3u8") { return ("application/vnd.apple.mpegurl", "no-cache") }
+        if path.hasSuffix(".mp4") || path.hasSuffix(".m4s") { return ("video/mp4", "public, max-age=31536000, immutable") }
+        if path.hasSuffix(".json") { return ("application/json", "no-cache") }
+        return ("application/octet-stream", "no-cache")
+    }
+
+    private func serveFile(_ url: String, header: (String) -> String?) -> Reply {
+        let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
+        if url.contains("..") || url.contains("\\") {
+            return Reply(status: 403, body: .bytes(Array("forbidden\n".utf8)), headers: [("Content-Type", "text/plain")])
+        }
+        guard let path = resolve(url) else { return notFound }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return notFound }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { close(fd); return notFound }
+        let size = Int64(info.st_size)
+        let modified = Int64(info.st_mtim.tv_sec)
+        let etag = "\"\(String(UInt64(size), radix: 16))-\(String(UInt64(modified) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec), radix: 16))\""
+        let (type, cache) = Self.contentType(path)
+        var headers = [("Content-Type", type), ("Cache-Control", cache), ("ETag", etag),
+                       ("Last-Modified", UTCDate.httpDate(seconds: modified)), ("Accept-Ranges", "bytes")]
+        if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {
+            close(fd)
+            return Reply(status: 304, body: .bytes([]), headers: headers.filter { $0.0 != "Content-Type" })
+        }
+        switch ByteRange.parse(header("Range"), size: size) {
+        case .none:
+            return Reply(status: 200, body: .file(fd: fd, offset: 0, length: size), headers: headers)
+        case .unsatisfiable:
+            close(fd)
+            headers.append(("Content-Range", "bytes */\(size)"))
+            return Reply(status: 416, body: .bytes([]), headers: headers)
+        case .range(let first, let last):
+            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
+            return Reply(status: 206, body: .file(fd: fd, offset: first, length: last - first + 1), headers: headers)
+        }
+    }
+
+    private func send(_ reply: Reply, on connection: OpaquePointer) -> MHD_Result {
+        let response: OpaquePointer?
+        switch reply.body {
+        case .bytes(let bytes):
+            response = bytes.withUnsafeBytes { raw in
+                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        case .file(let fd, let offset, let length):
+            // MHD owns the descriptor from here and sends it with sendfile where it can.
+            response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd, UInt64(offset))
+        }
+        guard let response else { return .NO }
+        for (name, value) in reply.headers { MHD_add_response_header(response, name, value) }
+        let result = MHD_queue_response(connection, reply.status, response)
+        MHD_destroy_response(response)
+        return result
+    }
+}
+
+/// A single HTTP byte range (RFC 9110 §14.1.2); several ranges are answered in full.
+enum ByteRange: Equatable {
+    case none
+    case unsatisfiable
+    case range(Int64, Int64)
+
+    static func parse(_ header: String?, size: Int64) -> ByteRange {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return .none }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return .none }
+        if parts[0].isEmpty {
+            guard let suffix = Int64(parts[1]) else { return .none }
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .range(max(0, size - suffix), size - 1)
+        }
+        guard let first = Int64(parts[0]) else { return .none }
+        let last = parts[1].isEmpty ? size - 1 : (Int64(parts[1]) ?? -1)
+        if parts[1].isEmpty == false && last < first { return .none }
+        guard first < size else { return .unsatisfiable }
+        return .range(first, min(last, size - 1))
+    }
+}

@@ -1,0 +1,4 @@
+import Foundation
+import Appliance
+
+exit(Runner.main(Array(CommandLine.arguments.dropFirst())))
