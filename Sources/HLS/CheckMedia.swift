@@ -53,7 +53,7 @@ extension StreamChecker {
                     if let expected = nextDecodeTime[track.trackID], expected != traf.baseDecodeTime, !entry.discontinuity {
                         error("S7", at, "track \(track.trackID) tfdt \(traf.baseDecodeTime), expected \(expected)")
                     }
-                    nextDecodeTime[track.trackID] = traf.baseDecodeTime + traf.duration
+                    nextDecodeTime[track.trackID] = traf.baseDecodeTime &+ traf.duration
                 }
             }
             guard let video, let videoTraf = segment.traf(video.trackID).first else { continue }
@@ -62,7 +62,7 @@ extension StreamChecker {
             // S8, S9
             if firstVideoTime == nil { firstVideoTime = videoTraf.baseDecodeTime }
             let frame = Double(videoTraf.samples.first?.duration ?? 0) / ts
-            let mediaTime = Double(videoTraf.baseDecodeTime - firstVideoTime!) / ts
+            let mediaTime = Double(Int64(bitPattern: videoTraf.baseDecodeTime &- firstVideoTime!)) / ts
             if abs(mediaTime - playlistTime) > frame + 0.0005 {
                 error("S8", at, "media time \(mediaTime) s vs playlist time \(playlistTime) s")
             }
@@ -85,10 +85,10 @@ extension StreamChecker {
                     error("S10", at, "first video sample is not a flagged IDR")
                 }
                 if hasIDR != sample.isSync { error("S11", at, "video sample \(n): IDR=\(hasIDR) but sync flag=\(sample.isSync)") }
-                let time = videoTraf.baseDecodeTime + videoTraf.samples[..<n].reduce(0) { $0 + UInt64($1.duration) }
+                let time = videoTraf.baseDecodeTime &+ videoTraf.samples[..<n].reduce(0) { $0 &+ UInt64($1.duration) }
                 if hasIDR {
-                    if let last = lastIDRTime, Double(time - last) / ts > 2.0 + 0.0005 {
-                        warning("S17", at, "IDR interval \(Double(time - last) / ts) s exceeds 2 s")
+                    if let last = lastIDRTime, Double(Int64(bitPattern: time &- last)) / ts > 2.0 + 0.0005 {
+                        warning("S17", at, "IDR interval \(Double(Int64(bitPattern: time &- last)) / ts) s exceeds 2 s")
                     }
                     lastIDRTime = time
                 }

@@ -46,6 +46,8 @@ public enum Fragment {
             for run in runs {
                 w.box("traf") { w in
                     w.fullBox("tfhd", version: 0, flags: tfhdDefaultBaseIsMoof) { $0.u32(run.trackID) }
+                    // tfdt is unsigned (§8.8.12): a negative time is a timeline bug upstream.
+                    precondition(run.baseDecodeTime >= 0, "negative tfdt \(run.baseDecodeTime) for track \(run.trackID)")
                     w.fullBox("tfdt", version: 1, flags: 0) { $0.u64(UInt64(run.baseDecodeTime)) }
                     let hasOffsets = run.samples.contains { $0.pts != $0.dts }
                     var flags = trunDataOffset | trunDuration | trunSize | trunFlags

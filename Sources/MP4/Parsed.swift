@@ -206,7 +206,7 @@ public struct ParsedSegment: Sendable {
         public var tfdtCount: Int
         public var samples: [Sample]
         public var dataInsideMdat: Bool
-        public var duration: UInt64 { samples.reduce(0) { $0 + UInt64($1.duration) } }
+        public var duration: UInt64 { samples.reduce(0) { $0 &+ UInt64($1.duration) } }
     }
     public struct Fragment: Sendable {
         public var sequenceNumber: UInt32

@@ -1,0 +1,65 @@
+import Media
+import HLS
+
+/// A clock a test moves by hand (the NIOEmbedded idea): nothing sleeps.
+public final class ManualClock: @unchecked Sendable {
+    public private(set) var now: Int64
+    public init(now: Int64 = 1_000_000_000) { self.now = now }
+    public func advance(by nanoseconds: Int64) { now += nanoseconds }
+}
+
+/// Hex to bytes, for golden tables: spaces and newlines are ignored.
+public func hex(_ text: String) -> [UInt8] {
+    let digits = text.filter { $0.isHexDigit }
+    var out: [UInt8] = []
+    var index = digits.startIndex
+    while index < digits.endIndex {
+        let next = digits.index(index, offsetBy: 2)
+        out.append(UInt8(digits[index..<next], radix: 16)!)
+        index = next
+    }
+    return out
+}
+
+public func hexString(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format2: $0) }.joined()
+}
+
+extension String {
+    init(format2 byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+    }
+}
+
+/// Real parameter sets from libx264 (1280x720, High@3.1), for golden tests.
+public enum Golden {
+    public static let sps = hex("6764001facb402802dd080000003008000001e478c1950")
+    public static let pps = hex("68ef3cb0")
+    /// AAC-LC, 48 kHz, mono.
+    public static let audioConfig: [UInt8] = [0x11, 0x88]
+}
+
+/// Encoded samples as an encoder would give them, without an encoder: length-prefixed
+/// NAL units with the right types, so sync detection and the checker work on them.
+public enum FakeSamples {
+    public static func video(dts: Int64, idr: Bool, size: Int = 40) -> EncodedSample {
+        let nal: [UInt8] = [idr ? 0x65 : 0x41] + [UInt8](repeating: 0xAB, count: size)
+        return EncodedSample(data: H264.lengthPrefixed([nal[...]]), dts: dts, pts: dts, duration: 0, isSync: idr)
+    }
+
+    public static func audio(dts: Int64, size: Int = 12) -> EncodedSample {
+        EncodedSample(data: [UInt8](repeating: 0x21, count: size), dts: dts, pts: dts, duration: 1024, isSync: true)
+    }
+}
+
+/// An in-memory stream directory for the checker.
+public final class MemoryFiles: @unchecked Sendable {
+    public var files: [String: [UInt8]] = [:]
+    public init() {}
+    public func load(_ path: String) -> [UInt8]? { files[path] }
+    public subscript(path: String) -> String? {
+        get { files[path].map { String(decoding: $0, as: UTF8.self) } }
+        set { files[path] = newValue.map { Array($0.utf8) } }
+    }
+}
