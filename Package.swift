@@ -39,8 +39,8 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media"]),
         .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "HLS"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"])
+        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]
 )

@@ -1,0 +1,125 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Codecs
+import Media
+
+final class ConfigTests: XCTestCase {
+    func settings(_ text: String) throws -> Settings {
+        var s = Settings()
+        try ConfigFile.apply(try ConfigFile.parse(text, file: "onair.conf"), to: &s)
+        return s
+    }
+
+    func testSectionsCommentsAndDottedKeys() throws {
+        let s = try settings("""
+            # onair.conf
+            [video]
+            quality = high
+            fps = 25   # smooth enough
+            rotation = 90
+            encoder = x264
+            ; audio
+            [audio]
+            enabled = off
+            [hls]
+            segment_seconds = 1.5
+            """)
+        XCTAssertEqual(s.quality, .high)
+        XCTAssertEqual(s.fps, 25)
+        XCTAssertEqual(s.rotation, .quarter)
+        XCTAssertEqual(s.encoder, .x264)
+        XCTAssertFalse(s.audioEnabled)
+        XCTAssertEqual(s.segmentMilliseconds, 1500)
+        XCTAssertEqual([s.encodedSize.width, s.encodedSize.height], [720, 1280], "rotated")
+    }
+
+    func testErrorsNameFileLineAndKey() {
+        XCTAssertThrowsError(try settings("[video]\nfsp = 30\n")) {
+            XCTAssertEqual("\($0)", "onair.conf:2: unknown key 'video.fsp'")
+        }
+        XCTAssertThrowsError(try settings("\n\n[video]\nfps = fast\n")) {
+            XCTAssertEqual("\($0)", "onair.conf:4: video.fps: expected an integer in 1…240, got 'fast'")
+        }
+        XCTAssertThrowsError(try settings("[video\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1:")) }
+        XCTAssertThrowsError(try settings("video.fps\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1:")) }
+        XCTAssertThrowsError(try settings("video.width = 641\n")) { XCTAssertTrue("\($0)".contains("even")) }
+        XCTAssertThrowsError(try settings("audio.sample_rate = 47000\n"))
+    }
+
+    func testBitrateForms() throws {
+        for text in ["1500000", "1500k", "1.5M", "1500K"] { XCTAssertEqual(try ConfigFile.bitrate(text), 1_500_000, text) }
+        XCTAssertEqual(try ConfigFile.bitrate("900k"), 900_000)
+        for bad in ["", "1.5", "abc", "1.5G", "-1M", "1e6", "1.0000005M"] { XCTAssertThrowsError(try ConfigFile.bitrate(bad), bad) }
+    }
+
+    func testQualityPresetsAndDerivedTiming() throws {
+        XCTAssertEqual(try settings("video.quality = low").captureWidth, 854)
+        let medium = Settings()
+        XCTAssertEqual([medium.captureWidth, medium.captureHeight, medium.videoBitrate], [1280, 720, 1_500_000])
+        XCTAssertEqual(medium.keyframeInterval, 60)
+        XCTAssertEqual(medium.segmentTicks, 180_000)
+        XCTAssertEqual(medium.targetDuration, 2)
+        let odd = try settings("video.fps = 25\nhls.segment_seconds = 1.5\nvideo.bitrate = 3M")
+        XCTAssertEqual(odd.keyframeInterval, 38, "1.5 s at 25 fps rounds to whole frames")
+        XCTAssertEqual(odd.targetDuration, 2)
+        XCTAssertEqual(odd.videoBitrate, 3_000_000)
+    }
+}
+
+final class CommandLineTests: XCTestCase {
+    func testFlagsOverrideConfigAndSet() throws {
+        let config = "[video]\nfps = 25\n[server]\nlisten = 0.0.0.0:9000\n"
+        let invocation = try CommandLineParser.parse(
+            ["run", "--config", "a.conf", "--set", "video.fps=50", "--listen", "off", "--duration=12", "--pace", "fast", "--out", "/tmp/x"],
+            readFile: { _ in config })
+        guard case .run(let s, let file) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(file, "a.conf")
+        XCTAssertEqual(s.fps, 50)
+        XCTAssertNil(s.listen)
+        XCTAssertEqual(s.durationMilliseconds, 12_000)
+        XCTAssertEqual(s.pace, .fast)
+        XCTAssertEqual(s.dataDirectory, "/tmp/x")
+    }
+
+    func testErrorsNameTheFlag() {
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--duraton", "5"])) { XCTAssertEqual("\($0)", "unknown flag '--duraton' (see 'onair run --help')") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--duration", "soon"])) { XCTAssertTrue("\($0)".hasPrefix("--duration: expected seconds"), "\($0)") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--pace"])) { XCTAssertEqual("\($0)", "--pace: missing value") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--listen", "8080"])) { XCTAssertTrue("\($0)".hasPrefix("--listen: expected ADDR:PORT"), "\($0)") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--set", "nokey"])) { XCTAssertEqual("\($0)", "--set nokey: expected KEY=VALUE") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--config", "/nonexistent/onair.conf"])) {
+            XCTAssertEqual("\($0)", "--config /nonexistent/onair.conf: cannot read the file")
+        }
+        XCTAssertThrowsError(try CommandLineParser.parse(["frobnicate"]))
+    }
+
+    func testHelpEverywhere() throws {
+        XCTAssertEqual(try CommandLineParser.parse(["run", "--help"]), .help(CommandLineParser.runUsage))
+        XCTAssertEqual(try CommandLineParser.parse(["validate", "--help"]), .help(CommandLineParser.validateUsage))
+        XCTAssertEqual(try CommandLineParser.parse(["--help"]), .help(CommandLineParser.usage))
+        XCTAssertEqual(try CommandLineParser.parse([]), .help(CommandLineParser.usage))
+        XCTAssertEqual(try CommandLineParser.parse(["version"]), .version)
+    }
+}
+
+final class LogTests: XCTestCase {
+    final class Lines: @unchecked Sendable {
+        var lines: [String] = []
+    }
+
+    func testLogfmtAndJSON() {
+        let captured = Lines()
+        let logfmt = Log(format: .logfmt, write: { captured.lines.append($0) })
+        logfmt("segment.stored", ("seq", 3), ("note", "two words"), ("quote", "a\"b"))
+        let json = Log(format: .json, write: { captured.lines.append($0) })
+        json("stream.ended", ("id", "x"), ("segments", 6), ("ok", true))
+        XCTAssertTrue(captured.lines[0].hasPrefix("t_ms="))
+        XCTAssertTrue(captured.lines[0].hasSuffix(" level=info event=segment.stored seq=3 note=\"two words\" quote=\"a\\\"b\"\n"), captured.lines[0])
+        let object = try? JSONSerialization.jsonObject(with: Data(captured.lines[1].utf8)) as? [String: Any]
+        XCTAssertEqual(object?["event"] as? String, "stream.ended")
+        XCTAssertEqual(object?["segments"] as? Int, 6)
+        XCTAssertEqual(object?["ok"] as? Bool, true)
+        XCTAssertNotNil(object?["t_ms"] as? Double)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import XCTest
+@testable import Codecs
+import Devices
+import Media
+
+final class H264EncoderTests: XCTestCase {
+    let settings = VideoEncoderSettings(width: 320, height: 240, fps: 30, bitrate: 300_000, keyframeInterval: 60)
+
+    func testX264GivesHighProfileNoBFramesAndIDRsExactlyWhereAsked() throws {
+        let encoder = try H264Encoder(kind: .x264, settings: settings)
+        let sps = try H264SPS(nal: encoder.sps[...])
+        XCTAssertEqual(sps.profileIdc, 100, "High profile")
+        XCTAssertEqual([sps.width, sps.height], [320, 240])
+        XCTAssertEqual(H264.nalType(encoder.pps[...]), 8)
+        let pattern = SyntheticPattern(width: 320, height: 240, fps: 30)
+        var samples: [EncodedSample] = []
+        var inputTicks: [Int64] = []
+        for i in 0..<130 {
+            let ticks = 900_000 + Int64(i) * 3000
+            inputTicks.append(ticks)
+            samples += try encoder.encode(pattern.frame(index: Int64(i), captureTime: 0), ticks: ticks, keyframe: [0, 60, 120].contains(i))
+        }
+        samples += try encoder.flush()
+        XCTAssertEqual(samples.count, 130)
+        XCTAssertEqual(samples.map(\.dts), inputTicks, "one sample per frame, in order, at its own time")
+        XCTAssertTrue(samples.allSatisfy { $0.pts == $0.dts }, "no B-frames: no reordering")
+        XCTAssertEqual(samples.indices.filter { samples[$0].isSync }, [0, 60, 120], "IDRs exactly at the forced frames, none elsewhere")
+        for sample in samples {
+            let types = try H264.splitLengthPrefixed(sample.data).map { H264.nalType($0) }
+            XCTAssertFalse(types.contains(7) || types.contains(8) || types.contains(9), "parameter sets live in the avcC: \(types)")
+            XCTAssertEqual(types.contains(5), sample.isSync)
+        }
+    }
+
+    func testAutoFallsBackToX264AndSaysWhy() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-dev-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var notes: [String] = []
+        let encoder = try H264Encoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
+        XCTAssertEqual(encoder.kind, .x264)
+        XCTAssertEqual(notes, ["vaapi: no DRM render node", "v4l2m2m: no V4L2 device node", "x264: selected"])
+    }
+
+    func testVAAPIOnANodeThatIsNoGPUFailsWithAReason() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-dev-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/dri", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: root + "/dri/renderD128", contents: Data())
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var notes: [String] = []
+        let encoder = try H264Encoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
+        XCTAssertEqual(encoder.kind, .x264)
+        XCTAssertTrue(notes[0].hasPrefix("vaapi: opening VA-API on \(root)/dri/renderD128"), notes[0])
+        XCTAssertThrowsError(try H264Encoder.select(.vaapi, settings: settings, devRoot: root) { _, _ in })
+    }
+}
+
+final class AACEncoderTests: XCTestCase {
+    func testAACLCWithPrimingAndContinuousTimestamps() throws {
+        let encoder = try AACEncoder(settings: .init(sampleRate: 48_000, channels: 1, bitrate: 64_000))
+        let config = try AudioSpecificConfig(bytes: encoder.audioSpecificConfig)
+        XCTAssertEqual(config.objectType, 2)
+        XCTAssertEqual(config.sampleRate, 48_000)
+        XCTAssertEqual(config.channelConfiguration, 1)
+        XCTAssertEqual(encoder.priming, 1024)
+        XCTAssertEqual(encoder.frameSize, 1024)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        var packets: [EncodedSample] = []
+        var first: Int64 = 0
+        for chunk in 0..<50 {  // 1 s in 20 ms chunks
+            packets += try encoder.encode(tone.samples(from: first, count: 960), startTicks: 480_000)
+            first += 960
+        }
+        packets += try encoder.flush()
+        XCTAssertEqual(packets.first?.dts, 480_000 - 1024, "the first packet starts one priming frame early")
+        for (a, b) in zip(packets, packets.dropFirst()) { XCTAssertEqual(b.dts, a.dts + 1024) }
+        XCTAssertTrue(packets.allSatisfy { $0.duration == 1024 && $0.isSync && !$0.data.isEmpty })
+        // 48000 samples + 1024 priming, in whole frames.
+        XCTAssertEqual(packets.count, (48_000 + 1024 + 1023) / 1024)
+        XCTAssertFalse(packets.contains { $0.data.count > 1 && $0.data[0] == 0xFF && $0.data[1] & 0xF0 == 0xF0 }, "raw AUs, no ADTS")
+    }
+}

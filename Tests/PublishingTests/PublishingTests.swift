@@ -1,0 +1,88 @@
+import Foundation
+import XCTest
+@testable import Publishing
+import HLS
+import Media
+import TestSupport
+
+final class AtomicFileTests: XCTestCase {
+    var directory = ""
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onair-atomic-\(UUID().uuidString)").path
+        try AtomicFile.makeDirectories(directory + "/a/b")
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    func testWritesReplacesAndLeavesNoTemporaryFile() throws {
+        let path = directory + "/a/b/playlist.m3u8"
+        try AtomicFile.write(Array("one".utf8), to: path)
+        try AtomicFile.write(Array("two".utf8), to: path)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "two")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/a/b"), ["playlist.m3u8"])
+    }
+
+    func testAFailedWriteNamesThePathAndLeavesNothing() {
+        XCTAssertThrowsError(try AtomicFile.write([1], to: directory + "/missing/x.m4s")) { error in
+            XCTAssertTrue("\(error)".contains(directory + "/missing/.x.m4s.tmp"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/missing"))
+    }
+}
+
+final class StreamWriterTests: XCTestCase {
+    var root = ""
+    override func setUp() { root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-writer-\(UUID().uuidString)").path }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: root) }
+
+    func reports() -> [SegmentReport] {
+        let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_796_229_753_000)
+        let grid = SegmentGrid(start: 900_000, segmentTicks: 180_000)
+        var segmenter = Segmenter(grid: grid, tracks: .init(audio: nil), timeline: timeline, nominalFrameDuration: 3000)
+        var out: [SegmentReport] = []
+        for i in 0..<180 {
+            // Segment 3 is ten times bigger, as a scene change would make it.
+            out += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: i >= 120 ? 20_000 : 2000))
+        }
+        return out + segmenter.finish()
+    }
+
+    func text(_ name: String, _ writer: StreamWriter) -> String? {
+        try? String(contentsOfFile: "\(writer.directory)/\(name)", encoding: .utf8)
+    }
+
+    func testOrderAndBandwidthNeverBelowTheMeasuredPeak() throws {
+        let description = StreamDescription(codecs: ["avc1.64001f"], width: 1280, height: 720, fps: 30,
+                                            configuredBitrate: 1_000_000, targetDuration: 2)
+        let writer = try StreamWriter(root: root, id: "20261202T164233Z-0001", description: description, initSegment: [1, 2, 3])
+        XCTAssertEqual(writer.directory, root + "/streams/20261202T164233Z-0001")
+        XCTAssertNotNil(text("index.m3u8", writer), "the multivariant playlist comes first")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: writer.directory + "/init.mp4"))
+        XCTAssertNil(text("playlist.m3u8", writer), "no playlist before a segment exists")
+        for report in reports() {
+            try writer.append(report)
+            let playlist = ParsedPlaylist(text: text("playlist.m3u8", writer)!)
+            for segment in playlist.segments {
+                XCTAssertTrue(FileManager.default.fileExists(atPath: "\(writer.directory)/\(segment.uri)"), "listed means stored")
+            }
+            XCTAssertFalse(playlist.isEnded)
+            let bandwidth = Int(ParsedPlaylist(text: text("index.m3u8", writer)!).variants[0].attributes["BANDWIDTH"]!)!
+            var meter = BitrateMeter(timescale: 90_000, targetDuration: 2)
+            for s in playlist.segments { meter.add(bytes: try Data(contentsOf: URL(fileURLWithPath: "\(writer.directory)/\(s.uri)")).count, ticks: 180_000) }
+            XCTAssertGreaterThanOrEqual(bandwidth, meter.peak, "BANDWIDTH is raised before the playlist lists a bigger segment")
+        }
+        try writer.finish()
+        let final = ParsedPlaylist(text: text("playlist.m3u8", writer)!)
+        XCTAssertTrue(final.isEnded)
+        XCTAssertEqual(final.segments.map(\.uri), ["seg/000001.m4s", "seg/000002.m4s", "seg/000003.m4s"])
+        XCTAssertEqual(writer.totalTicks, 540_000)
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: writer.directory).filter { $0.contains(".tmp") }
+        XCTAssertEqual(leftovers, [])
+    }
+
+    func testIDsSortByTimeAndDiffer() {
+        let a = StreamWriter.makeID(wallClockMs: 1_796_229_753_000)
+        XCTAssertTrue(a.hasPrefix("20261202T164233Z-"))
+        XCTAssertEqual(a.count, 21)
+        XCTAssertLessThan(a, StreamWriter.makeID(wallClockMs: 1_796_229_754_000))
+    }
+}
