@@ -10,7 +10,13 @@ public struct StreamInfo: Sendable, Equatable, Codable {
     public var start: String?       // first PROGRAM-DATE-TIME
     public var duration: Double     // seconds, the sum of EXTINF
     public var segments: Int
+    public var targetDuration: Int? // EXT-X-TARGETDURATION, seconds
     public var playlist: String     // URL path of the multivariant playlist
+
+    enum CodingKeys: String, CodingKey {
+        case id, state, start, duration, segments, playlist
+        case targetDuration = "target_duration"
+    }
 }
 
 public enum StreamCatalog {
@@ -26,6 +32,7 @@ public enum StreamCatalog {
             return StreamInfo(id: id, state: playlist.isEnded ? "ended" : "live",
                               start: playlist.segments.first?.programDateTime,
                               duration: (duration * 1000).rounded() / 1000, segments: playlist.segments.count,
+                              targetDuration: playlist.value("EXT-X-TARGETDURATION").flatMap(Int.init),
                               playlist: "/streams/\(id)/index.m3u8")
         }
     }

@@ -43,6 +43,14 @@ enum Viewer {
       }
     }
 
+    // A player error (a stall, or a browser's live-HLS engine giving up after a pause)
+    // leaves the page dead; start the newest stream again instead.
+    video.addEventListener("error", () => {
+      info.textContent = "playback error " + (video.error && video.error.code) + ", retrying";
+      current = null;
+    });
+    video.addEventListener("playing", () => { info.textContent = ""; });
+
     async function poll() {
       try {
         const response = await fetch("/api/streams", { cache: "no-store" });
@@ -57,7 +65,12 @@ enum Viewer {
         }));
         const newest = streams[0];
         if (newest) {
-          if (newest.id !== current && (newest.segments > 0)) play(newest);
+          // Start a live stream only three target durations behind its end
+          // (RFC 8216bis §6.3.3); players started closer fail or stall.
+          const holdBack = 3 * (newest.target_duration || 2);
+          const ready = newest.state === "ended" ? newest.segments > 0 : newest.duration >= holdBack;
+          if (newest.id !== current && ready) play(newest);
+          if (newest.id !== current && !ready) info.textContent = "starting: " + newest.duration.toFixed(1) + " s of " + holdBack + " s";
           state.textContent = newest.state;
           state.className = newest.state;
         }

@@ -101,6 +101,8 @@ final class WebServerTests: XCTestCase {
         XCTAssertEqual(streams[0].duration, 3.5)
         XCTAssertEqual(streams[0].start, "2026-12-02T16:42:33.123Z")
         XCTAssertEqual(streams[0].playlist, base + "/index.m3u8")
+        XCTAssertEqual(streams[0].targetDuration, 2)
+        XCTAssertTrue(response.text.contains("\"target_duration\":2"), response.text)
         XCTAssertEqual(streams[1].state, "ended")
     }
 
