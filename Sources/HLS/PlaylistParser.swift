@@ -20,7 +20,7 @@ public struct ParsedPlaylist: Sendable {
     public struct Variant: Sendable {
         public var attributes: [String: String]
         public var uri: String
-        public var line: Int
+        public var line: Int          // of its EXT-X-STREAM-INF tag
     }
 
     public var text: String
@@ -64,7 +64,7 @@ public struct ParsedPlaylist: Sendable {
             } else if line.hasPrefix("#") || line.isEmpty {
                 continue
             } else if let inf = streamInf {
-                variants.append(Variant(attributes: Self.attributes(inf.value ?? ""), uri: line, line: number))
+                variants.append(Variant(attributes: Self.attributes(inf.value ?? ""), uri: line, line: inf.line))
                 streamInf = nil
             } else {
                 segments.append(Segment(uri: line, line: number, extinf: extinf, extinfCount: extinfCount,

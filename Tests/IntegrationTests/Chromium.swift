@@ -1,0 +1,115 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Headless Chromium driven over the DevTools protocol on a pipe
+/// (`--remote-debugging-pipe`: commands on fd 3, replies on fd 4, each message JSON
+/// followed by a NUL byte). In real time, so the media clock advances — `--dump-dom`
+/// with virtual time loads metadata but never plays (ARCHITECTURE.md).
+final class Chromium {
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    private var pid: pid_t = 0
+    private let commands: Int32   // our end of the browser's fd 3
+    private let replies: Int32    // our end of the browser's fd 4
+    private var buffer: [UInt8] = []
+    private var nextID = 1
+    private var session: String?
+    /// The player's own account (DevTools Media domain): messages, errors, events.
+    private(set) var mediaLog: [String] = []
+    let profile: String
+
+    init() throws {
+        profile = try temporaryDirectory("chromium")
+        var toBrowser: [Int32] = [0, 0], fromBrowser: [Int32] = [0, 0]
+        guard pipe(&toBrowser) == 0, pipe(&fromBrowser) == 0 else { throw Failure(description: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toBrowser[0], 3)
+        posix_spawn_file_actions_adddup2(&actions, fromBrowser[1], 4)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, profile + "/stderr.log", O_WRONLY | O_CREAT, 0o644)
+        let arguments = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                         "--remote-debugging-pipe", "--user-data-dir=\(profile)",
+                         "--autoplay-policy=no-user-gesture-required",
+                         // A page Chromium thinks is hidden gets its player suspended and
+                         // paused, which sends a live HLS rendition down its pause/resume path.
+                         "--disable-background-media-suspend", "--disable-renderer-backgrounding",
+                         "--window-size=1280,800", "about:blank"]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        // A minimal environment: the test runner's own variables (library paths among
+        // them) must not reach the browser.
+        let variables = ["PATH=/usr/bin:/bin", "HOME=\(profile)", "LANG=C.UTF-8"]
+        var environment: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
+        defer { environment.forEach { free($0) } }
+        let status = posix_spawn(&pid, "/usr/bin/chromium", &actions, nil, &argv, &environment)
+        guard status == 0 else { throw Failure(description: "cannot start /usr/bin/chromium: \(status)") }
+        close(toBrowser[0]); close(fromBrowser[1])
+        commands = toBrowser[1]
+        replies = fromBrowser[0]
+    }
+
+    deinit {
+        close(commands); close(replies)
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        if ProcessInfo.processInfo.environment["ONAIR_KEEP_BROWSER_LOG"] == nil { try? FileManager.default.removeItem(atPath: profile) }
+    }
+
+    /// Sends one command and waits for its reply (events in between are skipped).
+    func call(_ method: String, _ params: [String: Any] = [:], timeout: Double = 30) throws -> [String: Any] {
+        let id = nextID
+        nextID += 1
+        var message: [String: Any] = ["id": id, "method": method, "params": params]
+        if let session { message["sessionId"] = session }
+        var data = try JSONSerialization.data(withJSONObject: message)
+        data.append(0)
+        _ = data.withUnsafeBytes { write(commands, $0.baseAddress, $0.count) }
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let end = buffer.firstIndex(of: 0) {
+                let reply = Array(buffer[..<end])
+                buffer.removeFirst(end + 1)
+                guard let object = try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any] else { continue }
+                if let event = object["method"] as? String, event.hasPrefix("Media.player"), event != "Media.playerPropertiesChanged" {
+                    mediaLog.append(String(decoding: reply, as: UTF8.self))
+                }
+                guard object["id"] as? Int == id else { continue }
+                if let error = object["error"] { throw Failure(description: "\(method): \(error)") }
+                return object["result"] as? [String: Any] ?? [:]
+            }
+            var poller = pollfd(fd: replies, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 500) >= 0 else { continue }
+            if poller.revents != 0 {
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                let n = read(replies, &chunk, chunk.count)
+                if n <= 0 { throw Failure(description: "the browser closed the pipe") }
+                buffer += chunk[0..<n]
+            }
+        }
+        throw Failure(description: "\(method): no reply within \(timeout) s")
+    }
+
+    /// Navigates the browser's first (foreground) tab to `url` and talks to it from now on.
+    func open(_ url: String) throws {
+        let targets = try call("Target.getTargets")["targetInfos"] as? [[String: Any]] ?? []
+        guard let page = targets.first(where: { $0["type"] as? String == "page" })?["targetId"] as? String else {
+            throw Failure(description: "no page target")
+        }
+        let attached = try call("Target.attachToTarget", ["targetId": page, "flatten": true])
+        session = attached["sessionId"] as? String
+        _ = try call("Page.navigate", ["url": url])
+        _ = try call("Media.enable")
+    }
+
+    /// Evaluates a JavaScript expression in the page and returns its JSON value.
+    func evaluate(_ expression: String) throws -> Any? {
+        let result = try call("Runtime.evaluate", ["expression": expression, "returnByValue": true])
+        return (result["result"] as? [String: Any])?["value"]
+    }
+}

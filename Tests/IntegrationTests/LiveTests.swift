@@ -1,0 +1,111 @@
+import Foundation
+import XCTest
+import HLS
+import TestSupport
+
+/// onair in real time with its web server: the live stream over HTTP, played by headless
+/// Chromium's native HLS; the stdin button; SIGTERM finishing the stream cleanly.
+final class LiveTests: XCTestCase {
+    func port(from onair: Child) throws -> UInt16 {
+        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
+        let url = try XCTUnwrap(logValue(line, "url"))
+        return try XCTUnwrap(UInt16(url.split(separator: ":").last!.filter(\.isNumber)))
+    }
+
+    func waitForStreams(_ port: UInt16, _ ready: ([[String: Any]]) -> Bool, seconds: Double = 60) throws -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let response = try HTTPClient.request(port: port, "/api/streams")
+            if let list = try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]], ready(list) { return list }
+            usleep(250_000)
+        }
+        XCTFail("streams never became ready")
+        return []
+    }
+
+    func testLiveStreamOverHTTPPlaysInChromium() throws {
+        let out = try temporaryDirectory("live")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low"])
+        let port = try port(from: onair)
+        let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
+        let id = try XCTUnwrap(streams.first?["id"] as? String)
+        XCTAssertEqual(streams.first?["state"] as? String, "live")
+        XCTAssertEqual(streams.first?["playlist"] as? String, "/streams/\(id)/index.m3u8")
+        let base = "/streams/\(id)"
+
+        // Headers a player and a cache rely on.
+        let playlist = try HTTPClient.request(port: port, base + "/playlist.m3u8")
+        XCTAssertEqual(playlist.header("Content-Type"), "application/vnd.apple.mpegurl")
+        XCTAssertEqual(playlist.header("Cache-Control"), "no-cache")
+        XCTAssertFalse(playlist.text.contains("#EXT-X-ENDLIST"))
+        let segment = try HTTPClient.request(port: port, base + "/seg/000001.m4s")
+        XCTAssertEqual(segment.status, 200)
+        XCTAssertEqual(segment.header("Content-Type"), "video/mp4")
+        XCTAssertEqual(segment.header("Cache-Control"), "public, max-age=31536000, immutable")
+        let range = try HTTPClient.request(port: port, base + "/seg/000001.m4s", headers: ["Range": "bytes=0-7"])
+        XCTAssertEqual(range.status, 206)
+        XCTAssertEqual(range.body, Array(segment.body[0..<8]))
+        XCTAssertEqual(Array(range.body[4..<8]), Array("moof".utf8))
+        XCTAssertEqual(try HTTPClient.request(port: port, base + "/../../../etc/passwd").status / 100, 4)
+        XCTAssertEqual(try HTTPClient.request(port: port, "/streams/%2e%2e/%2e%2e/etc/passwd").status / 100, 4)
+
+        // Chromium plays it natively: the media clock advances.
+        let browser = try Chromium()
+        try browser.open("http://127.0.0.1:\(port)/")
+        let probe = "JSON.stringify({t: video.currentTime, w: video.videoWidth, e: video.error && video.error.code, "
+            + "hls: video.canPlayType('application/vnd.apple.mpegurl'), src: video.currentSrc})"
+        var samples: [[String: Any]] = []
+        var playerErrors: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let text = try browser.evaluate(probe) as? String,
+               let state = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] {
+                samples.append(state)
+                if !(state["e"] is NSNull) { playerErrors.append("\(state)") }
+                let times = samples.compactMap { $0["t"] as? Double }
+                if let last = times.last, last > 2, let earlier = times.first(where: { $0 > 0 }), last > earlier + 1 { break }
+            }
+            usleep(500_000)
+        }
+        XCTAssertEqual(playerErrors, [], "the player's log:\n" + browser.mediaLog.joined(separator: "\n"))
+        let last = try XCTUnwrap(samples.last)
+        XCTAssertEqual(last["hls"] as? String, "maybe", "native HLS")
+        XCTAssertEqual(last["w"] as? Int, 854)
+        XCTAssertTrue((last["src"] as? String ?? "").hasSuffix(base + "/index.m3u8"))
+        let times = samples.compactMap { $0["t"] as? Double }
+        XCTAssertGreaterThan(times.last ?? 0, 2, "currentTime advanced: \(times)")
+        XCTAssertGreaterThan((times.last ?? 0) - (times.first { $0 > 0 } ?? 0), 1, "and kept advancing: \(times)")
+
+        // SIGTERM: the last segment is finished, ENDLIST written, exit 0.
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let directory = out + base
+        let final = try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)
+        XCTAssertTrue(final.hasSuffix("#EXT-X-ENDLIST\n"))
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+    }
+
+    func testEnterTogglesRecordingIntoNewStreams() throws {
+        let out = try temporaryDirectory("toggle")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low", "--set", "hls.segment_seconds=1"], stdin: true)
+        let port = try port(from: onair)
+        _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        onair.send("")  // stop
+        let ended = try waitForStreams(port) { $0.first?["state"] as? String == "ended" }
+        XCTAssertEqual(ended.count, 1)
+        onair.send("")  // start a new stream
+        let two = try waitForStreams(port) { $0.count == 2 && ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        XCTAssertEqual(two.last?["state"] as? String, "ended")
+        XCTAssertNotEqual(two.first?["id"] as? String, two.last?["id"] as? String)
+        onair.signal(SIGINT)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        for stream in try FileManager.default.contentsOfDirectory(atPath: out + "/streams") {
+            let directory = out + "/streams/" + stream
+            XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [], stream)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import XCTest
+import Devices
+import HLS
+import TestSupport
+
+/// The real pipeline, end to end, through the onair binary: synthetic camera and mic →
+/// libavcodec → Swift fMP4/HLS → files, decoded back by ffmpeg and measured with the
+/// synthetic source's own frame index and flash/beep marks.
+final class PipelineTests: XCTestCase {
+    func streamDirectory(_ out: String) throws -> String {
+        let ids = try FileManager.default.contentsOfDirectory(atPath: out + "/streams").sorted()
+        XCTAssertEqual(ids.count, 1, "one stream")
+        return out + "/streams/" + (ids.last ?? "")
+    }
+
+    func checkerFindings(_ directory: String) -> [Finding] {
+        StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }
+    }
+
+    func testTwelveSecondsFastDecodeEveryFrameAndMeasureSync() throws {
+        let out = try temporaryDirectory("fast")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--pace", "fast", "--duration", "12",
+                                              "--out", out, "--listen", "off"])
+        let result = onair.wait()
+        XCTAssertEqual(result.status, 0, onair.stderr)
+        let ended = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init))
+        XCTAssertEqual(logValue(ended, "segments"), "6")
+        XCTAssertEqual(logValue(ended, "duration"), "12.000")
+        for event in ["source.started", "encoder.selected", "stream.started", "segment.stored"] {
+            XCTAssertTrue(onair.stderr.contains("event=\(event)"), "log has \(event)")
+        }
+        let stream = try streamDirectory(out)
+        XCTAssertEqual(checkerFindings(stream), [], "our own checker of HLS_RULES.md")
+
+        // ffmpeg decodes every frame without a word of complaint.
+        let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-f", "null", "-"])
+        XCTAssertEqual(decode.status, 0)
+        XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
+
+        // Video: every frame's index band, in order, no gap and no duplicate.
+        let width = 640, height = 360
+        let frames = out + "/frames.gray"
+        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-map", "0:v:0",
+                                                             // Passthrough: ffmpeg's default CFR output would duplicate the first
+                                                             // frame to cover the 21 ms of audio priming before it.
+                                                             "-fps_mode", "passthrough",
+                                                             "-vf", "scale=\(width):\(height):flags=neighbor", "-f", "rawvideo",
+                                                             "-pix_fmt", "gray", "-"], output: frames).status, 0)
+        let pixels = try Data(contentsOf: URL(fileURLWithPath: frames))
+        let frameSize = width * height
+        XCTAssertEqual(pixels.count / frameSize, 360, "12 s at 30 fps")
+        var indices: [UInt32] = [], flashFrames: [Int] = []
+        pixels.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            for frame in 0..<(pixels.count / frameSize) {
+                let luma = UnsafeBufferPointer(rebasing: bytes[(frame * frameSize)..<((frame + 1) * frameSize)])
+                indices.append(SyntheticPattern.decodeIndex(luma: luma, width: width, height: height) ?? .max)
+                if SyntheticPattern.meanLumaBelowBand(luma: luma, width: width, height: height) > 200 { flashFrames.append(frame) }
+            }
+        }
+        let first = try XCTUnwrap(indices.first)
+        XCTAssertEqual(indices, (0..<360).map { first + UInt32($0) }, "continuous frame indices")
+        XCTAssertEqual(flashFrames.map { (first + UInt32($0)) % 30 }, Array(repeating: 0, count: flashFrames.count))
+        XCTAssertEqual(flashFrames.count, 12)
+
+        // Presentation times of the video frames and of the first audio frame.
+        let videoTimes = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time",
+                                                          "-of", "csv=p=0", stream + "/index.m3u8"])
+        let pts = String(decoding: videoTimes.stdout, as: UTF8.self).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) }
+        XCTAssertEqual(pts.count, 360)
+        XCTAssertEqual(pts.first ?? 0, 10.0, accuracy: 0.0001, "the stream starts at 10 s")
+        let audioStart = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "frame=pts_time",
+                                                          "-read_intervals", "%+#1", "-of", "csv=p=0", stream + "/index.m3u8"])
+        let audioFirst = try XCTUnwrap(Double(String(decoding: audioStart.stdout, as: UTF8.self).split(separator: "\n")[0]
+            .trimmingCharacters(in: CharacterSet(charactersIn: ","))))
+        XCTAssertEqual(audioFirst, 10.0 - 1024.0 / 48_000, accuracy: 0.0001, "audio starts earlier by the AAC priming")
+
+        // Audio: beep onsets, each against its flash frame.
+        let samplesPath = out + "/audio.s16"
+        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-map", "0:a:0",
+                                                             "-f", "s16le", "-ac", "1", "-ar", "48000", "-"], output: samplesPath).status, 0)
+        let audio = try Data(contentsOf: URL(fileURLWithPath: samplesPath)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        var onsets: [Double] = []
+        var quiet = Int.max / 2  // the stream starts quiet: priming, then the first beep
+        for (n, sample) in audio.enumerated() {
+            if abs(Int(sample)) > 2000 {
+                if quiet >= 2400 { onsets.append(audioFirst + Double(n) / 48_000) }
+                quiet = 0
+            } else { quiet += 1 }
+        }
+        XCTAssertEqual(onsets.count, flashFrames.count, "one beep per flash")
+        for (flash, onset) in zip(flashFrames, onsets) {
+            XCTAssertEqual(onset, pts[flash], accuracy: 1.0 / 30, "A/V offset within one video frame")
+        }
+    }
+
+    func testBadInputGetsOneLineAndExitStatus2() throws {
+        let cases: [([String], String)] = [
+            (["run", "--duration", "soon"], "onair: --duration: expected seconds"),
+            (["run", "--frobnicate"], "onair: unknown flag '--frobnicate'"),
+            (["run", "--config", "/nonexistent/onair.conf"], "onair: --config /nonexistent/onair.conf: cannot read the file"),
+            (["run", "--set", "video.fps=0"], "onair: --set: video.fps: expected an integer in 1…240, got '0'"),
+            (["validate", "/nonexistent"], "onair: validate: /nonexistent/index.m3u8 does not exist")
+        ]
+        for (arguments, message) in cases {
+            let child = try Child(onairBinary(), arguments)
+            XCTAssertEqual(child.wait().status, 2, arguments.joined(separator: " "))
+            let lines = child.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, child.stderr)
+            XCTAssertTrue(child.stderr.hasPrefix(message), child.stderr)
+        }
+        let config = try temporaryDirectory("conf") + "/onair.conf"
+        try "[video]\nfps = 30\nbogus = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let child = try Child(onairBinary(), ["run", "--config", config])
+        XCTAssertEqual(child.wait().status, 2)
+        XCTAssertEqual(child.stderr, "onair: \(config):3: unknown key 'video.bogus'\n")
+    }
+
+    func testValidateReportsABrokenStream() throws {
+        let out = try temporaryDirectory("broken")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let files = StreamBuilder.make()
+        files["index.m3u8"] = files["index.m3u8"]!.replacingOccurrences(of: ",mp4a.40.2", with: "")
+        try FileManager.default.createDirectory(atPath: out + "/seg", withIntermediateDirectories: true)
+        for (path, bytes) in files.files { try Data(bytes).write(to: URL(fileURLWithPath: out + "/" + path)) }
+        let child = try Child(onairBinary(), ["validate", out])
+        let result = child.wait()
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stdout.contains("error C3 index.m3u8:4"), result.stdout)
+        XCTAssertTrue(result.stdout.hasSuffix("\(out): 1 errors, 0 warnings\n"), result.stdout)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The onair binary under test: $ONAIR_BINARY (set by `make test` to the release build),
+/// else the debug build of this package.
+func onairBinary() -> String {
+    if let path = ProcessInfo.processInfo.environment["ONAIR_BINARY"], !path.isEmpty { return path }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/onair").path
+}
+
+func temporaryDirectory(_ name: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("onair-\(name)-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// A child process with stdout captured to memory and stderr to a file that the test can
+/// read while it runs (onair's log lines).
+final class Child: @unchecked Sendable {
+    let process = Process()
+    let stderrPath: String
+    private let stdoutPipe = Pipe()
+    private var stdoutData = Data()
+    private let stdoutDone = DispatchSemaphore(value: 0)
+    let stdinPipe: Pipe?
+
+    init(_ executable: String, _ arguments: [String], stdin: Bool = false) throws {
+        stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("onair-stderr-\(UUID().uuidString)").path
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = stdoutPipe
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        stdinPipe = stdin ? Pipe() : nil
+        process.standardInput = stdinPipe ?? FileHandle.nullDevice
+        try process.run()
+        let handle = stdoutPipe.fileHandleForReading
+        DispatchQueue.global().async { [self] in
+            stdoutData = handle.readDataToEndOfFile()
+            stdoutDone.signal()
+        }
+    }
+
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits for exit (bounded so a hung child fails the test instead of CI).
+    @discardableResult
+    func wait(seconds: Double = 120) -> (status: Int32, stdout: String) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            process.terminate()
+            XCTFail("\(process.executableURL!.lastPathComponent) did not exit within \(seconds) s")
+            process.waitUntilExit()
+        }
+        stdoutDone.wait()
+        return (process.terminationStatus, String(decoding: stdoutData, as: UTF8.self))
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    func send(_ line: String) { stdinPipe?.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    /// Polls the log until a line contains `text`.
+    func waitForLog(_ text: String, seconds: Double = 60) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let line = stderr.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            if !process.isRunning { return nil }
+            usleep(100_000)
+        }
+        return nil
+    }
+}
+
+/// Runs a tool to completion, returning its exit status, stdout and stderr.
+func runTool(_ executable: String, _ arguments: [String], seconds: Double = 300) throws -> (status: Int32, stdout: Data, stderr: String) {
+    let child = try Child(executable, arguments)
+    let stdoutPipeResult = child.wait(seconds: seconds)
+    return (stdoutPipeResult.status, Data(stdoutPipeResult.stdout.utf8), child.stderr)
+}
+
+/// Runs a tool and returns its raw stdout bytes (for decoded media).
+func runBinaryTool(_ executable: String, _ arguments: [String], output: String) throws -> (status: Int32, stderr: String) {
+    let child = try Child("/bin/sh", ["-c", ([executable] + arguments).map { "'\($0)'" }.joined(separator: " ") + " > '\(output)'"])
+    let result = child.wait(seconds: 300)
+    return (result.status, child.stderr)
+}
+
+func logValue(_ line: String, _ key: String) -> String? {
+    for field in line.split(separator: " ") where field.hasPrefix(key + "=") {
+        return String(field.dropFirst(key.count + 1))
+    }
+    return nil
+}
