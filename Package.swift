@@ -30,6 +30,9 @@ let package = Package(
         // The appliance: session, config, logging; and the command line.
         .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Codecs", "Devices", "Publishing", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
+        // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
+        // camera's frames as raw video so ffmpeg can encode the very same pictures.
+        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Publishing", "Devices"]),
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS"], path: "Tests/TestSupport"),

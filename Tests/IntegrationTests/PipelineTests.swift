@@ -34,6 +34,20 @@ final class PipelineTests: XCTestCase {
         let stream = try streamDirectory(out)
         XCTAssertEqual(checkerFindings(stream), [], "our own checker of HLS_RULES.md")
 
+        // The packager is deterministic: the samples taken back out of the stream and
+        // packaged again (onair-bench, the same Segmenter and writer) give the same bytes.
+        let repackaged = out + "/repackaged"
+        let bench = try runTool(URL(fileURLWithPath: onairBinary()).deletingLastPathComponent().appendingPathComponent("onair-bench").path,
+                                ["package", stream, repackaged])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        for n in 1...6 {
+            let name = "seg/" + String(repeating: "0", count: 5) + "\(n).m4s"
+            XCTAssertEqual(FileManager.default.contents(atPath: "\(repackaged)/streams/bench/\(name)"),
+                           FileManager.default.contents(atPath: "\(stream)/\(name)"), name)
+        }
+        XCTAssertEqual(FileManager.default.contents(atPath: repackaged + "/streams/bench/init.mp4"),
+                       FileManager.default.contents(atPath: stream + "/init.mp4"))
+
         // ffmpeg decodes every frame without a word of complaint.
         let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-f", "null", "-"])
         XCTAssertEqual(decode.status, 0)
@@ -94,6 +108,21 @@ final class PipelineTests: XCTestCase {
         for (flash, onset) in zip(flashFrames, onsets) {
             XCTAssertEqual(onset, pts[flash], accuracy: 1.0 / 30, "A/V offset within one video frame")
         }
+    }
+
+    func testPortraitStreamFromARotatedCamera() throws {
+        let out = try temporaryDirectory("rotated")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--pace", "fast", "--duration", "4",
+                                              "--out", out, "--listen", "off", "--set", "video.quality=low", "--set", "video.rotation=90"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let stream = try streamDirectory(out)
+        XCTAssertEqual(checkerFindings(stream), [])
+        let index = try String(contentsOfFile: stream + "/index.m3u8", encoding: .utf8)
+        XCTAssertTrue(index.contains("RESOLUTION=480x854"), index)
+        let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
+                                                     "-of", "csv=p=0", stream + "/index.m3u8"])
+        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n").first, "480,854")
     }
 
     func testBadInputGetsOneLineAndExitStatus2() throws {
