@@ -134,25 +134,36 @@ public enum InitSegment {
         w.fullBox("stco", version: 0, flags: 0) { $0.u32(0) }
     }
 
-    private static func videoTrak(_ w: inout ByteWriter, _ v: VideoTrack) {
+    /// One track: tkhd, then mdia with its media header, handler, media-specific header
+    /// (vmhd/smhd), a self-contained dinf and a sample table holding only the sample entry.
+    private static func trak(_ w: inout ByteWriter, trackID: UInt32, timescale: UInt32, handler: String, name: String,
+                             volume: UInt16, width: Int, height: Int,
+                             mediaHeader: (inout ByteWriter) -> Void, sampleEntry: (inout ByteWriter) -> Void) {
         w.box("trak") { w in
-            tkhd(&w, trackID: v.trackID, volume: 0, width: v.width, height: v.height)
+            tkhd(&w, trackID: trackID, volume: volume, width: width, height: height)
             w.box("mdia") { w in
-                mdhd(&w, timescale: v.timescale)
-                hdlr(&w, type: "vide", name: "VideoHandler")
+                mdhd(&w, timescale: timescale)
+                hdlr(&w, type: handler, name: name)
                 w.box("minf") { w in
-                    w.fullBox("vmhd", version: 0, flags: 1) { w in w.zeros(8) }
+                    mediaHeader(&w)
                     dinf(&w)
                     w.box("stbl") { w in
                         w.fullBox("stsd", version: 0, flags: 0) { w in
                             w.u32(1)
-                            avc1(&w, v)
+                            sampleEntry(&w)
                         }
                         emptyTables(&w)
                     }
                 }
             }
         }
+    }
+
+    private static func videoTrak(_ w: inout ByteWriter, _ v: VideoTrack) {
+        trak(&w, trackID: v.trackID, timescale: v.timescale, handler: "vide", name: "VideoHandler",
+             volume: 0, width: v.width, height: v.height,
+             mediaHeader: { $0.fullBox("vmhd", version: 0, flags: 1) { w in w.zeros(8) } },
+             sampleEntry: { avc1(&$0, v) })
     }
 
     /// AVC sample entry, ISO/IEC 14496-15 §5.4.2.
@@ -190,24 +201,10 @@ public enum InitSegment {
     }
 
     private static func audioTrak(_ w: inout ByteWriter, _ a: AudioTrack) {
-        w.box("trak") { w in
-            tkhd(&w, trackID: a.trackID, volume: 0x0100, width: 0, height: 0)
-            w.box("mdia") { w in
-                mdhd(&w, timescale: a.timescale)
-                hdlr(&w, type: "soun", name: "SoundHandler")
-                w.box("minf") { w in
-                    w.fullBox("smhd", version: 0, flags: 0) { w in w.u32(0) }
-                    dinf(&w)
-                    w.box("stbl") { w in
-                        w.fullBox("stsd", version: 0, flags: 0) { w in
-                            w.u32(1)
-                            mp4a(&w, a)
-                        }
-                        emptyTables(&w)
-                    }
-                }
-            }
-        }
+        trak(&w, trackID: a.trackID, timescale: a.timescale, handler: "soun", name: "SoundHandler",
+             volume: 0x0100, width: 0, height: 0,
+             mediaHeader: { $0.fullBox("smhd", version: 0, flags: 0) { w in w.u32(0) } },
+             sampleEntry: { mp4a(&$0, a) })
     }
 
     /// MP4 audio sample entry (§12.2.3) with its elementary stream descriptor
