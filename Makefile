@@ -34,10 +34,11 @@ build: deps
 run: build
 	$(RELEASE_BIN) run
 
-# Unit tests, then the integration tests that run the release binary for real.
+# Unit tests, then the integration tests that run the release binary for real. The tests
+# are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
 test: deps
 	$(SWIFT_RELEASE)
-	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test
+	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
 
 bench: build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py

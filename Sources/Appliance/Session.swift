@@ -33,8 +33,10 @@ public final class Session: @unchecked Sendable {
     public init(settings: Settings, log: Log) {
         self.settings = settings
         self.log = log
-        queue = MediaQueue(capacity: settings.pace == .fast ? 8 : 3 * settings.fps,
-                           policy: settings.pace == .fast ? .block : .dropOldestVideo)
+        // About 200 ms of video and a second of 20 ms audio chunks: enough to ride out an
+        // encoder hiccup, small enough for a board's memory (6 × 1.4 MB at 720p).
+        queue = MediaQueue(videoCapacity: max(2, settings.fps / 5), audioCapacity: 50,
+                           policy: settings.pace == .fast ? .block : .dropOldest)
     }
 
     public var state: State { lock.withLock { stateValue } }
@@ -154,6 +156,10 @@ public final class Session: @unchecked Sendable {
         self.stream = nil
         try stream.finish()
         streamsEnded += 1
+        let dropped = queue.dropped
+        if dropped.video + dropped.audio > 0 {
+            log("capture.dropped", level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
+        }
         if state != .stopped { set(recordingRequested ? .recording : .armed) }
         onIdle?(self)
     }
