@@ -1,8 +1,9 @@
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
-/// second (as the source talk's viewer does) and plays it with the browser's native HLS.
+/// second (as the source talk's viewer does) and plays it with the browser's native HLS,
+/// or through Media Source Extensions where there is none (Firefox; `/?mse=1` forces it).
 /// Everything is inline: no script is fetched at run time.
 enum Viewer {
-    static let html = """
+    static let html = #"""
     <!doctype html>
     <html lang="en">
     <head>
@@ -31,15 +32,87 @@ enum Viewer {
     const info = document.getElementById("info");
     const list = document.getElementById("streams");
     const nativeHLS = video.canPlayType("application/vnd.apple.mpegurl") !== "";
+    // Without native HLS (Firefox), or with ?mse=1, play through Media Source Extensions.
+    const useMSE = (!nativeHLS || new URLSearchParams(location.search).has("mse")) && "MediaSource" in window;
     let current = null;
+    let generation = 0;
 
     function play(stream) {
       current = stream.id;
-      if (nativeHLS) {
+      generation += 1;
+      if (useMSE) {
+        video.dataset.player = "mse";
+        playWithMSE(stream.playlist, generation).catch(e => { info.textContent = "MSE: " + e.message; current = null; });
+      } else if (nativeHLS) {
+        video.dataset.player = "native";
         video.src = stream.playlist;
         video.play().catch(() => {});
       } else {
-        info.textContent = "this browser has no native HLS; open " + stream.playlist + " in an HLS player";
+        info.textContent = "this browser plays neither HLS nor MSE; open " + stream.playlist + " in an HLS player";
+      }
+    }
+
+    const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const resolve = (uri, base) => new URL(uri, new URL(base, location.href)).href;
+    async function text(url) {
+      const response = await fetch(url, { cache: "no-store" });
+      if (!response.ok) throw new Error(url + ": " + response.status);
+      return response.text();
+    }
+    async function bytes(url) {
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(url + ": " + response.status);
+      return response.arrayBuffer();
+    }
+    function append(buffer, data) {
+      return new Promise((ok, fail) => {
+        buffer.addEventListener("updateend", ok, { once: true });
+        buffer.addEventListener("error", () => fail(new Error("append failed")), { once: true });
+        buffer.appendBuffer(data);
+      });
+    }
+
+    // onair's streams are one fMP4 variant that only grows (EVENT): read the CODECS and
+    // the media playlist from index.m3u8, append init.mp4, then every segment in order,
+    // reloading the playlist every half target duration until ENDLIST.
+    async function playWithMSE(multivariant, mine) {
+      const top = await text(multivariant);
+      const codecs = (top.match(/CODECS="([^"]+)"/) || [])[1];
+      const mediaURI = top.split("\n").find(l => l && !l.startsWith("#"));
+      if (!codecs || !mediaURI) throw new Error("unexpected multivariant playlist");
+      const type = 'video/mp4; codecs="' + codecs + '"';
+      if (!MediaSource.isTypeSupported(type)) throw new Error(type + " is not supported here");
+      const media = resolve(mediaURI, multivariant);
+      const source = new MediaSource();
+      video.src = URL.createObjectURL(source);
+      await new Promise(ok => source.addEventListener("sourceopen", ok, { once: true }));
+      const buffer = source.addSourceBuffer(type);
+      let next = 0, started = false, haveInit = false;
+      while (mine === generation) {
+        const playlist = await text(media);
+        const lines = playlist.split("\n");
+        const target = parseInt((playlist.match(/#EXT-X-TARGETDURATION:(\d+)/) || [])[1] || "2", 10);
+        const map = (playlist.match(/#EXT-X-MAP:URI="([^"]+)"/) || [])[1];
+        const segments = lines.filter(l => l && !l.startsWith("#"));
+        if (!haveInit && map) { await append(buffer, await bytes(resolve(map, media))); haveInit = true; }
+        // A live stream starts three target durations (three segments) from its end
+        // (RFC 8216bis §6.3.3).
+        if (!started && !playlist.includes("#EXT-X-ENDLIST")) next = Math.max(0, segments.length - 3);
+        for (; next < segments.length && mine === generation; next++) {
+          await append(buffer, await bytes(resolve(segments[next], media)));
+          if (!started && buffer.buffered.length) {
+            started = true;
+            video.currentTime = buffer.buffered.start(0);
+            video.play().catch(() => {});
+          }
+          // Keep a minute behind the play head; the rest would only fill the quota.
+          if (buffer.buffered.length && video.currentTime - buffer.buffered.start(0) > 90) {
+            buffer.remove(buffer.buffered.start(0), video.currentTime - 60);
+            await new Promise(ok => buffer.addEventListener("updateend", ok, { once: true }));
+          }
+        }
+        if (playlist.includes("#EXT-X-ENDLIST")) { if (mine === generation) source.endOfStream(); return; }
+        await sleep(target * 500);
       }
     }
 
@@ -83,5 +156,5 @@ enum Viewer {
     </script>
     </body>
     </html>
-    """
+    """#
 }
