@@ -148,3 +148,31 @@ extension String {
         return result
     }
 }
+
+final class ReloadCheckerTests: XCTestCase {
+    func playlist(_ segments: Int, targetDuration: Int = 2, sequence: Int = 1, ended: Bool = false, extinf: String = "2.000") -> String {
+        var p = MediaPlaylist(targetDuration: targetDuration)
+        p.mediaSequence = sequence
+        p.entries = (0..<segments).map { .init(uri: MediaPlaylist.segmentURI(sequence + $0), duration: extinf, programDateTimeMs: Int64(sequence + $0) * 2000) }
+        p.isEnded = ended
+        return p.render()
+    }
+
+    func rules(_ a: String, _ b: String) -> [String] { ReloadChecker.check(previous: a, next: b).map(\.rule) }
+
+    func testAppendingAndEndingAreAllowed() {
+        XCTAssertEqual(rules(playlist(2), playlist(3)), [])
+        XCTAssertEqual(rules(playlist(3), playlist(3)), [])
+        XCTAssertEqual(rules(playlist(3), playlist(3, ended: true)), [])
+        XCTAssertEqual(rules(playlist(3, ended: true), playlist(3, ended: true)), [])
+    }
+
+    func testChangesThatBreakPlayers() {
+        XCTAssertEqual(rules(playlist(3), playlist(4, targetDuration: 3)), ["L4"], "TARGETDURATION changed (gpac #2466)")
+        XCTAssertEqual(rules(playlist(3, sequence: 5), playlist(3, sequence: 1)), ["L2", "L1"], "sequence reset (hls.js #3913)")
+        XCTAssertEqual(rules(playlist(3), playlist(2)), ["L1"], "a listed segment disappeared")
+        XCTAssertEqual(rules(playlist(3), playlist(3, extinf: "2.001")), ["L1"], "EXTINF rewritten")
+        XCTAssertEqual(rules(playlist(3, ended: true), playlist(4, ended: true)), ["L8"])
+        XCTAssertEqual(rules(playlist(3), playlist(2, sequence: 2)), ["L2"], "an EVENT playlist never removes")
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import HLS
+import MP4
 import TestSupport
 
 /// onair in real time with its web server: the live stream over HTTP, played by headless
@@ -90,6 +91,50 @@ final class LiveTests: XCTestCase {
         let final = try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)
         XCTAssertTrue(final.hasSuffix("#EXT-X-ENDLIST\n"))
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+    }
+
+    /// HLS_RULES §2 over real reloads: the playlist only grows, keeps its TARGETDURATION and
+    /// media sequence, freezes after ENDLIST, and every segment it lists can be fetched
+    /// whole the moment it is listed (L7) — the atomic write order seen from outside.
+    func testLivePlaylistOnlyGrowsAndEverythingListedIsThere() throws {
+        let out = try temporaryDirectory("reload")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low", "--set", "hls.segment_seconds=1"])
+        let port = try port(from: onair)
+        let streams = try waitForStreams(port) { !$0.isEmpty }
+        let base = "/streams/\(try XCTUnwrap(streams.first?["id"] as? String))"
+        var previous: String?
+        var fetched = Set<String>()
+        var reloads = 0
+        while true {
+            let response = try HTTPClient.request(port: port, base + "/playlist.m3u8")
+            if response.status == 404 { usleep(100_000); continue }  // not written yet
+            XCTAssertEqual(response.status, 200)
+            let text = response.text
+            reloads += 1
+            if let previous { XCTAssertEqual(ReloadChecker.check(previous: previous, next: text), []) }
+            let playlist = ParsedPlaylist(text: text)
+            for segment in playlist.segments where !fetched.contains(segment.uri) {
+                let media = try HTTPClient.request(port: port, base + "/" + segment.uri)
+                XCTAssertEqual(media.status, 200, segment.uri)
+                XCTAssertEqual(try ParsedSegment(bytes: media.body).topLevel, ["moof", "mdat"], segment.uri)
+                fetched.insert(segment.uri)
+            }
+            XCTAssertEqual(try HTTPClient.request(port: port, base + "/init.mp4").status, 200)
+            previous = text
+            if playlist.segments.count >= 6 { break }
+            usleep(250_000)
+        }
+        // Stopping finishes the stream; the server goes with the process, so the final
+        // playlist is read from disk.
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let final = try String(contentsOfFile: out + base + "/playlist.m3u8", encoding: .utf8)
+        XCTAssertTrue(ParsedPlaylist(text: final).isEnded)
+        XCTAssertEqual(ReloadChecker.check(previous: try XCTUnwrap(previous), next: final), [])
+        XCTAssertGreaterThanOrEqual(fetched.count, 6)
+        XCTAssertGreaterThan(reloads, 6, "polled while it grew")
     }
 
     func testEnterTogglesRecordingIntoNewStreams() throws {
