@@ -74,6 +74,13 @@ public enum Runner {
             }
         }
 
+        // V4L2 capture arrives with the camera work (issue 4); until then `auto` is the
+        // synthetic source, and says so when a video device is present.
+        if settings.source == .auto {
+            let devices = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? []).filter { $0.hasPrefix("video") }
+            log("source.selected", ("source", "synthetic"),
+                ("reason", devices.isEmpty ? "no V4L2 device" : "this build has no V4L2 capture (found \(devices.sorted().joined(separator: ",")))"))
+        }
         let source = SyntheticSource(width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
                                      audio: settings.audioEnabled ? (settings.sampleRate, settings.channels) : nil,
                                      pace: settings.pace)

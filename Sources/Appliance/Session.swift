@@ -141,7 +141,10 @@ public final class Session: @unchecked Sendable {
         let audio = settings.audioEnabled
             ? try AACEncoder(settings: .init(sampleRate: settings.sampleRate, channels: settings.channels, bitrate: settings.audioBitrate))
             : nil
-        let live = try LiveStream(firstFrame: frame, wallClockMs: wallClockMilliseconds(), settings: settings,
+        // PROGRAM-DATE-TIME is the wall clock at capture: step back over the time the
+        // frame spent in the queue (with --pace fast, frames run ahead of the clock).
+        let waited = max(0, MonotonicClock().now() - frame.captureTime)
+        let live = try LiveStream(firstFrame: frame, wallClockMs: wallClockMilliseconds() - waited / 1_000_000, settings: settings,
                                   video: video, audio: audio, log: log)
         stream = live
         log("stream.started", ("id", live.id), ("dir", live.writer.directory),

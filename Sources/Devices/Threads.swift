@@ -17,10 +17,13 @@ public final class NSLockish: @unchecked Sendable {
 /// A joinable thread for the media plane (capture, encode), which must not share
 /// the cooperative pool with the control plane.
 public final class ThreadHandle: @unchecked Sendable {
+    /// What the thread is for, for debuggers and logs.
+    public let name: String
     private var thread = pthread_t()
     private final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
 
     public init(name: String, _ body: @escaping () -> Void) {
+        self.name = name
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         let result = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
