@@ -130,3 +130,29 @@ public struct BitrateMeter: Sendable, Equatable {
         return Int(best)
     }
 }
+
+extension MediaPlaylist {
+    /// Reads back a playlist this type rendered; nil if the text is not one.
+    public init?(parsing text: String) {
+        let parsed = ParsedPlaylist(text: text)
+        guard let target = parsed.value("EXT-X-TARGETDURATION").flatMap(Int.init),
+              let map = parsed.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else { return nil }
+        self.init(targetDuration: target, mapURI: map)
+        mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(Int.init) ?? 1
+        for segment in parsed.segments {
+            guard let extinf = segment.extinf, let date = segment.programDateTime.flatMap(UTCDate.parse) else { return nil }
+            let duration = String(extinf.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0])
+            entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date))
+        }
+        isEnded = parsed.isEnded
+    }
+
+    /// The playlist as it stands with only its first `count` segments; ENDLIST only if
+    /// that is all of an ended playlist.
+    public func prefix(_ count: Int) -> MediaPlaylist {
+        var copy = self
+        copy.entries = Array(entries.prefix(count))
+        copy.isEnded = isEnded && count >= entries.count
+        return copy
+    }
+}

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import HLS
 import Media
 
 public struct ServerError: Error, CustomStringConvertible {
@@ -115,13 +116,6 @@ public final class WebServer: @unchecked Sendable {
         return resolved.hasPrefix(canonicalRoot + "/streams/") ? resolved : nil
     }
 
-    static func contentType(_ path: String) -> (type: String, cache: String) {
-        if path.hasSuffix(".m3u8") { return ("application/vnd.apple.mpegurl", "no-cache") }
-        if path.hasSuffix(".mp4") || path.hasSuffix(".m4s") { return ("video/mp4", "public, max-age=31536000, immutable") }
-        if path.hasSuffix(".json") { return ("application/json", "no-cache") }
-        return ("application/octet-stream", "no-cache")
-    }
-
     private func serveFile(_ url: String, header: (String) -> String?) -> Reply {
         let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
         if url.contains("..") || url.contains("\\") {
@@ -135,7 +129,7 @@ public final class WebServer: @unchecked Sendable {
         let size = Int64(info.st_size)
         let modified = Int64(info.st_mtim.tv_sec)
         let etag = "\"\(String(UInt64(size), radix: 16))-\(String(UInt64(modified) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec), radix: 16))\""
-        let (type, cache) = Self.contentType(path)
+        let (type, cache) = MediaType.of(path)
         var headers = [("Content-Type", type), ("Cache-Control", cache), ("ETag", etag),
                        ("Last-Modified", UTCDate.httpDate(seconds: modified)), ("Accept-Ranges", "bytes")]
         if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {

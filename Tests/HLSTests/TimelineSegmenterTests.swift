@@ -170,3 +170,17 @@ final class PlaylistTests: XCTestCase {
         }
     }
 }
+
+final class PlaylistReadBackTests: XCTestCase {
+    func testParsesWhatItRendersAndCutsPrefixes() throws {
+        var playlist = MediaPlaylist(targetDuration: 2)
+        playlist.entries = (1...3).map { .init(uri: MediaPlaylist.segmentURI($0), duration: "2.000", programDateTimeMs: 1_796_229_753_123 + Int64($0) * 2000) }
+        playlist.isEnded = true
+        let parsed = try XCTUnwrap(MediaPlaylist(parsing: playlist.render()))
+        XCTAssertEqual(parsed, playlist)
+        XCTAssertEqual(parsed.prefix(2).entries.count, 2)
+        XCTAssertFalse(parsed.prefix(2).isEnded, "ENDLIST only with every segment")
+        XCTAssertTrue(parsed.prefix(3).isEnded)
+        XCTAssertNil(MediaPlaylist(parsing: "#EXTM3U\n#EXT-X-TARGETDURATION:2\n"), "no MAP: not one of ours")
+    }
+}

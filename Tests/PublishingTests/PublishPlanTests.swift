@@ -1,0 +1,140 @@
+import XCTest
+@testable import Publishing
+
+final class PublishPlanTests: XCTestCase {
+    let retry = RetryPolicy()
+
+    func testInitAndMultivariantComeBeforeTheFirstPlaylist() {
+        var plan = PublishPlan(id: "s", retry: retry)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.initSegment])
+        plan.segmentStored(1)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.segment(1)], "a segment may go up beside init")
+        plan.finish(.segment(1), succeeded: true, now: 1, jitter: 0)
+        XCTAssertEqual(plan.start(now: 1, segmentSlots: 2), [], "no playlist while init is in flight")
+        plan.finish(.initSegment, succeeded: true, now: 2, jitter: 0)
+        XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [.multivariant(version: 1)])
+        XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [])
+        plan.finish(.multivariant(version: 1), succeeded: true, now: 3, jitter: 0)
+        XCTAssertEqual(plan.start(now: 3, segmentSlots: 2), [.playlist(count: 1, ended: false)])
+    }
+
+    func ready(segments: Int) -> PublishPlan {
+        var plan = PublishPlan(id: "s", retry: retry)
+        _ = plan.start(now: 0, segmentSlots: 0)
+        plan.finish(.initSegment, succeeded: true, now: 0, jitter: 0)
+        _ = plan.start(now: 0, segmentSlots: 0)
+        plan.finish(.multivariant(version: 1), succeeded: true, now: 0, jitter: 0)
+        for n in stride(from: 1, through: segments, by: 1) { plan.segmentStored(n) }
+        return plan
+    }
+
+    func testListsOnlyTheContiguousConfirmedRun() {
+        var plan = ready(segments: 5)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.segment(1), .segment(2)], "in order, within the slots")
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 3), [.segment(3), .segment(4), .segment(5)])
+        for n in [1, 2, 3, 5] { plan.finish(.segment(n), succeeded: true, now: 10, jitter: 0) }
+        plan.finish(.segment(4), succeeded: false, now: 10, jitter: 0)
+        XCTAssertEqual(plan.start(now: 10, segmentSlots: 2), [.playlist(count: 3, ended: false)], "5 is up, but 4 is not")
+        plan.finish(.playlist(count: 3, ended: false), succeeded: true, now: 11, jitter: 0)
+        XCTAssertEqual(plan.start(now: 259, segmentSlots: 2), [], "4 waits its 250 ms")
+        XCTAssertEqual(plan.start(now: 260, segmentSlots: 2), [.segment(4)])
+        plan.finish(.segment(4), succeeded: true, now: 261, jitter: 0)
+        XCTAssertEqual(plan.start(now: 261, segmentSlots: 2), [.playlist(count: 5, ended: false)], "then jumps to 5")
+    }
+
+    func testEndlistOnlyAfterEverySegmentIsConfirmed() {
+        var plan = ready(segments: 2)
+        plan.ended()
+        _ = plan.start(now: 0, segmentSlots: 2)
+        plan.finish(.segment(2), succeeded: true, now: 0, jitter: 0)
+        plan.finish(.segment(1), succeeded: false, now: 0, jitter: 0)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [])
+        XCTAssertEqual(plan.start(now: 250, segmentSlots: 2), [.segment(1)])
+        plan.finish(.segment(1), succeeded: true, now: 251, jitter: 0)
+        XCTAssertEqual(plan.start(now: 251, segmentSlots: 2), [.playlist(count: 2, ended: true)])
+        XCTAssertFalse(plan.isComplete)
+        plan.finish(.playlist(count: 2, ended: true), succeeded: true, now: 252, jitter: 0)
+        XCTAssertTrue(plan.isComplete)
+        XCTAssertEqual(plan.start(now: 252, segmentSlots: 2), [])
+    }
+
+    func testARaisedBandwidthGoesUpBeforeTheNextPlaylist() {
+        var plan = ready(segments: 1)
+        _ = plan.start(now: 0, segmentSlots: 2)
+        plan.finish(.segment(1), succeeded: true, now: 0, jitter: 0)
+        plan.multivariantChanged()
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.multivariant(version: 2)])
+        plan.finish(.multivariant(version: 2), succeeded: true, now: 0, jitter: 0)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.playlist(count: 1, ended: false)])
+    }
+
+    func testRetryDelays() {
+        let policy = RetryPolicy(quickMilliseconds: [250, 500], maximumMilliseconds: 30_000)
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 1, jitter: 0.9), 250)
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 2, jitter: 0.9), 500)
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 3, jitter: 0), 500, "half of 1000, plus jitter")
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 3, jitter: 0.5), 750)
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 4, jitter: 0), 1000)
+        XCTAssertEqual(policy.delayMilliseconds(afterFailures: 50, jitter: 0), 15_000)
+        XCTAssertLessThan(policy.delayMilliseconds(afterFailures: 50, jitter: 0.999_999), 30_000)
+    }
+
+    /// Random failures, random completion order: at every step the origin's playlist
+    /// never lists a segment it lacks, never shrinks, and the stream always completes.
+    func testInvariantsUnderRandomFailures() {
+        for seed in 1...200 {
+            var rng = SplitMix(seed: UInt64(seed))
+            var plan = PublishPlan(id: "s", retry: RetryPolicy(quickMilliseconds: [1, 2], maximumMilliseconds: 16))
+            var onOrigin = Set<Int>(), initUp = false, multivariantUp = 0, listedOnOrigin = 0, ended = false
+            var inFlight: [PublishPlan.Job] = []
+            var now: Int64 = 0
+            var stored = 0
+            for _ in 0..<5000 {
+                if stored < 12 && rng.next() % 4 == 0 { stored += 1; plan.segmentStored(stored) }
+                if stored == 12 && !plan.localEnded && rng.next() % 8 == 0 { plan.ended() }
+                if rng.next() % 10 == 0 { plan.multivariantChanged() }
+                let slots = 2 - inFlight.filter { if case .segment = $0 { return true } else { return false } }.count
+                for job in plan.start(now: now, segmentSlots: slots) {
+                    if case .playlist(let count, let ending) = job {
+                        XCTAssertTrue(initUp && multivariantUp > 0, "seed \(seed): playlist before init/index")
+                        XCTAssertTrue((1...max(1, count)).allSatisfy { count == 0 || onOrigin.contains($0) }, "seed \(seed): lists a missing segment")
+                        XCTAssertGreaterThanOrEqual(count, listedOnOrigin, "seed \(seed): shrinks")
+                        if ending { XCTAssertEqual(count, 12) }
+                    }
+                    inFlight.append(job)
+                }
+                guard !inFlight.isEmpty else { now += 1; if plan.isComplete { break }; continue }
+                let job = inFlight.remove(at: Int(rng.next() % UInt64(inFlight.count)))
+                let ok = rng.next() % 3 != 0
+                if ok {
+                    switch job {
+                    case .initSegment: initUp = true
+                    case .segment(let n): onOrigin.insert(n)
+                    case .multivariant(let v): multivariantUp = max(multivariantUp, v)
+                    case .playlist(let count, let ending): listedOnOrigin = max(listedOnOrigin, count); ended = ended || ending
+                    }
+                }
+                plan.finish(job, succeeded: ok, now: now, jitter: Double(rng.next() % 1000) / 1000)
+                now += Int64(rng.next() % 3)
+                if plan.isComplete { break }
+            }
+            XCTAssertTrue(plan.isComplete, "seed \(seed) did not finish")
+            XCTAssertTrue(ended)
+            XCTAssertEqual(onOrigin, Set(1...12))
+            XCTAssertEqual(plan.listed, 12)
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64) so failures are random but repeatable.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
