@@ -21,9 +21,21 @@ public struct StreamDescription: Sendable, Equatable {
     }
 }
 
+/// What a StreamWriter has just made durable, for whoever publishes the stream further.
+public enum StreamEvent: Sendable, Equatable {
+    /// init.mp4 and the first index.m3u8 are stored.
+    case started(id: String)
+    /// index.m3u8 was rewritten (a higher BANDWIDTH, or the final figures).
+    case multivariantRewritten(id: String)
+    case segmentStored(id: String, sequence: Int)
+    /// The playlist carries ENDLIST.
+    case ended(id: String)
+}
+
 /// Writes one stream into `streams/<id>/` in the order that keeps every reader safe:
 /// init.mp4 and index.m3u8 before the first playlist; each segment stored before the
-/// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename.
+/// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename, and each
+/// step is reported to `observer` once it is on disk.
 public final class StreamWriter {
     public let id: String
     public let directory: String
@@ -34,12 +46,15 @@ public final class StreamWriter {
     private var declaredAverage: Int
     public private(set) var totalTicks: Int64 = 0
     public private(set) var totalBytes = 0
+    private let observer: (StreamEvent) -> Void
 
     /// Creates the directory and writes init.mp4 and index.m3u8.
-    public init(root: String, id: String, description: StreamDescription, initSegment: [UInt8]) throws {
+    public init(root: String, id: String, description: StreamDescription, initSegment: [UInt8],
+                observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
         self.id = id
         self.directory = "\(root)/streams/\(id)"
         self.description = description
+        self.observer = observer
         playlist = MediaPlaylist(targetDuration: description.targetDuration)
         meter = BitrateMeter(timescale: Timescale.video, targetDuration: description.targetDuration)
         // Container overhead on top of the encoder rates, until the stream is measured.
@@ -48,6 +63,7 @@ public final class StreamWriter {
         try AtomicFile.makeDirectories(directory + "/seg")
         try AtomicFile.write(initSegment, to: directory + "/init.mp4")
         try writeMultivariant()
+        observer(.started(id: id))
     }
 
     /// Stores a segment, then publishes the playlist that lists it.
@@ -63,9 +79,11 @@ public final class StreamWriter {
             declaredBandwidth = max(declaredBandwidth, meter.peak)
             declaredAverage = meter.average
             try writeMultivariant()
+            observer(.multivariantRewritten(id: id))
         }
         playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs))
         try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+        observer(.segmentStored(id: id, sequence: segment.sequence))
     }
 
     /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST.
@@ -73,8 +91,10 @@ public final class StreamWriter {
         declaredAverage = meter.average
         declaredBandwidth = max(declaredBandwidth, meter.peak)
         try writeMultivariant()
+        observer(.multivariantRewritten(id: id))
         playlist.isEnded = true
         try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+        observer(.ended(id: id))
     }
 
     public var segmentCount: Int { playlist.entries.count }

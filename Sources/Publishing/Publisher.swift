@@ -1,0 +1,231 @@
+import Foundation
+import HLS
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where published objects go. One instance per worker thread, so an implementation may
+/// keep a connection open between calls (keep-alive) without locking.
+public protocol Transport: AnyObject {
+    /// Stores `body` at `path` (relative to the destination's root); throws on anything
+    /// but a 2xx.
+    func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws
+}
+
+public struct UploadError: Error, CustomStringConvertible, Equatable {
+    /// The HTTP status, when the server answered at all.
+    public var status: Int?
+    public var message: String
+    public init(status: Int?, message: String) {
+        self.status = status
+        self.message = message
+    }
+    public var description: String { status.map { "HTTP \($0): \(message)" } ?? message }
+}
+
+/// Publishes every stream from the local spool (the data directory) to one destination,
+/// in the order PublishPlan allows, with `parallel` segment uploads at once. The media
+/// thread reports what it stored; workers read the files back from disk and upload them.
+public final class Publisher: @unchecked Sendable {
+    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
+
+    public struct Counters: Sendable, Equatable {
+        public var attempts = 0
+        public var failures = 0
+        public var bytes = 0
+    }
+
+    private let root: String
+    private let parallel: Int
+    private let retry: RetryPolicy
+    private let log: Log
+    private var plans: [String: PublishPlan] = [:]
+    private var order: [String] = []
+    private var ready: [(id: String, job: PublishPlan.Job)] = []
+    private var segmentsInFlight = 0
+    private var stopping = false
+    private var workers: [Thread] = []
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    public private(set) var counters = Counters()
+    public private(set) var lastError: String?
+
+    public init(root: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
+                makeTransport: @escaping @Sendable () -> Transport) {
+        self.root = root
+        self.parallel = max(1, parallel)
+        self.retry = retry
+        self.log = log
+        pthread_mutex_init(&mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(&changed, &attributes)
+        // One worker more than segment slots, so playlists never queue behind segments.
+        for index in 0...self.parallel {
+            // Workers hold the publisher until stop() ends their loop.
+            let worker = Thread { self.work(transport: makeTransport()) }
+            worker.name = "onair-publish-\(index)"
+            workers.append(worker)
+            worker.start()
+        }
+    }
+
+    deinit {
+        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(&changed)
+    }
+
+    // MARK: What the media thread reports
+
+    /// A StreamWriter observer: everything the writer made durable becomes publishable.
+    public func observe(_ event: StreamEvent) {
+        switch event {
+        case .started(let id): update(id) { _ in }
+        case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
+        case .segmentStored(let id, let sequence): update(id) { $0.segmentStored(sequence) }
+        case .ended(let id): update(id) { $0.ended() }
+        }
+    }
+
+    private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
+        locked {
+            if plans[id] == nil {
+                plans[id] = PublishPlan(id: id, retry: retry)
+                order.append(id)
+            }
+            change(&plans[id]!)
+            pthread_cond_broadcast(&changed)
+        }
+    }
+
+    // MARK: State
+
+    /// Segments stored but not yet confirmed by the destination, over all streams.
+    public var pendingSegments: Int { locked { plans.values.reduce(0) { $0 + $1.pendingSegments } } }
+
+    /// Every ended stream has its ENDLIST on the destination and nothing is pending.
+    public var isIdle: Bool { locked { plans.values.allSatisfy { $0.isComplete || (!$0.localEnded && $0.pendingSegments == 0 && $0.listed == $0.stored) } } }
+
+    /// Waits until every ended stream is completely published, or `seconds` pass.
+    @discardableResult
+    public func drain(seconds: Double) -> Bool {
+        let deadline = monotonicMilliseconds() + Int64(seconds * 1000)
+        return locked {
+            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) {
+                if monotonicMilliseconds() >= deadline { return false }
+                wait(until: min(deadline, monotonicMilliseconds() + 100))
+            }
+            return true
+        }
+    }
+
+    /// Stops the workers after their current upload; what is left stays in the spool.
+    public func stop() {
+        locked {
+            stopping = true
+            pthread_cond_broadcast(&changed)
+        }
+        while workers.contains(where: { $0.isExecuting }) { usleep(10_000) }
+    }
+
+    // MARK: Workers
+
+    private func work(transport: Transport) {
+        while let (id, job) = nextJob() {
+            let (path, body) = load(id, job)
+            var failure: UploadError?
+            let started = monotonicMilliseconds()
+            if let body {
+                let (type, cache) = MediaType.of(path)
+                do { try transport.put("\(id)/\(path)", body: body, contentType: type, cacheControl: cache) } catch let error as UploadError {
+                    failure = error
+                } catch { failure = UploadError(status: nil, message: "\(error)") }
+            } else {
+                failure = UploadError(status: nil, message: "cannot read the local \(path)")
+            }
+            finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: monotonicMilliseconds() - started)
+        }
+    }
+
+    private func nextJob() -> (String, PublishPlan.Job)? {
+        locked {
+            while !stopping {
+                if ready.isEmpty {
+                    let now = monotonicMilliseconds()
+                    for id in order {
+                        for job in plans[id]!.start(now: now, segmentSlots: parallel - segmentsInFlight) {
+                            if case .segment = job { segmentsInFlight += 1 }
+                            ready.append((id, job))
+                        }
+                    }
+                }
+                if !ready.isEmpty { return ready.removeFirst() }
+                let wake = plans.values.compactMap(\.nextRetry).min() ?? monotonicMilliseconds() + 1000
+                wait(until: wake)
+            }
+            return nil
+        }
+    }
+
+    private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
+        let now = monotonicMilliseconds()
+        let event: (String, [(String, Any)])? = locked {
+            if case .segment = job { segmentsInFlight -= 1 }
+            counters.attempts += 1
+            plans[id]!.finish(job, succeeded: error == nil, now: now, jitter: Double.random(in: 0..<1))
+            pthread_cond_broadcast(&changed)
+            if let error {
+                counters.failures += 1
+                lastError = "\(id)/\(path): \(error)"
+                let wait = (plans[id]!.nextRetry ?? now) - now
+                return ("upload.retry", [("path", "\(id)/\(path)"), ("error", "\(error)"), ("next_ms", wait)])
+            }
+            counters.bytes += bytes
+            return nil
+        }
+        if let event { log(event.0, event.1); return }
+        log("upload.ok", [("path", "\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
+        if case .playlist(let count, let ended) = job {
+            log("playlist.published", [("id", id), ("seq", count)])
+            if ended { log("stream.published", [("id", id), ("segments", count)]) }
+        }
+    }
+
+    /// The bytes a job uploads, read from the spool; a playlist is the local playlist cut
+    /// to the confirmed segments.
+    private func load(_ id: String, _ job: PublishPlan.Job) -> (String, [UInt8]?) {
+        let directory = "\(root)/streams/\(id)"
+        func read(_ name: String) -> [UInt8]? { FileManager.default.contents(atPath: "\(directory)/\(name)").map { Array($0) } }
+        switch job {
+        case .initSegment: return ("init.mp4", read("init.mp4"))
+        case .segment(let sequence):
+            let uri = MediaPlaylist.segmentURI(sequence)
+            return (uri, read(uri))
+        case .multivariant: return ("index.m3u8", read("index.m3u8"))
+        case .playlist(let count, let ended):
+            guard let text = read("playlist.m3u8"), let local = MediaPlaylist(parsing: String(decoding: text, as: UTF8.self)),
+                  local.entries.count >= count, !ended || local.isEnded else { return ("playlist.m3u8", nil) }
+            return ("playlist.m3u8", Array(local.prefix(count).render().utf8))
+        }
+    }
+
+    // MARK: Locking
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+
+    private func wait(until deadline: Int64) {
+        var time = timespec(tv_sec: Int(deadline / 1000), tv_nsec: Int(deadline % 1000) * 1_000_000)
+        pthread_cond_timedwait(&changed, &mutex, &time)
+    }
+}
+
+func monotonicMilliseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}

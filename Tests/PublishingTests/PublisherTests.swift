@@ -1,0 +1,82 @@
+import Foundation
+import XCTest
+@testable import Publishing
+import HLS
+import Media
+import TestSupport
+
+/// The publisher against an in-memory origin that fails on a schedule, publishing a real
+/// stream that a StreamWriter writes into a temporary spool.
+final class PublisherTests: XCTestCase {
+    var root = ""
+    override func setUp() { root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-publish-\(UUID().uuidString)").path }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: root) }
+
+    final class Events: @unchecked Sendable {
+        let lock = NSLock()
+        var names: [String] = []
+        func add(_ name: String) { lock.withLock { names.append(name) } }
+    }
+
+    /// Writes `segments` 1 s segments; the writer tells the publisher, as on the live path.
+    func record(_ publisher: Publisher, id: String, segments: Int, size: (Int) -> Int = { _ in 500 }) throws -> StreamWriter {
+        let description = StreamDescription(codecs: ["avc1.64001f"], width: 1280, height: 720, fps: 30, configuredBitrate: 100_000, targetDuration: 1)
+        let writer = try StreamWriter(root: root, id: id, description: description, initSegment: [0, 0, 0, 8, 0x66, 0x72, 0x65, 0x65],
+                                      observer: publisher.observe)
+        let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_796_229_753_000)
+        var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 90_000), tracks: .init(audio: nil),
+                                  timeline: timeline, nominalFrameDuration: 3000)
+        var reports: [SegmentReport] = []
+        for i in 0..<(30 * segments) {
+            reports += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 30 == 0, size: size(i / 30)))
+        }
+        reports += segmenter.finish()
+        for report in reports { try writer.append(report) }
+        try writer.finish()
+        return writer
+    }
+
+    func testEverythingArrivesInASafeOrderDespiteFailures() throws {
+        // Segment 2 fails four times (quick retries, then backoff), every third playlist
+        // PUT fails once, init fails once.
+        let origin = FakeOrigin { path, attempt in
+            (path.hasSuffix("seg/000002.m4s") && attempt <= 4) || (path.hasSuffix("init.mp4") && attempt == 1)
+                || (path.hasSuffix("playlist.m3u8") && attempt % 3 == 0)
+        }
+        let events = Events()
+        let publisher = Publisher(root: root, parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
+                                  log: { name, _ in events.add(name) }, makeTransport: { origin.transport() })
+        defer { publisher.stop() }
+        let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
+        XCTAssertTrue(publisher.drain(seconds: 30), "published within the drain time")
+        XCTAssertEqual(origin.violations, [])
+        for name in ["init.mp4", "index.m3u8", "playlist.m3u8"] + (1...6).map(MediaPlaylist.segmentURI) {
+            XCTAssertEqual(origin.body("s1/\(name)"), FileManager.default.contents(atPath: writer.directory + "/" + name).map { Array($0) }, name)
+        }
+        XCTAssertEqual(origin.objects["s1/seg/000001.m4s"]?.cacheControl, "public, max-age=31536000, immutable")
+        XCTAssertEqual(origin.objects["s1/playlist.m3u8"]?.contentType, "application/vnd.apple.mpegurl")
+        XCTAssertEqual(origin.objects["s1/playlist.m3u8"]?.cacheControl, "no-cache")
+        XCTAssertEqual(origin.attempts["s1/seg/000002.m4s"], 5)
+        XCTAssertEqual(publisher.counters.failures, origin.failures)
+        XCTAssertEqual(events.names.filter { $0 == "upload.retry" }.count, publisher.counters.failures)
+        XCTAssertEqual(events.names.last { $0.hasPrefix("stream.") }, "stream.published")
+        XCTAssertEqual(publisher.pendingSegments, 0)
+    }
+
+    func testAnOutageHoldsEverythingBackThenItAllGoesUp() throws {
+        final class Switch: @unchecked Sendable { var down = true }
+        let outage = Switch()
+        let origin = FakeOrigin { _, _ in outage.down }
+        let publisher = Publisher(root: root, parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
+                                  log: { _, _ in }, makeTransport: { origin.transport() })
+        defer { publisher.stop() }
+        _ = try record(publisher, id: "s2", segments: 3)
+        XCTAssertFalse(publisher.drain(seconds: 0.3), "nothing can be published during the outage")
+        XCTAssertEqual(origin.objects.count, 0)
+        XCTAssertEqual(publisher.pendingSegments, 3)
+        outage.down = false
+        XCTAssertTrue(publisher.drain(seconds: 30))
+        XCTAssertEqual(origin.violations, [])
+        XCTAssertTrue(ParsedPlaylist(text: String(decoding: origin.body("s2/playlist.m3u8") ?? [], as: UTF8.self)).isEnded)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import HLS
+import Publishing
+
+/// An in-memory origin behind the Transport protocol: it fails on a schedule the test
+/// chooses, and at every playlist PUT it checks what a viewer would then see — that every
+/// segment the playlist lists is already stored, and that the list only grows.
+public final class FakeOrigin: @unchecked Sendable {
+    private let lock = NSLock()
+    public private(set) var objects: [String: (body: [UInt8], contentType: String, cacheControl: String)] = [:]
+    public private(set) var violations: [String] = []
+    public private(set) var attempts: [String: Int] = [:]
+    public private(set) var failures = 0
+    private var listed: [String: Int] = [:]
+    /// Decides whether attempt `n` (from 1) at `path` fails.
+    public var fails: @Sendable (_ path: String, _ attempt: Int) -> Bool
+
+    public init(fails: @escaping @Sendable (String, Int) -> Bool = { _, _ in false }) {
+        self.fails = fails
+    }
+
+    public func transport() -> Transport { Connection(origin: self) }
+
+    public func body(_ path: String) -> [UInt8]? { lock.withLock { objects[path]?.body } }
+
+    final class Connection: Transport {
+        let origin: FakeOrigin
+        init(origin: FakeOrigin) { self.origin = origin }
+        func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
+            try origin.store(path, body, contentType, cacheControl)
+        }
+    }
+
+    func store(_ path: String, _ body: [UInt8], _ type: String, _ cache: String) throws {
+        let attempt = lock.withLock { () -> Int in attempts[path, default: 0] += 1; return attempts[path]! }
+        if fails(path, attempt) {
+            lock.withLock { failures += 1 }
+            throw UploadError(status: 503, message: "scheduled failure")
+        }
+        lock.withLock {
+            if path.hasSuffix("/playlist.m3u8") {
+                let directory = String(path.dropLast("playlist.m3u8".count))
+                let playlist = ParsedPlaylist(text: String(decoding: body, as: UTF8.self))
+                if objects[directory + "init.mp4"] == nil { violations.append("\(path) before init.mp4") }
+                if objects[directory + "index.m3u8"] == nil { violations.append("\(path) before index.m3u8") }
+                for segment in playlist.segments where objects[directory + segment.uri] == nil {
+                    violations.append("\(path) lists \(segment.uri) before it is stored")
+                }
+                if playlist.segments.count < listed[path, default: 0] { violations.append("\(path) shrank") }
+                if objects[path].map({ ParsedPlaylist(text: String(decoding: $0.body, as: UTF8.self)).isEnded }) ?? false {
+                    violations.append("\(path) changed after ENDLIST")
+                }
+                listed[path] = playlist.segments.count
+            }
+            objects[path] = (body, type, cache)
+        }
+    }
+}
