@@ -6,9 +6,10 @@ SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
 # Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
-BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libmicrohttpd-dev
-# Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively.
-TEST_DEBS := ffmpeg chromium
+BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libmicrohttpd-dev libcurl4-openssl-dev
+# Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively,
+# nginx (WebDAV PUT) is the HTTP origin that publishing is tested against.
+TEST_DEBS := ffmpeg chromium nginx
 DEBS := $(BUILD_DEBS) $(TEST_DEBS)
 
 RELEASE_BIN := .build/release/onair

@@ -13,6 +13,8 @@ let package = Package(
         // C libraries from Debian, each behind a module map and a one-file shim.
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
                        providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -24,7 +26,7 @@ let package = Package(
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
         .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.

@@ -1,0 +1,78 @@
+import CCurl
+import Foundation
+
+/// HTTP PUT (and S3 PutObject) through libcurl: one easy handle per worker thread, so its
+/// connection is kept alive between uploads. S3 requests are signed by libcurl's own AWS
+/// Signature V4 (CURLOPT_AWS_SIGV4); Content-Type and Cache-Control travel as headers and
+/// become the object's metadata on S3.
+public final class CurlTransport: Transport {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return true
+    }()
+
+    public let destination: Destination
+    private let curl: UnsafeMutableRawPointer
+
+    public init(destination: Destination) {
+        _ = Self.initialized
+        self.destination = destination
+        curl = curl_easy_init()
+    }
+
+    deinit { curl_easy_cleanup(curl) }
+
+    /// Collects the start of a response body, for error messages.
+    private final class ResponseBody {
+        var bytes: [UInt8] = []
+    }
+
+    public func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
+        curl_easy_reset(curl)
+        let url = destination.baseURL + path
+        var headers: UnsafeMutablePointer<curl_slist>?
+        for header in ["Content-Type: \(contentType)", "Cache-Control: \(cacheControl)", "Expect:"] + destination.headers {
+            headers = curl_slist_append(headers, header)
+        }
+        defer { curl_slist_free_all(headers) }
+        let response = ResponseBody()
+        let context = Unmanaged.passUnretained(response).toOpaque()
+        let code: CURLcode = body.withUnsafeBytes { raw in
+            onair_curl_set_string(curl, CURLOPT_URL, url)
+            onair_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, "PUT")
+            onair_curl_set_pointer(curl, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+            onair_curl_set_size(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
+            onair_curl_set_pointer(curl, CURLOPT_HTTPHEADER, UnsafeRawPointer(headers))
+            onair_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+            onair_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, min(5000, destination.timeoutMilliseconds))
+            onair_curl_set_long(curl, CURLOPT_TIMEOUT_MS, destination.timeoutMilliseconds)
+            // A stalled upload (under 1 kB/s for 5 s) is abandoned and retried.
+            onair_curl_set_long(curl, CURLOPT_LOW_SPEED_LIMIT, 1024)
+            onair_curl_set_long(curl, CURLOPT_LOW_SPEED_TIME, 5)
+            onair_curl_set_long(curl, CURLOPT_SSL_VERIFYPEER, destination.insecure ? 0 : 1)
+            onair_curl_set_long(curl, CURLOPT_SSL_VERIFYHOST, destination.insecure ? 0 : 2)
+            if let s3 = destination.s3 {
+                onair_curl_set_string(curl, CURLOPT_AWS_SIGV4, "aws:amz:\(s3.region):s3")
+                onair_curl_set_string(curl, CURLOPT_USERNAME, s3.accessKey)
+                onair_curl_set_string(curl, CURLOPT_PASSWORD, s3.secretKey)
+            }
+            onair_curl_set_write_callback(curl, { data, size, count, context in
+                let response = Unmanaged<ResponseBody>.fromOpaque(context!).takeUnretainedValue()
+                let length = size * count
+                if let data, response.bytes.count < 512 {
+                    response.bytes += UnsafeRawBufferPointer(start: data, count: min(length, 512)).bindMemory(to: UInt8.self)
+                }
+                return length
+            }, context)
+            return curl_easy_perform(curl)
+        }
+        guard code == CURLE_OK else {
+            throw UploadError(status: nil, message: String(cString: curl_easy_strerror(code)))
+        }
+        let status = onair_curl_response_code(curl)
+        guard (200..<300).contains(status) else {
+            let text = String(decoding: response.bytes.prefix(200), as: UTF8.self).split(separator: "\n").joined(separator: " ")
+            throw UploadError(status: status, message: text.isEmpty ? "PUT \(path) refused" : text)
+        }
+    }
+}
