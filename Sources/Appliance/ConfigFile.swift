@@ -85,7 +85,24 @@ public enum ConfigFile {
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
-        "log.format": { $0.logFormat = try choice($1, Settings.LogFormat.self) }
+        "log.format": { $0.logFormat = try choice($1, Settings.LogFormat.self) },
+        "publish.url": { $0.publish.url = $1.isEmpty || $1 == "off" ? nil : $1 },
+        // Repeatable: each line adds a header (e.g. a bearer token).
+        "publish.header": {
+            guard let colon = $1.firstIndex(of: ":"), colon != $1.startIndex,
+                  !$1[..<colon].contains(" ") else { throw ConfigError("expected 'Name: value'") }
+            $0.publish.headers.append($1)
+        },
+        "publish.parallel": { $0.publish.parallel = try integer($1, 1...16) },
+        "publish.timeout": { $0.publish.timeoutMilliseconds = try milliseconds($1, 1000...600_000) },
+        "publish.max_backoff": { $0.publish.maximumBackoffMilliseconds = try milliseconds($1, 1000...3_600_000) },
+        "publish.drain_seconds": { $0.publish.drainMilliseconds = try milliseconds($1, 0...86_400_000) },
+        "publish.insecure": { $0.publish.insecure = try boolean($1) },
+        "publish.s3.endpoint": { $0.publish.s3Endpoint = $1 },
+        "publish.s3.region": { $0.publish.s3Region = $1 },
+        "publish.s3.access_key": { $0.publish.s3AccessKey = $1 },
+        "publish.s3.secret_key": { $0.publish.s3SecretKey = $1 },
+        "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) }
     ]
 
     public static var knownKeys: [String] { keys.keys.sorted() }
@@ -106,6 +123,14 @@ public enum ConfigFile {
             throw ConfigError("expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
         }
         return parsed
+    }
+
+    static func boolean(_ value: String) throws -> Bool {
+        switch value.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default: throw ConfigError("expected true or false, got '\(value)'")
+        }
     }
 
     static func integer(_ value: String, _ range: ClosedRange<Int>) throws -> Int {

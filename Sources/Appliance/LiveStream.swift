@@ -24,7 +24,8 @@ final class LiveStream {
 
     var id: String { writer.id }
 
-    init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log) throws {
+    init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log,
+         observer: @escaping (StreamEvent) -> Void) throws {
         self.settings = settings
         self.log = log
         self.video = video
@@ -51,7 +52,7 @@ final class LiveStream {
                                             configuredBitrate: settings.videoBitrate + (audio == nil ? 0 : settings.audioBitrate),
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: StreamWriter.makeID(wallClockMs: wallClockMs),
-                                  description: description, initSegment: initSegment)
+                                  description: description, initSegment: initSegment, observer: observer)
         try encode(firstFrame)
     }
 

@@ -1,6 +1,7 @@
 import Devices
 import Foundation
 import HLS
+import Publishing
 import Server
 #if canImport(Glibc)
 import Glibc
@@ -56,8 +57,32 @@ public enum Runner {
             printError("onair: --source v4l2: this build has no V4L2 capture yet; use --source synthetic")
             return 2
         }
+        var publisher: Publisher?
+        if let url = settings.publish.url {
+            let environment = ProcessInfo.processInfo.environment
+            let destination: Destination
+            do {
+                destination = try Destination.parse(
+                    url: url, headers: settings.publish.headers, insecure: settings.publish.insecure,
+                    timeoutMilliseconds: settings.publish.timeoutMilliseconds,
+                    s3Endpoint: settings.publish.s3Endpoint,
+                    s3Region: settings.publish.s3Region ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"],
+                    s3AccessKey: settings.publish.s3AccessKey ?? environment["AWS_ACCESS_KEY_ID"],
+                    s3SecretKey: settings.publish.s3SecretKey ?? environment["AWS_SECRET_ACCESS_KEY"],
+                    s3PathStyle: settings.publish.s3PathStyle)
+            } catch {
+                printError("onair: \(error)")
+                return 2
+            }
+            if destination.insecure { log("publish.insecure", level: .warn, ("note", "TLS certificates are not checked")) }
+            log("publish.destination", ("url", destination.description), ("parallel", settings.publish.parallel))
+            publisher = Publisher(root: settings.dataDirectory, parallel: settings.publish.parallel,
+                                  retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
+                                  log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
+                                  makeTransport: { CurlTransport(destination: destination) })
+        }
         let done = Completion()
-        let session = Session(settings: settings, log: log)
+        let session = Session(settings: settings, log: log, observer: { [publisher] event in publisher?.observe(event) })
         session.start { session in
             if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
         }
@@ -101,6 +126,13 @@ public enum Runner {
         done.wait()
         session.shutdown()
         source.stop()
+        if let publisher {
+            // Whatever cannot be published in time stays in the spool (the data directory).
+            let drained = publisher.drain(seconds: Double(settings.publish.drainMilliseconds) / 1000)
+            log(drained ? "publish.drained" : "publish.incomplete", level: drained ? .info : .warn,
+                ("pending_segments", publisher.pendingSegments), ("last_error", publisher.lastError ?? "none"))
+            publisher.stop()
+        }
         server?.stop()
         if let error = session.error {
             printError("onair: \(error)")

@@ -30,9 +30,13 @@ public final class Session: @unchecked Sendable {
     private var finishingFrames = 0
     public private(set) var streamsEnded = 0
 
-    public init(settings: Settings, log: Log) {
+    /// Told of everything a stream writes, once it is on disk (the publisher).
+    private let observer: @Sendable (StreamEvent) -> Void
+
+    public init(settings: Settings, log: Log, observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.settings = settings
         self.log = log
+        self.observer = observer
         // About 200 ms of video and a second of 20 ms audio chunks: enough to ride out an
         // encoder hiccup, small enough for a board's memory (6 × 1.4 MB at 720p).
         queue = MediaQueue(videoCapacity: max(2, settings.fps / 5), audioCapacity: 50,
@@ -145,7 +149,7 @@ public final class Session: @unchecked Sendable {
         // frame spent in the queue (with --pace fast, frames run ahead of the clock).
         let waited = max(0, MonotonicClock().now() - frame.captureTime)
         let live = try LiveStream(firstFrame: frame, wallClockMs: wallClockMilliseconds() - waited / 1_000_000, settings: settings,
-                                  video: video, audio: audio, log: log)
+                                  video: video, audio: audio, log: log, observer: observer)
         stream = live
         log("stream.started", ("id", live.id), ("dir", live.writer.directory),
             ("target_duration", settings.targetDuration), ("priming", audio?.priming ?? 0))

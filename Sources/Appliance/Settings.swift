@@ -46,6 +46,9 @@ public struct Settings: Sendable, Equatable {
     public var durationMilliseconds: Int?
     public var logFormat: LogFormat = .logfmt
 
+    /// Publishing: off without a URL.
+    public var publish = PublishSettings()
+
     public init() {}
 
     /// The picture the camera delivers (before rotation).
@@ -63,4 +66,22 @@ public struct Settings: Sendable, Equatable {
     public var segmentTicks: Int64 { Int64(keyframeInterval) * Timescale.video / Int64(fps) }
     /// EXT-X-TARGETDURATION: the segment length rounded up to whole seconds.
     public var targetDuration: Int { Int((segmentTicks + Timescale.video - 1) / Timescale.video) }
+}
+
+/// `publish.*`: where streams go besides the local disk, and how hard to try.
+public struct PublishSettings: Sendable, Equatable {
+    public var url: String?
+    public var headers: [String] = []
+    public var parallel = 2
+    public var timeoutMilliseconds = 10_000
+    public var maximumBackoffMilliseconds = 30_000
+    public var drainMilliseconds = 60_000
+    public var insecure = false
+    public var s3Endpoint: String?
+    public var s3Region: String?
+    public var s3AccessKey: String?
+    public var s3SecretKey: String?
+    public var s3PathStyle = true
+
+    public init() {}
 }

@@ -99,14 +99,18 @@ public final class NginxOrigin {
     private let process = Process()
     private let work: String
 
-    public init() throws {
+    /// A free loopback port (bound, read back and released).
+    public static func freePort() throws -> UInt16 {
+        let probe = try RecordingServer()
+        defer { probe.stop() }
+        return probe.port
+    }
+
+    public init(port requested: UInt16? = nil) throws {
         work = FileManager.default.temporaryDirectory.appendingPathComponent("onair-nginx-\(UUID().uuidString)").path
         root = work + "/root"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        // Find a free port by binding 0, then hand it to nginx.
-        let probe = try RecordingServer()
-        port = probe.port
-        probe.stop()
+        port = try requested ?? Self.freePort()
         let config = """
             daemon off;
             master_process off;

@@ -1,0 +1,61 @@
+import Foundation
+import XCTest
+import HLS
+import TestSupport
+
+/// onair publishing to a real HTTP origin (Debian's nginx with WebDAV PUT).
+final class PublishTests: XCTestCase {
+    /// Every file onair stored locally is on the origin, byte for byte, and the origin's
+    /// copy is a complete, valid stream.
+    func assertOriginMatches(_ out: String, _ origin: NginxOrigin, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let ids = try FileManager.default.contentsOfDirectory(atPath: out + "/streams").filter { !$0.hasPrefix(".") }
+        XCTAssertEqual(ids.count, 1, file: file, line: line)
+        for id in ids {
+            let local = out + "/streams/" + id
+            let remote = origin.root + "/" + prefix + id
+            for name in try FileManager.default.subpathsOfDirectory(atPath: local) where name.contains(".") && !name.hasPrefix(".") {
+                XCTAssertEqual(FileManager.default.contents(atPath: remote + "/" + name), FileManager.default.contents(atPath: local + "/" + name),
+                               "\(id)/\(name)", file: file, line: line)
+            }
+            XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
+            XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/playlist.m3u8", encoding: .utf8)).isEnded, file: file, line: line)
+            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(origin.port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
+            XCTAssertEqual(decode.status, 0, file: file, line: line)
+            XCTAssertEqual(decode.stderr, "", file: file, line: line)
+        }
+    }
+
+    func testPublishesEveryStreamToAnHTTPOrigin() throws {
+        let origin = try NginxOrigin()
+        defer { origin.stop() }
+        let out = try temporaryDirectory("publish")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "6", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(origin.port)/live/",
+                                              "--set", "publish.header=X-Onair-Token: t0k3n"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        for event in ["publish.destination", "upload.ok", "playlist.published", "stream.published", "publish.drained"] {
+            XCTAssertTrue(onair.stderr.contains("event=\(event)"), event)
+        }
+        XCTAssertFalse(onair.stderr.contains("t0k3n"), "headers (tokens) stay out of the log")
+        try assertOriginMatches(out, origin, prefix: "live/")
+    }
+
+    /// The origin is down while the stream is recorded and comes up only while onair is
+    /// draining at exit: nothing is lost, nothing is listed early, the stream is closed.
+    func testAnOriginThatComesBackGetsTheWholeStream() throws {
+        let port = try NginxOrigin.freePort()
+        let out = try temporaryDirectory("outage")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(port)/",
+                                              "--set", "publish.max_backoff=2", "--set", "publish.drain_seconds=60"])
+        XCTAssertNotNil(onair.waitForLog("event=upload.retry"), onair.stderr)
+        XCTAssertNotNil(onair.waitForLog("event=stream.ended"), onair.stderr)
+        let origin = try NginxOrigin(port: port)
+        defer { origin.stop() }
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
+        try assertOriginMatches(out, origin, prefix: "")
+    }
+}
