@@ -76,10 +76,23 @@ public enum Runner {
             }
             if destination.insecure { log("publish.insecure", level: .warn, ("note", "TLS certificates are not checked")) }
             log("publish.destination", ("url", destination.description), ("parallel", settings.publish.parallel))
-            publisher = Publisher(root: settings.dataDirectory, parallel: settings.publish.parallel,
+            publisher = Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
                                   retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
                                   log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
                                   makeTransport: { CurlTransport(destination: destination) })
+        }
+        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
+        // was completely stored, and published to the end, before anything new starts.
+        do {
+            for stream in try Recovery.closeAll(root: settings.dataDirectory) {
+                if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
+                if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
+                    log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
+                }
+            }
+        } catch {
+            printError("onair: recovering \(settings.dataDirectory): \(error)")
+            return 1
         }
         let done = Completion()
         let session = Session(settings: settings, log: log, observer: { [publisher] event in publisher?.observe(event) })

@@ -16,6 +16,18 @@ public struct SegmentReport: Sendable {
     public var programDateTimeMs: Int64
 
     public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale) }
+
+    public init(sequence: Int, bytes: [UInt8], videoStart: Int64, videoDuration: Int64, videoTimescale: Int64,
+                videoSamples: Int, audioSamples: Int, programDateTimeMs: Int64) {
+        self.sequence = sequence
+        self.bytes = bytes
+        self.videoStart = videoStart
+        self.videoDuration = videoDuration
+        self.videoTimescale = videoTimescale
+        self.videoSamples = videoSamples
+        self.audioSamples = audioSamples
+        self.programDateTimeMs = programDateTimeMs
+    }
 }
 
 /// Cuts encoded samples into fMP4 media segments at the IDR frames the encoder forced on

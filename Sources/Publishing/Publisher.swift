@@ -36,6 +36,8 @@ public final class Publisher: @unchecked Sendable {
     }
 
     private let root: String
+    /// Names the destination in each stream's journal (never a secret).
+    private let destination: String
     private let parallel: Int
     private let retry: RetryPolicy
     private let log: Log
@@ -50,9 +52,10 @@ public final class Publisher: @unchecked Sendable {
     public private(set) var counters = Counters()
     public private(set) var lastError: String?
 
-    public init(root: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
+    public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
                 makeTransport: @escaping @Sendable () -> Transport) {
         self.root = root
+        self.destination = destination
         self.parallel = max(1, parallel)
         self.retry = retry
         self.log = log
@@ -85,6 +88,24 @@ public final class Publisher: @unchecked Sendable {
         case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
         case .segmentStored(let id, let sequence): update(id) { $0.segmentStored(sequence) }
         case .ended(let id): update(id) { $0.ended() }
+        }
+    }
+
+    /// Picks up a stream an earlier run left (closed by Recovery): what its journal says
+    /// the destination already has is not sent again. Returns the segments still to send.
+    @discardableResult
+    public func resume(_ id: String, segments: Int) -> Int {
+        let journal = Journal.read("\(root)/streams/\(id)", destination: destination)
+        return locked {
+            var plan = PublishPlan(id: id, retry: retry)
+            for sequence in stride(from: 1, through: segments, by: 1) { plan.segmentStored(sequence) }
+            plan.ended()
+            if let journal { plan.restore(confirmedSegments: journal.confirmedSegments, listed: journal.listed, endlist: journal.endlist) }
+            if plan.isComplete { return 0 }
+            plans[id] = plan
+            order.append(id)
+            pthread_cond_broadcast(&changed)
+            return plan.pendingSegments
         }
     }
 
@@ -169,6 +190,13 @@ public final class Publisher: @unchecked Sendable {
     }
 
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
+        // The journal records a confirmed playlist before the plan does, so whoever sees
+        // the stream complete (drain) also finds it complete on disk.
+        if error == nil, case .playlist(let count, let ended) = job {
+            let confirmed = locked { plans[id]!.confirmedThrough }
+            let journal = Journal(destination: destination, confirmedSegments: confirmed, listed: count, endlist: ended)
+            do { try journal.write("\(root)/streams/\(id)") } catch { log("journal.failed", [("id", id), ("error", "\(error)")]) }
+        }
         let now = monotonicMilliseconds()
         let event: (String, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }

@@ -58,4 +58,30 @@ final class PublishTests: XCTestCase {
         XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
         try assertOriginMatches(out, origin, prefix: "")
     }
+
+    /// kill -9 mid-stream with the origin unreachable; the origin comes back; onair starts
+    /// again, not recording: it closes the killed stream with what was completely stored
+    /// and publishes it to the end.
+    func testAStreamKilledMidwayIsPublishedCompletelyOnTheNextStart() throws {
+        let port = try NginxOrigin.freePort()
+        let out = try temporaryDirectory("crash")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let publish = ["--set", "publish.url=http://127.0.0.1:\(port)/", "--set", "publish.max_backoff=1"]
+        let first = try Child(onairBinary(), ["run", "--out", out, "--listen", "off", "--set", "video.quality=low",
+                                              "--set", "hls.segment_seconds=1"] + publish)
+        XCTAssertNotNil(first.waitForLog("seq=3 "), first.stderr)
+        first.signal(SIGKILL)
+        _ = first.wait()
+        let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        XCTAssertFalse(try String(contentsOfFile: "\(out)/streams/\(id)/playlist.m3u8", encoding: .utf8).contains("ENDLIST"))
+
+        let origin = try NginxOrigin(port: port)
+        defer { origin.stop() }
+        let second = try Child(onairBinary(), ["run", "--out", out, "--listen", "off", "--start", "button"] + publish)
+        XCTAssertNotNil(second.waitForLog("event=stream.published"), second.stderr)
+        XCTAssertTrue(second.stderr.contains("event=stream.recovered id=\(id)"), second.stderr)
+        second.signal(SIGTERM)
+        XCTAssertEqual(second.wait().status, 0, second.stderr)
+        try assertOriginMatches(out, origin, prefix: "")
+    }
 }

@@ -44,7 +44,7 @@ final class PublisherTests: XCTestCase {
                 || (path.hasSuffix("playlist.m3u8") && attempt % 3 == 0)
         }
         let events = Events()
-        let publisher = Publisher(root: root, parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
                                   log: { name, _ in events.add(name) }, makeTransport: { origin.transport() })
         defer { publisher.stop() }
         let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
@@ -67,7 +67,7 @@ final class PublisherTests: XCTestCase {
         final class Switch: @unchecked Sendable { var down = true }
         let outage = Switch()
         let origin = FakeOrigin { _, _ in outage.down }
-        let publisher = Publisher(root: root, parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
                                   log: { _, _ in }, makeTransport: { origin.transport() })
         defer { publisher.stop() }
         _ = try record(publisher, id: "s2", segments: 3)

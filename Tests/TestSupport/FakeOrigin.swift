@@ -23,6 +23,14 @@ public final class FakeOrigin: @unchecked Sendable {
 
     public func body(_ path: String) -> [UInt8]? { lock.withLock { objects[path]?.body } }
 
+    /// Puts an object there as an earlier run would have, without counting an attempt.
+    public func seed(_ path: String, _ body: [UInt8]) {
+        lock.withLock {
+            objects[path] = (body, "", "")
+            if path.hasSuffix("/playlist.m3u8") { listed[path] = ParsedPlaylist(text: String(decoding: body, as: UTF8.self)).segments.count }
+        }
+    }
+
     final class Connection: Transport {
         let origin: FakeOrigin
         init(origin: FakeOrigin) { self.origin = origin }

@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+@testable import Publishing
+import HLS
+import Media
+import TestSupport
+
+final class RecoveryTests: XCTestCase {
+    var root = ""
+    override func setUp() { root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-recovery-\(UUID().uuidString)").path }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: root) }
+
+    /// A stream interrupted after storing `stored` segments, the last `unlisted` of them
+    /// after its final playlist write, plus a half-written segment.
+    func interrupted(stored: Int, unlisted: Int, observer: @escaping (StreamEvent) -> Void = { _ in }) throws -> String {
+        let files = StreamBuilder.make(seconds: 2 * stored)
+        let description = StreamDescription(codecs: ["avc1.64001f", "mp4a.40.2"], width: 1280, height: 720, fps: 30,
+                                            configuredBitrate: 1_000_000, targetDuration: 2)
+        let writer = try StreamWriter(root: root, id: "s", description: description, initSegment: files.files["init.mp4"]!, observer: observer)
+        let playlist = try XCTUnwrap(MediaPlaylist(parsing: files["playlist.m3u8"]!))
+        for (index, entry) in playlist.entries.enumerated() {
+            let report = SegmentReport(sequence: index + 1, bytes: files.files[entry.uri]!, videoStart: 0, videoDuration: 180_000,
+                                       videoTimescale: 90_000, videoSamples: 60, audioSamples: 94, programDateTimeMs: entry.programDateTimeMs)
+            if index < stored - unlisted { try writer.append(report) } else {
+                try AtomicFile.write(report.bytes, to: writer.directory + "/" + entry.uri)
+            }
+        }
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: writer.directory + "/seg/.000009.m4s.tmp"))
+        return writer.directory
+    }
+
+    func testClosesWithEveryCompleteSegmentAndNothingHalfWritten() throws {
+        let directory = try interrupted(stored: 3, unlisted: 1)
+        let closed = try XCTUnwrap(try Recovery.close(directory: directory))
+        XCTAssertEqual(closed, Recovery.Closed(id: "s", segments: 3, wasInterrupted: true))
+        let playlist = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))
+        XCTAssertTrue(playlist.isEnded)
+        XCTAssertEqual(playlist.entries.map(\.duration), ["2.000", "2.000", "2.000"], "the unlisted one measured from its trun")
+        XCTAssertEqual(playlist.entries[2].programDateTimeMs - playlist.entries[1].programDateTimeMs, 2000)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/seg/.000009.m4s.tmp"))
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+        XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false), "idempotent")
+        XCTAssertEqual(try Recovery.closeAll(root: root).map(\.id), ["s"])
+    }
+
+    func testJournalRoundTripIsPerDestination() throws {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let journal = Journal(destination: "http://a/", confirmedSegments: 4, listed: 3, endlist: false)
+        try journal.write(root)
+        XCTAssertEqual(Journal.read(root, destination: "http://a/"), journal)
+        XCTAssertNil(Journal.read(root, destination: "http://b/"), "another destination knows nothing")
+    }
+
+    func testResumeSendsOnlyWhatTheDestinationLacks() throws {
+        let directory = try interrupted(stored: 3, unlisted: 0)
+        _ = try Recovery.close(directory: directory)
+        let origin = FakeOrigin()
+        for name in ["init.mp4", "index.m3u8", MediaPlaylist.segmentURI(1), MediaPlaylist.segmentURI(2)] {
+            origin.seed("s/\(name)", Array(FileManager.default.contents(atPath: directory + "/" + name)!))
+        }
+        let local = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))
+        origin.seed("s/playlist.m3u8", Array(local.prefix(2).render().utf8))
+        try Journal(destination: "fake", confirmedSegments: 2, listed: 2, endlist: false).write(directory)
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
+                                  log: { _, _ in }, makeTransport: { origin.transport() })
+        defer { publisher.stop() }
+        XCTAssertEqual(publisher.resume("s", segments: 3), 1)
+        XCTAssertTrue(publisher.drain(seconds: 30))
+        XCTAssertEqual(origin.violations, [])
+        XCTAssertEqual(Set(origin.attempts.keys), ["s/seg/000003.m4s", "s/playlist.m3u8"], "nothing sent twice")
+        XCTAssertEqual(origin.body("s/playlist.m3u8"), Array(local.render().utf8))
+        XCTAssertEqual(Journal.read(directory, destination: "fake")?.endlist, true)
+        XCTAssertEqual(publisher.resume("s", segments: 3), 0, "complete per its journal")
+    }
+}
