@@ -103,7 +103,9 @@ public enum Runner {
         var server: WebServer?
         if let listen = settings.listen {
             do {
-                server = try WebServer(listen: listen, root: settings.dataDirectory)
+                server = try WebServer(listen: listen, root: settings.dataDirectory) { [publisher] in
+                    statusJSON(session: session, publisher: publisher)
+                }
                 log("server.listening", ("url", "http://\(displayHost(listen)):\(server!.port)/"))
             } catch {
                 printError("onair: \(error)")
@@ -153,6 +155,27 @@ public enum Runner {
         }
         log("onair.exit", ("streams", session.streamsEnded))
         return 0
+    }
+
+    /// `GET /api/status`: what the appliance is doing, for people and dashboards.
+    static func statusJSON(session: Session, publisher: Publisher?) -> [UInt8] {
+        struct Status: Encodable {
+            var state: String
+            var stream: String?
+            var droppedVideoFrames: Int
+            var droppedAudioChunks: Int
+            var publish: Publisher.Status?
+            enum CodingKeys: String, CodingKey {
+                case state, stream, publish
+                case droppedVideoFrames = "dropped_video_frames", droppedAudioChunks = "dropped_audio_chunks"
+            }
+        }
+        let dropped = session.queue.dropped
+        let status = Status(state: session.state.rawValue, stream: session.currentStream, droppedVideoFrames: dropped.video,
+                            droppedAudioChunks: dropped.audio, publish: publisher?.status)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(status)) ?? Data("{}".utf8))
     }
 
     static func displayHost(_ listen: String) -> String {

@@ -44,6 +44,9 @@ public final class Session: @unchecked Sendable {
     }
 
     public var state: State { lock.withLock { stateValue } }
+    /// The id of the stream being recorded, if any.
+    public var currentStream: String? { lock.withLock { currentStreamID } }
+    private var currentStreamID: String?
     public var error: Error? { lock.withLock { failure } }
 
     /// Runs the media thread. `onIdle` is called on it whenever a stream has ended
@@ -151,6 +154,7 @@ public final class Session: @unchecked Sendable {
         let live = try LiveStream(firstFrame: frame, wallClockMs: wallClockMilliseconds() - waited / 1_000_000, settings: settings,
                                   video: video, audio: audio, log: log, observer: observer)
         stream = live
+        lock.withLock { currentStreamID = live.id }
         log("stream.started", ("id", live.id), ("dir", live.writer.directory),
             ("target_duration", settings.targetDuration), ("priming", audio?.priming ?? 0))
     }
@@ -161,6 +165,7 @@ public final class Session: @unchecked Sendable {
             return
         }
         self.stream = nil
+        lock.withLock { currentStreamID = nil }
         try stream.finish()
         streamsEnded += 1
         let dropped = queue.dropped

@@ -40,6 +40,8 @@ public struct PublishPlan: Sendable {
     private var multivariantLocal = 1
     private var multivariantConfirmed = 0
     private var playlistItem: Item = .pending(notBefore: 0, failures: 0)
+    /// When each segment was stored (caller's clock), for the age of the oldest unpublished.
+    private var storedAt: [Int: Int64] = [:]
 
     public init(id: String, retry: RetryPolicy) {
         self.id = id
@@ -54,10 +56,21 @@ public struct PublishPlan: Sendable {
 
     // MARK: Local events
 
-    public mutating func segmentStored(_ sequence: Int) {
+    public mutating func segmentStored(_ sequence: Int, at now: Int64 = 0) {
         precondition(sequence == stored + 1, "segments are stored in order")
         stored = sequence
         segments[sequence] = .pending(notBefore: 0, failures: 0)
+        storedAt[sequence] = now
+    }
+
+    /// When the oldest segment the destination does not have yet was stored.
+    public var oldestUnconfirmedStoredAt: Int64? {
+        stride(from: confirmedThrough + 1, through: stored, by: 1).first { segments[$0] != .confirmed }.flatMap { storedAt[$0] }
+    }
+
+    /// Sequence numbers stored but not confirmed.
+    public var unconfirmedSegments: [Int] {
+        stride(from: confirmedThrough + 1, through: stored, by: 1).filter { segments[$0] != .confirmed }
     }
 
     /// index.m3u8 was rewritten locally (a higher BANDWIDTH): the origin needs it again
@@ -125,7 +138,10 @@ public struct PublishPlan: Sendable {
             initItem = next(initItem)
         case .segment(let sequence):
             segments[sequence] = next(segments[sequence] ?? .confirmed)
-            while segments[confirmedThrough + 1] == .confirmed { confirmedThrough += 1 }
+            while segments[confirmedThrough + 1] == .confirmed {
+                confirmedThrough += 1
+                storedAt[confirmedThrough] = nil
+            }
         case .multivariant(let version):
             multivariantItem = next(multivariantItem)
             if succeeded {

@@ -86,7 +86,9 @@ public final class Publisher: @unchecked Sendable {
         switch event {
         case .started(let id): update(id) { _ in }
         case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
-        case .segmentStored(let id, let sequence): update(id) { $0.segmentStored(sequence) }
+        case .segmentStored(let id, let sequence):
+            let now = monotonicMilliseconds()
+            update(id) { $0.segmentStored(sequence, at: now) }
         case .ended(let id): update(id) { $0.ended() }
         }
     }
@@ -121,6 +123,46 @@ public final class Publisher: @unchecked Sendable {
     }
 
     // MARK: State
+
+    /// What /api/status shows of publishing.
+    public struct Status: Sendable, Codable, Equatable {
+        public var destination: String
+        public var pendingSegments: Int
+        public var pendingBytes: Int
+        public var oldestPendingSeconds: Double?
+        public var streamsPublishing: Int
+        public var attempts: Int
+        public var failures: Int
+        public var bytes: Int
+        public var lastError: String?
+
+        enum CodingKeys: String, CodingKey {
+            case destination, attempts, failures, bytes
+            case pendingSegments = "pending_segments", pendingBytes = "pending_bytes"
+            case oldestPendingSeconds = "oldest_pending_seconds", streamsPublishing = "streams_publishing"
+            case lastError = "last_error"
+        }
+    }
+
+    public var status: Status {
+        let now = monotonicMilliseconds()
+        pthread_mutex_lock(&mutex)
+        let pending: [(String, [Int])] = plans.map { ($0.key, $0.value.unconfirmedSegments) }
+        let oldest: Int64? = plans.values.compactMap { $0.oldestUnconfirmedStoredAt }.min()
+        let active = plans.values.filter { !$0.isComplete }.count
+        let counters = self.counters, lastError = self.lastError
+        pthread_mutex_unlock(&mutex)
+        var bytes = 0
+        for (id, sequences) in pending {
+            for sequence in sequences {
+                var info = stat()
+                if stat("\(root)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))", &info) == 0 { bytes += Int(info.st_size) }
+            }
+        }
+        return Status(destination: destination, pendingSegments: pending.reduce(0) { $0 + $1.1.count }, pendingBytes: bytes,
+                      oldestPendingSeconds: oldest.map { Double(now - $0) / 1000 }, streamsPublishing: active,
+                      attempts: counters.attempts, failures: counters.failures, bytes: counters.bytes, lastError: lastError)
+    }
 
     /// Segments stored but not yet confirmed by the destination, over all streams.
     public var pendingSegments: Int { locked { plans.values.reduce(0) { $0 + $1.pendingSegments } } }

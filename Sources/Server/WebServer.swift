@@ -17,8 +17,12 @@ public final class WebServer: @unchecked Sendable {
     public private(set) var port: UInt16 = 0
 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
-    public init(listen address: String, root: String) throws {
+    /// The body of `GET /api/status`, composed by whoever runs the server.
+    private let status: @Sendable () -> [UInt8]
+
+    public init(listen address: String, root: String, status: @escaping @Sendable () -> [UInt8] = { Array("{}".utf8) }) throws {
         self.root = root
+        self.status = status
         try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
         canonicalRoot = String(cString: real)
@@ -98,6 +102,9 @@ public final class WebServer: @unchecked Sendable {
         if url == "/api/streams" {
             return Reply(status: 200, body: .bytes(StreamCatalog.json(root: root)),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
+        }
+        if url == "/api/status" {
+            return Reply(status: 200, body: .bytes(status()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
         if url.hasPrefix("/streams/") { return serveFile(url, header: header) }
         return Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])

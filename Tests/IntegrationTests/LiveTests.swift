@@ -143,10 +143,17 @@ final class LiveTests: XCTestCase {
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low", "--set", "hls.segment_seconds=1"], stdin: true)
         let port = try port(from: onair)
-        _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        let first = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        let recording = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+        XCTAssertEqual(recording?["state"] as? String, "recording")
+        XCTAssertEqual(recording?["stream"] as? String, first.first?["id"] as? String)
+        XCTAssertEqual(recording?["dropped_video_frames"] as? Int, 0)
         onair.send("")  // stop
         let ended = try waitForStreams(port) { $0.first?["state"] as? String == "ended" }
         XCTAssertEqual(ended.count, 1)
+        let armed = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+        XCTAssertEqual(armed?["state"] as? String, "armed")
+        XCTAssertNil(armed?["stream"] as? String)
         onair.send("")  // start a new stream
         let two = try waitForStreams(port) { $0.count == 2 && ($0.first?["segments"] as? Int ?? 0) >= 1 }
         XCTAssertEqual(two.last?["state"] as? String, "ended")

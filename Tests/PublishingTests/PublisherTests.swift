@@ -74,8 +74,20 @@ final class PublisherTests: XCTestCase {
         XCTAssertFalse(publisher.drain(seconds: 0.3), "nothing can be published during the outage")
         XCTAssertEqual(origin.objects.count, 0)
         XCTAssertEqual(publisher.pendingSegments, 3)
+        let during = publisher.status
+        XCTAssertEqual(during.pendingSegments, 3)
+        XCTAssertEqual(during.pendingBytes, try (1...3).reduce(0) { total, n in
+            total + (try FileManager.default.attributesOfItem(atPath: "\(root)/streams/s2/\(MediaPlaylist.segmentURI(n))")[.size] as! Int) })
+        XCTAssertGreaterThanOrEqual(during.oldestPendingSeconds ?? -1, 0)
+        XCTAssertGreaterThan(during.failures, 0)
+        XCTAssertEqual(during.lastError?.contains("scheduled failure"), true)
+        XCTAssertEqual(during.streamsPublishing, 1)
         outage.down = false
         XCTAssertTrue(publisher.drain(seconds: 30))
+        let after = publisher.status
+        XCTAssertEqual(after.pendingSegments, 0)
+        XCTAssertNil(after.oldestPendingSeconds)
+        XCTAssertEqual(after.streamsPublishing, 0)
         XCTAssertEqual(origin.violations, [])
         XCTAssertTrue(ParsedPlaylist(text: String(decoding: origin.body("s2/playlist.m3u8") ?? [], as: UTF8.self)).isEnded)
     }
