@@ -8,12 +8,16 @@ export PATH := $(PATH):/opt/swift/usr/bin
 # Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
 BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libmicrohttpd-dev libcurl4-openssl-dev
 # Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively,
-# nginx (WebDAV PUT) is the HTTP origin that publishing is tested against.
-TEST_DEBS := ffmpeg chromium nginx
+# nginx (WebDAV PUT) is the HTTP origin that publishing is tested against, and python3-venv
+# holds the S3-compatible test server (moto, from PyPI).
+TEST_DEBS := ffmpeg chromium nginx python3-venv
 DEBS := $(BUILD_DEBS) $(TEST_DEBS)
 
 RELEASE_BIN := .build/release/onair
 SWIFT_RELEASE := swift build -c release --static-swift-stdlib
+
+# moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
+MOTO := .build/moto/bin/moto_server
 
 .PHONY: all deps build run test bench clean
 
@@ -37,9 +41,13 @@ run: build
 
 # Unit tests, then the integration tests that run the release binary for real. The tests
 # are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
-test: deps
+test: deps $(MOTO)
 	$(SWIFT_RELEASE)
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
+
+$(MOTO):
+	python3 -m venv .build/moto
+	.build/moto/bin/pip install -q 'moto[server]==5.2.5' 'boto3==1.*'
 
 bench: build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py

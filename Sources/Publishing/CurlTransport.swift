@@ -31,7 +31,10 @@ public final class CurlTransport: Transport {
         curl_easy_reset(curl)
         let url = destination.baseURL + path
         var headers: UnsafeMutablePointer<curl_slist>?
-        for header in ["Content-Type: \(contentType)", "Cache-Control: \(cacheControl)", "Expect:"] + destination.headers {
+        // No "Expect:" override: libcurl's SigV4 would sign that empty header but not send
+        // it, and every S3 request would fail with SignatureDoesNotMatch. (libcurl adds
+        // 100-continue only for bodies over 1 MB.)
+        for header in ["Content-Type: \(contentType)", "Cache-Control: \(cacheControl)"] + destination.headers {
             headers = curl_slist_append(headers, header)
         }
         defer { curl_slist_free_all(headers) }

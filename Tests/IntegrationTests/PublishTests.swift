@@ -84,4 +84,47 @@ final class PublishTests: XCTestCase {
         XCTAssertEqual(second.wait().status, 0, second.stderr)
         try assertOriginMatches(out, origin, prefix: "")
     }
+
+    /// S3 PutObject signed by libcurl's SigV4, against a server that checks signatures:
+    /// every object arrives byte for byte with its Content-Type and Cache-Control as
+    /// metadata; credentials come from the AWS_* variables and never reach the log.
+    func testPublishesToS3WithSignedRequests() throws {
+        let s3 = try MotoS3()
+        defer { s3.stop() }
+        let out = try temporaryDirectory("s3")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        setenv("AWS_ACCESS_KEY_ID", s3.accessKey, 1)
+        setenv("AWS_SECRET_ACCESS_KEY", s3.secretKey, 1)
+        defer { unsetenv("AWS_ACCESS_KEY_ID"); unsetenv("AWS_SECRET_ACCESS_KEY") }
+        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/live/",
+                                              "--set", "publish.s3.endpoint=\(s3.endpoint)"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=stream.published"), onair.stderr)
+        XCTAssertFalse(onair.stderr.contains(s3.secretKey), "the secret stays out of the log")
+        let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        let objects = try s3.objects(prefix: "live/")
+        let local = out + "/streams/" + id
+        let names = try FileManager.default.subpathsOfDirectory(atPath: local).filter { $0.contains(".") && !$0.hasPrefix(".") }
+        XCTAssertEqual(Set(objects.keys), Set(names.map { "live/\(id)/\($0)" }))
+        for name in names {
+            let object = try XCTUnwrap(objects["live/\(id)/\(name)"], name)
+            XCTAssertEqual(object.body, FileManager.default.contents(atPath: local + "/" + name).map { Array($0) }, name)
+            XCTAssertEqual(object.contentType, name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "video/mp4", name)
+            XCTAssertEqual(object.cacheControl, name.hasSuffix(".m3u8") ? "no-cache" : "public, max-age=31536000, immutable", name)
+        }
+
+        // A wrong secret is refused by the server (the signature is checked), retried,
+        // reported, and still never logged.
+        let wrong = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out + "/wrong",
+                                              "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/wrong/",
+                                              "--set", "publish.s3.endpoint=\(s3.endpoint)", "--set", "publish.drain_seconds=1",
+                                              "--set", "publish.s3.secret_key=not-the-secret"])
+        XCTAssertEqual(wrong.wait().status, 0, wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("event=upload.retry"), wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("HTTP 403"), wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("event=publish.incomplete"), wrong.stderr)
+        XCTAssertFalse(wrong.stderr.contains("not-the-secret"))
+        XCTAssertEqual(try s3.objects(prefix: "wrong/").count, 0)
+    }
 }
