@@ -15,12 +15,18 @@ final class LiveStream {
     private let audio: AACEncoder?
     private var planner: KeyframePlanner
     private var segmenter: Segmenter
-    private var lastVideoTicks: Int64?
+    /// The last slot of the frame-rate grid that was encoded, and its picture.
+    private var lastSlot: Int64?
+    private var lastInput: VideoFrame?
+    /// The next audio sample's tick (sample rate) on the stream timeline.
+    private var nextAudioTicks: Int64?
     /// Media time covered so far, in 90 kHz ticks from the stream start.
     private(set) var videoEndTicks: Int64 = 0
     private(set) var audioEndTicks: Int64 = 0
     private(set) var framesEncoded = 0
     private(set) var framesSkipped = 0
+    private(set) var framesRepeated = 0
+    private(set) var audioSilenceFilled = 0
 
     var id: String { writer.id }
 
@@ -56,42 +62,68 @@ final class LiveStream {
         try encode(firstFrame)
     }
 
-    /// Encodes a frame; frames whose timestamp does not advance are skipped so the track
-    /// keeps a strictly increasing, constant-rate timeline.
+    /// Encodes a frame on the constant-frame-rate grid (HLS_RULES S17: one frame rate per
+    /// discontinuity domain), as `ffmpeg -vsync cfr` does: a frame takes the slot nearest
+    /// its capture time; a second frame for a taken slot is skipped; slots left empty by a
+    /// dropped frame are filled by repeating the picture before (all skip blocks for x264),
+    /// so timing stays exact and A/V sync stays within half a frame.
     func encode(_ frame: VideoFrame) throws {
-        let ticks = timeline.ticks(captureTime: frame.captureTime, timescale: Timescale.video)
-        if let last = lastVideoTicks, ticks <= last {
+        let fps = Int64(settings.fps)
+        let slot = rescale(frame.captureTime - timeline.origin, from: Timescale.nanoseconds, to: fps)
+        if let last = lastSlot, slot <= last {
             framesSkipped += 1
             return
         }
-        lastVideoTicks = ticks
-        let keyframe = planner.needsKeyframe(at: ticks)
         let input = settings.rotation == .none ? frame : frame.rotated(settings.rotation)
+        if let last = lastSlot, let previous = lastInput {
+            for missing in (last + 1)..<slot {
+                try encode(previous, slot: missing)
+                framesRepeated += 1
+            }
+        }
+        try encode(input, slot: slot)
+        lastInput = input
+    }
+
+    private func encode(_ input: VideoFrame, slot: Int64) throws {
+        let ticks = timeline.startTicks(timescale: Timescale.video) + rescale(slot, from: Int64(settings.fps), to: Timescale.video)
+        let keyframe = planner.needsKeyframe(at: ticks)
         for sample in try video.encode(input, ticks: ticks, keyframe: keyframe) {
             try store(segmenter.appendVideo(sample))
         }
+        lastSlot = slot
         framesEncoded += 1
-        videoEndTicks = ticks - timeline.startTicks(timescale: Timescale.video) + Timescale.video / Int64(settings.fps)
+        videoEndTicks = rescale(slot + 1, from: Int64(settings.fps), to: Timescale.video)
     }
 
-    /// Encodes a chunk of sound, trimmed to start no earlier than the stream.
+    /// Encodes a chunk of sound where its capture time puts it: trimmed to start no
+    /// earlier than the stream or the sound already encoded, and after a gap (a dropped
+    /// chunk, an xrun) silence first, so the audio track never slides against the video.
     func encode(_ chunk: AudioChunk) throws {
         guard let audio else { return }
         let rate = Int64(chunk.sampleRate)
         var samples = chunk.samples
-        var captureTime = chunk.captureTime
-        if captureTime < timeline.origin {
-            let skip = Int(rescale(timeline.origin - captureTime, from: Timescale.nanoseconds, to: rate))
-            guard skip < chunk.frameCount else { return }
-            samples.removeFirst(skip * chunk.channels)
-            captureTime += rescale(Int64(skip), from: rate, to: Timescale.nanoseconds)
+        var start = timeline.ticks(captureTime: chunk.captureTime, timescale: rate)
+        let expected = nextAudioTicks ?? timeline.startTicks(timescale: rate)
+        if start < expected {
+            let overlap = Int(expected - start)
+            guard overlap < chunk.frameCount else { return }
+            samples.removeFirst(overlap * chunk.channels)
+            start = expected
+        } else if start - expected > rate / 100 {
+            // More than 10 ms missing: fill with silence (a shorter gap is clock jitter).
+            let silence = Int(start - expected)
+            for sample in try audio.encode([Int16](repeating: 0, count: silence * chunk.channels), startTicks: expected) {
+                try store(segmenter.appendAudio(sample))
+            }
+            audioSilenceFilled += silence
         }
-        let start = timeline.ticks(captureTime: captureTime, timescale: rate)
         for sample in try audio.encode(samples, startTicks: start) {
             try store(segmenter.appendAudio(sample))
         }
-        let end = start + Int64(samples.count / chunk.channels) - timeline.startTicks(timescale: rate)
-        audioEndTicks = max(audioEndTicks, rescale(end, from: rate, to: Timescale.video))
+        let end = (nextAudioTicks.map { max($0, start) } ?? start) + Int64(samples.count / chunk.channels)
+        nextAudioTicks = end
+        audioEndTicks = rescale(end - timeline.startTicks(timescale: rate), from: rate, to: Timescale.video)
     }
 
     /// Drains both encoders, writes the last segment and ENDLIST.
@@ -102,7 +134,8 @@ final class LiveStream {
         try writer.finish()
         log("stream.ended", ("id", id), ("segments", writer.segmentCount),
             ("duration", decimalSeconds(writer.totalTicks, timescale: Timescale.video)),
-            ("frames", framesEncoded), ("skipped", framesSkipped), ("bytes", writer.totalBytes))
+            ("frames", framesEncoded), ("skipped", framesSkipped), ("repeated", framesRepeated),
+            ("silence_samples", audioSilenceFilled), ("bytes", writer.totalBytes))
     }
 
     private func store(_ reports: [SegmentReport]) throws {

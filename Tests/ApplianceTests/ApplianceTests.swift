@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import Appliance
+import Devices
+import HLS
 import Codecs
 import Media
 
@@ -175,5 +177,52 @@ final class MediaQueueTests: XCTestCase {
         XCTAssertEqual(returned.wait(timeout: .now() + 10), .success)
         queue.capture(Self.frame(2))
         XCTAssertEqual(drain(queue), ["v0"])
+    }
+}
+
+/// The live path's own timing discipline, with real encoders and a real writer: whatever
+/// the capture does (jitter, a dropped frame, a repeated one, a lost audio chunk), the
+/// stream stays constant-rate, continuous and in sync.
+final class LiveStreamTimingTests: XCTestCase {
+    func testDropsRepeatsJitterAndLostAudioStillGiveAValidStream() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-live-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var settings = Settings()
+        settings.width = 160
+        settings.height = 96
+        settings.dataDirectory = root
+        let size = settings.encodedSize
+        let video = try H264Encoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 30,
+                                                                                bitrate: 200_000, keyframeInterval: 60))
+        let audio = try AACEncoder(settings: AudioEncoderSettings())
+        let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 5_000_000_000
+        let log = Log(format: .logfmt, write: { _ in })
+        func frame(_ i: Int64, jitter: Int64 = 0) -> VideoFrame {
+            pattern.frame(index: i, captureTime: origin + pattern.offset(of: i) + jitter)
+        }
+        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, settings: settings,
+                                    video: video, audio: audio, log: log, observer: { _ in })
+        var chunk: Int64 = 0
+        for i in Int64(1)..<180 {
+            if i == 50 || i == 51 { continue }                                     // two frames dropped
+            try stream.encode(frame(i, jitter: (i % 3 - 1) * 4_000_000))            // ±4 ms jitter
+            if i == 90 { try stream.encode(frame(i, jitter: 2_000_000)) }          // the same slot again
+            while origin + chunk * 20_000_000 + 20_000_000 <= frame(i).captureTime {
+                if chunk != 40 {                                                    // one 20 ms chunk lost
+                    try stream.encode(AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1,
+                                                 sampleRate: 48_000, captureTime: origin + chunk * 20_000_000))
+                }
+                chunk += 1
+            }
+        }
+        try stream.finish()
+        XCTAssertEqual(stream.framesEncoded, 180, "every slot of 6 s at 30 fps, once")
+        XCTAssertEqual(stream.framesRepeated, 2)
+        XCTAssertEqual(stream.framesSkipped, 1)
+        XCTAssertEqual(stream.audioSilenceFilled, 960)
+        let directory = stream.writer.directory
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
     }
 }
