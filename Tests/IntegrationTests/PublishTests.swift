@@ -127,4 +127,58 @@ final class PublishTests: XCTestCase {
         XCTAssertFalse(wrong.stderr.contains("not-the-secret"))
         XCTAssertEqual(try s3.objects(prefix: "wrong/").count, 0)
     }
+
+    /// Through a proxy that fails, resets, stalls past the timeout and goes dark for six
+    /// seconds, while the test polls the origin itself: the origin's playlist only grows,
+    /// everything it lists is already there and identical to the local file, and at the
+    /// end the origin holds the whole stream.
+    func testFailuresResetsStallsAndAnOutageNeverShowAViewerAnythingMissing() throws {
+        let origin = try NginxOrigin()
+        defer { origin.stop() }
+        let proxy = try FaultProxy(upstream: origin.port) { number, elapsed in
+            if elapsed > 5 && elapsed < 11 { return .reset }         // full outage
+            if number % 11 == 0 { return .stall(seconds: 3) }         // past publish.timeout
+            if number % 7 == 0 { return .reset }
+            if number % 5 == 0 { return .status(503) }
+            return .pass
+        }
+        defer { proxy.stop() }
+        let out = try temporaryDirectory("faults")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--duration", "16", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "hls.segment_seconds=1",
+                                              "--set", "publish.url=http://127.0.0.1:\(proxy.port)/live/",
+                                              "--set", "publish.timeout=1", "--set", "publish.max_backoff=2"])
+        var previous: String?
+        var seen = Set<String>()
+        var polls = 0
+        while onair.process.isRunning {
+            if let id = try? FileManager.default.contentsOfDirectory(atPath: out + "/streams").first {
+                let response = try HTTPClient.request(port: origin.port, "/live/\(id)/playlist.m3u8")
+                if response.status == 200 {
+                    polls += 1
+                    if let previous { XCTAssertEqual(ReloadChecker.check(previous: previous, next: response.text), []) }
+                    previous = response.text
+                    for segment in ParsedPlaylist(text: response.text).segments where !seen.contains(segment.uri) {
+                        let media = try HTTPClient.request(port: origin.port, "/live/\(id)/\(segment.uri)")
+                        XCTAssertEqual(media.status, 200, "\(segment.uri) is listed, so it must be there")
+                        XCTAssertEqual(media.body, FileManager.default.contents(atPath: "\(out)/streams/\(id)/\(segment.uri)").map { Array($0) })
+                        seen.insert(segment.uri)
+                    }
+                }
+            }
+            usleep(250_000)
+        }
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertGreaterThan(proxy.faults, 10)
+        XCTAssertGreaterThan(polls, 10, "the origin was watched while it grew")
+        XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
+        let errors = Set(onair.stderr.split(separator: "\n").filter { $0.contains("event=upload.retry") }.compactMap { line in
+            line.range(of: "error=\"").map { String(line[$0.upperBound...].prefix(while: { $0 != ":" && $0 != "\"" })) }
+        })
+        for kind in ["HTTP 503", "Timeout was reached", "Failure when receiving data from the peer"] where !errors.contains(kind) {
+            XCTFail("no retry after '\(kind)' in the log: \(errors.sorted())")
+        }
+        try assertOriginMatches(out, origin, prefix: "live/")
+    }
 }

@@ -41,7 +41,7 @@ final class CurlTransportTests: XCTestCase {
     }
 
     func testFailuresSayWhatHappened() throws {
-        let server = try RecordingServer { _ in 507 }
+        let server = try RecordingServer(status: { _ in 507 })
         defer { server.stop() }
         let transport = CurlTransport(destination: try Destination.parse(url: "http://127.0.0.1:\(server.port)/"))
         XCTAssertThrowsError(try transport.put("a", body: [1], contentType: "video/mp4", cacheControl: "no-cache")) {

@@ -18,7 +18,7 @@ public enum HTTPClient {
     public struct Failure: Error, CustomStringConvertible { public var description: String }
 
     public static func request(port: UInt16, _ path: String, method: String = "GET",
-                               headers: [String: String] = [:]) throws -> HTTPResponse {
+                               headers: [String: String] = [:], body: [UInt8] = []) throws -> HTTPResponse {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
         defer { close(fd) }
@@ -34,8 +34,9 @@ public enum HTTPClient {
         guard connected == 0 else { throw Failure(description: "connect to port \(port): errno \(errno)") }
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "PUT" { request += "Content-Length: \(body.count)\r\n" }
         request += "\r\n"
-        let bytes = Array(request.utf8)
+        let bytes = Array(request.utf8) + body
         guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw Failure(description: "send failed") }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)

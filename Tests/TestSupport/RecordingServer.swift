@@ -4,8 +4,9 @@ import Glibc
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for tests: records every request (method, path,
-/// headers, body) and answers with the status `respond` chooses. Keep-alive is honoured
-/// so a client's connection reuse is exercised.
+/// headers, body) and answers as `respond` chooses — a status, a TCP reset, or a stall.
+/// Keep-alive is honoured so a client's connection reuse is exercised. With a reply that
+/// forwards (see FaultProxy) it is a fault-injecting proxy.
 public final class RecordingServer: @unchecked Sendable {
     public struct Request: Sendable {
         public var method: String
@@ -14,15 +15,28 @@ public final class RecordingServer: @unchecked Sendable {
         public var body: [UInt8]
     }
 
+    /// How to answer one request.
+    public enum Reply: Sendable {
+        case status(Int)
+        /// Drop the connection with a TCP reset, answering nothing.
+        case reset
+        /// Say nothing for this long, then drop the connection.
+        case stall(seconds: Double)
+    }
+
     public private(set) var port: UInt16 = 0
     private let listener: Int32
     private let lock = NSLock()
     private var recorded: [Request] = []
     public var connections = 0
-    public var respond: @Sendable (Request) -> Int
+    public var respond: @Sendable (Request) -> Reply
 
-    public init(respond: @escaping @Sendable (Request) -> Int = { _ in 201 }) throws {
-        self.respond = respond
+    public convenience init(status: @escaping @Sendable (Request) -> Int = { _ in 201 }) throws {
+        try self.init(reply: { .status(status($0)) })
+    }
+
+    public init(reply: @escaping @Sendable (Request) -> Reply) throws {
+        self.respond = reply
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -84,9 +98,18 @@ public final class RecordingServer: @unchecked Sendable {
             let request = Request(method: String(parts[0]), path: String(parts[1]), headers: headers, body: Array(buffer.prefix(length)))
             buffer.removeFirst(length)
             lock.withLock { recorded.append(request) }
-            let status = respond(request)
-            let reply = Array("HTTP/1.1 \(status) Status\r\nContent-Length: 0\r\n\r\n".utf8)
-            guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
+            switch respond(request) {
+            case .status(let status):
+                let reply = Array("HTTP/1.1 \(status) Status\r\nContent-Length: 0\r\n\r\n".utf8)
+                guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
+            case .reset:
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close() then sends RST
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                return
+            case .stall(let seconds):
+                usleep(UInt32(seconds * 1_000_000))
+                return
+            }
         }
     }
 }
@@ -101,7 +124,7 @@ public final class NginxOrigin {
 
     /// A free loopback port (bound, read back and released).
     public static func freePort() throws -> UInt16 {
-        let probe = try RecordingServer()
+        let probe = try RecordingServer(status: { _ in 200 })
         defer { probe.stop() }
         return probe.port
     }
@@ -152,4 +175,43 @@ public final class NginxOrigin {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         try? FileManager.default.removeItem(atPath: work)
     }
+}
+
+/// A fault-injecting HTTP proxy between onair and an origin: each request is forwarded to
+/// the origin, or failed, reset or stalled, as `fault` decides from its number (from 1)
+/// and the time since the proxy started.
+public final class FaultProxy: @unchecked Sendable {
+    public enum Fault: Sendable { case pass, status(Int), reset, stall(seconds: Double) }
+    public let server: RecordingServer
+    public var port: UInt16 { server.port }
+    private let counter = NSLock()
+    private var count = 0
+    public private(set) var faults = 0
+
+    public init(upstream: UInt16, fault: @escaping @Sendable (_ number: Int, _ elapsed: Double) -> Fault) throws {
+        let started = Date()
+        let box = Box()
+        server = try RecordingServer(reply: { request in
+            let proxy = box.proxy!
+            let number = proxy.counter.withLock { () -> Int in proxy.count += 1; return proxy.count }
+            let decision = fault(number, Date().timeIntervalSince(started))
+            if case .pass = decision {
+                let headers = request.headers.filter { ["content-type", "cache-control", "authorization"].contains($0.key) }
+                let answer = try? HTTPClient.request(port: upstream, request.path, method: request.method, headers: headers, body: request.body)
+                return .status(answer?.status ?? 502)
+            }
+            proxy.counter.withLock { proxy.faults += 1 }
+            switch decision {
+            case .status(let code): return .status(code)
+            case .reset: return .reset
+            case .stall(let seconds): return .stall(seconds: seconds)
+            case .pass: return .status(500)
+            }
+        })
+        box.proxy = self
+    }
+
+    public func stop() { server.stop() }
+
+    private final class Box: @unchecked Sendable { weak var proxy: FaultProxy? }
 }
