@@ -79,6 +79,8 @@ public enum Runner {
             publisher = Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
                                   retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
                                   log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
+                                  // A plain bucket or web directory becomes a complete viewing site.
+                                  siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
                                   makeTransport: { CurlTransport(destination: destination) })
         }
         // Streams an earlier run left open (crash, kill -9, power cut) are closed with what

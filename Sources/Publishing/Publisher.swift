@@ -43,7 +43,22 @@ public final class Publisher: @unchecked Sendable {
     private let log: Log
     private var plans: [String: PublishPlan] = [:]
     private var order: [String] = []
+    /// What a worker does: a stream's job, the list of streams, or a file of the site.
+    enum Work {
+        case stream(String, PublishPlan.Job)
+        case catalog
+        case site(String)
+    }
     private var ready: [(id: String, job: PublishPlan.Job)] = []
+    /// streams.json at the destination's root: sent again whenever a playlist there
+    /// advances, one upload at a time; `siteFiles` (the viewer page) once each.
+    private var catalogDirty = false
+    private var catalogInFlight = false
+    private var catalogFailures = 0
+    private var catalogNotBefore: Int64 = 0
+    private var siteFiles: [String: [UInt8]]
+    private var siteInFlight = Set<String>()
+    private var siteNotBefore: [String: Int64] = [:]
     private var segmentsInFlight = 0
     private var stopping = false
     private var workers: [Thread] = []
@@ -53,8 +68,9 @@ public final class Publisher: @unchecked Sendable {
     public private(set) var lastError: String?
 
     public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
-                makeTransport: @escaping @Sendable () -> Transport) {
+                siteFiles: [String: [UInt8]] = [:], makeTransport: @escaping @Sendable () -> Transport) {
         self.root = root
+        self.siteFiles = siteFiles
         self.destination = destination
         self.parallel = max(1, parallel)
         self.retry = retry
@@ -175,7 +191,7 @@ public final class Publisher: @unchecked Sendable {
     public func drain(seconds: Double) -> Bool {
         let deadline = monotonicMilliseconds() + Int64(seconds * 1000)
         return locked {
-            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) {
+            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty {
                 if monotonicMilliseconds() >= deadline { return false }
                 wait(until: min(deadline, monotonicMilliseconds() + 100))
             }
@@ -195,27 +211,58 @@ public final class Publisher: @unchecked Sendable {
     // MARK: Workers
 
     private func work(transport: Transport) {
-        while let (id, job) = nextJob() {
-            let (path, body) = load(id, job)
-            var failure: UploadError?
-            let started = monotonicMilliseconds()
-            if let body {
-                let (type, cache) = MediaType.of(path)
-                do { try transport.put("\(id)/\(path)", body: body, contentType: type, cacheControl: cache) } catch let error as UploadError {
-                    failure = error
-                } catch { failure = UploadError(status: nil, message: "\(error)") }
-            } else {
-                failure = UploadError(status: nil, message: "cannot read the local \(path)")
+        while let work = nextWork() {
+            switch work {
+            case .stream(let id, let job):
+                let (path, body) = load(id, job)
+                let started = monotonicMilliseconds()
+                let failure = upload("\(id)/\(path)", body, with: transport, missing: "the local \(path)")
+                finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: monotonicMilliseconds() - started)
+            case .catalog:
+                let failure = upload("streams.json", catalog(), with: transport, missing: "the list of streams")
+                finishShared(path: "streams.json", error: failure) {
+                    catalogInFlight = false
+                    if failure != nil {
+                        catalogDirty = true
+                        catalogFailures += 1
+                        catalogNotBefore = monotonicMilliseconds() + retry.delayMilliseconds(afterFailures: catalogFailures, jitter: .random(in: 0..<1))
+                    } else { catalogFailures = 0 }
+                }
+            case .site(let name):
+                let failure = upload(name, locked { siteFiles[name] }, with: transport, missing: name)
+                finishShared(path: name, error: failure) {
+                    siteInFlight.remove(name)
+                    if failure == nil { siteFiles[name] = nil; siteNotBefore[name] = nil } else { siteNotBefore[name] = monotonicMilliseconds() + retry.quickMilliseconds.last! }
+                }
             }
-            finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: monotonicMilliseconds() - started)
         }
     }
 
-    private func nextJob() -> (String, PublishPlan.Job)? {
+    private func upload(_ path: String, _ body: [UInt8]?, with transport: Transport, missing: String) -> UploadError? {
+        guard let body else { return UploadError(status: nil, message: "cannot read \(missing)") }
+        let (type, cache) = MediaType.of(path)
+        do { try transport.put(path, body: body, contentType: type, cacheControl: cache) } catch let error as UploadError {
+            return error
+        } catch { return UploadError(status: nil, message: "\(error)") }
+        return nil
+    }
+
+    /// Records a catalog or site upload: counters, the state change, and the log line.
+    private func finishShared(path: String, error: UploadError?, _ change: () -> Void) {
+        locked {
+            counters.attempts += 1
+            if let error { counters.failures += 1; lastError = "\(path): \(error)" }
+            change()
+            pthread_cond_broadcast(&changed)
+        }
+        if let error { log("upload.retry", [("path", path), ("error", "\(error)")]) } else { log("upload.ok", [("path", path)]) }
+    }
+
+    private func nextWork() -> Work? {
         locked {
             while !stopping {
+                let now = monotonicMilliseconds()
                 if ready.isEmpty {
-                    let now = monotonicMilliseconds()
                     for id in order {
                         for job in plans[id]!.start(now: now, segmentSlots: parallel - segmentsInFlight) {
                             if case .segment = job { segmentsInFlight += 1 }
@@ -223,12 +270,46 @@ public final class Publisher: @unchecked Sendable {
                         }
                     }
                 }
-                if !ready.isEmpty { return ready.removeFirst() }
-                let wake = plans.values.compactMap(\.nextRetry).min() ?? monotonicMilliseconds() + 1000
-                wait(until: wake)
+                if !ready.isEmpty {
+                    let (id, job) = ready.removeFirst()
+                    return .stream(id, job)
+                }
+                if let name = siteFiles.keys.sorted().first(where: { !siteInFlight.contains($0) && siteNotBefore[$0, default: 0] <= now }) {
+                    siteInFlight.insert(name)
+                    return .site(name)
+                }
+                if catalogDirty && !catalogInFlight && catalogNotBefore <= now {
+                    catalogDirty = false
+                    catalogInFlight = true
+                    return .catalog
+                }
+                // Sleep until the next retry falls due (at most a second); only future
+                // times count, or a stale one would make this spin.
+                let pendingSite = siteFiles.keys.compactMap { siteNotBefore[$0] }
+                let catalogDue = catalogDirty && !catalogInFlight ? [catalogNotBefore] : []
+                let wake = (plans.values.compactMap(\.nextRetry) + catalogDue + pendingSite).filter { $0 > now }.min()
+                wait(until: min(wake ?? Int64.max, now + 1000))
             }
             return nil
         }
+    }
+
+    /// streams.json as the destination sees it: each stream with only the segments its
+    /// playlist there lists, newest first; playlist URLs relative to the site's root.
+    private func catalog() -> [UInt8] {
+        let streams = root + "/streams"
+        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
+        let published: [String: (listed: Int, ended: Bool)] = locked {
+            plans.mapValues { ($0.listed, $0.endlistConfirmed) }
+        }
+        let list = ids.compactMap { id -> StreamInfo? in
+            let directory = "\(streams)/\(id)"
+            guard let visible = published[id] ?? Journal.read(directory, destination: destination).map({ ($0.listed, $0.endlist) }),
+                  visible.listed > 0, let text = FileManager.default.contents(atPath: directory + "/playlist.m3u8") else { return nil }
+            return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
+                              visible: visible.listed, ended: visible.ended)
+        }
+        return StreamInfo.json(list)
     }
 
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
@@ -252,6 +333,7 @@ public final class Publisher: @unchecked Sendable {
                 return ("upload.retry", [("path", "\(id)/\(path)"), ("error", "\(error)"), ("next_ms", wait)])
             }
             counters.bytes += bytes
+            if case .playlist = job { catalogDirty = true }
             return nil
         }
         if let event { log(event.0, event.1); return }

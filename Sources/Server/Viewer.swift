@@ -1,8 +1,16 @@
+import Foundation
+
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
 /// second (as the source talk's viewer does) and plays it with the browser's native HLS,
 /// or through Media Source Extensions where there is none (Firefox; `/?mse=1` forces it).
 /// Everything is inline: no script is fetched at run time.
-enum Viewer {
+public enum Viewer {
+    /// The page, reading its list of streams from `streams` (`/api/streams` here,
+    /// `streams.json` beside the page at a destination); playlist URLs come from the list.
+    public static func page(streams: String) -> String {
+        html.replacingOccurrences(of: "__STREAMS_URL__", with: streams)
+    }
+
     static let html = #"""
     <!doctype html>
     <html lang="en">
@@ -126,7 +134,7 @@ enum Viewer {
 
     async function poll() {
       try {
-        const response = await fetch("/api/streams", { cache: "no-store" });
+        const response = await fetch("__STREAMS_URL__", { cache: "no-store" });
         const streams = await response.json();
         list.replaceChildren(...streams.map(s => {
           const item = document.createElement("li");

@@ -96,7 +96,7 @@ public final class WebServer: @unchecked Sendable {
 
     func route(_ url: String, header: (String) -> String?) -> Reply {
         if url == "/" || url == "/index.html" {
-            return Reply(status: 200, body: .bytes(Array(Viewer.html.utf8)),
+            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams").utf8)),
                          headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/streams" {

@@ -39,6 +39,13 @@ final class PublishTests: XCTestCase {
         }
         XCTAssertFalse(onair.stderr.contains("t0k3n"), "headers (tokens) stay out of the log")
         try assertOriginMatches(out, origin, prefix: "live/")
+        // The prefix is a complete viewing site: the viewer reads streams.json beside it.
+        let page = try HTTPClient.request(port: origin.port, "/live/index.html")
+        XCTAssertTrue(page.text.contains("fetch(\"streams.json\""), "the page reads the list beside it")
+        let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: origin.port, "/live/streams.json").body)) as? [[String: Any]]
+        XCTAssertEqual(list?.count, 1)
+        XCTAssertEqual(list?.first?["state"] as? String, "ended")
+        XCTAssertEqual((list?.first?["playlist"] as? String).map { $0.hasSuffix("/index.m3u8") && !$0.hasPrefix("/") }, true)
     }
 
     /// The origin is down while the stream is recorded and comes up only while onair is
@@ -106,7 +113,9 @@ final class PublishTests: XCTestCase {
         let objects = try s3.objects(prefix: "live/")
         let local = out + "/streams/" + id
         let names = try FileManager.default.subpathsOfDirectory(atPath: local).filter { $0.contains(".") && !$0.hasPrefix(".") }
-        XCTAssertEqual(Set(objects.keys), Set(names.map { "live/\(id)/\($0)" }))
+        XCTAssertEqual(Set(objects.keys), Set(names.map { "live/\(id)/\($0)" } + ["live/index.html", "live/streams.json"]))
+        XCTAssertEqual(objects["live/index.html"]?.contentType, "text/html; charset=utf-8")
+        XCTAssertEqual(objects["live/streams.json"]?.contentType, "application/json")
         for name in names {
             let object = try XCTUnwrap(objects["live/\(id)/\(name)"], name)
             XCTAssertEqual(object.body, FileManager.default.contents(atPath: local + "/" + name).map { Array($0) }, name)

@@ -45,7 +45,8 @@ final class PublisherTests: XCTestCase {
         }
         let events = Events()
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
-                                  log: { name, _ in events.add(name) }, makeTransport: { origin.transport() })
+                                  log: { name, _ in events.add(name) }, siteFiles: ["index.html": Array("<html>".utf8)],
+                                  makeTransport: { origin.transport() })
         defer { publisher.stop() }
         let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
         XCTAssertTrue(publisher.drain(seconds: 30), "published within the drain time")
@@ -61,6 +62,14 @@ final class PublisherTests: XCTestCase {
         XCTAssertEqual(events.names.filter { $0 == "upload.retry" }.count, publisher.counters.failures)
         XCTAssertEqual(events.names.last { $0.hasPrefix("stream.") }, "stream.published")
         XCTAssertEqual(publisher.pendingSegments, 0)
+        // The destination's root is a site: the viewer page and the list of streams.
+        XCTAssertEqual(origin.body("index.html"), Array("<html>".utf8))
+        XCTAssertEqual(origin.objects["index.html"]?.contentType, "text/html; charset=utf-8")
+        let streams = try JSONDecoder().decode([StreamInfo].self, from: Data(try XCTUnwrap(origin.body("streams.json"))))
+        XCTAssertEqual(streams.map(\.id), ["s1"])
+        XCTAssertEqual(streams.first?.state, "ended")
+        XCTAssertEqual(streams.first?.segments, 6)
+        XCTAssertEqual(streams.first?.playlist, "s1/index.m3u8", "relative to the site's root")
     }
 
     func testAnOutageHoldsEverythingBackThenItAllGoesUp() throws {

@@ -67,7 +67,7 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(publisher.resume("s", segments: 3), 1)
         XCTAssertTrue(publisher.drain(seconds: 30))
         XCTAssertEqual(origin.violations, [])
-        XCTAssertEqual(Set(origin.attempts.keys), ["s/seg/000003.m4s", "s/playlist.m3u8"], "nothing sent twice")
+        XCTAssertEqual(Set(origin.attempts.keys), ["s/seg/000003.m4s", "s/playlist.m3u8", "streams.json"], "nothing sent twice")
         XCTAssertEqual(origin.body("s/playlist.m3u8"), Array(local.render().utf8))
         XCTAssertEqual(Journal.read(directory, destination: "fake")?.endlist, true)
         XCTAssertEqual(publisher.resume("s", segments: 3), 0, "complete per its journal")

@@ -1,5 +1,6 @@
 import XCTest
 @testable import Server
+import HLS
 import TestSupport
 
 final class WebServerTests: XCTestCase {
