@@ -8,12 +8,15 @@
    depends on the picture; ffmpeg on its own testsrc2 pattern is shown for reference.
 2. Packaging alone: the same pre-encoded samples (the stream onair just wrote) packaged
    again into fMP4 HLS by onair-bench and by `ffmpeg -c copy -f hls`.
+3. Publish lag: in real time, the time from a segment stored to the playlist that lists
+   it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
 """
 import json
 import os
+import socket
 import shutil
 import subprocess
 import sys
@@ -66,6 +69,47 @@ def measure_pipe(producer, consumer, cwd=None):
         results.append(usage)
     wall = time.monotonic() - start
     return (sum(u.ru_utime + u.ru_stime for u in results), max(u.ru_maxrss for u in results) / 1024, wall)
+
+
+def publish_lag(work):
+    """Real time, 20 s of 1 s segments published to nginx (WebDAV) on loopback: from each
+    segment.stored to the playlist.published that first lists it, in ms."""
+    site = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(site, "root"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with open(os.path.join(site, "nginx.conf"), "w") as conf:
+        conf.write(f"""daemon off; master_process off; user root; pid {site}/nginx.pid; error_log {site}/error.log;
+events {{ worker_connections 64; }}
+http {{ access_log off; client_body_temp_path {site}/body;
+  server {{ listen 127.0.0.1:{port}; root {site}/root; client_max_body_size 0;
+    location / {{ dav_methods PUT; create_full_put_path on; }} }} }}
+""")
+    nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", os.path.join(site, "nginx.conf"), "-e", os.path.join(site, "error.log")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        run = subprocess.run([ONAIR, "run", "--duration", "20", "--listen", "off", "--out", os.path.join(work, "lag"),
+                              "--log-format", "json", "--set", "hls.segment_seconds=1",
+                              "--set", f"publish.url=http://127.0.0.1:{port}/"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    finally:
+        nginx.terminate()
+        nginx.wait()
+    stored, listed = {}, []
+    for line in run.stderr.decode().splitlines():
+        event = json.loads(line)
+        if event["event"] == "segment.stored":
+            stored[event["seq"]] = event["t_ms"]
+        elif event["event"] == "playlist.published":
+            listed.append((event["seq"], event["t_ms"]))
+    lags = []
+    for seq, at in stored.items():
+        first = min((t for count, t in listed if count >= seq), default=None)
+        if first is not None:
+            lags.append(first - at)
+    return sorted(lags), len(stored)
 
 
 def best(runs):
@@ -128,6 +172,12 @@ def main():
         print(f"  ffmpeg -c copy CPU {ffmpeg_cpu:6.2f} s = {media / ffmpeg_cpu:7.0f} s of media per CPU second, "
               f"peak RSS {max(r[1] for r in ffmpeg_pack):.1f} MiB")
         print(f"  ratio onair/ffmpeg: CPU {onair_cpu / ffmpeg_cpu:.2f}")
+
+        lags, count = publish_lag(work)
+        if len(lags) != count:
+            sys.exit(f"bench: only {len(lags)} of {count} segments were listed on the origin")
+        print(f"publish lag: segment stored → listed in the origin's playlist (nginx WebDAV on loopback, {count} × 1 s segments)")
+        print(f"  median {lags[len(lags) // 2]:.1f} ms, worst {lags[-1]:.1f} ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -37,10 +37,13 @@ public final class Session: @unchecked Sendable {
         self.settings = settings
         self.log = log
         self.observer = observer
-        // About 200 ms of video and a second of 20 ms audio chunks: enough to ride out an
-        // encoder hiccup, small enough for a board's memory (6 × 1.4 MB at 720p).
-        queue = MediaQueue(videoCapacity: max(2, settings.fps / 5), audioCapacity: 50,
-                           policy: settings.pace == .fast ? .block : .dropOldest)
+        // In real time about 200 ms of video and a second of 20 ms audio chunks: enough to
+        // ride out an encoder hiccup, small enough for a board's memory (6 × 1.4 MB at 720p).
+        // With --pace fast the producer waits instead of dropping, so two frames of lead
+        // keep the encoder busy without holding more pictures than it needs.
+        queue = settings.pace == .fast
+            ? MediaQueue(videoCapacity: 2, audioCapacity: 50, policy: .block)
+            : MediaQueue(videoCapacity: max(2, settings.fps / 5), audioCapacity: 50, policy: .dropOldest)
     }
 
     public var state: State { lock.withLock { stateValue } }
