@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media"]),
         .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]
 )

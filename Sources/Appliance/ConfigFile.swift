@@ -1,6 +1,7 @@
 import Codecs
 import Devices
 import Media
+import Publishing
 
 /// A configuration problem, said in one line that names where it is.
 public struct ConfigError: Error, CustomStringConvertible, Equatable {
@@ -82,6 +83,7 @@ public enum ConfigFile {
             guard !$1.isEmpty else { throw ConfigError("expected a directory") }
             $0.dataDirectory = $1
         },
+        "storage.min_free": { $0.minimumFree = try minimumFree($1) },
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
@@ -184,6 +186,19 @@ public enum ConfigFile {
             }
         }
         return result.partialValue
+    }
+
+    /// `auto`, a percentage (`10%`) or a size (`2G`, `500M`, `1048576`; binary units).
+    static func minimumFree(_ value: String) throws -> MinimumFree {
+        if value == "auto" { return .automatic }
+        if value.hasSuffix("%"), let percent = Int(value.dropLast()), (0...90).contains(percent) { return .percent(percent) }
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var number = Substring(value), scale: Int64 = 1
+        if let last = number.last?.uppercased().first, let unit = units[last] { scale = unit; number = number.dropLast() }
+        guard let count = Int64(number), count >= 0, count <= Int64.max / scale else {
+            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got '\(value)'")
+        }
+        return .bytes(count * scale)
     }
 
     static func listenAddress(_ value: String) throws -> String {

@@ -96,8 +96,26 @@ public enum Runner {
             printError("onair: recovering \(settings.dataDirectory): \(error)")
             return 1
         }
+        // A stream counts as published once its journal for this destination says ENDLIST.
+        let destinationName = publisher?.destination
+        let storage = StorageKeeper(
+            root: settings.dataDirectory, minimum: settings.minimumFree,
+            isPublished: { id in
+                destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
+            },
+            log: { event, fields in log.emit(event, level: event == "storage.deleted" ? .info : .error, fields) },
+            deleted: { [publisher] id in publisher?.forget(id) })
         let done = Completion()
-        let session = Session(settings: settings, log: log, observer: { [publisher] event in publisher?.observe(event) })
+        let current = CurrentStream()
+        let session = Session(settings: settings, log: log, observer: { [publisher] event in
+            publisher?.observe(event)
+            switch event {
+            case .started(let id): current.set(id)
+            case .segmentStored: storage.checkSoon(recording: current.get())
+            case .ended: current.set(nil)
+            case .multivariantRewritten: break
+            }
+        })
         session.start { session in
             if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
         }
@@ -196,6 +214,14 @@ public enum Runner {
             }
         }
     }
+}
+
+/// The id of the stream being written, shared with the storage keeper's thread.
+final class CurrentStream: @unchecked Sendable {
+    private let lock = NSLock()
+    private var id: String?
+    func set(_ value: String?) { lock.withLock { id = value } }
+    func get() -> String? { lock.withLock { id } }
 }
 
 /// A one-shot signal between threads.

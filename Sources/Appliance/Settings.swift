@@ -1,6 +1,7 @@
 import Codecs
 import Devices
 import Media
+import Publishing
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
@@ -40,6 +41,8 @@ public struct Settings: Sendable, Equatable {
     public var source: SourceKind = .auto
     public var pace: Pace = .realtime
     public var dataDirectory = "./var"
+    /// How much of the data file system stays free; the oldest published streams go first.
+    public var minimumFree: MinimumFree = .automatic
     public var listen: String? = "127.0.0.1:8080"
     public var start: StartMode = .now
     /// Stop after this much media, in milliseconds.

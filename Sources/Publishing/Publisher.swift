@@ -37,7 +37,7 @@ public final class Publisher: @unchecked Sendable {
 
     private let root: String
     /// Names the destination in each stream's journal (never a secret).
-    private let destination: String
+    public let destination: String
     private let parallel: Int
     private let retry: RetryPolicy
     private let log: Log
@@ -124,6 +124,16 @@ public final class Publisher: @unchecked Sendable {
             order.append(id)
             pthread_cond_broadcast(&changed)
             return plan.pendingSegments
+        }
+    }
+
+    /// Stops publishing a stream whose files are gone (deleted for space).
+    public func forget(_ id: String) {
+        locked {
+            plans[id] = nil
+            order.removeAll { $0 == id }
+            ready.removeAll { $0.id == id }
+            pthread_cond_broadcast(&changed)
         }
     }
 
@@ -316,7 +326,7 @@ public final class Publisher: @unchecked Sendable {
         // The journal records a confirmed playlist before the plan does, so whoever sees
         // the stream complete (drain) also finds it complete on disk.
         if error == nil, case .playlist(let count, let ended) = job {
-            let confirmed = locked { plans[id]!.confirmedThrough }
+            let confirmed = locked { plans[id]?.confirmedThrough ?? 0 }
             let journal = Journal(destination: destination, confirmedSegments: confirmed, listed: count, endlist: ended)
             do { try journal.write("\(root)/streams/\(id)") } catch { log("journal.failed", [("id", id), ("error", "\(error)")]) }
         }
@@ -324,6 +334,7 @@ public final class Publisher: @unchecked Sendable {
         let event: (String, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }
             counters.attempts += 1
+            guard plans[id] != nil else { return nil }  // forgotten while uploading
             plans[id]!.finish(job, succeeded: error == nil, now: now, jitter: Double.random(in: 0..<1))
             pthread_cond_broadcast(&changed)
             if let error {

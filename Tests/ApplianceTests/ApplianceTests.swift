@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import Appliance
 import Devices
+import Publishing
 import HLS
 import Codecs
 import Media
@@ -47,6 +48,15 @@ final class ConfigTests: XCTestCase {
         XCTAssertThrowsError(try settings("video.fps\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1:")) }
         XCTAssertThrowsError(try settings("video.width = 641\n")) { XCTAssertTrue("\($0)".contains("even")) }
         XCTAssertThrowsError(try settings("audio.sample_rate = 47000\n"))
+    }
+
+    func testMinimumFreeForms() throws {
+        XCTAssertEqual(try ConfigFile.minimumFree("auto"), .automatic)
+        XCTAssertEqual(try ConfigFile.minimumFree("15%"), .percent(15))
+        XCTAssertEqual(try ConfigFile.minimumFree("2G"), .bytes(2 << 30))
+        XCTAssertEqual(try ConfigFile.minimumFree("500m"), .bytes(500 << 20))
+        XCTAssertEqual(try ConfigFile.minimumFree("4096"), .bytes(4096))
+        for bad in ["", "95%", "-1G", "lots", "1.5G"] { XCTAssertThrowsError(try ConfigFile.minimumFree(bad), bad) }
     }
 
     func testBitrateForms() throws {

@@ -125,6 +125,24 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n").first, "480,854")
     }
 
+    /// A disk that never has room enough: older streams are deleted (unpublished ones with
+    /// an error event), the stream being recorded is kept and comes out whole.
+    func testAFullDiskCostsOldStreamsNotTheRecording() throws {
+        let out = try temporaryDirectory("full")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let common = ["run", "--source", "synthetic", "--pace", "fast", "--listen", "off", "--out", out, "--set", "video.quality=low"]
+        XCTAssertEqual(try Child(onairBinary(), common + ["--duration", "2"]).wait().status, 0)
+        let old = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        let onair = try Child(onairBinary(), common + ["--duration", "4", "--set", "storage.min_free=1000T"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=storage.deleted_unpublished id=\(old)"), onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("level=error event=storage.low"), onair.stderr)
+        let left = try FileManager.default.contentsOfDirectory(atPath: out + "/streams")
+        XCTAssertEqual(left.count, 1)
+        XCTAssertNotEqual(left.first, old)
+        XCTAssertEqual(checkerFindings(out + "/streams/" + left[0]), [])
+    }
+
     func testBadInputGetsOneLineAndExitStatus2() throws {
         let cases: [([String], String)] = [
             (["run", "--duration", "soon"], "onair: --duration: expected seconds"),
