@@ -42,7 +42,8 @@ public enum Runner {
         return errors == 0 ? 0 : 1
     }
 
-    static func run(_ settings: Settings) -> Int32 {
+    static func run(_ configured: Settings) -> Int32 {
+        var settings = configured
         // Signals are taken by one thread with sigwait, so every other thread (libav,
         // libmicrohttpd) runs with them blocked and nothing is interrupted mid-write.
         var signals = sigset_t()
@@ -58,6 +59,7 @@ public enum Runner {
             return 2
         }
         var publisher: Publisher?
+        var publisherDestination: Destination?
         if let url = settings.publish.url {
             let environment = ProcessInfo.processInfo.environment
             let destination: Destination
@@ -75,6 +77,14 @@ public enum Runner {
                 return 2
             }
             if destination.insecure { log("publish.insecure", level: .warn, ("note", "TLS certificates are not checked")) }
+            publisherDestination = destination
+        }
+        // video.quality = auto: the talk's test upload, before the camera starts and before
+        // anything else uses the uplink.
+        if settings.quality == .auto {
+            settings.quality = chooseQuality(settings, destination: publisherDestination, log: log)
+        }
+        if let destination = publisherDestination {
             log("publish.destination", ("url", destination.description), ("parallel", settings.publish.parallel))
             publisher = Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
                                   retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
@@ -83,6 +93,11 @@ public enum Runner {
                                   siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
                                   makeTransport: { CurlTransport(destination: destination) })
         }
+        return record(settings, publisher: publisher, log: log, signals: signals)
+    }
+
+    /// The rest of a run, once the settings are final.
+    static func record(_ settings: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
         // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
         // was completely stored, and published to the end, before anything new starts.
         do {
@@ -152,7 +167,8 @@ public enum Runner {
         watchStandardInput(session, log: log)
         let signalWaiter = ThreadHandle(name: "onair-signals") {
             var received: Int32 = 0
-            sigwait(&signals, &received)
+            var waitFor = signals
+            sigwait(&waitFor, &received)
             log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"))
             done.signal()
         }
@@ -175,6 +191,27 @@ public enum Runner {
         }
         log("onair.exit", ("streams", session.streamsEnded))
         return 0
+    }
+
+    /// Probes the uplink and picks the highest preset whose video + audio rate is at most
+    /// half of it; `low` when the probe fails (publishing then spools), `medium` when there
+    /// is no destination to probe.
+    static func chooseQuality(_ settings: Settings, destination: Destination?, log: Log) -> Settings.Quality {
+        guard let destination else {
+            log("uplink.probe", ("result", "no destination"), ("chosen", "medium"))
+            return .medium
+        }
+        let audio = settings.audioEnabled ? settings.audioBitrate : 0
+        let presets: [(option: Settings.Quality, bitrate: Int)] = [Settings.Quality.low, .medium, .high].map { ($0, $0.preset.bitrate + audio) }
+        do {
+            let throughput = try UplinkProbe.measure(with: CurlTransport(destination: destination))
+            let chosen = UplinkProbe.choose(presets, throughput: throughput)
+            log("uplink.probe", ("bits_per_second", throughput), ("chosen", chosen.rawValue))
+            return chosen
+        } catch {
+            log("uplink.probe", level: .warn, ("error", "\(error)"), ("chosen", "low"))
+            return .low
+        }
     }
 
     /// `GET /api/status`: what the appliance is doing, for people and dashboards.

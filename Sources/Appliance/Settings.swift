@@ -7,12 +7,14 @@ import Publishing
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
 public struct Settings: Sendable, Equatable {
     public enum Quality: String, Sendable, CaseIterable {
+        /// Chosen at start from an uplink probe to the destination (medium without one).
+        case auto
         case low, medium, high
         /// The source talk's presets, landscape: size and bit rate.
         var preset: (width: Int, height: Int, bitrate: Int) {
             switch self {
             case .low: return (854, 480, 900_000)
-            case .medium: return (1280, 720, 1_500_000)
+            case .medium, .auto: return (1280, 720, 1_500_000)
             case .high: return (1280, 720, 2_500_000)
             }
         }

@@ -190,4 +190,24 @@ final class PublishTests: XCTestCase {
         }
         try assertOriginMatches(out, origin, prefix: "live/")
     }
+
+    /// video.quality = auto: a probe upload before the camera starts picks the preset.
+    func testTheUplinkProbeChoosesTheQuality() throws {
+        let fast = try RecordingServer(status: { _ in 201 })
+        let refusing = try RecordingServer(status: { _ in 503 })
+        defer { fast.stop(); refusing.stop() }
+        for (server, chosen, width) in [(fast, "high", "1280"), (refusing, "low", "854")] {
+            let out = try temporaryDirectory("probe")
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "1", "--listen", "off", "--out", out,
+                                                  "--set", "video.quality=auto", "--set", "publish.url=http://127.0.0.1:\(server.port)/",
+                                                  "--set", "publish.drain_seconds=1"])
+            XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+            let probe = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=uplink.probe") }, onair.stderr)
+            XCTAssertEqual(logValue(String(probe), "chosen"), chosen, String(probe))
+            let started = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=source.started") })
+            XCTAssertEqual(logValue(String(started), "width"), width)
+        }
+        XCTAssertEqual(fast.requests.first?.path, "/.onair-probe", "the probe goes before anything else")
+    }
 }

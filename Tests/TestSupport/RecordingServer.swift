@@ -30,6 +30,8 @@ public final class RecordingServer: @unchecked Sendable {
     private var recorded: [Request] = []
     public var connections = 0
     public var respond: @Sendable (Request) -> Reply
+    /// Reads request bodies no faster than this many bytes per second (a slow uplink).
+    public var throttle: Int?
 
     public convenience init(status: @escaping @Sendable (Request) -> Int = { _ in 201 }) throws {
         try self.init(reply: { .status(status($0)) })
@@ -73,9 +75,10 @@ public final class RecordingServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         func fill() -> Bool {
-            let n = recv(fd, &chunk, chunk.count, 0)
+            let n = recv(fd, &chunk, throttle.map { min(chunk.count, max(1, $0 / 20)) } ?? chunk.count, 0)
             if n <= 0 { return false }
             buffer += chunk[0..<n]
+            if let throttle { usleep(UInt32(Double(n) / Double(throttle) * 1_000_000)) }
             return true
         }
         while true {
