@@ -157,6 +157,22 @@ public struct PublishPlan: Sendable {
         }
     }
 
+    /// How many times in a row `job` has failed, and when it may be tried again.
+    public func retryState(of job: Job) -> (failures: Int, notBefore: Int64?) {
+        let item: Item?
+        switch job {
+        case .initSegment: item = initItem
+        case .segment(let sequence): item = segments[sequence]
+        case .multivariant: item = multivariantItem
+        case .playlist: item = playlistItem
+        }
+        switch item {
+        case .pending(let at, let failures)?: return (failures, at)
+        case .inFlight(let failures)?: return (failures, nil)
+        default: return (0, nil)
+        }
+    }
+
     /// When the earliest waiting retry becomes due (nil: nothing is waiting on time).
     public var nextRetry: Int64? {
         let items = [initItem, multivariantItem, playlistItem] + Array(segments.values)

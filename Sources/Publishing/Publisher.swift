@@ -340,8 +340,9 @@ public final class Publisher: @unchecked Sendable {
             if let error {
                 counters.failures += 1
                 lastError = "\(id)/\(path): \(error)"
-                let wait = (plans[id]!.nextRetry ?? now) - now
-                return ("upload.retry", [("path", "\(id)/\(path)"), ("error", "\(error)"), ("next_ms", wait)])
+                let (failures, notBefore) = plans[id]!.retryState(of: job)
+                return ("upload.retry", [("path", "\(id)/\(path)"), ("attempt", failures),
+                                         ("error", "\(error)"), ("next_ms", (notBefore ?? now) - now)])
             }
             counters.bytes += bytes
             if case .playlist = job { catalogDirty = true }

@@ -36,6 +36,8 @@ final class PublishPlanTests: XCTestCase {
         plan.finish(.segment(4), succeeded: false, now: 10, jitter: 0)
         XCTAssertEqual(plan.start(now: 10, segmentSlots: 2), [.playlist(count: 3, ended: false)], "5 is up, but 4 is not")
         plan.finish(.playlist(count: 3, ended: false), succeeded: true, now: 11, jitter: 0)
+        XCTAssertEqual(plan.retryState(of: .segment(4)).failures, 1)
+        XCTAssertEqual(plan.retryState(of: .segment(4)).notBefore, 260)
         XCTAssertEqual(plan.start(now: 259, segmentSlots: 2), [], "4 waits its 250 ms")
         XCTAssertEqual(plan.start(now: 260, segmentSlots: 2), [.segment(4)])
         plan.finish(.segment(4), succeeded: true, now: 261, jitter: 0)
