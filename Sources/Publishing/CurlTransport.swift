@@ -13,6 +13,9 @@ public final class CurlTransport: Transport {
 
     public let destination: Destination
     private let curl: UnsafeMutableRawPointer
+    /// libcurl's own account of a failure (CURLOPT_ERRORBUFFER), more precise than the
+    /// generic text of its error code.
+    private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     public init(destination: Destination) {
         _ = Self.initialized
@@ -20,7 +23,10 @@ public final class CurlTransport: Transport {
         curl = curl_easy_init()
     }
 
-    deinit { curl_easy_cleanup(curl) }
+    deinit {
+        curl_easy_cleanup(curl)
+        errorText.deallocate()
+    }
 
     /// Collects the start of a response body, for error messages.
     private final class ResponseBody {
@@ -41,6 +47,8 @@ public final class CurlTransport: Transport {
         let response = ResponseBody()
         let context = Unmanaged.passUnretained(response).toOpaque()
         let code: CURLcode = body.withUnsafeBytes { raw in
+            errorText[0] = 0
+            onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
             onair_curl_set_string(curl, CURLOPT_URL, url)
             onair_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, "PUT")
             onair_curl_set_pointer(curl, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
@@ -70,7 +78,8 @@ public final class CurlTransport: Transport {
             return curl_easy_perform(curl)
         }
         guard code == CURLE_OK else {
-            throw UploadError(status: nil, message: String(cString: curl_easy_strerror(code)))
+            let detail = String(cString: errorText)
+            throw UploadError(status: nil, message: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
         }
         let status = onair_curl_response_code(curl)
         guard (200..<300).contains(status) else {

@@ -132,10 +132,24 @@ public final class NginxOrigin {
         return probe.port
     }
 
-    public init(port requested: UInt16? = nil) throws {
+    /// Serving HTTPS with a self-signed certificate made for the test.
+    public let tls: Bool
+
+    public init(port requested: UInt16? = nil, tls: Bool = false) throws {
         work = FileManager.default.temporaryDirectory.appendingPathComponent("onair-nginx-\(UUID().uuidString)").path
         root = work + "/root"
+        self.tls = tls
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        if tls {
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                                 "-keyout", work + "/key.pem", "-out", work + "/cert.pem"]
+            openssl.standardOutput = FileHandle.nullDevice
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+        }
         port = try requested ?? Self.freePort()
         let config = """
             daemon off;
@@ -149,7 +163,8 @@ public final class NginxOrigin {
                 client_body_temp_path \(work)/body;
                 types { application/vnd.apple.mpegurl m3u8; video/mp4 mp4 m4s; application/json json; }
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(port)\(tls ? " ssl" : "");
+                    \(tls ? "ssl_certificate \(work)/cert.pem; ssl_certificate_key \(work)/key.pem;" : "")
                     root \(root);
                     client_max_body_size 0;
                     location / {
@@ -166,9 +181,9 @@ public final class NginxOrigin {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Ready once it answers.
+        // Ready once it accepts connections.
         for _ in 0..<100 {
-            if (try? HTTPClient.request(port: port, "/")) != nil { return }
+            if tls ? Self.accepts(port) : (try? HTTPClient.request(port: port, "/")) != nil { return }
             usleep(50_000)
         }
         throw HTTPClient.Failure(description: "nginx did not start: \((try? String(contentsOfFile: work + "/error.log", encoding: .utf8)) ?? "")")
@@ -177,6 +192,18 @@ public final class NginxOrigin {
     public func stop() {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         try? FileManager.default.removeItem(atPath: work)
+    }
+
+    static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 }
 
