@@ -8,9 +8,9 @@ export PATH := $(PATH):/opt/swift/usr/bin
 # Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
 BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libmicrohttpd-dev libcurl4-openssl-dev
 # Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively,
-# nginx (WebDAV PUT) is the HTTP origin that publishing is tested against, and python3-venv
+# nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI).
-TEST_DEBS := ffmpeg chromium nginx python3-venv
+TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv
 DEBS := $(BUILD_DEBS) $(TEST_DEBS)
 
 RELEASE_BIN := .build/release/onair

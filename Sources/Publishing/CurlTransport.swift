@@ -34,13 +34,36 @@ public final class CurlTransport: Transport {
     }
 
     public func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
+        do {
+            try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl)
+        } catch let error as UploadError where error.status == 409 && destination.s3 == nil {
+            // WebDAV servers such as Apache mod_dav refuse a PUT whose parent collection
+            // does not exist (RFC 4918 §9.7.1): create the parents (MKCOL), then put again.
+            try makeCollections(for: path)
+            try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl)
+        }
+    }
+
+    /// MKCOL each parent of `path` below the destination's prefix; 405 means it exists.
+    private func makeCollections(for path: String) throws {
+        var parent = ""
+        for component in path.split(separator: "/").dropLast() {
+            parent += component + "/"
+            do { try send("MKCOL", parent, body: [], contentType: nil, cacheControl: nil) } catch let error as UploadError where error.status == 405 {
+                continue  // RFC 4918 §9.3.1: the collection is already there
+            }
+        }
+    }
+
+    private func send(_ method: String, _ path: String, body: [UInt8], contentType: String?, cacheControl: String?) throws {
         curl_easy_reset(curl)
         let url = destination.baseURL + path
         var headers: UnsafeMutablePointer<curl_slist>?
         // No "Expect:" override: libcurl's SigV4 would sign that empty header but not send
         // it, and every S3 request would fail with SignatureDoesNotMatch. (libcurl adds
         // 100-continue only for bodies over 1 MB.)
-        for header in ["Content-Type: \(contentType)", "Cache-Control: \(cacheControl)"] + destination.headers {
+        let typed = [contentType.map { "Content-Type: \($0)" }, cacheControl.map { "Cache-Control: \($0)" }].compactMap { $0 }
+        for header in typed + destination.headers {
             headers = curl_slist_append(headers, header)
         }
         defer { curl_slist_free_all(headers) }
@@ -50,9 +73,11 @@ public final class CurlTransport: Transport {
             errorText[0] = 0
             onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
             onair_curl_set_string(curl, CURLOPT_URL, url)
-            onair_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, "PUT")
-            onair_curl_set_pointer(curl, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
-            onair_curl_set_size(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
+            onair_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, method)
+            if method == "PUT" {
+                onair_curl_set_pointer(curl, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+                onair_curl_set_size(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
+            }
             onair_curl_set_pointer(curl, CURLOPT_HTTPHEADER, UnsafeRawPointer(headers))
             onair_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
             onair_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, min(5000, destination.timeoutMilliseconds))
@@ -84,7 +109,7 @@ public final class CurlTransport: Transport {
         let status = onair_curl_response_code(curl)
         guard (200..<300).contains(status) else {
             let text = String(decoding: response.bytes.prefix(200), as: UTF8.self).split(separator: "\n").joined(separator: " ")
-            throw UploadError(status: status, message: text.isEmpty ? "PUT \(path) refused" : text)
+            throw UploadError(status: status, message: text.isEmpty ? "\(method) \(path) refused" : text)
         }
     }
 }

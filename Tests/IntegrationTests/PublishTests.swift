@@ -8,18 +8,23 @@ final class PublishTests: XCTestCase {
     /// Every file onair stored locally is on the origin, byte for byte, and the origin's
     /// copy is a complete, valid stream.
     func assertOriginMatches(_ out: String, _ origin: NginxOrigin, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try assertOriginMatches(out, root: origin.root, port: origin.port, prefix: prefix, file: file, line: line)
+    }
+
+    func assertOriginMatches(_ out: String, root originRoot: String, port: UInt16, prefix: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
         let ids = try FileManager.default.contentsOfDirectory(atPath: out + "/streams").filter { !$0.hasPrefix(".") }
         XCTAssertEqual(ids.count, 1, file: file, line: line)
         for id in ids {
             let local = out + "/streams/" + id
-            let remote = origin.root + "/" + prefix + id
+            let remote = originRoot + "/" + prefix + id
             for name in try FileManager.default.subpathsOfDirectory(atPath: local) where name.contains(".") && !name.hasPrefix(".") {
                 XCTAssertEqual(FileManager.default.contents(atPath: remote + "/" + name), FileManager.default.contents(atPath: local + "/" + name),
                                "\(id)/\(name)", file: file, line: line)
             }
             XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
             XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/playlist.m3u8", encoding: .utf8)).isEnded, file: file, line: line)
-            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(origin.port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
+            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
             XCTAssertEqual(decode.status, 0, file: file, line: line)
             XCTAssertEqual(decode.stderr, "", file: file, line: line)
         }
@@ -232,5 +237,18 @@ final class PublishTests: XCTestCase {
         XCTAssertTrue(insecure.stderr.contains("event=publish.drained"), insecure.stderr)
         let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
         XCTAssertEqual(FileManager.default.contents(atPath: "\(origin.root)/\(id)/init.mp4"), FileManager.default.contents(atPath: "\(out)/streams/\(id)/init.mp4"))
+    }
+
+    /// Apache mod_dav, which needs its collections made (MKCOL) before a PUT into them.
+    func testPublishesToApacheWebDAV() throws {
+        let apache = try ApacheOrigin()
+        defer { apache.stop() }
+        let out = try temporaryDirectory("apache")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(apache.port)/"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
+        try assertOriginMatches(out, root: apache.root, port: apache.port, prefix: "")
     }
 }

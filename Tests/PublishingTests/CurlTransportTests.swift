@@ -66,4 +66,18 @@ final class CurlTransportTests: XCTestCase {
         let served = try HTTPClient.request(port: nginx.port, "/live/s1/seg/000001.m4s")
         XCTAssertEqual(served.body, body + [1])
     }
+
+    /// Apache mod_dav answers 409 to a PUT into a missing collection; the transport makes
+    /// the collections (MKCOL) and puts again.
+    func testApacheWebDAVGetsItsCollectionsMade() throws {
+        let apache = try ApacheOrigin()
+        defer { apache.stop() }
+        let transport = CurlTransport(destination: try Destination.parse(url: "http://127.0.0.1:\(apache.port)/"))
+        try transport.put("s1/seg/000001.m4s", body: [1, 2, 3], contentType: "video/mp4", cacheControl: "no-cache")
+        try transport.put("s1/seg/000002.m4s", body: [4], contentType: "video/mp4", cacheControl: "no-cache")
+        try transport.put("s1/playlist.m3u8", body: Array("#EXTM3U\n".utf8), contentType: "application/vnd.apple.mpegurl", cacheControl: "no-cache")
+        XCTAssertEqual(FileManager.default.contents(atPath: apache.root + "/s1/seg/000001.m4s").map { Array($0) }, [1, 2, 3])
+        XCTAssertEqual(FileManager.default.contents(atPath: apache.root + "/s1/seg/000002.m4s").map { Array($0) }, [4])
+        XCTAssertEqual(try HTTPClient.request(port: apache.port, "/s1/playlist.m3u8").text, "#EXTM3U\n")
+    }
 }

@@ -245,3 +245,58 @@ public final class FaultProxy: @unchecked Sendable {
 
     private final class Box: @unchecked Sendable { weak var proxy: FaultProxy? }
 }
+
+/// Debian's Apache (prefork) with mod_dav as a WebDAV origin, in the foreground on a free port. Unlike
+/// nginx's create_full_put_path it refuses a PUT into a missing collection (409), as
+/// RFC 4918 says, so a client must MKCOL the parents first.
+public final class ApacheOrigin {
+    public let root: String
+    public let port: UInt16
+    private let process = Process()
+    private let work: String
+
+    public init() throws {
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("onair-apache-\(UUID().uuidString)").path
+        root = work + "/root"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        // Apache will not serve as root: the files are written by www-data.
+        for path in [work, root] { chmod(path, 0o777) }
+        port = try NginxOrigin.freePort()
+        let modules = "/usr/lib/apache2/modules"
+        let config = """
+            ServerRoot \(work)
+            ServerName 127.0.0.1
+            Listen 127.0.0.1:\(port)
+            LoadModule mpm_prefork_module \(modules)/mod_mpm_prefork.so
+            LoadModule authz_core_module \(modules)/mod_authz_core.so
+            LoadModule dav_module \(modules)/mod_dav.so
+            LoadModule dav_fs_module \(modules)/mod_dav_fs.so
+            User www-data
+            Group www-data
+            PidFile \(work)/apache.pid
+            ErrorLog \(work)/error.log
+            DavLockDB \(work)/davlock
+            DocumentRoot \(root)
+            <Directory \(root)>
+                Dav On
+                Require all granted
+            </Directory>
+            """
+        try config.write(toFile: work + "/apache.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/apache2")
+        process.arguments = ["-DFOREGROUND", "-f", work + "/apache.conf"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<100 {
+            if NginxOrigin.accepts(port) { return }
+            usleep(50_000)
+        }
+        throw HTTPClient.Failure(description: "apache did not start: \((try? String(contentsOfFile: work + "/error.log", encoding: .utf8)) ?? "")")
+    }
+
+    public func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: work)
+    }
+}
