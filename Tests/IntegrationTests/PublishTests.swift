@@ -128,6 +128,19 @@ final class PublishTests: XCTestCase {
             XCTAssertEqual(object.cacheControl, name.hasSuffix(".m3u8") ? "no-cache" : "public, max-age=31536000, immutable", name)
         }
 
+        // Virtual-host style: the bucket in the host name (libcurl resolves *.localhost to
+        // loopback), signed the same way.
+        let virtualOut = out + "/virtual"
+        let virtual = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", virtualOut,
+                                                "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/vhost/",
+                                                "--set", "publish.s3.endpoint=http://localhost:\(s3.port)",
+                                                "--set", "publish.s3.path_style=false"])
+        XCTAssertEqual(virtual.wait().status, 0, virtual.stderr)
+        XCTAssertTrue(virtual.stderr.contains("url=\"http://\(s3.bucket).localhost:\(s3.port)/vhost/"), virtual.stderr)
+        let virtualID = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: virtualOut + "/streams").first)
+        XCTAssertEqual(try s3.objects(prefix: "vhost/")["vhost/\(virtualID)/init.mp4"]?.body,
+                       FileManager.default.contents(atPath: "\(virtualOut)/streams/\(virtualID)/init.mp4").map { Array($0) })
+
         // A wrong secret is refused by the server (the signature is checked), retried,
         // reported, and still never logged.
         let wrong = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out + "/wrong",
