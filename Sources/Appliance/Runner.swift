@@ -165,20 +165,27 @@ public enum Runner {
             ("pace", settings.pace.rawValue))
         if settings.start == .now { session.startRecording() }
         watchStandardInput(session, log: log)
-        let signalWaiter = ThreadHandle(name: "onair-signals") {
-            var received: Int32 = 0
-            var waitFor = signals
-            sigwait(&waitFor, &received)
-            log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"))
-            done.signal()
+        // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
+        // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
+        _ = ThreadHandle(name: "onair-signals") { [publisher] in
+            while true {
+                var received: Int32 = 0
+                var waitFor = signals
+                sigwait(&waitFor, &received)
+                let finishing = done.hasFired
+                log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
+                if finishing { publisher?.cancelDrain() } else { done.signal() }
+            }
         }
-        _ = signalWaiter
 
         done.wait()
         session.shutdown()
         source.stop()
         if let publisher {
             // Whatever cannot be published in time stays in the spool (the data directory).
+            if publisher.pendingSegments > 0 { log("publish.draining", ("pending_segments", publisher.pendingSegments),
+                                                   ("seconds", Double(settings.publish.drainMilliseconds) / 1000),
+                                                   ("note", "signal again to stop waiting")) }
             let drained = publisher.drain(seconds: Double(settings.publish.drainMilliseconds) / 1000)
             log(drained ? "publish.drained" : "publish.incomplete", level: drained ? .info : .warn,
                 ("pending_segments", publisher.pendingSegments), ("last_error", publisher.lastError ?? "none"))
@@ -277,6 +284,12 @@ final class Completion: @unchecked Sendable {
         fired = true
         pthread_cond_broadcast(&condition)
         pthread_mutex_unlock(&mutex)
+    }
+
+    var hasFired: Bool {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return fired
     }
 
     func wait() {

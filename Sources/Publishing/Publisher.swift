@@ -61,6 +61,7 @@ public final class Publisher: @unchecked Sendable {
     private var siteNotBefore: [String: Int64] = [:]
     private var segmentsInFlight = 0
     private var stopping = false
+    private var drainCancelled = false
     private var workers: [Thread] = []
     private var mutex = pthread_mutex_t()
     private var changed = pthread_cond_t()
@@ -202,10 +203,18 @@ public final class Publisher: @unchecked Sendable {
         let deadline = monotonicMilliseconds() + Int64(seconds * 1000)
         return locked {
             while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty {
-                if monotonicMilliseconds() >= deadline { return false }
+                if monotonicMilliseconds() >= deadline || drainCancelled { return false }
                 wait(until: min(deadline, monotonicMilliseconds() + 100))
             }
             return true
+        }
+    }
+
+    /// Makes a drain in progress (or the next one) return at once.
+    public func cancelDrain() {
+        locked {
+            drainCancelled = true
+            pthread_cond_broadcast(&changed)
         }
     }
 

@@ -264,4 +264,23 @@ final class PublishTests: XCTestCase {
         XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
         try assertOriginMatches(out, root: apache.root, port: apache.port, prefix: "")
     }
+
+    /// With the origin down, onair waits at exit for uploads to drain; a signal then stops
+    /// the wait, and everything stays in the spool for the next start.
+    func testASignalDuringTheDrainStopsWaiting() throws {
+        let port = try NginxOrigin.freePort()
+        let out = try temporaryDirectory("cancel")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(port)/",
+                                              "--set", "publish.drain_seconds=600"])
+        XCTAssertNotNil(onair.waitForLog("event=publish.draining"), onair.stderr)
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait(seconds: 60).status, 0, "it stopped waiting instead of draining for 600 s")
+        XCTAssertTrue(onair.stderr.contains("stops=drain"), onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=publish.incomplete"), onair.stderr)
+        let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        XCTAssertTrue(try String(contentsOfFile: "\(out)/streams/\(id)/playlist.m3u8", encoding: .utf8).hasSuffix("#EXT-X-ENDLIST\n"),
+                      "the local stream is complete; only its upload waits")
+    }
 }
