@@ -13,6 +13,8 @@ let package = Package(
         // C libraries from Debian, each behind a module map and a one-file shim.
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
                        providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+                       providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
@@ -25,7 +27,7 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media"]),
+        .target(name: "Devices", dependencies: ["Media", "CALSA"]),
         .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
         .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),
 

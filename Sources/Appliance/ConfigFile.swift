@@ -71,6 +71,10 @@ public enum ConfigFile {
             guard AudioSpecificConfig.sampleRates.contains(rate) else { throw ConfigError("\(rate) Hz is not an AAC sampling rate") }
             $0.sampleRate = rate
         },
+        "audio.device": {
+            guard !$1.isEmpty else { throw ConfigError("expected auto or an ALSA PCM name such as default or hw:1,0") }
+            $0.audioDevice = $1
+        },
         "audio.channels": { $0.channels = try integer($1, 1...2) },
         "audio.bitrate": { $0.audioBitrate = try bitrate($1) },
         "hls.segment_seconds": { $0.segmentMilliseconds = try milliseconds($1, 500...10_000) },

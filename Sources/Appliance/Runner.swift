@@ -98,6 +98,16 @@ public enum Runner {
 
     /// The rest of a run, once the settings are final.
     static func record(_ settings: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
+        // A named ALSA device replaces the source's own microphone.
+        var microphone: ALSAMicrophone?
+        if settings.audioEnabled && settings.audioDevice != "auto" {
+            do {
+                microphone = try ALSAMicrophone(device: settings.audioDevice, sampleRate: settings.sampleRate, channels: settings.channels)
+            } catch {
+                printError("onair: \(error)")
+                return 2
+            }
+        }
         // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
         // was completely stored, and published to the end, before anything new starts.
         do {
@@ -157,11 +167,17 @@ public enum Runner {
                 ("reason", devices.isEmpty ? "no V4L2 device" : "this build has no V4L2 capture (found \(devices.sorted().joined(separator: ",")))"))
         }
         let source = SyntheticSource(width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
-                                     audio: settings.audioEnabled ? (settings.sampleRate, settings.channels) : nil,
+                                     audio: settings.audioEnabled && microphone == nil ? (settings.sampleRate, settings.channels) : nil,
                                      pace: settings.pace)
         source.start(into: session.queue)
+        if let microphone {
+            microphone.start(into: session.queue)
+            log("audio.selected", ("device", settings.audioDevice), ("rate", microphone.sampleRate),
+                ("channels", settings.channels), ("period_frames", microphone.periodFrames))
+        }
         log("source.started", ("source", "synthetic"), ("width", settings.captureWidth), ("height", settings.captureHeight),
-            ("fps", settings.fps), ("audio", settings.audioEnabled ? "\(settings.sampleRate)Hz/\(settings.channels)ch" : "off"),
+            ("fps", settings.fps),
+            ("audio", !settings.audioEnabled ? "off" : microphone != nil ? "alsa:\(settings.audioDevice)" : "\(settings.sampleRate)Hz/\(settings.channels)ch"),
             ("pace", settings.pace.rawValue))
         if settings.start == .now { session.startRecording() }
         watchStandardInput(session, log: log)
@@ -181,6 +197,10 @@ public enum Runner {
         done.wait()
         session.shutdown()
         source.stop()
+        if let microphone {
+            microphone.stop()
+            if microphone.xruns > 0 { log("audio.xruns", level: .warn, ("count", microphone.xruns)) }
+        }
         if let publisher {
             // Whatever cannot be published in time stays in the spool (the data directory).
             if publisher.pendingSegments > 0 { log("publish.draining", ("pending_segments", publisher.pendingSegments),

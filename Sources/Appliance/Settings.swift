@@ -33,6 +33,9 @@ public struct Settings: Sendable, Equatable {
     public var encoder: VideoEncoderKind = .auto
 
     public var audio: AudioMode = .auto
+    /// `auto`: the source's own microphone (the synthetic tone); else an ALSA PCM name
+    /// (`default`, `hw:1,0`, …) captured beside whatever the video source is.
+    public var audioDevice = "auto"
     public var sampleRate = 48_000
     public var channels = 1
     public var audioBitrate = 64_000

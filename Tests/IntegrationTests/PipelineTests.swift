@@ -149,7 +149,8 @@ final class PipelineTests: XCTestCase {
             (["run", "--frobnicate"], "onair: unknown flag '--frobnicate'"),
             (["run", "--config", "/nonexistent/onair.conf"], "onair: --config /nonexistent/onair.conf: cannot read the file"),
             (["run", "--set", "video.fps=0"], "onair: --set: video.fps: expected an integer in 1…240, got '0'"),
-            (["validate", "/nonexistent"], "onair: validate: /nonexistent/index.m3u8 does not exist")
+            (["validate", "/nonexistent"], "onair: validate: /nonexistent/index.m3u8 does not exist"),
+            (["run", "--listen", "off", "--set", "audio.device=nosuchpcm"], "onair: audio device nosuchpcm: cannot open: ")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)

@@ -1,0 +1,116 @@
+import CALSA
+import Media
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct DeviceError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A microphone through ALSA's PCM API: interleaved S16_LE at the configured rate and
+/// channels, in periods of about 20 ms. Each chunk's capture time comes from the driver's
+/// timestamp (`snd_pcm_status` htstamp, on CLOCK_MONOTONIC like the camera's), stepped
+/// back over what was still buffered, so audio and video share one clock. An overrun
+/// (xrun) is recovered with `snd_pcm_recover` and counted; the gap it leaves shows in the
+/// timestamps, and the live path fills it with silence.
+public final class ALSAMicrophone: @unchecked Sendable {
+    public let device: String
+    public let sampleRate: Int
+    public let channels: Int
+    public let periodFrames: Int
+    private var pcm: OpaquePointer?
+    private var thread: ThreadHandle?
+    private let lock = NSLockish()
+    private var stopped = false
+    private var xrunCount = 0
+
+    public var xruns: Int { lock.withLock { xrunCount } }
+
+    /// Opens and configures `device` (`default`, `hw:1,0`, any PCM name) for capture.
+    public init(device: String, sampleRate: Int, channels: Int) throws {
+        self.device = device
+        onair_alsa_quiet()
+        func check(_ code: Int32, _ what: String) throws {
+            if code < 0 { throw DeviceError("audio device \(device): \(what): \(String(cString: snd_strerror(code)))") }
+        }
+        try check(snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, 0), "cannot open")
+        var hw: OpaquePointer?
+        snd_pcm_hw_params_malloc(&hw)
+        defer { snd_pcm_hw_params_free(hw) }
+        try check(snd_pcm_hw_params_any(pcm, hw), "no configuration")
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
+        try check(snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE), "S16_LE samples")
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(channels)), "\(channels) channel(s)")
+        var rate = UInt32(sampleRate)
+        try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil), "\(sampleRate) Hz")
+        var period = snd_pcm_uframes_t(Int(rate) / 50)
+        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil), "20 ms periods")
+        var buffer = period * 8
+        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "buffer")
+        try check(snd_pcm_hw_params(pcm, hw), "applying the configuration")
+        var sw: OpaquePointer?
+        snd_pcm_sw_params_malloc(&sw)
+        defer { snd_pcm_sw_params_free(sw) }
+        try check(snd_pcm_sw_params_current(pcm, sw), "software parameters")
+        // Driver timestamps on CLOCK_MONOTONIC, the clock every capture time uses.
+        try check(snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE), "timestamps")
+        try check(snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC), "monotonic timestamps")
+        try check(snd_pcm_sw_params(pcm, sw), "applying the software parameters")
+        self.sampleRate = Int(rate)
+        self.channels = channels
+        periodFrames = Int(period)
+    }
+
+    deinit {
+        stop()
+        if let pcm { snd_pcm_close(pcm) }
+    }
+
+    /// Starts capturing into `sink` on a thread of its own.
+    public func start(into sink: CaptureSink, clock: MediaClock = MonotonicClock()) {
+        thread = ThreadHandle(name: "onair-alsa") { [self] in run(sink, clock) }
+    }
+
+    public func stop() {
+        lock.withLock { stopped = true }
+        if let pcm { snd_pcm_drop(pcm) }
+        thread?.join()
+        thread = nil
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func run(_ sink: CaptureSink, _ clock: MediaClock) {
+        guard let pcm else { return }
+        var status: OpaquePointer?
+        snd_pcm_status_malloc(&status)
+        defer { snd_pcm_status_free(status) }
+        var samples = [Int16](repeating: 0, count: periodFrames * channels)
+        while !isStopped {
+            let read = samples.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(periodFrames)) }
+            if read < 0 {
+                if isStopped { return }
+                // EPIPE (overrun) or ESTRPIPE (suspend): recover and go on.
+                lock.withLock { xrunCount += 1 }
+                if snd_pcm_recover(pcm, Int32(read), 1) < 0 { return }
+                continue
+            }
+            let frames = Int(read)
+            guard frames > 0 else { continue }
+            var captured = clock.now()
+            if snd_pcm_status(pcm, status) == 0 {
+                var stamp = timespec()
+                snd_pcm_status_get_htstamp(status, &stamp)
+                let htstamp = Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec)
+                if htstamp > 0 { captured = htstamp }
+                // The first frame read was captured (still buffered + read) frames earlier.
+                let behind = Int64(snd_pcm_status_get_avail(status)) + Int64(frames)
+                captured -= rescale(behind, from: Int64(sampleRate), to: Timescale.nanoseconds)
+            }
+            sink.capture(AudioChunk(samples: Array(samples[0..<(frames * channels)]), channels: channels,
+                                    sampleRate: sampleRate, captureTime: captured))
+        }
+    }
+}
