@@ -169,6 +169,8 @@ public enum Runner {
         let source = SyntheticSource(width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
                                      audio: settings.audioEnabled && microphone == nil ? (settings.sampleRate, settings.channels) : nil,
                                      pace: settings.pace)
+        // Asked for before the camera starts, so the stream begins with its first frame.
+        if settings.start == .now { session.startRecording() }
         source.start(into: session.queue)
         if let microphone {
             microphone.start(into: session.queue)
@@ -179,7 +181,6 @@ public enum Runner {
             ("fps", settings.fps),
             ("audio", !settings.audioEnabled ? "off" : microphone != nil ? "alsa:\(settings.audioDevice)" : "\(settings.sampleRate)Hz/\(settings.channels)ch"),
             ("pace", settings.pace.rawValue))
-        if settings.start == .now { session.startRecording() }
         watchStandardInput(session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.

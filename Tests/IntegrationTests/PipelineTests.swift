@@ -75,6 +75,7 @@ final class PipelineTests: XCTestCase {
             }
         }
         let first = try XCTUnwrap(indices.first)
+        XCTAssertEqual(first, 0, "--start now records from the camera's first frame")
         XCTAssertEqual(indices, (0..<360).map { first + UInt32($0) }, "continuous frame indices")
         XCTAssertEqual(flashFrames.map { (first + UInt32($0)) % 30 }, Array(repeating: 0, count: flashFrames.count))
         XCTAssertEqual(flashFrames.count, 12)
