@@ -97,17 +97,25 @@ public enum Runner {
     }
 
     /// The rest of a run, once the settings are final.
-    static func record(_ settings: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
+    static func record(_ requested: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
         // A named ALSA device replaces the source's own microphone.
+        // audio.enabled = auto means "on when the capture PCM opens": without one the stream
+        // is video only, with a warning; audio.enabled = on makes it an error.
+        var adjusted = requested
         var microphone: ALSAMicrophone?
-        if settings.audioEnabled && settings.audioDevice != "auto" {
+        if requested.audioEnabled && requested.audioDevice != "auto" {
             do {
-                microphone = try ALSAMicrophone(device: settings.audioDevice, sampleRate: settings.sampleRate, channels: settings.channels)
+                microphone = try ALSAMicrophone(device: requested.audioDevice, sampleRate: requested.sampleRate, channels: requested.channels)
             } catch {
-                printError("onair: \(error)")
-                return 2
+                if requested.audio == .on {
+                    printError("onair: \(error)")
+                    return 2
+                }
+                log("audio.unavailable", level: .warn, ("error", "\(error)"), ("note", "recording video only"))
+                adjusted.audio = .off
             }
         }
+        let settings = adjusted
         // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
         // was completely stored, and published to the end, before anything new starts.
         do {

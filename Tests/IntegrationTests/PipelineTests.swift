@@ -144,6 +144,21 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(checkerFindings(out + "/streams/" + left[0]), [])
     }
 
+    /// audio.enabled = auto: a capture device that does not open means a video-only
+    /// stream, said with a warning, not a failure.
+    func testAMissingMicrophoneWithAudioAutoRecordsVideoOnly() throws {
+        let out = try temporaryDirectory("noaudio")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--pace", "fast", "--duration", "2", "--listen", "off",
+                                              "--out", out, "--set", "video.quality=low", "--set", "audio.device=nosuchpcm"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("level=warn event=audio.unavailable"), onair.stderr)
+        let stream = try streamDirectory(out)
+        XCTAssertEqual(checkerFindings(stream), [])
+        let index = try String(contentsOfFile: stream + "/index.m3u8", encoding: .utf8)
+        XCTAssertFalse(index.contains("mp4a"), "no audio track is declared")
+    }
+
     func testBadInputGetsOneLineAndExitStatus2() throws {
         let cases: [([String], String)] = [
             (["run", "--duration", "soon"], "onair: --duration: expected seconds"),
@@ -151,7 +166,8 @@ final class PipelineTests: XCTestCase {
             (["run", "--config", "/nonexistent/onair.conf"], "onair: --config /nonexistent/onair.conf: cannot read the file"),
             (["run", "--set", "video.fps=0"], "onair: --set: video.fps: expected an integer in 1…240, got '0'"),
             (["validate", "/nonexistent"], "onair: validate: /nonexistent/index.m3u8 does not exist"),
-            (["run", "--listen", "off", "--set", "audio.device=nosuchpcm"], "onair: audio device nosuchpcm: cannot open: ")
+            (["run", "--listen", "off", "--set", "audio.device=nosuchpcm", "--set", "audio.enabled=on"],
+             "onair: audio device nosuchpcm: cannot open: ")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)
