@@ -1,4 +1,5 @@
 import Devices
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,7 +48,8 @@ public final class Log: @unchecked Sendable {
     static func logfmtValue(_ value: Any) -> String {
         let text = "\(value)"
         if text.isEmpty || text.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) {
-            return "\"" + text.replacingAll("\\", "\\\\").replacingAll("\"", "\\\"").replacingAll("\n", "\\n") + "\""
+            return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n") + "\""
         }
         return text
     }
@@ -71,13 +73,5 @@ public final class Log: @unchecked Sendable {
             }
             return out + "\""
         }
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, _ replacement: String) -> String {
-        var out = ""
-        for c in self { if c == target { out += replacement } else { out.append(c) } }
-        return out
     }
 }

@@ -51,7 +51,6 @@ public struct PublishPlan: Sendable {
     /// Nothing is left to upload: the stream ended and ENDLIST is on the origin.
     public var isComplete: Bool { endlistConfirmed }
 
-    public var segmentsInFlight: Int { segments.values.filter { if case .inFlight = $0 { return true } else { return false } }.count }
     public var pendingSegments: Int { stored - confirmedThrough }
 
     // MARK: Local events

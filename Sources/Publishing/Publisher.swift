@@ -194,9 +194,6 @@ public final class Publisher: @unchecked Sendable {
     /// Segments stored but not yet confirmed by the destination, over all streams.
     public var pendingSegments: Int { locked { plans.values.reduce(0) { $0 + $1.pendingSegments } } }
 
-    /// Every ended stream has its ENDLIST on the destination and nothing is pending.
-    public var isIdle: Bool { locked { plans.values.allSatisfy { $0.isComplete || (!$0.localEnded && $0.pendingSegments == 0 && $0.listed == $0.stored) } } }
-
     /// Waits until every ended stream is completely published, or `seconds` pass.
     @discardableResult
     public func drain(seconds: Double) -> Bool {

@@ -13,7 +13,5 @@ public enum StreamCatalog {
         }
     }
 
-    public static func json(root: String) -> [UInt8] { json(list(root: root)) }
-
-    public static func json(_ streams: [StreamInfo]) -> [UInt8] { StreamInfo.json(streams) }
+    public static func json(root: String) -> [UInt8] { StreamInfo.json(list(root: root)) }
 }

@@ -21,17 +21,6 @@ public func hex(_ text: String) -> [UInt8] {
     return out
 }
 
-public func hexString(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format2: $0) }.joined()
-}
-
-extension String {
-    init(format2 byte: UInt8) {
-        let digits = Array("0123456789abcdef")
-        self = String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-    }
-}
-
 /// Real parameter sets from libx264 (1280x720, High@3.1), for golden tests.
 public enum Golden {
     public static let sps = hex("6764001facb402802dd080000003008000001e478c1950")
