@@ -48,6 +48,8 @@ public final class H264Encoder {
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var hardwareFrames: UnsafeMutablePointer<AVBufferRef>?
+    /// VA-API only: the AVFrame a GPU surface is taken into, reused frame after frame.
+    private var surface: UnsafeMutablePointer<AVFrame>?
     private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
 
     public var codecName: String { kind.codecName }
@@ -96,15 +98,21 @@ public final class H264Encoder {
         frame = av_frame_alloc()
         packet = av_packet_alloc()
         guard let frame, packet != nil else { throw CodecError("out of memory") }
-        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        // VA-API uploads NV12 (its surfaces' format); the software encoders take I420.
+        frame.pointee.format = (kind == .vaapi ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P).rawValue
         frame.pointee.width = Int32(settings.width)
         frame.pointee.height = Int32(settings.height)
         try check(av_frame_get_buffer(frame, 0), "allocating a video frame")
+        if kind == .vaapi {
+            surface = av_frame_alloc()
+            guard surface != nil else { throw CodecError("out of memory") }
+        }
     }
 
     deinit {
         avcodec_free_context(&context)
         av_frame_free(&frame)
+        av_frame_free(&surface)
         av_packet_free(&packet)
         av_buffer_unref(&hardwareFrames)
         av_buffer_unref(&hardwareDevice)
@@ -142,13 +150,15 @@ public final class H264Encoder {
     /// Encodes one frame at `ticks` (90 kHz); returns the samples that came out.
     public func encode(_ input: VideoFrame, ticks: Int64, keyframe: Bool) throws -> [EncodedSample] {
         guard let context, let frame else { return [] }
+        // One copy per picture: into the reusable frame, as I420 or (VA-API) as NV12.
         try check(av_frame_make_writable(frame), "making the frame writable")
-        copyPlanes(input, into: frame)
-        frame.pointee.pts = ticks
-        frame.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         if kind == .vaapi {
-            try sendHardwareFrame(input, ticks: ticks, keyframe: keyframe)
+            copyNV12(input, into: frame)
+            try sendHardwareFrame(frame, ticks: ticks, keyframe: keyframe)
         } else {
+            copyPlanes(input, into: frame)
+            frame.pointee.pts = ticks
+            frame.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
             try check(avcodec_send_frame(context, frame), "encoding a frame")
         }
         return try receive()
@@ -162,17 +172,10 @@ public final class H264Encoder {
         return try receive()
     }
 
-    private func sendHardwareFrame(_ input: VideoFrame, ticks: Int64, keyframe: Bool) throws {
-        guard let context, let hardwareFrames else { return }
-        var nv12: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
-        var surface: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
-        defer { av_frame_free(&nv12); av_frame_free(&surface) }
-        guard let nv12, let surface else { throw CodecError("out of memory") }
-        nv12.pointee.format = AV_PIX_FMT_NV12.rawValue
-        nv12.pointee.width = Int32(input.width)
-        nv12.pointee.height = Int32(input.height)
-        try check(av_frame_get_buffer(nv12, 0), "allocating an NV12 frame")
-        copyNV12(input, into: nv12)
+    /// Uploads an NV12 frame into a VA-API surface and encodes that.
+    private func sendHardwareFrame(_ nv12: UnsafeMutablePointer<AVFrame>, ticks: Int64, keyframe: Bool) throws {
+        guard let context, let hardwareFrames, let surface else { return }
+        av_frame_unref(surface)  // the encoder holds its own reference to the last one
         try check(av_hwframe_get_buffer(hardwareFrames, surface, 0), "getting a VA-API surface")
         try check(av_hwframe_transfer_data(surface, nv12, 0), "uploading to VA-API")
         surface.pointee.pts = ticks
