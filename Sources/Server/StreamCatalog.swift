@@ -1,17 +1,36 @@
 import Foundation
 import HLS
 
-/// The streams under a data directory, as `GET /api/streams` lists them.
-public enum StreamCatalog {
+/// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
+/// once a second, so each playlist is parsed again only when its size or modification
+/// time changed: an ended stream is read once, a live one once per new segment.
+public final class StreamCatalog: @unchecked Sendable {
+    public let root: String
+    private let lock = NSLock()
+    private var cache: [String: (size: Int64, modified: Int64, info: StreamInfo)] = [:]
+
+    public init(root: String) { self.root = root }
+
     /// Every stream under `root/streams`, newest first (ids sort by start time).
-    public static func list(root: String) -> [StreamInfo] {
+    public func list() -> [StreamInfo] {
         let streams = root + "/streams"
-        let ids = (try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []
-        return ids.sorted(by: >).compactMap { id in
-            guard !id.hasPrefix("."), let data = FileManager.default.contents(atPath: "\(streams)/\(id)/playlist.m3u8") else { return nil }
-            return StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
+        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }
+        let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
+            let path = "\(streams)/\(id)/playlist.m3u8"
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            let size = Int64(status.st_size)
+            let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+            if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
+            guard let data = FileManager.default.contents(atPath: path) else { return nil }
+            let info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
+            lock.withLock { cache[id] = (size, modified, info) }
+            return info
         }
+        // Streams deleted (for space) leave the cache with the listing.
+        lock.withLock { cache = cache.filter { ids.contains($0.key) } }
+        return list
     }
 
-    public static func json(root: String) -> [UInt8] { StreamInfo.json(list(root: root)) }
+    public func json() -> [UInt8] { StreamInfo.json(list()) }
 }

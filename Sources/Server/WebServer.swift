@@ -13,6 +13,7 @@ public struct ServerError: Error, CustomStringConvertible {
 public final class WebServer: @unchecked Sendable {
     public let root: String
     private let canonicalRoot: String
+    private let catalog: StreamCatalog
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
 
@@ -23,6 +24,7 @@ public final class WebServer: @unchecked Sendable {
     public init(listen address: String, root: String, status: @escaping @Sendable () -> [UInt8] = { Array("{}".utf8) }) throws {
         self.root = root
         self.status = status
+        catalog = StreamCatalog(root: root)
         try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
         canonicalRoot = String(cString: real)
@@ -100,7 +102,7 @@ public final class WebServer: @unchecked Sendable {
                          headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/streams" {
-            return Reply(status: 200, body: .bytes(StreamCatalog.json(root: root)),
+            return Reply(status: 200, body: .bytes(catalog.json()),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/status" {

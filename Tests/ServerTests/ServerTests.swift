@@ -107,6 +107,19 @@ final class WebServerTests: XCTestCase {
         XCTAssertEqual(streams[1].state, "ended")
     }
 
+    func testTheListFollowsPlaylistChangesAndDeletions() throws {
+        let catalog = StreamCatalog(root: root)
+        XCTAssertEqual(catalog.list().first?.segments, 2)
+        XCTAssertEqual(catalog.list().first?.state, "live", "a second call comes from the cache")
+        let playlist = root + "/streams/20261202T164233Z-0001/playlist.m3u8"
+        try (try String(contentsOfFile: playlist, encoding: .utf8) + "#EXTINF:2.000,\nseg/000003.m4s\n#EXT-X-ENDLIST\n")
+            .write(toFile: playlist, atomically: true, encoding: .utf8)
+        XCTAssertEqual(catalog.list().first?.segments, 3, "a rewritten playlist is read again")
+        XCTAssertEqual(catalog.list().first?.state, "ended")
+        try FileManager.default.removeItem(atPath: root + "/streams/20261201T000000Z-0002")
+        XCTAssertEqual(catalog.list().map(\.id), ["20261202T164233Z-0001"])
+    }
+
     func testViewerPageIsSelfContained() throws {
         let page = try HTTPClient.request(port: port, "/")
         XCTAssertEqual(page.status, 200)
