@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // Our own C: Linux calls and ioctl layouts Swift cannot import.
+        .target(name: "CLinux"),
+
         // Pure media code: no I/O.
         .target(name: "Media"),
         .target(name: "MP4", dependencies: ["Media"]),
@@ -29,10 +32,11 @@ let package = Package(
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media", "CALSA"]),
         .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
+        .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "CLinux"]),
         .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Codecs", "Devices", "Publishing", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -46,6 +50,7 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media"]),
         .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Recording", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])

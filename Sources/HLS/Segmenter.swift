@@ -53,6 +53,9 @@ public struct Segmenter {
     public let timeline: Timeline
     /// Duration given to the very last frame, whose successor never comes.
     public let nominalFrameDuration: Int64
+    /// HLS segments start with an IDR (RFC 8216bis §6.2.3 wants them independent); the
+    /// fragments of a recording file may start at any frame.
+    public let cutsOnlyAtSync: Bool
 
     private var current: [EncodedSample] = []
     private var closed: [[EncodedSample]] = []
@@ -64,8 +67,9 @@ public struct Segmenter {
     /// so a silent microphone cannot hold the live stream back.
     private let maximumAudioWait = 2
 
-    public init(grid: SegmentGrid, tracks: Tracks, timeline: Timeline, nominalFrameDuration: Int64) {
+    public init(grid: SegmentGrid, tracks: Tracks, timeline: Timeline, nominalFrameDuration: Int64, cutsOnlyAtSync: Bool = true) {
         self.grid = grid
+        self.cutsOnlyAtSync = cutsOnlyAtSync
         self.tracks = tracks
         self.timeline = timeline
         self.nominalFrameDuration = nominalFrameDuration
@@ -77,7 +81,7 @@ public struct Segmenter {
         if var last = current.popLast() {
             last.duration = max(1, sample.dts - last.dts)
             current.append(last)
-            if sample.isSync, let first = current.first, grid.slot(sample.dts) > grid.slot(first.dts) {
+            if sample.isSync || !cutsOnlyAtSync, let first = current.first, grid.slot(sample.dts) > grid.slot(first.dts) {
                 closed.append(current)
                 current = []
             }

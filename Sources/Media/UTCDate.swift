@@ -44,6 +44,15 @@ public enum UTCDate {
         return String(full.prefix(19).filter { $0 != "-" && $0 != ":" }) + "Z"
     }
 
+    /// The time at the start of a compact id (`20261202T164233Z-3f9a`), ms; nil if none.
+    public static func parseCompact(_ text: String) -> Int64? {
+        let c = Array(text.prefix(16))
+        guard c.count == 16, c[8] == "T", c[15] == "Z" else { return nil }
+        let s = String(c)
+        func part(_ from: Int, _ count: Int) -> Substring { s.dropFirst(from).prefix(count) }
+        return parse("\(part(0, 4))-\(part(4, 2))-\(part(6, 2))T\(part(9, 2)):\(part(11, 2)):\(part(13, 2))Z")
+    }
+
     /// Parses `YYYY-MM-DDThh:mm:ss(.sss)?(Z|±hh:mm)` back to milliseconds; nil if malformed.
     public static func parse(_ text: String) -> Int64? {
         let c = Array(text.utf8)

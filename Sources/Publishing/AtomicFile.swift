@@ -7,6 +7,11 @@ public struct FileError: Error, CustomStringConvertible {
     public var operation: String
     public var code: Int32
     public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+    public init(path: String, operation: String, code: Int32) {
+        self.path = path
+        self.operation = operation
+        self.code = code
+    }
 }
 
 /// Files other programs read are written temp → fsync → rename → fsync(dir), so a reader
@@ -22,17 +27,7 @@ public enum AtomicFile {
         var ok = false
         defer { if !ok { unlink(temporary) } }
         do {
-            try bytes.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw FileError(path: temporary, operation: "write", code: errno)
-                    }
-                    offset += n
-                }
-            }
+            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
             guard fsync(fd) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
         } catch {
             close(fd)
@@ -42,6 +37,19 @@ public enum AtomicFile {
         guard rename(temporary, path) == 0 else { throw FileError(path: path, operation: "rename to", code: errno) }
         ok = true
         try syncDirectory(directory)
+    }
+
+    /// write(2) until all of `raw` is written, through EINTR and short writes.
+    public static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < raw.count {
+            let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError(path: path, operation: "write", code: errno)
+            }
+            offset += n
+        }
     }
 
     /// Makes a rename durable (POSIX: the directory entry lives in the directory).

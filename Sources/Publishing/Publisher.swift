@@ -394,8 +394,11 @@ public final class Publisher: @unchecked Sendable {
     }
 }
 
-func monotonicMilliseconds() -> Int64 {
+func monotonicMilliseconds() -> Int64 { monotonicNanoseconds() / 1_000_000 }
+
+/// CLOCK_MONOTONIC, ns: for measuring how long I/O takes.
+public func monotonicNanoseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }

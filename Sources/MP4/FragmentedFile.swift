@@ -1,0 +1,107 @@
+/// Reads back a fragmented MP4 file (`ftyp` `moov` then `moof`+`mdat` pairs) as the
+/// sample tables of a progressive one. Reads go through a callback so a multi-gigabyte
+/// recording is never held in memory: only the `moov` and one `moof` at a time.
+///
+/// A file cut short (a power cut mid-write) is read up to its last complete fragment;
+/// what follows is reported, not trusted.
+public struct FragmentedFile: Sendable {
+    /// Byte ranges of the source file whose concatenation is the new `mdat` payload.
+    public var payloads: [Range<Int64>]
+    public var tracks: [MovieTrack]
+    public var fragments: Int
+    /// Where the last complete fragment ends; bytes after it were incomplete.
+    public var completeBytes: Int64
+    public var discardedBytes: Int64
+
+    public var payloadSize: Int64 { payloads.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
+
+    /// `read(offset, count)` returns exactly `count` bytes at `offset`, or nil.
+    public static func scan(size: Int64, read: (Int64, Int) -> [UInt8]?) throws -> FragmentedFile {
+        var offset: Int64 = 0
+        var tracks: [MovieTrack] = []
+        var payloads: [Range<Int64>] = []
+        var payloadTotal: Int64 = 0
+        var complete: Int64 = 0
+        var fragments = 0
+        var pendingMoof: (offset: Int64, bytes: [UInt8])?
+
+        func header(at offset: Int64) -> (type: String, size: Int64, headerSize: Int64)? {
+            guard size - offset >= 8, let head = read(offset, 8) else { return nil }
+            var r = ByteReader(head)
+            guard let small = try? r.u32(), let type = try? r.fourCC() else { return nil }
+            if small == 1 {
+                guard size - offset >= 16, let large = read(offset + 8, 8) else { return nil }
+                var l = ByteReader(large)
+                guard let value = try? l.u64() else { return nil }
+                return (type, Int64(value), 16)
+            }
+            return (type, small == 0 ? size - offset : Int64(small), 8)
+        }
+
+        while let box = header(at: offset) {
+            guard box.size >= box.headerSize, offset + box.size <= size else { break }  // cut short
+            switch box.type {
+            case "moov":
+                guard let bytes = read(offset, Int(box.size)) else { break }
+                tracks = try movieTracks(bytes)
+            case "moof":
+                guard let bytes = read(offset, Int(box.size)) else { break }
+                pendingMoof = (offset, bytes)
+            case "mdat":
+                guard let moof = pendingMoof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
+                pendingMoof = nil
+                let payload = (offset + box.headerSize)..<(offset + box.size)
+                let parsed = try ParsedSegment(bytes: moof.bytes)
+                for traf in parsed.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
+                    guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
+                        throw MP4Error.missing("trak for track \(traf.trackID)")
+                    }
+                    let start = moof.offset + Int64(traf.samples[0].range.lowerBound)
+                    let end = moof.offset + Int64(traf.samples[traf.samples.count - 1].range.upperBound)
+                    guard start >= payload.lowerBound, end <= payload.upperBound else {
+                        throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moof.offset))
+                    }
+                    if tracks[index].samples.isEmpty { tracks[index].firstDecodeTime = Int64(traf.baseDecodeTime) }
+                    tracks[index].chunks.append(.init(offset: payloadTotal + start - payload.lowerBound, sampleCount: traf.samples.count))
+                    tracks[index].samples += traf.samples.map {
+                        .init(duration: $0.duration, size: $0.size, compositionOffset: $0.compositionOffset, isSync: $0.isSync)
+                    }
+                }
+                payloads.append(payload)
+                payloadTotal += box.size - box.headerSize
+                fragments += 1
+            default:
+                break  // ftyp, free, styp: nothing to carry over
+            }
+            offset += box.size
+            if pendingMoof == nil { complete = offset }
+        }
+        guard !tracks.isEmpty else { throw MP4Error.missing("moov") }
+        return FragmentedFile(payloads: payloads, tracks: tracks, fragments: fragments,
+                              completeBytes: complete, discardedBytes: size - complete)
+    }
+
+    /// The tracks of an init segment's `moov`, with their `stsd` boxes as they are.
+    static func movieTracks(_ moov: [UInt8]) throws -> [MovieTrack] {
+        guard let root = try BoxTree.parse(moov).first, root.type == "moov" else { throw MP4Error.missing("moov") }
+        return try root.all("trak").map { trak in
+            guard let tkhd = trak.child("tkhd"), let mdhd = trak.find(["mdia", "mdhd"]), let hdlr = trak.find(["mdia", "hdlr"]),
+                  let stsd = trak.find(["mdia", "minf", "stbl", "stsd"]) else { throw MP4Error.missing("tkhd/mdhd/hdlr/stsd") }
+            var r = ByteReader(moov, range: tkhd.payload)
+            let version = try r.u8(); try r.skip(3)
+            try r.skip(version == 1 ? 16 : 8)
+            let trackID = try r.u32()
+            try r.skip(4 + (version == 1 ? 8 : 4) + 8 + 8 + 36)
+            let width = Int(try r.u32() >> 16), height = Int(try r.u32() >> 16)
+            r = ByteReader(moov, range: mdhd.payload)
+            let mdhdVersion = try r.u8(); try r.skip(3)
+            try r.skip(mdhdVersion == 1 ? 16 : 8)
+            let timescale = try r.u32()
+            r = ByteReader(moov, range: hdlr.payload)
+            try r.skip(8)
+            let handler = try r.fourCC()
+            return MovieTrack(trackID: trackID, handler: handler, timescale: timescale, width: width, height: height,
+                              sampleDescription: Array(moov[stsd.start..<(stsd.start + stsd.size)]), firstDecodeTime: 0)
+        }
+    }
+}

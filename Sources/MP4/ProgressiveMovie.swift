@@ -1,0 +1,273 @@
+/// One track of a progressive (non-fragmented) movie: its description, copied from the
+/// fragmented file's init segment, and its sample table.
+public struct MovieTrack: Sendable {
+    public struct Sample: Sendable, Equatable {
+        public var duration: UInt32
+        public var size: UInt32
+        public var compositionOffset: Int32
+        public var isSync: Bool
+        public init(duration: UInt32, size: UInt32, compositionOffset: Int32, isSync: Bool) {
+            self.duration = duration
+            self.size = size
+            self.compositionOffset = compositionOffset
+            self.isSync = isSync
+        }
+    }
+    /// A run of samples stored back to back in the mdat.
+    public struct Chunk: Sendable, Equatable {
+        /// Offset of the chunk's first byte from the start of the mdat payload.
+        public var offset: Int64
+        public var sampleCount: Int
+        public init(offset: Int64, sampleCount: Int) {
+            self.offset = offset
+            self.sampleCount = sampleCount
+        }
+    }
+
+    public var trackID: UInt32
+    /// `vide` or `soun`.
+    public var handler: String
+    public var timescale: UInt32
+    public var width: Int
+    public var height: Int
+    /// The whole `stsd` box, as the init segment has it.
+    public var sampleDescription: [UInt8]
+    /// Decode time of the first sample on the fragmented timeline, in `timescale` ticks.
+    public var firstDecodeTime: Int64
+    public var samples: [Sample] = []
+    public var chunks: [Chunk] = []
+
+    public init(trackID: UInt32, handler: String, timescale: UInt32, width: Int, height: Int,
+                sampleDescription: [UInt8], firstDecodeTime: Int64) {
+        self.trackID = trackID
+        self.handler = handler
+        self.timescale = timescale
+        self.width = width
+        self.height = height
+        self.sampleDescription = sampleDescription
+        self.firstDecodeTime = firstDecodeTime
+    }
+
+    public var mediaDuration: Int64 { samples.reduce(0) { $0 + Int64($1.duration) } }
+    /// First presentation time on the fragmented timeline.
+    public var firstPresentationTime: Int64 { firstDecodeTime + Int64(samples.first?.compositionOffset ?? 0) }
+}
+
+/// The header of a progressive MP4 whose `moov` comes first, so a player can start and
+/// seek before it has the whole file (what `ffmpeg -movflags +faststart` makes):
+///
+///     |ftyp| |moov |mvhd| |trak |tkhd| |edts|elst|| |mdia ... stbl(stsd stts ctts stss stsz stsc co64)||| |mdat ...|
+///
+/// Chunk offsets are 64-bit (co64, §8.7.5) so an hour-long recording past 4 GB stays valid,
+/// which also keeps the moov's size independent of where the mdat lands.
+public enum ProgressiveMovie {
+    public static let movieTimescale: UInt32 = 1000
+
+    /// `ftyp` + `moov` for samples in one `mdat` that follows them directly. The first
+    /// video frame is presented at movie time 0: each track gets an edit list that skips
+    /// what comes before it (the AAC priming) or waits for its first sample (14496-12 §8.6.6).
+    public static func header(tracks: [MovieTrack]) -> [UInt8] {
+        var ftyp = ByteWriter()
+        ftyp.box("ftyp") { w in
+            w.fourCC("isom")
+            w.u32(0x200)
+            for brand in ["isom", "iso2", "avc1", "mp41"] { w.fourCC(brand) }
+        }
+        // The moov's size does not depend on the offsets it holds (all u64), so build it
+        // once to learn its size, then again with the real offsets.
+        let draft = moov(tracks: tracks, mdatPayload: 0)
+        let mdatPayload = Int64(ftyp.bytes.count + draft.count + 16)
+        return ftyp.bytes + moov(tracks: tracks, mdatPayload: mdatPayload)
+    }
+
+    /// The header of an `mdat` holding `size` payload bytes: always the 64-bit form
+    /// (§4.2), so `header`'s offsets hold whatever the size.
+    public static func mdatHeader(payloadSize: Int64) -> [UInt8] {
+        var w = ByteWriter()
+        w.u32(1)
+        w.fourCC("mdat")
+        w.u64(UInt64(payloadSize + 16))
+        return w.bytes
+    }
+
+    /// Where video presentation starts, as the origin of movie time.
+    static func origin(_ tracks: [MovieTrack]) -> (ticks: Int64, timescale: Int64) {
+        let reference = tracks.first { $0.handler == "vide" } ?? tracks[0]
+        return (reference.firstPresentationTime, Int64(reference.timescale))
+    }
+
+    static func moov(tracks: [MovieTrack], mdatPayload: Int64) -> [UInt8] {
+        let origin = origin(tracks)
+        let edits = tracks.map { edit(for: $0, origin: origin) }
+        let movieDuration = edits.map { $0.emptyDuration + $0.duration }.max() ?? 0
+        var w = ByteWriter()
+        w.box("moov") { w in
+            versioned(&w, "mvhd", big: movieDuration > Int64(UInt32.max)) { w, big in
+                time(&w, 0, big); time(&w, 0, big)        // creation, modification
+                w.u32(movieTimescale)
+                time(&w, movieDuration, big)
+                w.u32(0x0001_0000); w.u16(0x0100); w.zeros(10)
+                w.unityMatrix()
+                w.zeros(24)
+                w.u32((tracks.map(\.trackID).max() ?? 0) + 1)
+            }
+            for (track, edit) in zip(tracks, edits) {
+                trak(&w, track, edit: edit, mdatPayload: mdatPayload)
+            }
+        }
+        return w.bytes
+    }
+
+    struct Edit {
+        /// Movie ticks before the track's first sample shows (an empty edit).
+        var emptyDuration: Int64
+        /// Media time that plays at the edit's start, in track ticks.
+        var mediaTime: Int64
+        /// Movie ticks of media that play.
+        var duration: Int64
+    }
+
+    static func edit(for track: MovieTrack, origin: (ticks: Int64, timescale: Int64)) -> Edit {
+        let timescale = Int64(track.timescale)
+        let originHere = rescaleRounded(origin.ticks, from: origin.timescale, to: timescale)
+        // Sample 0 decodes at media time 0, which is firstDecodeTime on the fragmented
+        // timeline; the media time shown at movie time 0 is the origin on that timeline.
+        let skip = originHere - track.firstDecodeTime
+        let movie = Int64(movieTimescale)
+        if skip >= 0 {
+            return Edit(emptyDuration: 0, mediaTime: skip,
+                        duration: rescaleRounded(max(0, track.mediaDuration - skip), from: timescale, to: movie))
+        }
+        return Edit(emptyDuration: rescaleRounded(-skip, from: timescale, to: movie), mediaTime: 0,
+                    duration: rescaleRounded(track.mediaDuration, from: timescale, to: movie))
+    }
+
+    static func rescaleRounded(_ value: Int64, from: Int64, to: Int64) -> Int64 {
+        let product = value * to
+        return product >= 0 ? (product + from / 2) / from : -((-product + from / 2) / from)
+    }
+
+    private static func time(_ w: inout ByteWriter, _ value: Int64, _ big: Bool) {
+        if big { w.u64(UInt64(value)) } else { w.u32(UInt32(value)) }
+    }
+
+    /// A full box in version 1 (64-bit times) only when a value needs it, §8.2.2.
+    private static func versioned(_ w: inout ByteWriter, _ type: String, big: Bool, _ body: (inout ByteWriter, Bool) -> Void) {
+        w.fullBox(type, version: big ? 1 : 0, flags: 0) { body(&$0, big) }
+    }
+
+    private static func trak(_ w: inout ByteWriter, _ track: MovieTrack, edit: Edit, mdatPayload: Int64) {
+        let trackDuration = edit.emptyDuration + edit.duration
+        let isVideo = track.handler == "vide"
+        w.box("trak") { w in
+            let big = trackDuration > Int64(UInt32.max)
+            w.fullBox("tkhd", version: big ? 1 : 0, flags: 3) { w in
+                time(&w, 0, big); time(&w, 0, big)
+                w.u32(track.trackID)
+                w.u32(0)
+                time(&w, trackDuration, big)
+                w.zeros(8)
+                w.u16(0); w.u16(0)
+                w.u16(isVideo ? 0 : 0x0100)
+                w.u16(0)
+                w.unityMatrix()
+                w.u32(UInt32(track.width) << 16)
+                w.u32(UInt32(track.height) << 16)
+            }
+            w.box("edts") { w in
+                let entries = (edit.emptyDuration > 0 ? [(edit.emptyDuration, Int64(-1))] : []) + [(edit.duration, edit.mediaTime)]
+                let wide = entries.contains { $0.0 > Int64(UInt32.max) || $0.1 > Int64(Int32.max) }
+                w.fullBox("elst", version: wide ? 1 : 0, flags: 0) { w in
+                    w.u32(UInt32(entries.count))
+                    for (duration, mediaTime) in entries {
+                        if wide { w.u64(UInt64(duration)); w.u64(UInt64(bitPattern: mediaTime)) } else {
+                            w.u32(UInt32(duration)); w.i32(Int32(mediaTime))
+                        }
+                        w.u16(1); w.u16(0)  // media_rate 1.0
+                    }
+                }
+            }
+            w.box("mdia") { w in
+                let mediaDuration = track.mediaDuration
+                versioned(&w, "mdhd", big: mediaDuration > Int64(UInt32.max)) { w, big in
+                    time(&w, 0, big); time(&w, 0, big)
+                    w.u32(track.timescale)
+                    time(&w, mediaDuration, big)
+                    w.u16(0x55C4)   // "und"
+                    w.u16(0)
+                }
+                w.fullBox("hdlr", version: 0, flags: 0) { w in
+                    w.u32(0)
+                    w.fourCC(track.handler)
+                    w.zeros(12)
+                    w.append(Array((isVideo ? "VideoHandler" : "SoundHandler").utf8)); w.u8(0)
+                }
+                w.box("minf") { w in
+                    if isVideo { w.fullBox("vmhd", version: 0, flags: 1) { $0.zeros(8) } } else {
+                        w.fullBox("smhd", version: 0, flags: 0) { $0.u32(0) }
+                    }
+                    w.box("dinf") { w in
+                        w.fullBox("dref", version: 0, flags: 0) { w in
+                            w.u32(1)
+                            w.fullBox("url ", version: 0, flags: 1) { _ in }
+                        }
+                    }
+                    w.box("stbl") { w in
+                        w.append(track.sampleDescription)
+                        sampleTables(&w, track, mdatPayload: mdatPayload)
+                    }
+                }
+            }
+        }
+    }
+
+    /// stts, ctts, stss, stsz, stsc and co64 (§8.6.1.2, §8.6.1.3, §8.6.2, §8.7.3, §8.7.4, §8.7.5).
+    private static func sampleTables(_ w: inout ByteWriter, _ track: MovieTrack, mdatPayload: Int64) {
+        let samples = track.samples
+        w.fullBox("stts", version: 0, flags: 0) { w in
+            let runs = runLengths(samples.map(\.duration))
+            w.u32(UInt32(runs.count))
+            for run in runs { w.u32(UInt32(run.count)); w.u32(run.value) }
+        }
+        if samples.contains(where: { $0.compositionOffset != 0 }) {
+            // Version 1: signed offsets, as the fragments carried them.
+            w.fullBox("ctts", version: 1, flags: 0) { w in
+                let runs = runLengths(samples.map { UInt32(bitPattern: $0.compositionOffset) })
+                w.u32(UInt32(runs.count))
+                for run in runs { w.u32(UInt32(run.count)); w.u32(run.value) }
+            }
+        }
+        if samples.contains(where: { !$0.isSync }) {
+            w.fullBox("stss", version: 0, flags: 0) { w in
+                let sync = samples.indices.filter { samples[$0].isSync }
+                w.u32(UInt32(sync.count))
+                for index in sync { w.u32(UInt32(index + 1)) }
+            }
+        }
+        w.fullBox("stsz", version: 0, flags: 0) { w in
+            w.u32(0)
+            w.u32(UInt32(samples.count))
+            for sample in samples { w.u32(sample.size) }
+        }
+        w.fullBox("stsc", version: 0, flags: 0) { w in
+            var entries: [(first: Int, count: Int)] = []
+            for (index, chunk) in track.chunks.enumerated() where entries.last?.count != chunk.sampleCount {
+                entries.append((index + 1, chunk.sampleCount))
+            }
+            w.u32(UInt32(entries.count))
+            for entry in entries { w.u32(UInt32(entry.first)); w.u32(UInt32(entry.count)); w.u32(1) }
+        }
+        w.fullBox("co64", version: 0, flags: 0) { w in
+            w.u32(UInt32(track.chunks.count))
+            for chunk in track.chunks { w.u64(UInt64(mdatPayload + chunk.offset)) }
+        }
+    }
+
+    private static func runLengths(_ values: [UInt32]) -> [(value: UInt32, count: Int)] {
+        var runs: [(value: UInt32, count: Int)] = []
+        for value in values {
+            if runs.last?.value == value { runs[runs.count - 1].count += 1 } else { runs.append((value, 1)) }
+        }
+        return runs
+    }
+}

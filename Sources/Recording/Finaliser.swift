@@ -1,0 +1,91 @@
+import MP4
+import Publishing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `.mp4.part` (fragmented, as written) → `.mp4` (progressive, `moov` first). Used at the
+/// end of a recording and, at start-up, for a `.part` a crash left behind: only complete
+/// fragments are carried over, so the result is always playable. The new file goes
+/// temp → fsync → rename, and the `.part` is removed only once the `.mp4` is durable.
+public enum Finaliser {
+    public struct Result: Sendable, Equatable {
+        public var path: String
+        public var fragments: Int
+        public var videoFrames: Int
+        /// Video duration in seconds.
+        public var seconds: Double
+        public var bytes: Int64
+        /// Bytes of an incomplete last fragment that were left out.
+        public var discardedBytes: Int64
+    }
+
+    /// Returns nil (and removes the `.part`) when not one fragment was complete.
+    public static func finalise(partPath: String, to finalPath: String) throws -> Result? {
+        let source = open(partPath, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw FileError(path: partPath, operation: "open", code: errno) }
+        defer { close(source) }
+        var info = stat()
+        guard fstat(source, &info) == 0 else { throw FileError(path: partPath, operation: "stat", code: errno) }
+        let scan: FragmentedFile
+        do {
+            scan = try FragmentedFile.scan(size: Int64(info.st_size)) { offset, count in
+                var bytes = [UInt8](repeating: 0, count: count)
+                let n = bytes.withUnsafeMutableBytes { pread(source, $0.baseAddress, count, off_t(offset)) }
+                return n == count ? bytes : nil
+            }
+        } catch {
+            throw RecordingError.unreadable(partPath, "\(error)")
+        }
+        let directory = String(finalPath[..<(finalPath.lastIndex(of: "/") ?? finalPath.startIndex)])
+        guard scan.fragments > 0 else {
+            unlink(partPath)
+            try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+            return nil
+        }
+        let name = String(finalPath[finalPath.index(after: finalPath.lastIndex(of: "/") ?? finalPath.startIndex)...])
+        let temporary = directory.isEmpty ? ".\(name).tmp" : "\(directory)/.\(name).tmp"
+        let target = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard target >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
+        var ok = false
+        defer { if !ok { unlink(temporary) } }
+        let header = ProgressiveMovie.header(tracks: scan.tracks) + ProgressiveMovie.mdatHeader(payloadSize: scan.payloadSize)
+        do {
+            try header.withUnsafeBytes { try AtomicFile.writeAll(target, $0, path: temporary) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            for range in scan.payloads {
+                var offset = range.lowerBound
+                while offset < range.upperBound {
+                    let want = Int(min(Int64(buffer.count), range.upperBound - offset))
+                    let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, off_t(offset)) }
+                    guard n == want else { throw FileError(path: partPath, operation: "read", code: n < 0 ? errno : EIO) }
+                    try buffer.withUnsafeBytes { try AtomicFile.writeAll(target, UnsafeRawBufferPointer(rebasing: $0[0..<n]), path: temporary) }
+                    offset += Int64(n)
+                }
+            }
+            guard fsync(target) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
+        } catch {
+            close(target)
+            throw error
+        }
+        close(target)
+        guard rename(temporary, finalPath) == 0 else { throw FileError(path: finalPath, operation: "rename to", code: errno) }
+        ok = true
+        try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+        unlink(partPath)
+        try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+        let video = scan.tracks.first { $0.handler == "vide" }
+        return Result(path: finalPath, fragments: scan.fragments, videoFrames: video?.samples.count ?? 0,
+                      seconds: video.map { Double($0.mediaDuration) / Double($0.timescale) } ?? 0,
+                      bytes: Int64(header.count) + scan.payloadSize, discardedBytes: scan.discardedBytes)
+    }
+}
+
+public enum RecordingError: Error, CustomStringConvertible {
+    case unreadable(String, String)
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let why): return "\(path): not a readable fragmented MP4 (\(why))"
+        }
+    }
+}

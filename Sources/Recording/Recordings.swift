@@ -1,0 +1,104 @@
+import Foundation
+import Media
+import Publishing
+
+/// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside
+/// it), the one being written (`<id>.mp4.part`), and what start-up and retention do to them.
+public struct Recordings: Sendable {
+    public enum Priority: String, Sendable, CaseIterable, Codable {
+        /// Deleted after `record.keep_days`, or earlier when space runs low.
+        case normal
+        /// Never deleted by onair.
+        case keep
+    }
+
+    /// What `/api/recordings` lists for each one.
+    public struct Entry: Sendable, Equatable, Codable {
+        public var id: String
+        public var file: String
+        public var bytes: Int64
+        public var seconds: Double?
+        public var frames: Int?
+        public var priority: Priority
+        /// Still being written.
+        public var recording: Bool
+    }
+
+    public let directory: String
+
+    public init(root: String) { directory = root + "/recordings" }
+
+    public func partPath(_ id: String) -> String { "\(directory)/\(id).mp4.part" }
+
+    /// Records what a finished recording is, next to it.
+    public func describe(_ result: Finaliser.Result, id: String, priority: Priority) throws {
+        let entry = Entry(id: id, file: "\(id).mp4", bytes: result.bytes, seconds: result.seconds,
+                          frames: result.videoFrames, priority: priority, recording: false)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(Array(try encoder.encode(entry)), to: "\(directory)/\(id).json")
+    }
+
+    /// Every recording, oldest first (ids sort by start time).
+    public func list() -> [Entry] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var entries: [Entry] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let path = "\(directory)/\(name)"
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+            if name.hasSuffix(".mp4.part") {
+                let id = String(name.dropLast(".mp4.part".count))
+                entries.append(Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil,
+                                     priority: .normal, recording: true))
+            } else if name.hasSuffix(".mp4") {
+                let id = String(name.dropLast(".mp4".count))
+                var entry = FileManager.default.contents(atPath: "\(directory)/\(id).json")
+                    .flatMap { try? JSONDecoder().decode(Entry.self, from: $0) }
+                    ?? Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil, priority: .normal, recording: false)
+                entry.bytes = size
+                entries.append(entry)
+            }
+        }
+        return entries
+    }
+
+    /// Finalises every `.part` an earlier run left (crash, kill -9, power cut) from its
+    /// complete fragments. A `.part` that cannot be read is left where it is, reported.
+    public func recoverAll(priority: Priority, log: (String, [(String, Any)]) -> Void) {
+        for entry in list() where entry.recording {
+            do {
+                if let result = try Finaliser.finalise(partPath: partPath(entry.id), to: "\(directory)/\(entry.id).mp4") {
+                    try describe(result, id: entry.id, priority: priority)
+                    log("recording.recovered", [("id", entry.id), ("seconds", result.seconds), ("frames", result.videoFrames),
+                                                ("discarded_bytes", result.discardedBytes)])
+                } else {
+                    log("recording.empty", [("id", entry.id), ("note", "no complete fragment; removed")])
+                }
+            } catch {
+                log("recording.unrecoverable", [("id", entry.id), ("error", "\(error)")])
+            }
+        }
+    }
+
+    /// Finished, normal-priority recordings, oldest first: what space and age may remove.
+    public func evictable() -> [Entry] { list().filter { !$0.recording && $0.priority == .normal } }
+
+    /// Removes a finished recording and its description.
+    public func remove(_ id: String) throws {
+        try FileManager.default.removeItem(atPath: "\(directory)/\(id).mp4")
+        try? FileManager.default.removeItem(atPath: "\(directory)/\(id).json")
+    }
+
+    /// `record.keep_days`: normal recordings whose start is older than that go.
+    public func expire(keepDays: Int, nowMs: Int64, log: (String, [(String, Any)]) -> Void) {
+        for entry in evictable() {
+            guard let started = UTCDate.parseCompact(entry.id), nowMs - started > Int64(keepDays) * 86_400_000 else { continue }
+            do {
+                try remove(entry.id)
+                log("recording.expired", [("id", entry.id), ("keep_days", keepDays)])
+            } catch {
+                log("recording.expire_failed", [("id", entry.id), ("error", "\(error)")])
+            }
+        }
+    }
+}
