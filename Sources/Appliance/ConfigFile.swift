@@ -2,6 +2,7 @@ import Codecs
 import Devices
 import Media
 import Publishing
+import Recording
 
 /// A configuration problem, said in one line that names where it is.
 public struct ConfigError: Error, CustomStringConvertible, Equatable {
@@ -108,7 +109,17 @@ public enum ConfigFile {
         "publish.s3.region": { $0.publish.s3Region = $1 },
         "publish.s3.access_key": { $0.publish.s3AccessKey = $1 },
         "publish.s3.secret_key": { $0.publish.s3SecretKey = $1 },
-        "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) }
+        "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) },
+        "record.enabled": { $0.record.enabled = try boolean($1) },
+        "record.width": { $0.record.width = $1 == "auto" ? nil : try evenInteger($1, 16...7680) },
+        "record.height": { $0.record.height = $1 == "auto" ? nil : try evenInteger($1, 16...4320) },
+        "record.fps": { $0.record.fps = $1 == "auto" ? nil : try integer($1, 1...240) },
+        "record.bitrate": { $0.record.bitrate = try bitrate($1) },
+        "record.codec": { $0.record.codec = try choice($1, RecordProfile.Codec.self) },
+        "record.encoder": { $0.record.encoder = try choice($1, VideoEncoderKind.self) },
+        "record.preallocate_mb": { $0.record.preallocateMegabytes = try integer($1, 0...4096) },
+        "record.keep_days": { $0.record.keepDays = $1 == "off" ? nil : try integer($1, 1...36_500) },
+        "record.priority": { $0.record.priority = try choice($1, Recordings.Priority.self) }
     ]
 
     public static var knownKeys: [String] { keys.keys.sorted() }

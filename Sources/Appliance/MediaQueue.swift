@@ -4,8 +4,9 @@ import Media
 import Glibc
 #endif
 
-/// The bounded hand-off from capture threads to the media thread. Video and audio have
-/// bounds of their own, so a burst of one never evicts the other. Never an unbounded
+/// The bounded hand-off between threads: capture → session, and session → each output.
+/// Video and audio have bounds of their own, so a burst of one never evicts the other;
+/// control items (a stream's start and end) are never dropped or bounded. Never an unbounded
 /// backlog: in real time a full queue drops the oldest item of that kind (newest wins) and
 /// counts it; with `--pace fast` the producer waits instead, so a benchmark measures work
 /// rather than drops.
@@ -13,7 +14,12 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
     public enum Item: Sendable {
         case video(VideoFrame)
         case audio(AudioChunk)
+        /// A stream begins at the next video frame.
+        case begin(StreamStart)
+        /// The stream ends here.
+        case finish
     }
+    enum Kind { case video, audio, control }
     public enum Policy: Sendable { case dropOldest, block }
 
     public let videoCapacity: Int
@@ -46,20 +52,38 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         pthread_cond_destroy(&notFull)
     }
 
-    private var count: Int { items.count - head }
+    private var pending: Int { items.count - head }
 
     public func capture(_ frame: VideoFrame) { push(.video(frame)) }
     public func capture(_ chunk: AudioChunk) { push(.audio(chunk)) }
 
-    private static func isVideo(_ item: Item) -> Bool {
-        if case .video = item { return true } else { return false }
+    private static func kind(_ item: Item) -> Kind {
+        switch item {
+        case .video: return .video
+        case .audio: return .audio
+        case .begin, .finish: return .control
+        }
+    }
+
+    private func adjust(_ kind: Kind, _ delta: Int) {
+        switch kind {
+        case .video: videoCount += delta
+        case .audio: audioCount += delta
+        case .control: break
+        }
     }
 
     public func push(_ item: Item) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        let video = Self.isVideo(item)
-        func full() -> Bool { video ? videoCount >= videoCapacity : audioCount >= audioCapacity }
+        let kind = Self.kind(item)
+        func full() -> Bool {
+            switch kind {
+            case .video: return videoCount >= videoCapacity
+            case .audio: return audioCount >= audioCapacity
+            case .control: return false
+            }
+        }
         if closed { return }
         if full() {
             switch policy {
@@ -67,14 +91,15 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
                 while full() && !closed { pthread_cond_wait(&notFull, &mutex) }
                 if closed { return }
             case .dropOldest:
-                if let index = items[head...].firstIndex(where: { Self.isVideo($0) == video }) {
+                if let index = items[head...].firstIndex(where: { Self.kind($0) == kind }) {
                     items.remove(at: index)
-                    if video { videoCount -= 1; droppedVideo += 1 } else { audioCount -= 1; droppedAudio += 1 }
+                    adjust(kind, -1)
+                    if kind == .video { droppedVideo += 1 } else { droppedAudio += 1 }
                 }
             }
         }
         items.append(item)
-        if video { videoCount += 1 } else { audioCount += 1 }
+        adjust(kind, 1)
         pthread_cond_signal(&notEmpty)
     }
 
@@ -82,11 +107,11 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
     public func pop() -> Item? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        while count == 0 && !closed { pthread_cond_wait(&notEmpty, &mutex) }
-        guard count > 0 else { return nil }
+        while pending == 0 && !closed { pthread_cond_wait(&notEmpty, &mutex) }
+        guard pending > 0 else { return nil }
         let item = items[head]
         head += 1
-        if Self.isVideo(item) { videoCount -= 1 } else { audioCount -= 1 }
+        adjust(Self.kind(item), -1)
         if head > 64 && head * 2 > items.count { items.removeFirst(head); head = 0 }
         pthread_cond_broadcast(&notFull)
         return item
@@ -101,10 +126,20 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
-    /// Items dropped so far because the media thread fell behind.
+    /// Items dropped so far because the consumer fell behind.
     public var dropped: (video: Int, audio: Int) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         return (droppedVideo, droppedAudio)
+    }
+}
+
+/// What every output of a stream shares: its id and the wall clock at its first frame.
+public struct StreamStart: Sendable, Equatable {
+    public var id: String
+    public var wallClockMs: Int64
+    public init(id: String, wallClockMs: Int64) {
+        self.id = id
+        self.wallClockMs = wallClockMs
     }
 }

@@ -2,6 +2,7 @@ import Devices
 import Foundation
 import HLS
 import Publishing
+import Recording
 import Server
 #if canImport(Glibc)
 import Glibc
@@ -129,6 +130,18 @@ public enum Runner {
             printError("onair: recovering \(settings.dataDirectory): \(error)")
             return 1
         }
+        // Recordings a crash left as `.part` become playable MP4s from their complete
+        // fragments; old ones go by record.keep_days.
+        let recordings = Recordings(root: settings.dataDirectory)
+        recordings.recoverAll(priority: settings.record.priority) { event, fields in
+            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
+        }
+        if let days = settings.record.keepDays {
+            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
+        }
+        if settings.record.enabled && settings.record.codec == .hevc {
+            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "no HEVC encoder in this build"))
+        }
         // A stream counts as published once its journal for this destination says ENDLIST.
         let destinationName = publisher?.destination
         let storage = StorageKeeper(
@@ -136,8 +149,11 @@ public enum Runner {
             isPublished: { id in
                 destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
             },
-            log: { event, fields in log.emit(event, level: event == "storage.deleted" ? .info : .error, fields) },
-            deleted: { [publisher] id in publisher?.forget(id) })
+            log: { event, fields in
+                log.emit(event, level: event == "storage.deleted" ? .info : event == "storage.deleted_recording" ? .warn : .error, fields)
+            },
+            deleted: { [publisher] id in publisher?.forget(id) },
+            recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
         let done = Completion()
         let current = CurrentStream()
         let session = Session(settings: settings, log: log, observer: { [publisher] event in
@@ -156,9 +172,10 @@ public enum Runner {
         var server: WebServer?
         if let listen = settings.listen {
             do {
-                server = try WebServer(listen: listen, root: settings.dataDirectory) { [publisher] in
-                    statusJSON(session: session, publisher: publisher)
-                }
+                server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
+                    "/api/status": { [publisher] in statusJSON(session: session, publisher: publisher) },
+                    "/api/recordings": { recordingsJSON(recordings) }
+                ])
                 log("server.listening", ("url", "http://\(displayHost(listen)):\(server!.port)/"))
             } catch {
                 printError("onair: \(error)")
@@ -263,12 +280,22 @@ public enum Runner {
                 case droppedVideoFrames = "dropped_video_frames", droppedAudioChunks = "dropped_audio_chunks"
             }
         }
-        let dropped = session.queue.dropped
+        let dropped = session.dropped
         let status = Status(state: session.state.rawValue, stream: session.currentStream, droppedVideoFrames: dropped.video,
                             droppedAudioChunks: dropped.audio, publish: publisher?.status)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array((try? encoder.encode(status)) ?? Data("{}".utf8))
+    }
+
+    /// `GET /api/recordings`: every local recording, oldest first, with its download path.
+    static func recordingsJSON(_ recordings: Recordings) -> [UInt8] {
+        struct Listing: Encodable {
+            var recordings: [Recordings.Entry]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(Listing(recordings: recordings.list()))) ?? Data("{}".utf8))
     }
 
     static func displayHost(_ listen: String) -> String {

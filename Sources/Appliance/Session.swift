@@ -4,10 +4,11 @@ import HLS
 import Media
 import Publishing
 
-/// The recording state machine on the media thread: armed ⇄ recording → finishing →
+/// The recording state machine, on the session thread: armed ⇄ recording → finishing →
 /// armed. Capture threads feed `queue`; control calls (`toggle`, `startRecording`,
-/// `stopRecording`) are picked up by the media thread at its next item, so stream state
-/// has exactly one owner.
+/// `stopRecording`) are picked up at the next item, so stream state has exactly one owner.
+/// One capture feeds every use: the session decides which frames make up a stream and
+/// hands the same ones to each output (live HLS, the recording), each on its own thread.
 public final class Session: @unchecked Sendable {
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
     enum Command { case start, stop, toggle }
@@ -21,12 +22,13 @@ public final class Session: @unchecked Sendable {
     private var stateValue: State = .armed
     private var failure: Error?
     private var onIdle: (@Sendable (Session) -> Void)?
+    private var workers: [OutputWorker] = []
 
-    // Media-thread state.
-    private var stream: LiveStream?
+    // Session-thread state: the stream in progress, by capture times.
     private var recordingRequested = false
-    private var encoderKind: VideoEncoderKind?
-    private var encoderDevice: String?
+    private var streamOrigin: Int64?
+    private var lastSlot: Int64 = -1
+    private var audioEndNs: Int64 = 0
     private var finishingFrames = 0
     public private(set) var streamsEnded = 0
 
@@ -38,12 +40,16 @@ public final class Session: @unchecked Sendable {
         self.log = log
         self.observer = observer
         // In real time about 200 ms of video and a second of 20 ms audio chunks: enough to
-        // ride out an encoder hiccup, small enough for a board's memory (6 × 1.4 MB at 720p).
-        // With --pace fast the producer waits instead of dropping, so two frames of lead
-        // keep the encoder busy without holding more pictures than it needs.
-        queue = settings.pace == .fast
+        // ride out a hiccup, small enough for a board's memory (6 × 1.4 MB at 720p). With
+        // --pace fast the producer waits instead of dropping, so two frames of lead keep
+        // the encoders busy without holding more pictures than they need.
+        queue = Self.makeQueue(settings, seconds: 0.2)
+    }
+
+    static func makeQueue(_ settings: Settings, seconds: Double) -> MediaQueue {
+        settings.pace == .fast
             ? MediaQueue(videoCapacity: 2, audioCapacity: 50, policy: .block)
-            : MediaQueue(videoCapacity: max(2, settings.fps / 5), audioCapacity: 50, policy: .dropOldest)
+            : MediaQueue(videoCapacity: max(2, Int(Double(settings.fps) * seconds)), audioCapacity: 50, policy: .dropOldest)
     }
 
     public var state: State { lock.withLock { stateValue } }
@@ -52,22 +58,41 @@ public final class Session: @unchecked Sendable {
     private var currentStreamID: String?
     public var error: Error? { lock.withLock { failure } }
 
-    /// Runs the media thread. `onIdle` is called on it whenever a stream has ended
-    /// (duration reached or stop requested) or the session failed.
+    /// Pictures and sound chunks dropped because a thread fell behind: at the session's
+    /// own queue and at each output's.
+    public var dropped: (video: Int, audio: Int) {
+        ([queue] + workers.map(\.queue)).reduce((0, 0)) { total, queue in
+            let d = queue.dropped
+            return (total.0 + d.video, total.1 + d.audio)
+        }
+    }
+
+    /// Starts the outputs' threads and the session thread. `onIdle` is called whenever a
+    /// stream has ended (duration reached or stop requested) or the session failed.
     public func start(onIdle: @escaping @Sendable (Session) -> Void) {
         self.onIdle = onIdle
-        thread = ThreadHandle(name: "onair-media") { [self] in run() }
+        let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
+        workers.append(OutputWorker(LiveOutput(settings: settings, log: log, observer: observer),
+                                    queue: Self.makeQueue(settings, seconds: 0.2), failed: failed))
+        if settings.record.enabled {
+            // The recording gets the deeper queue: it must keep every frame it can.
+            workers.append(OutputWorker(RecordingOutput(settings: settings, log: log),
+                                        queue: Self.makeQueue(settings, seconds: 0.5), failed: failed))
+        }
+        thread = ThreadHandle(name: "onair-session") { [self] in run() }
     }
 
     public func startRecording() { post(.start) }
     public func stopRecording() { post(.stop) }
     public func toggle() { post(.toggle) }
 
-    /// Finishes any stream in progress with what has been captured, then ends the thread.
+    /// Finishes any stream in progress with what has been captured, lets every output
+    /// write it out, then ends the threads.
     public func shutdown() {
         queue.close()
         thread?.join()
         thread = nil
+        for worker in workers { worker.stop() }
     }
 
     private func post(_ command: Command) { lock.withLock { commands.append(command) } }
@@ -75,19 +100,15 @@ public final class Session: @unchecked Sendable {
 
     private func run() {
         while let item = queue.pop() {
+            if error != nil { continue }  // keep draining so producers never block
             for command in lock.withLock({ () -> [Command] in defer { commands = [] }; return commands }) {
                 apply(command)
             }
-            do {
-                try handle(item)
-            } catch {
-                fail(error)
-                return
-            }
+            handle(item)
         }
         // Queue closed: finish what is open.
-        do { try finishStream() } catch { fail(error); return }
-        set(.stopped)
+        finishStream()
+        if error == nil { set(.stopped) }
     }
 
     private func apply(_ command: Command) {
@@ -98,80 +119,73 @@ public final class Session: @unchecked Sendable {
         }
         if recordingRequested && state == .armed { set(.recording) }
         if !recordingRequested && state == .recording {
-            if stream == nil { set(.armed) } else { set(.finishing); finishingFrames = 0 }
+            if streamOrigin == nil { set(.armed) } else { set(.finishing); finishingFrames = 0 }
         }
     }
 
-    private func handle(_ item: MediaQueue.Item) throws {
+    private func send(_ item: MediaQueue.Item) {
+        for worker in workers { worker.queue.push(item) }
+    }
+
+    private func handle(_ item: MediaQueue.Item) {
         switch item {
         case .video(let frame):
             switch state {
             case .recording:
-                if let stream {
-                    try stream.encode(frame)
-                    if let limit = settings.durationMilliseconds, stream.videoEndTicks >= Int64(limit) * 90 {
-                        recordingRequested = false
-                        set(.finishing)
-                        finishingFrames = 0
-                    }
-                } else {
-                    try begin(with: frame)
+                if streamOrigin == nil { begin(with: frame) }
+                guard let origin = streamOrigin else { return }
+                send(item)
+                lastSlot = max(lastSlot, StreamEncoder.slot(captureTime: frame.captureTime, origin: origin, fps: settings.fps))
+                if let limit = settings.durationMilliseconds, videoEndTicks >= Int64(limit) * 90 {
+                    recordingRequested = false
+                    set(.finishing)
+                    finishingFrames = 0
                 }
             case .finishing:
                 // Let the audio catch up with the last frame, but not for long.
                 finishingFrames += 1
-                if finishingFrames > 5 || stream.map({ $0.audioEndTicks >= $0.videoEndTicks }) ?? true { try finishStream() }
+                if finishingFrames > 5 || !settings.audioEnabled || audioEndTicks >= videoEndTicks { finishStream() }
             case .armed, .stopped:
                 break
             }
         case .audio(let chunk):
-            guard let stream, state == .recording || state == .finishing else { return }
-            try stream.encode(chunk)
-            if state == .finishing && stream.audioEndTicks >= stream.videoEndTicks { try finishStream() }
+            guard let origin = streamOrigin, state == .recording || state == .finishing else { return }
+            send(item)
+            audioEndNs = max(audioEndNs, chunk.captureTime - origin
+                             + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds))
+            if state == .finishing && audioEndTicks >= videoEndTicks { finishStream() }
+        case .begin, .finish:
+            break
         }
     }
 
-    private func begin(with frame: VideoFrame) throws {
-        let size = settings.encodedSize
-        let videoSettings = VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
-                                                 bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval)
-        let video: H264Encoder
-        if let kind = encoderKind {
-            video = try H264Encoder(kind: kind, settings: videoSettings, device: encoderDevice)
-        } else {
-            video = try H264Encoder.select(settings.encoder, settings: videoSettings) { kind, note in
-                if note != "selected" { log("encoder.skipped", ("encoder", kind.rawValue), ("reason", note)) }
-            }
-            encoderKind = video.kind
-            encoderDevice = video.device
-            log("encoder.selected", ("encoder", video.kind.rawValue), ("codec", video.codecName),
-                ("requested", settings.encoder.rawValue), ("width", size.width), ("height", size.height),
-                ("fps", settings.fps), ("bitrate", settings.videoBitrate))
-        }
-        let audio = settings.audioEnabled
-            ? try AACEncoder(settings: .init(sampleRate: settings.sampleRate, channels: settings.channels, bitrate: settings.audioBitrate))
-            : nil
+    /// Media time the stream's video covers, 90 kHz ticks (the grid the outputs encode on).
+    private var videoEndTicks: Int64 { rescale(lastSlot + 1, from: Int64(settings.fps), to: Timescale.video) }
+    private var audioEndTicks: Int64 { rescale(audioEndNs, from: Timescale.nanoseconds, to: Timescale.video) }
+
+    private func begin(with frame: VideoFrame) {
         // PROGRAM-DATE-TIME is the wall clock at capture: step back over the time the
         // frame spent in the queue (with --pace fast, frames run ahead of the clock).
         let waited = max(0, MonotonicClock().now() - frame.captureTime)
-        let live = try LiveStream(firstFrame: frame, wallClockMs: wallClockMilliseconds() - waited / 1_000_000, settings: settings,
-                                  video: video, audio: audio, log: log, observer: observer)
-        stream = live
-        lock.withLock { currentStreamID = live.id }
-        log("stream.started", ("id", live.id), ("dir", live.writer.directory),
-            ("target_duration", settings.targetDuration), ("priming", audio?.priming ?? 0))
+        let wallClock = wallClockMilliseconds() - waited / 1_000_000
+        let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
+        streamOrigin = frame.captureTime
+        lastSlot = -1
+        audioEndNs = 0
+        lock.withLock { currentStreamID = start.id }
+        send(.begin(start))
     }
 
-    private func finishStream() throws {
-        guard let stream else {
+    private func finishStream() {
+        guard streamOrigin != nil else {
             if state == .finishing { set(.armed) }
             return
         }
-        self.stream = nil
+        streamOrigin = nil
         lock.withLock { currentStreamID = nil }
-        try stream.finish()
+        send(.finish)
         streamsEnded += 1
-        let dropped = queue.dropped
+        let dropped = self.dropped
         if dropped.video + dropped.audio > 0 {
             log("capture.dropped", level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
         }
@@ -179,12 +193,12 @@ public final class Session: @unchecked Sendable {
         onIdle?(self)
     }
 
-    private func fail(_ error: Error) {
-        log("session.failed", level: .error, ("error", "\(error)"))
-        lock.withLock { failure = error; stateValue = .stopped }
-        stream = nil
+    private func fail(_ error: Error, output: String) {
+        log("session.failed", level: .error, ("output", output), ("error", "\(error)"))
+        lock.withLock {
+            if failure == nil { failure = error }
+            stateValue = .stopped
+        }
         onIdle?(self)
-        // Keep draining so producers never block on a dead consumer.
-        while queue.pop() != nil {}
     }
 }

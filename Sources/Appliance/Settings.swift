@@ -2,6 +2,7 @@ import Codecs
 import Devices
 import Media
 import Publishing
+import Recording
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
@@ -56,6 +57,8 @@ public struct Settings: Sendable, Equatable {
 
     /// Publishing: off without a URL.
     public var publish = PublishSettings()
+    /// The local recording beside the live stream.
+    public var record = RecordProfile()
 
     public init() {}
 
@@ -68,6 +71,12 @@ public struct Settings: Sendable, Equatable {
         rotation.outputSize(width: captureWidth, height: captureHeight)
     }
     public var audioEnabled: Bool { audio != .off }
+    /// The recorded picture: the camera's (after rotation) unless set.
+    public var recordSize: (width: Int, height: Int) {
+        let camera = encodedSize
+        return (record.width ?? camera.width, record.height ?? camera.height)
+    }
+    public var recordFPS: Int { record.fps ?? fps }
     /// Frames per segment; the segment is a whole number of frames.
     public var keyframeInterval: Int { max(1, (segmentMilliseconds * fps + 500) / 1000) }
     /// Segment length in 90 kHz ticks, exactly a whole number of frames.
@@ -90,6 +99,27 @@ public struct PublishSettings: Sendable, Equatable {
     public var s3AccessKey: String?
     public var s3SecretKey: String?
     public var s3PathStyle = true
+
+    public init() {}
+}
+
+/// `record.*`: the full-quality local recording, its own encoder profile and retention.
+public struct RecordProfile: Sendable, Equatable {
+    public enum Codec: String, Sendable, CaseIterable { case h264, hevc }
+    public var enabled = true
+    /// nil: the camera's size and rate.
+    public var width: Int?
+    public var height: Int?
+    public var fps: Int?
+    public var bitrate = 5_000_000
+    /// HEVC is used only when a hardware HEVC encoder opens; otherwise H.264.
+    public var codec: Codec = .h264
+    public var encoder: VideoEncoderKind = .auto
+    /// Space reserved ahead of the writer, MiB (0: none).
+    public var preallocateMegabytes = 16
+    /// Normal-priority recordings older than this are deleted (nil: kept until space runs low).
+    public var keepDays: Int?
+    public var priority: Recordings.Priority = .normal
 
     public init() {}
 }

@@ -20,9 +20,10 @@ public enum MinimumFree: Sendable, Equatable {
 }
 
 /// Keeps the data directory from filling the disk, so recording never stops for want of
-/// space: the oldest streams that are ended and completely published go first; streams
-/// the destination does not have yet go only as a last resort, each with an error event;
-/// the stream being recorded is never touched.
+/// space: the oldest streams that are ended and completely published go first, then the
+/// oldest normal-priority local recordings; streams the destination does not have yet go
+/// only as a last resort, each with an error event; the stream being recorded is never
+/// touched.
 public final class StorageKeeper: @unchecked Sendable {
     public struct Space: Sendable { public var total: Int64; public var available: Int64
         public init(total: Int64, available: Int64) { self.total = total; self.available = available }
@@ -34,14 +35,27 @@ public final class StorageKeeper: @unchecked Sendable {
     private let space: @Sendable (String) -> Space?
     private let log: Publisher.Log
     private let deleted: @Sendable (String) -> Void
+    private let recordings: @Sendable () -> [Evictable]
     private let queue = DispatchQueue(label: "onair-storage")
     private var scheduled = false
     private let lock = NSLock()
 
+    /// Something else the keeper may delete, oldest first (a finished local recording).
+    public struct Evictable: Sendable {
+        public var id: String
+        public var remove: @Sendable () throws -> Void
+        public init(id: String, remove: @escaping @Sendable () throws -> Void) {
+            self.id = id
+            self.remove = remove
+        }
+    }
+
     public init(root: String, minimum: MinimumFree, isPublished: @escaping @Sendable (String) -> Bool,
                 space: @escaping @Sendable (String) -> Space? = StorageKeeper.statvfsSpace, log: @escaping Publisher.Log,
-                deleted: @escaping @Sendable (String) -> Void = { _ in }) {
+                deleted: @escaping @Sendable (String) -> Void = { _ in },
+                recordings: @escaping @Sendable () -> [Evictable] = { [] }) {
         self.root = root
+        self.recordings = recordings
         self.deleted = deleted
         self.minimum = minimum
         self.isPublished = isPublished
@@ -79,16 +93,22 @@ public final class StorageKeeper: @unchecked Sendable {
             (FileManager.default.contents(atPath: "\(streams)/\(id)/playlist.m3u8").map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
         }
         let published = ended.filter(isPublished)
+        let unpublished = ended.filter { !published.contains($0) }
+        enum Kind { case published, recording, unpublished }
+        var candidates: [(id: String, kind: Kind, remove: () throws -> Void)] = []
+        candidates += published.map { id in (id, .published, { try FileManager.default.removeItem(atPath: "\(streams)/\(id)") }) }
+        candidates += recordings().map { ($0.id, .recording, $0.remove) }
+        candidates += unpublished.map { id in (id, .unpublished, { try FileManager.default.removeItem(atPath: "\(streams)/\(id)") }) }
         var removed: [String] = []
-        for (id, isLastResort) in published.map({ ($0, false) }) + ended.filter({ !published.contains($0) }).map({ ($0, true) }) {
+        for candidate in candidates {
             guard free.available < needed else { break }
-            do { try FileManager.default.removeItem(atPath: "\(streams)/\(id)") } catch { continue }
-            removed.append(id)
-            deleted(id)
-            if isLastResort {
-                log("storage.deleted_unpublished", [("id", id), ("available_bytes", free.available), ("needed_bytes", needed)])
-            } else {
-                log("storage.deleted", [("id", id), ("available_bytes", free.available), ("needed_bytes", needed)])
+            do { try candidate.remove() } catch { continue }
+            removed.append(candidate.id)
+            let fields: [(String, Any)] = [("id", candidate.id), ("available_bytes", free.available), ("needed_bytes", needed)]
+            switch candidate.kind {
+            case .published: deleted(candidate.id); log("storage.deleted", fields)
+            case .recording: log("storage.deleted_recording", fields)
+            case .unpublished: deleted(candidate.id); log("storage.deleted_unpublished", fields)
             }
             free = space(root) ?? free
         }

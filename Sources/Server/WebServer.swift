@@ -7,7 +7,8 @@ public struct ServerError: Error, CustomStringConvertible {
     public var description: String
 }
 
-/// The built-in web server: the viewer page, /api/streams, and the stream files with the
+/// The built-in web server: the viewer page, /api/*, the stream files and the finished
+/// recordings (Range requests for downloads), with the
 /// headers HLS players and caches expect. libmicrohttpd runs its own threads; the handler
 /// only reads files, so it shares nothing mutable with the media plane.
 public final class WebServer: @unchecked Sendable {
@@ -17,13 +18,14 @@ public final class WebServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
 
-    /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
-    /// The body of `GET /api/status`, composed by whoever runs the server.
-    private let status: @Sendable () -> [UInt8]
+    /// JSON documents composed by whoever runs the server, by path (`/api/status`,
+    /// `/api/recordings`).
+    private let api: [String: @Sendable () -> [UInt8]]
 
-    public init(listen address: String, root: String, status: @escaping @Sendable () -> [UInt8] = { Array("{}".utf8) }) throws {
+    /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
+    public init(listen address: String, root: String, api: [String: @Sendable () -> [UInt8]] = [:]) throws {
         self.root = root
-        self.status = status
+        self.api = api
         catalog = StreamCatalog(root: root)
         try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
@@ -105,10 +107,11 @@ public final class WebServer: @unchecked Sendable {
             return Reply(status: 200, body: .bytes(catalog.json()),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
-        if url == "/api/status" {
-            return Reply(status: 200, body: .bytes(status()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
+        if let document = api[url] {
+            return Reply(status: 200, body: .bytes(document()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
-        if url.hasPrefix("/streams/") { return serveFile(url, header: header) }
+        // Finished recordings only: a `.part` is still being written.
+        if url.hasPrefix("/streams/") || url.hasPrefix("/recordings/") && url.hasSuffix(".mp4") { return serveFile(url, header: header) }
         return Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
     }
 
@@ -122,7 +125,7 @@ public final class WebServer: @unchecked Sendable {
         guard let real = realpath(path, nil) else { return nil }
         defer { free(real) }
         let resolved = String(cString: real)
-        return resolved.hasPrefix(canonicalRoot + "/streams/") ? resolved : nil
+        return ["/streams/", "/recordings/"].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
     }
 
     private func serveFile(_ url: String, header: (String) -> String?) -> Reply {

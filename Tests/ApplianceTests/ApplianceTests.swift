@@ -150,9 +150,23 @@ final class MediaQueueTests: XCTestCase {
             switch item {
             case .video(let f): out.append("v\(f.index)")
             case .audio(let c): out.append("a\(c.captureTime)")
+            case .begin(let start): out.append("begin:\(start.id)")
+            case .finish: out.append("finish")
             }
         }
         return out
+    }
+
+    /// A stream's start and end are never dropped, however full the queue is.
+    func testControlItemsAreNeverDroppedOrCounted() {
+        let queue = MediaQueue(videoCapacity: 1, audioCapacity: 1, policy: .dropOldest)
+        queue.push(.begin(StreamStart(id: "s", wallClockMs: 0)))
+        queue.capture(Self.frame(0)); queue.capture(Self.chunk(0))
+        queue.capture(Self.frame(1)); queue.capture(Self.chunk(1))
+        queue.push(.finish)
+        XCTAssertEqual(drain(queue), ["begin:s", "v1", "a1", "finish"])
+        XCTAssertEqual(queue.dropped.video, 1)
+        XCTAssertEqual(queue.dropped.audio, 1)
     }
 
     func testRealTimeDropsTheOldestOfTheSameKindOnly() {

@@ -53,10 +53,60 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(decode.status, 0)
         XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
 
-        // Video: every frame's index band, in order, no gap and no duplicate.
+        let live = try measure(stream + "/index.m3u8", scratch: out + "/live", firstAudioFrame: nil)
+        XCTAssertEqual(live.indices.count, 360, "12 s at 30 fps")
+        XCTAssertEqual(live.indices.first, 0, "--start now records from the camera's first frame")
+        XCTAssertEqual(live.indices, (0..<360).map { UInt32($0) }, "continuous frame indices")
+        XCTAssertEqual(live.flashFrames.count, 12)
+        XCTAssertEqual(live.flashFrames.map { $0 % 30 }, Array(repeating: 0, count: live.flashFrames.count))
+        XCTAssertEqual(live.pts.first ?? 0, 10.0, accuracy: 0.0001, "the stream starts at 10 s")
+        XCTAssertEqual(live.audioStart, 10.0 - 1024.0 / 48_000, accuracy: 0.0001, "audio starts earlier by the AAC priming")
+        XCTAssertEqual(live.onsets.count, live.flashFrames.count, "one beep per flash")
+        for (flash, onset) in zip(live.flashFrames, live.onsets) {
+            XCTAssertEqual(onset, live.pts[flash], accuracy: 1.0 / 30, "A/V offset within one video frame")
+        }
+
+        // The local recording holds the very same frames, in a progressive MP4 that starts
+        // at 0 with its audio priming cut by the edit list, in sync the same way.
+        let recordings = try FileManager.default.contentsOfDirectory(atPath: out + "/recordings").sorted()
+        XCTAssertEqual(recordings, [URL(fileURLWithPath: stream).lastPathComponent + ".json", URL(fileURLWithPath: stream).lastPathComponent + ".mp4"],
+                       "one finished recording with the stream's id, no .part left")
+        let file = out + "/recordings/" + recordings[1]
+        let recordingDecode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+        XCTAssertEqual(recordingDecode.stderr, "", "ffmpeg reports nothing")
+        let recorded = try measure(file, scratch: out + "/recorded", firstAudioFrame: 0)
+        XCTAssertEqual(recorded.indices, live.indices, "frame count and frames equal the live stream's")
+        XCTAssertEqual(recorded.pts.first ?? 1, 0, accuracy: 0.0001)
+        XCTAssertEqual(recorded.onsets.count, recorded.flashFrames.count)
+        for (flash, onset) in zip(recorded.flashFrames, recorded.onsets) {
+            XCTAssertEqual(onset, recorded.pts[flash], accuracy: 1.0 / 30, "A/V offset within one video frame")
+        }
+        let recordingEnded = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init))
+        XCTAssertEqual(logValue(recordingEnded, "frames"), "360")
+        XCTAssertNotNil(logValue(recordingEnded, "write_ms_p99"), "write latency is reported")
+    }
+
+    struct Measurement {
+        /// Each frame's index band, in presentation order.
+        var indices: [UInt32] = []
+        /// Positions (in `indices`) of the flash frames.
+        var flashFrames: [Int] = []
+        /// Video presentation times, s.
+        var pts: [Double] = []
+        /// Presentation time of the first decoded audio sample, s.
+        var audioStart: Double = 0
+        /// Beep onsets, s.
+        var onsets: [Double] = []
+    }
+
+    /// Decodes a stream or file with ffmpeg and reads the synthetic source's marks back:
+    /// frame index bands, flashes, beeps. `firstAudioFrame` is where the decoded audio
+    /// starts, when known (an edit list makes it 0); otherwise ffprobe says.
+    func measure(_ input: String, scratch: String, firstAudioFrame: Double?) throws -> Measurement {
+        var m = Measurement()
         let width = 640, height = 360
-        let frames = out + "/frames.gray"
-        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-map", "0:v:0",
+        let frames = scratch + ".gray"
+        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", input, "-map", "0:v:0",
                                                              // Passthrough: ffmpeg's default CFR output would duplicate the first
                                                              // frame to cover the 21 ms of audio priming before it.
                                                              "-fps_mode", "passthrough",
@@ -64,51 +114,78 @@ final class PipelineTests: XCTestCase {
                                                              "-pix_fmt", "gray", "-"], output: frames).status, 0)
         let pixels = try Data(contentsOf: URL(fileURLWithPath: frames))
         let frameSize = width * height
-        XCTAssertEqual(pixels.count / frameSize, 360, "12 s at 30 fps")
-        var indices: [UInt32] = [], flashFrames: [Int] = []
         pixels.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             for frame in 0..<(pixels.count / frameSize) {
                 let luma = UnsafeBufferPointer(rebasing: bytes[(frame * frameSize)..<((frame + 1) * frameSize)])
-                indices.append(SyntheticPattern.decodeIndex(luma: luma, width: width, height: height) ?? .max)
-                if SyntheticPattern.meanLumaBelowBand(luma: luma, width: width, height: height) > 200 { flashFrames.append(frame) }
+                m.indices.append(SyntheticPattern.decodeIndex(luma: luma, width: width, height: height) ?? .max)
+                if SyntheticPattern.meanLumaBelowBand(luma: luma, width: width, height: height) > 200 { m.flashFrames.append(frame) }
             }
         }
-        let first = try XCTUnwrap(indices.first)
-        XCTAssertEqual(first, 0, "--start now records from the camera's first frame")
-        XCTAssertEqual(indices, (0..<360).map { first + UInt32($0) }, "continuous frame indices")
-        XCTAssertEqual(flashFrames.map { (first + UInt32($0)) % 30 }, Array(repeating: 0, count: flashFrames.count))
-        XCTAssertEqual(flashFrames.count, 12)
-
-        // Presentation times of the video frames and of the first audio frame.
         let videoTimes = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time",
-                                                          "-of", "csv=p=0", stream + "/index.m3u8"])
-        let pts = String(decoding: videoTimes.stdout, as: UTF8.self).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) }
-        XCTAssertEqual(pts.count, 360)
-        XCTAssertEqual(pts.first ?? 0, 10.0, accuracy: 0.0001, "the stream starts at 10 s")
-        let audioStart = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "frame=pts_time",
-                                                          "-read_intervals", "%+#1", "-of", "csv=p=0", stream + "/index.m3u8"])
-        let audioFirst = try XCTUnwrap(Double(String(decoding: audioStart.stdout, as: UTF8.self).split(separator: "\n")[0]
-            .trimmingCharacters(in: CharacterSet(charactersIn: ","))))
-        XCTAssertEqual(audioFirst, 10.0 - 1024.0 / 48_000, accuracy: 0.0001, "audio starts earlier by the AAC priming")
-
-        // Audio: beep onsets, each against its flash frame.
-        let samplesPath = out + "/audio.s16"
-        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", stream + "/index.m3u8", "-map", "0:a:0",
+                                                          "-of", "csv=p=0", input])
+        m.pts = String(decoding: videoTimes.stdout, as: UTF8.self).split(separator: "\n")
+            .compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) }
+        XCTAssertEqual(m.pts.count, m.indices.count)
+        if let firstAudioFrame { m.audioStart = firstAudioFrame } else {
+            let audioStart = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "frame=pts_time",
+                                                              "-read_intervals", "%+#1", "-of", "csv=p=0", input])
+            m.audioStart = try XCTUnwrap(Double(String(decoding: audioStart.stdout, as: UTF8.self).split(separator: "\n")[0]
+                .trimmingCharacters(in: CharacterSet(charactersIn: ","))))
+        }
+        let samplesPath = scratch + ".s16"
+        XCTAssertEqual(try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", input, "-map", "0:a:0",
                                                              "-f", "s16le", "-ac", "1", "-ar", "48000", "-"], output: samplesPath).status, 0)
         let audio = try Data(contentsOf: URL(fileURLWithPath: samplesPath)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-        var onsets: [Double] = []
         var quiet = Int.max / 2  // the stream starts quiet: priming, then the first beep
         for (n, sample) in audio.enumerated() {
             if abs(Int(sample)) > 2000 {
-                if quiet >= 2400 { onsets.append(audioFirst + Double(n) / 48_000) }
+                if quiet >= 2400 { m.onsets.append(m.audioStart + Double(n) / 48_000) }
                 quiet = 0
             } else { quiet += 1 }
         }
-        XCTAssertEqual(onsets.count, flashFrames.count, "one beep per flash")
-        for (flash, onset) in zip(flashFrames, onsets) {
-            XCTAssertEqual(onset, pts[flash], accuracy: 1.0 / 30, "A/V offset within one video frame")
-        }
+        return m
+    }
+
+    /// A power cut (kill -9) mid-recording: the next start finalises the `.part` into a
+    /// playable MP4 from its complete fragments, missing at most the last second, and
+    /// lists it in /api/recordings.
+    func testKillNineMidRecordingThenTheNextStartFinalisesIt() throws {
+        let out = try temporaryDirectory("reckill")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low"])
+        XCTAssertNotNil(onair.waitForLog("seq=3 "), onair.stderr)
+        let recorded = onair.stderr.split(separator: "\n").filter { $0.contains("event=segment.stored") }.count
+        onair.signal(SIGKILL)
+        _ = onair.wait()
+        let parts = try FileManager.default.contentsOfDirectory(atPath: out + "/recordings").filter { $0.hasSuffix(".mp4.part") }
+        XCTAssertEqual(parts.count, 1, "the crash leaves the recording as .part")
+
+        let port = try NginxOrigin.freePort()
+        let next = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:\(port)",
+                                             "--set", "video.quality=low", "--set", "session.start=button"])
+        defer { next.signal(SIGTERM); _ = next.wait() }
+        let recovered = try XCTUnwrap(next.waitForLog("event=recording.recovered"), next.stderr)
+        let seconds = try XCTUnwrap(logValue(recovered, "seconds").flatMap(Double.init))
+        // At the kill, at least `recorded` live segments (2 s each) were captured; the
+        // recording lost at most its last second (plus what its encoder still held).
+        XCTAssertGreaterThanOrEqual(seconds, Double(recorded * 2) - 1.5, recovered)
+        let id = String(parts[0].dropLast(".mp4.part".count))
+        let file = out + "/recordings/\(id).mp4"
+        let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+        XCTAssertEqual(decode.status, 0)
+        XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/recordings/" + parts[0]))
+        _ = next.waitForLog("event=server.listening")
+        let listing = try HTTPClient.request(port: port, "/api/recordings")
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listing.body)) as? [String: Any])
+        let entries = try XCTUnwrap(json["recordings"] as? [[String: Any]])
+        XCTAssertEqual(entries.map { $0["id"] as? String }, [id])
+        XCTAssertEqual(entries.first?["file"] as? String, "\(id).mp4")
+        let download = try HTTPClient.request(port: port, "/recordings/\(id).mp4", headers: ["Range": "bytes=4-7"])
+        XCTAssertEqual(download.status, 206)
+        XCTAssertEqual(download.body, Array("ftyp".utf8), "moov-first MP4: ftyp at the start")
     }
 
     func testPortraitStreamFromARotatedCamera() throws {

@@ -31,7 +31,10 @@ final class WebServerTests: XCTestCase {
         try "#EXTM3U\n#EXTINF:2.000,\nseg/000001.m4s\n#EXT-X-ENDLIST\n".write(toFile: older + "/playlist.m3u8", atomically: true, encoding: .utf8)
         try "secret".write(toFile: root + "/outside.txt", atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(atPath: stream + "/escape", withDestinationPath: "/etc")
-        server = try WebServer(listen: "127.0.0.1:0", root: root)
+        try FileManager.default.createDirectory(atPath: root + "/recordings", withIntermediateDirectories: true)
+        try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T164233Z-0001.mp4"))
+        try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T170000Z-0003.mp4.part"))
+        server = try WebServer(listen: "127.0.0.1:0", root: root, api: ["/api/recordings": { Array("{\"recordings\":[]}".utf8) }])
     }
 
     override func tearDown() {
@@ -55,6 +58,24 @@ final class WebServerTests: XCTestCase {
         XCTAssertNotNil(media.header("Last-Modified")?.hasSuffix(" GMT"))
         let initSegment = try HTTPClient.request(port: port, base + "/init.mp4")
         XCTAssertEqual(initSegment.header("Content-Type"), "video/mp4")
+    }
+
+    /// Finished recordings download with Range support; one still being written does not.
+    func testRecordingsAndTheirAPI() throws {
+        let whole = try HTTPClient.request(port: port, "/recordings/20261202T164233Z-0001.mp4")
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.body, segment)
+        XCTAssertEqual(whole.header("Content-Type"), "video/mp4")
+        let part = try HTTPClient.request(port: port, "/recordings/20261202T164233Z-0001.mp4", headers: ["Range": "bytes=10-19"])
+        XCTAssertEqual(part.status, 206)
+        XCTAssertEqual(part.body, Array(segment[10...19]))
+        XCTAssertEqual(try HTTPClient.request(port: port, "/recordings/20261202T170000Z-0003.mp4.part").status, 404)
+        XCTAssertEqual(try HTTPClient.request(port: port, "/recordings/../outside.txt").status, 404)
+        let api = try HTTPClient.request(port: port, "/api/recordings")
+        XCTAssertEqual(api.status, 200)
+        XCTAssertEqual(api.header("Content-Type"), "application/json")
+        XCTAssertEqual(String(decoding: api.body, as: UTF8.self), "{\"recordings\":[]}")
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/nothing").status, 404)
     }
 
     func testRangesHeadAndConditionalRequests() throws {

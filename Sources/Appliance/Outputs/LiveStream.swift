@@ -1,0 +1,101 @@
+import Codecs
+import HLS
+import Media
+import MP4
+import Publishing
+
+/// One live HLS stream from its first video frame to ENDLIST: encoders → segmenter →
+/// files. Runs on the live output's thread only; nothing here is shared.
+final class LiveStream {
+    let writer: StreamWriter
+    let settings: Settings
+    private let log: Log
+    private let encoder: StreamEncoder
+    private var segmenter: Segmenter
+
+    var id: String { writer.id }
+    var timeline: Timeline { encoder.timeline }
+    var videoEndTicks: Int64 { encoder.videoEndTicks }
+    var audioEndTicks: Int64 { encoder.audioEndTicks }
+    var framesEncoded: Int { encoder.framesEncoded }
+    var framesSkipped: Int { encoder.framesSkipped }
+    var framesRepeated: Int { encoder.framesRepeated }
+    var audioSilenceFilled: Int { encoder.audioSilenceFilled }
+
+    init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log,
+         observer: @escaping (StreamEvent) -> Void) throws {
+        self.settings = settings
+        self.log = log
+        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: start.wallClockMs)
+        let grid = SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: settings.segmentTicks)
+        encoder = StreamEncoder(timeline: timeline, fps: settings.fps, rotation: settings.rotation, keyframes: grid,
+                                video: video, audio: audio)
+        segmenter = Segmenter(grid: grid,
+                              tracks: .init(audio: audio == nil ? nil : 2, audioTimescale: Int64(settings.sampleRate)),
+                              timeline: timeline, nominalFrameDuration: Timescale.video / Int64(settings.fps))
+        let tracks = try Self.tracks(video: video, audio: audio, sampleRate: settings.sampleRate, channels: settings.channels,
+                                     audioBitrate: settings.audioBitrate)
+        let size = settings.encodedSize
+        let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: settings.fps,
+                                            configuredBitrate: settings.videoBitrate + (audio == nil ? 0 : settings.audioBitrate),
+                                            targetDuration: settings.targetDuration)
+        writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
+                                  initSegment: tracks.initSegment, observer: observer)
+        log("stream.started", ("id", start.id), ("dir", writer.directory),
+            ("target_duration", settings.targetDuration), ("priming", audio?.priming ?? 0))
+        try encode(firstFrame)
+    }
+
+    /// The same, with an id made from the wall clock (tests).
+    convenience init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder, audio: AACEncoder?,
+                     log: Log, observer: @escaping (StreamEvent) -> Void) throws {
+        try self.init(start: StreamStart(id: StreamWriter.makeID(wallClockMs: wallClockMs), wallClockMs: wallClockMs),
+                      firstFrame: firstFrame, settings: settings, video: video, audio: audio, log: log, observer: observer)
+    }
+
+    /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
+    static func tracks(video: H264Encoder, audio: AACEncoder?, sampleRate: Int, channels: Int,
+                       audioBitrate: Int) throws -> (initSegment: [UInt8], codecs: [String]) {
+        let sps = try H264SPS(nal: video.sps[...])
+        var codecs = [sps.codecString]
+        var audioTrack: AudioTrack?
+        if let audio {
+            let config = try AudioSpecificConfig(bytes: audio.audioSpecificConfig)
+            codecs.append(config.codecString)
+            audioTrack = AudioTrack(sampleRate: sampleRate, channels: channels,
+                                    config: audio.audioSpecificConfig, averageBitrate: UInt32(audioBitrate))
+        }
+        let initSegment = InitSegment.make(
+            video: VideoTrack(width: sps.width, height: sps.height, sps: video.sps, pps: video.pps), audio: audioTrack)
+        return (initSegment, codecs)
+    }
+
+    func encode(_ frame: VideoFrame) throws {
+        for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(sample)) }
+    }
+
+    func encode(_ chunk: AudioChunk) throws {
+        for sample in try encoder.encode(chunk) { try store(segmenter.appendAudio(sample)) }
+    }
+
+    /// Drains both encoders, writes the last segment and ENDLIST.
+    func finish() throws {
+        let rest = try encoder.flush()
+        for sample in rest.video { try store(segmenter.appendVideo(sample)) }
+        for sample in rest.audio { try store(segmenter.appendAudio(sample)) }
+        try store(segmenter.finish())
+        try writer.finish()
+        log("stream.ended", ("id", id), ("segments", writer.segmentCount),
+            ("duration", decimalSeconds(writer.totalTicks, timescale: Timescale.video)),
+            ("frames", framesEncoded), ("skipped", framesSkipped), ("repeated", framesRepeated),
+            ("silence_samples", audioSilenceFilled), ("bytes", writer.totalBytes))
+    }
+
+    private func store(_ reports: [SegmentReport]) throws {
+        for report in reports {
+            try writer.append(report)
+            log("segment.stored", ("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
+                ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples))
+        }
+    }
+}

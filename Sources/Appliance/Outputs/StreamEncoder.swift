@@ -1,0 +1,108 @@
+import Codecs
+import HLS
+import Media
+
+/// One output's encoders on one stream's timeline: pictures go on a constant-frame-rate
+/// grid and sound where its capture time puts it. Both the live stream and the recording
+/// encode through one of these, each with its own encoders and profile.
+final class StreamEncoder {
+    let timeline: Timeline
+    let fps: Int
+    let rotation: Rotation
+    let video: H264Encoder
+    let audio: AACEncoder?
+    private var planner: KeyframePlanner
+    /// The last slot of the frame-rate grid that was encoded, and its picture.
+    private var lastSlot: Int64?
+    private var lastInput: VideoFrame?
+    /// The next audio sample's tick (sample rate) on the stream timeline.
+    private var nextAudioTicks: Int64?
+    /// Media time covered so far, in 90 kHz ticks from the stream start.
+    private(set) var videoEndTicks: Int64 = 0
+    private(set) var audioEndTicks: Int64 = 0
+    private(set) var framesEncoded = 0
+    private(set) var framesSkipped = 0
+    private(set) var framesRepeated = 0
+    private(set) var audioSilenceFilled = 0
+
+    /// `keyframes`: where IDRs go (the first frame at or past each boundary).
+    init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: H264Encoder, audio: AACEncoder?) {
+        self.timeline = timeline
+        self.fps = fps
+        self.rotation = rotation
+        self.video = video
+        self.audio = audio
+        planner = KeyframePlanner(grid: keyframes)
+    }
+
+    /// The grid slot a capture time falls in (nearest frame time, as `ffmpeg -vsync cfr`).
+    static func slot(captureTime: Int64, origin: Int64, fps: Int) -> Int64 {
+        rescale(captureTime - origin, from: Timescale.nanoseconds, to: Int64(fps))
+    }
+
+    /// Encodes a frame on the constant-frame-rate grid (HLS_RULES S17: one frame rate per
+    /// discontinuity domain): a frame takes the slot nearest its capture time; a second
+    /// frame for a taken slot is skipped; slots left empty by a dropped frame are filled by
+    /// repeating the picture before (all skip blocks for x264), so timing stays exact and
+    /// A/V sync stays within half a frame. Returns the video samples that came out.
+    func encode(_ frame: VideoFrame) throws -> [EncodedSample] {
+        let slot = Self.slot(captureTime: frame.captureTime, origin: timeline.origin, fps: fps)
+        if let last = lastSlot, slot <= last {
+            framesSkipped += 1
+            return []
+        }
+        let input = rotation == .none ? frame : frame.rotated(rotation)
+        var samples: [EncodedSample] = []
+        if let last = lastSlot, let previous = lastInput {
+            for missing in (last + 1)..<slot {
+                samples += try encode(previous, slot: missing)
+                framesRepeated += 1
+            }
+        }
+        samples += try encode(input, slot: slot)
+        lastInput = input
+        return samples
+    }
+
+    private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
+        let ticks = timeline.startTicks(timescale: Timescale.video) + rescale(slot, from: Int64(fps), to: Timescale.video)
+        let samples = try video.encode(input, ticks: ticks, keyframe: planner.needsKeyframe(at: ticks))
+        lastSlot = slot
+        framesEncoded += 1
+        videoEndTicks = rescale(slot + 1, from: Int64(fps), to: Timescale.video)
+        return samples
+    }
+
+    /// Encodes a chunk of sound where its capture time puts it: trimmed to start no
+    /// earlier than the stream or the sound already encoded, and after a gap (a dropped
+    /// chunk, an xrun) silence first, so the audio track never slides against the video.
+    func encode(_ chunk: AudioChunk) throws -> [EncodedSample] {
+        guard let audio else { return [] }
+        let rate = Int64(chunk.sampleRate)
+        var samples = chunk.samples
+        var start = timeline.ticks(captureTime: chunk.captureTime, timescale: rate)
+        let expected = nextAudioTicks ?? timeline.startTicks(timescale: rate)
+        var encoded: [EncodedSample] = []
+        if start < expected {
+            let overlap = Int(expected - start)
+            guard overlap < chunk.frameCount else { return [] }
+            samples.removeFirst(overlap * chunk.channels)
+            start = expected
+        } else if start - expected > rate / 100 {
+            // More than 10 ms missing: fill with silence (a shorter gap is clock jitter).
+            let silence = Int(start - expected)
+            encoded += try audio.encode([Int16](repeating: 0, count: silence * chunk.channels), startTicks: expected)
+            audioSilenceFilled += silence
+        }
+        encoded += try audio.encode(samples, startTicks: start)
+        let end = (nextAudioTicks.map { max($0, start) } ?? start) + Int64(samples.count / chunk.channels)
+        nextAudioTicks = end
+        audioEndTicks = rescale(end - timeline.startTicks(timescale: rate), from: rate, to: Timescale.video)
+        return encoded
+    }
+
+    /// Everything still inside the encoders.
+    func flush() throws -> (video: [EncodedSample], audio: [EncodedSample]) {
+        (try video.flush(), try audio?.flush() ?? [])
+    }
+}
