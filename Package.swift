@@ -30,7 +30,7 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media", "CALSA"]),
+        .target(name: "Devices", dependencies: ["Media", "CALSA", "CLinux"]),
         .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
         .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "CLinux"]),
         .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),

@@ -93,7 +93,7 @@ public enum CommandLineParser {
 
       --config FILE                read settings from FILE (onair.conf format)
       --set KEY=VALUE              set one config key (repeatable), e.g. --set video.fps=25
-      --source auto|synthetic|v4l2 where frames come from (default auto: synthetic without a camera)
+      --source auto|synthetic|v4l2 where frames come from (default auto: the first V4L2 camera, else synthetic)
       --out DIR                    data directory (default ./var); streams go to DIR/streams/<id>/
       --listen ADDR:PORT|off       built-in web server (default 127.0.0.1:8080)
       --duration SECONDS           stop after this much media, finish the stream and exit

@@ -66,6 +66,11 @@ public enum ConfigFile {
             $0.rotation = rotation
         },
         "video.encoder": { $0.encoder = try choice($1, VideoEncoderKind.self) },
+        "video.device": {
+            guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError("expected auto or a device path such as /dev/video0, got '\($1)'") }
+            $0.videoDevice = $1
+        },
+        "video.buffers": { $0.videoBuffers = try integer($1, 2...32) },
         "audio.enabled": { $0.audio = try choice($1, Settings.AudioMode.self) },
         "audio.sample_rate": {
             let rate = try integer($1, 8000...96000)

@@ -55,10 +55,6 @@ public enum Runner {
         signal(SIGPIPE, SIG_IGN)
 
         let log = Log(format: settings.logFormat)
-        if settings.source == .v4l2 {
-            printError("onair: --source v4l2: this build has no V4L2 capture yet; use --source synthetic")
-            return 2
-        }
         var publisher: Publisher?
         var publisherDestination: Destination?
         if let url = settings.publish.url {
@@ -98,17 +94,26 @@ public enum Runner {
     }
 
     /// The rest of a run, once the settings are final.
-    static func record(_ requested: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
-        // A named ALSA device replaces the source's own microphone.
-        // audio.enabled = auto means "on when the capture PCM opens": without one the stream
-        // is video only, with a warning; audio.enabled = on makes it an error.
-        var adjusted = requested
+    static func record(_ configured: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
+        // The camera first: its granted size and rate are what everything else is made for.
+        let camera: V4L2Camera?
+        var adjusted: Settings
+        do { (camera, adjusted) = try Capture.openCamera(configured, log: log) } catch {
+            printError("onair: \(error)")
+            return 2
+        }
+        // An ALSA device replaces the synthetic source's own microphone; with a real camera
+        // `audio.device = auto` means ALSA's `default` PCM. audio.enabled = auto means "on
+        // when the capture PCM opens": without one the stream is video only, with a warning;
+        // audio.enabled = on makes it an error.
         var microphone: ALSAMicrophone?
-        if requested.audioEnabled && requested.audioDevice != "auto" {
+        let audioDevice = adjusted.audioDevice == "auto" && camera != nil ? "default" : adjusted.audioDevice
+        if adjusted.audioEnabled && audioDevice != "auto" {
             do {
-                microphone = try ALSAMicrophone(device: requested.audioDevice, sampleRate: requested.sampleRate, channels: requested.channels)
+                microphone = try ALSAMicrophone(device: audioDevice, sampleRate: adjusted.sampleRate, channels: adjusted.channels)
             } catch {
-                if requested.audio == .on {
+                if adjusted.audio == .on {
+                    camera?.stop()
                     printError("onair: \(error)")
                     return 2
                 }
@@ -184,28 +189,21 @@ public enum Runner {
             }
         }
 
-        // V4L2 capture arrives with the camera work (issue 4); until then `auto` is the
-        // synthetic source, and says so when a video device is present.
-        if settings.source == .auto {
-            let devices = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? []).filter { $0.hasPrefix("video") }
-            log("source.selected", ("source", "synthetic"),
-                ("reason", devices.isEmpty ? "no V4L2 device" : "this build has no V4L2 capture (found \(devices.sorted().joined(separator: ",")))"))
-        }
-        let source = SyntheticSource(width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
-                                     audio: settings.audioEnabled && microphone == nil ? (settings.sampleRate, settings.channels) : nil,
-                                     pace: settings.pace)
+        let source: VideoSource = camera ?? SyntheticSource(
+            width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
+            audio: settings.audioEnabled && microphone == nil ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
         // Asked for before the camera starts, so the stream begins with its first frame.
         if settings.start == .now { session.startRecording() }
         source.start(into: session.queue)
         if let microphone {
             microphone.start(into: session.queue)
-            log("audio.selected", ("device", settings.audioDevice), ("rate", microphone.sampleRate),
+            log("audio.selected", ("device", audioDevice), ("rate", microphone.sampleRate),
                 ("channels", settings.channels), ("period_frames", microphone.periodFrames))
         }
-        log("source.started", ("source", "synthetic"), ("width", settings.captureWidth), ("height", settings.captureHeight),
+        log("source.started", ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
             ("fps", settings.fps),
-            ("audio", !settings.audioEnabled ? "off" : microphone != nil ? "alsa:\(settings.audioDevice)" : "\(settings.sampleRate)Hz/\(settings.channels)ch"),
-            ("pace", settings.pace.rawValue))
+            ("audio", !settings.audioEnabled ? "off" : microphone != nil ? "alsa:\(audioDevice)" : "\(settings.sampleRate)Hz/\(settings.channels)ch"),
+            ("pace", camera == nil ? settings.pace.rawValue : "camera"))
         watchStandardInput(session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
@@ -223,6 +221,12 @@ public enum Runner {
         done.wait()
         session.shutdown()
         source.stop()
+        if let camera {
+            let stats = camera.statistics
+            log("camera.stats", ("frames", stats.frames), ("copies_per_frame", stats.copiesPerFrame),
+                ("driver_dropped", stats.driverDropped), ("timestamps_replaced", stats.timestampsReplaced),
+                ("corrupt_buffers", stats.corruptBuffers), ("reopened", stats.reopened))
+        }
         if let microphone {
             microphone.stop()
             if microphone.xruns > 0 { log("audio.xruns", level: .warn, ("count", microphone.xruns)) }

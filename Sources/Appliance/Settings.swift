@@ -45,6 +45,10 @@ public struct Settings: Sendable, Equatable {
     public var segmentMilliseconds = 2000
 
     public var source: SourceKind = .auto
+    /// `auto`: the first V4L2 camera under /dev; or a device path.
+    public var videoDevice = "auto"
+    /// V4L2 buffers the driver fills in turn (mmap streaming).
+    public var videoBuffers = 4
     public var pace: Pace = .realtime
     public var dataDirectory = "./var"
     /// How much of the data file system stays free; the oldest published streams go first.

@@ -8,6 +8,9 @@ public struct VideoFrame: Sendable {
     public var captureTime: Int64
     /// Frames counted from 0 when the source started.
     public var index: Int64
+    /// The first frame after the source was interrupted (a camera unplugged and back):
+    /// the time since the frame before is a gap, not missing frames.
+    public var discontinuity = false
 
     public init(width: Int, height: Int, planes: [UInt8], captureTime: Int64, index: Int64) {
         precondition(width % 2 == 0 && height % 2 == 0, "4:2:0 needs even dimensions")

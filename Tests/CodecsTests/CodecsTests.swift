@@ -81,3 +81,49 @@ final class AACEncoderTests: XCTestCase {
         XCTAssertFalse(packets.contains { $0.data.count > 1 && $0.data[0] == 0xFF && $0.data[1] & 0xF0 == 0xF0 }, "raw AUs, no ADTS")
     }
 }
+
+/// USB cameras' MJPEG, decoded by libavcodec into the I420 the pipeline carries, checked
+/// against ffmpeg's own decode of the same picture.
+final class MJPEGDecoderTests: XCTestCase {
+    func ffmpeg(_ arguments: [String]) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-v", "error"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        return output
+    }
+
+    func jpeg(_ layout: String) throws -> [UInt8] {
+        Array(try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=64x48", "-frames:v", "1", "-pix_fmt", layout, "-q:v", "2",
+                          "-f", "mjpeg", "-"]))
+    }
+
+    func testWebcamLayoutsDecodeToI420() throws {
+        let decoder = try MJPEGDecoder()
+        for layout in ["yuvj422p", "yuvj420p"] {
+            let picture = try jpeg(layout)
+            let planes = try picture.withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) }
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("onair-\(UUID().uuidString).jpg").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try Data(picture).write(to: URL(fileURLWithPath: path))
+            let reference = Array(try ffmpeg(["-i", path, "-sws_flags", "area+accurate_rnd+full_chroma_int", "-pix_fmt", "yuvj420p", "-f", "rawvideo", "-"]))
+            XCTAssertEqual(planes.count, reference.count)
+            let luma = 64 * 48
+            XCTAssertEqual(Array(planes[..<luma]), Array(reference[..<luma]), "luma is copied as decoded")
+            let differences = zip(planes[luma...], reference[luma...]).map { abs(Int($0) - Int($1)) }
+            XCTAssertLessThanOrEqual(differences.max() ?? 99, 2, "\(layout): chroma as ffmpeg scales it, within rounding")
+        }
+    }
+
+    func testASizeOtherThanNegotiatedIsAnErrorNotACrash() throws {
+        let decoder = try MJPEGDecoder()
+        let picture = try jpeg("yuvj422p")
+        XCTAssertThrowsError(try picture.withUnsafeBytes { try decoder.decode($0, width: 320, height: 240) })
+        XCTAssertThrowsError(try [UInt8](repeating: 0xFF, count: 100).withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) })
+    }
+}

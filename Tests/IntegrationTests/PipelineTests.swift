@@ -243,8 +243,12 @@ final class PipelineTests: XCTestCase {
             (["run", "--config", "/nonexistent/onair.conf"], "onair: --config /nonexistent/onair.conf: cannot read the file"),
             (["run", "--set", "video.fps=0"], "onair: --set: video.fps: expected an integer in 1…240, got '0'"),
             (["validate", "/nonexistent"], "onair: validate: /nonexistent/index.m3u8 does not exist"),
-            (["run", "--listen", "off", "--set", "audio.device=nosuchpcm", "--set", "audio.enabled=on"],
-             "onair: audio device nosuchpcm: cannot open: ")
+            (["run", "--listen", "off", "--source", "synthetic", "--set", "audio.device=nosuchpcm", "--set", "audio.enabled=on"],
+             "onair: audio device nosuchpcm: cannot open: "),
+            // A device that is no camera: the real ioctl path answers, and says which call.
+            (["run", "--listen", "off", "--source", "v4l2", "--set", "video.device=/dev/null"],
+             "onair: /dev/null: VIDIOC_QUERYCAP: Inappropriate ioctl for device"),
+            (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)

@@ -1,0 +1,65 @@
+import CFFmpeg
+import Media
+
+/// Motion-JPEG from a USB camera → I420, through libavcodec's `mjpeg` decoder. Cameras
+/// send 4:2:2 (most webcams) or 4:2:0 JPEGs; 4:2:2 chroma is averaged over line pairs.
+public final class MJPEGDecoder {
+    private var context: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+
+    public init() throws {
+        quietLibav()
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw CodecError("this libavcodec has no MJPEG decoder") }
+        context = avcodec_alloc_context3(codec)
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+        guard context != nil, packet != nil, frame != nil else { throw CodecError("out of memory opening the MJPEG decoder") }
+        try check(avcodec_open2(context, codec, nil), "opening the MJPEG decoder")
+    }
+
+    deinit {
+        avcodec_free_context(&context)
+        av_packet_free(&packet)
+        av_frame_free(&frame)
+    }
+
+    /// Decodes one JPEG picture of `width`×`height` into I420 planes.
+    public func decode(_ jpeg: UnsafeRawBufferPointer, width: Int, height: Int) throws -> [UInt8] {
+        guard let context, let packet, let frame, let base = jpeg.baseAddress else { throw CodecError("MJPEG decoder is closed") }
+        packet.pointee.data = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
+        packet.pointee.size = Int32(jpeg.count)
+        defer { packet.pointee.data = nil; packet.pointee.size = 0 }
+        try check(avcodec_send_packet(context, packet), "decoding an MJPEG frame")
+        try check(avcodec_receive_frame(context, frame), "decoding an MJPEG frame")
+        defer { av_frame_unref(frame) }
+        guard Int(frame.pointee.width) == width, Int(frame.pointee.height) == height else {
+            throw CodecError("MJPEG frame is \(frame.pointee.width)x\(frame.pointee.height), not \(width)x\(height)")
+        }
+        let format = AVPixelFormat(frame.pointee.format)
+        let verticalChroma: Int
+        switch format {
+        case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P: verticalChroma = 1
+        case AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUV422P: verticalChroma = 2
+        default: throw CodecError("MJPEG chroma layout \(String(cString: av_get_pix_fmt_name(format))) is not supported")
+        }
+        var planes = [UInt8](repeating: 0, count: VideoFrame.byteCount(width: width, height: height))
+        let cw = width / 2, ch = height / 2
+        planes.withUnsafeMutableBufferPointer { out in
+            let y = out.baseAddress!
+            let data = [frame.pointee.data.0!, frame.pointee.data.1!, frame.pointee.data.2!]
+            let stride = [Int(frame.pointee.linesize.0), Int(frame.pointee.linesize.1), Int(frame.pointee.linesize.2)]
+            for row in 0..<height { (y + row * width).update(from: data[0] + row * stride[0], count: width) }
+            for plane in 1...2 {
+                let target = y + width * height + (plane - 1) * cw * ch
+                for row in 0..<ch {
+                    let a = data[plane] + row * verticalChroma * stride[plane]
+                    if verticalChroma == 1 { (target + row * cw).update(from: a, count: cw); continue }
+                    let b = a + stride[plane]
+                    for x in 0..<cw { target[row * cw + x] = UInt8((UInt16(a[x]) + UInt16(b[x]) + 1) / 2) }
+                }
+            }
+        }
+        return planes
+    }
+}

@@ -1,0 +1,304 @@
+import Media
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
+/// buffers on a thread of its own and hands I420 frames to the sink, stamped with the
+/// driver's CLOCK_MONOTONIC capture time. When the device goes away (unplugged, ENODEV,
+/// EIO, or silent for `stallMilliseconds`) it says so once, keeps trying to reopen it with
+/// backoff, and marks the first frame after its return as a discontinuity.
+public final class V4L2Camera: @unchecked Sendable {
+    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
+    /// MJPEG → I420 at the given size (libavcodec's decoder, from Codecs).
+    public typealias Decoder = (UnsafeRawBufferPointer, Size) throws -> [UInt8]
+
+    public struct Configuration: Sendable {
+        /// nil: the first camera under /dev (`video.device = auto`).
+        public var device: String?
+        public var size: Size
+        public var fps: Int
+        public var buffers: Int
+        public var stallMilliseconds = 3000
+        public init(device: String?, size: Size, fps: Int, buffers: Int = 4) {
+            self.device = device
+            self.size = size
+            self.fps = fps
+            self.buffers = buffers
+        }
+    }
+
+    /// What the camera was asked for and what it granted.
+    public struct Opened: Sendable, Equatable {
+        public var path: String
+        public var card: String
+        public var driver: String
+        public var plan: FormatNegotiation.Plan
+        public var granted: GrantedFormat
+        /// The frame rate the driver took, if it says.
+        public var fps: Double?
+        public var buffers: Int
+        /// Buffers exported as DMABUFs for zero-copy consumers.
+        public var dmabufs: Int
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var frames = 0
+        /// Frames the driver's sequence numbers say it dropped.
+        public var driverDropped = 0
+        /// Timestamps that were missing (not CLOCK_MONOTONIC) or went backwards, replaced.
+        public var timestampsReplaced = 0
+        public var corruptBuffers = 0
+        public var reopened = 0
+        /// Copies of picture data made per delivered frame (buffer → I420).
+        public var copies = 0
+        public var copiesPerFrame: Double { frames == 0 ? 0 : Double(copies) / Double(frames) }
+    }
+
+    public let configuration: Configuration
+    private let openDevice: (String) throws -> VideoDevice
+    private let listDevices: () -> [String]
+    private let decoder: Decoder?
+    private let clock: MediaClock
+    private let log: Log
+    private let lock = NSLockish()
+    private var device: VideoDevice?
+    private var mapped: [UnsafeRawBufferPointer] = []
+    private var exported: [Int32] = []
+    private var stopped = false
+    private var thread: ThreadHandle?
+    private var stats = Statistics()
+    public private(set) var opened: Opened?
+
+    public init(_ configuration: Configuration, clock: MediaClock = MonotonicClock(), decoder: Decoder? = nil,
+                openDevice: @escaping (String) throws -> VideoDevice = { try LinuxVideoDevice(path: $0) },
+                listDevices: @escaping () -> [String] = { V4L2Camera.deviceNodes() }, log: @escaping Log) {
+        self.configuration = configuration
+        self.clock = clock
+        self.decoder = decoder
+        self.openDevice = openDevice
+        self.listDevices = listDevices
+        self.log = log
+    }
+
+    /// /dev/video0, /dev/video1, … in numeric order.
+    public static func deviceNodes() -> [String] {
+        var nodes: [(Int, String)] = []
+        guard let dir = opendir("/dev") else { return [] }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix("video"), let number = Int(name.dropFirst(5)) { nodes.append((number, "/dev/" + name)) }
+        }
+        return nodes.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    public var statistics: Statistics { lock.withLock { stats } }
+
+    /// Opens and configures the camera, and starts streaming; frames flow once `start`
+    /// gives them somewhere to go. Errors name the device and the call that failed.
+    @discardableResult
+    public func open() throws -> Opened {
+        let result = try openAndStream()
+        opened = result
+        return result
+    }
+
+    /// The device to use: the configured one, or the first camera (capture + streaming,
+    /// no codec or metadata node).
+    func findDevice() throws -> (VideoDevice, VideoCapabilities) {
+        if let path = configuration.device {
+            let device = try openDevice(path)
+            let caps = try device.capabilities()
+            guard caps.isCamera else {
+                device.close()
+                throw CameraError("\(path) (\(caps.card), \(caps.driver)) is not a video capture device with streaming I/O")
+            }
+            return (device, caps)
+        }
+        var seen: [String] = []
+        for path in listDevices() {
+            guard let device = try? openDevice(path) else { continue }
+            if let caps = try? device.capabilities(), caps.isCamera { return (device, caps) }
+            seen.append(path)
+            device.close()
+        }
+        throw CameraError(seen.isEmpty ? "no V4L2 device under /dev" : "no camera among \(seen.joined(separator: ", ")) (codec and metadata nodes are skipped)")
+    }
+
+    private func openAndStream() throws -> Opened {
+        let (device, caps) = try findDevice()
+        do {
+            let formats = try device.formats()
+            guard let plan = try FormatNegotiation.plan(formats: formats, wanted: configuration.size, fps: configuration.fps,
+                                                        sizes: { try device.frameSizes($0) },
+                                                        intervals: { try device.frameIntervals($0, size: $1) }) else {
+                throw CameraError("\(device.path) offers none of NV12, YU12, YUYV, UYVY, MJPG (it has \(formats.map(\.description).joined(separator: ", ")))")
+            }
+            if plan.format == .mjpeg && decoder == nil { throw CameraError("\(device.path): MJPEG needs a decoder") }
+            let granted = try device.setFormat(plan.format, size: plan.size)
+            guard granted.format == plan.format, granted.width % 2 == 0, granted.height % 2 == 0 else {
+                throw CameraError("\(device.path) granted \(granted.format) \(granted.width)x\(granted.height) for \(plan.format) \(plan.size)")
+            }
+            let interval = try? device.setFrameInterval(plan.interval ?? Fraction(1, configuration.fps))
+            let count = try device.requestBuffers(configuration.buffers)
+            guard count >= 2 else { throw CameraError("\(device.path) gave \(count) buffers; streaming needs 2 or more") }
+            var maps: [UnsafeRawBufferPointer] = []
+            var fds: [Int32] = []
+            for index in 0..<count {
+                maps.append(try device.mapBuffer(index))
+                // Zero-copy hand-off (a KMS plane, a hardware encoder) needs DMABUFs; not
+                // every driver can export them, and capture works either way.
+                if let fd = try? device.exportBuffer(index) { fds.append(fd) }
+            }
+            for index in 0..<count { try device.queueBuffer(index) }
+            try device.streamOn()
+            lock.withLock {
+                self.device = device
+                mapped = maps
+                exported = fds
+            }
+            return Opened(path: device.path, card: caps.card, driver: caps.driver, plan: plan, granted: granted,
+                          fps: interval.flatMap { $0 }.map(\.fps), buffers: count, dmabufs: fds.count)
+        } catch {
+            device.close()
+            throw error
+        }
+    }
+
+    private func teardown() {
+        let (device, fds) = lock.withLock { () -> (VideoDevice?, [Int32]) in
+            defer { self.device = nil; mapped = []; exported = [] }
+            return (self.device, exported)
+        }
+        for fd in fds { Glibc.close(fd) }
+        try? device?.streamOff()
+        _ = try? device?.requestBuffers(0)
+        device?.close()
+    }
+
+    /// Delivers frames to `sink` until `stop`.
+    public func start(into sink: CaptureSink) {
+        thread = ThreadHandle(name: "onair-camera") { [self] in run(sink) }
+    }
+
+    public func stop() {
+        lock.withLock { stopped = true }
+        thread?.join()
+        thread = nil
+        teardown()
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func run(_ sink: CaptureSink) {
+        guard let format = opened?.granted else { return }
+        var planes = [UInt8](repeating: 0, count: VideoFrame.byteCount(width: format.width, height: format.height))
+        var lastTimestamp: Int64?
+        var lastSequence: UInt32?
+        var lastFrameAt = clock.now()
+        var lostAt: Int64?
+        var backoff: Int64 = 250_000_000
+        var nextAttempt: Int64 = 0
+        var discontinuity = false
+        var warnedTimestamps = false
+        let interval = Int64(1_000_000_000 / max(1, configuration.fps))
+        while !isStopped {
+            let device = lock.withLock { self.device }
+            guard let device else {
+                // Lost: try again with backoff (250 ms doubling to 4 s), checking for stop.
+                let now = clock.now()
+                if now < nextAttempt { clock.sleep(until: min(nextAttempt, now + 50_000_000)); continue }
+                do {
+                    let again = try openAndStream()
+                    guard again.granted == format else {
+                        teardown()
+                        throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
+                    }
+                    lock.withLock { stats.reopened += 1 }
+                    log("camera.reopened", [("device", again.path), ("after_ms", (now - (lostAt ?? now)) / 1_000_000)])
+                    discontinuity = true
+                    lastTimestamp = nil
+                    lastSequence = nil
+                    lastFrameAt = clock.now()
+                    backoff = 250_000_000
+                } catch {
+                    nextAttempt = now + backoff
+                    backoff = min(backoff * 2, 4_000_000_000)
+                }
+                continue
+            }
+            do {
+                guard try device.waitForFrame(timeoutMilliseconds: 100) else {
+                    if clock.now() - lastFrameAt > Int64(configuration.stallMilliseconds) * 1_000_000 {
+                        throw VideoDeviceError(path: device.path, operation: "no frame for \(configuration.stallMilliseconds) ms", code: ETIMEDOUT)
+                    }
+                    continue
+                }
+                guard let buffer = try device.dequeueBuffer() else { continue }
+                lastFrameAt = clock.now()
+                defer { try? device.queueBuffer(buffer.index) }
+                if let last = lastSequence, buffer.sequence > last &+ 1 {
+                    lock.withLock { stats.driverDropped += Int(buffer.sequence - last - 1) }
+                }
+                lastSequence = buffer.sequence
+                if buffer.hasError {
+                    lock.withLock { stats.corruptBuffers += 1 }
+                    continue
+                }
+                // The driver's capture time, on the clock audio uses too; a missing or
+                // backwards one is replaced (and said once) so the pipeline's timeline holds.
+                var timestamp = buffer.monotonicTimestamp ?? lastFrameAt
+                var replaced = buffer.monotonicTimestamp == nil
+                if let last = lastTimestamp, timestamp <= last {
+                    timestamp = last + interval  // one frame on: the pictures are in order
+                    replaced = true
+                }
+                if replaced {
+                    lock.withLock { stats.timestampsReplaced += 1 }
+                    if !warnedTimestamps {
+                        warnedTimestamps = true
+                        log("camera.timestamps", [("device", device.path),
+                                                  ("problem", buffer.monotonicTimestamp == nil ? "not CLOCK_MONOTONIC" : "went backwards"),
+                                                  ("using", "dequeue time")])
+                    }
+                }
+                lastTimestamp = timestamp
+                let data = lock.withLock { mapped.indices.contains(buffer.index) ? mapped[buffer.index] : nil }
+                guard let data else { continue }
+                let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
+                if format.format == .mjpeg, let decoder {
+                    guard let decoded = try? decoder(used, Size(format.width, format.height)), decoded.count == planes.count else {
+                        lock.withLock { stats.corruptBuffers += 1 }
+                        continue
+                    }
+                    planes = decoded
+                } else if !PixelConversion.toI420(used, format: format.format, width: format.width, height: format.height,
+                                                  stride: format.bytesPerLine, into: &planes) {
+                    lock.withLock { stats.corruptBuffers += 1 }
+                    continue
+                }
+                let index = lock.withLock { () -> Int in
+                    stats.copies += 1
+                    stats.frames += 1
+                    return stats.frames - 1
+                }
+                var frame = VideoFrame(width: format.width, height: format.height, planes: planes, captureTime: timestamp, index: Int64(index))
+                frame.discontinuity = discontinuity
+                discontinuity = false
+                sink.capture(frame)
+            } catch {
+                let lost = (error as? VideoDeviceError)?.isDeviceLost ?? false
+                log("camera.lost", [("device", device.path), ("error", "\(error)"), ("reopen", true), ("device_gone", lost)])
+                lostAt = clock.now()
+                teardown()
+                nextAttempt = clock.now() + backoff
+            }
+        }
+    }
+}
+
+public struct CameraError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

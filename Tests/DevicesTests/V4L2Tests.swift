@@ -1,0 +1,420 @@
+import Foundation
+import XCTest
+@testable import Devices
+import Media
+
+/// A V4L2 device that keeps the kernel's contract (Documentation/userspace-api/media/v4l):
+/// REQBUFS before QUERYBUF/QBUF, QBUF only of a buffer the application holds, DQBUF only
+/// while streaming and EAGAIN when nothing is filled, every call ENODEV once unplugged.
+/// The test plays the sensor: `deliver` fills the oldest queued buffer.
+final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
+    struct Mode {
+        var formats: [FourCC: (sizes: FrameSizes?, intervals: FrameIntervals?)]
+        var capabilities = VideoCapabilities(driver: "fake", card: "Fake Camera",
+                                             flags: VideoCapabilities.videoCapture | VideoCapabilities.streaming)
+        var grantsFrameInterval = true
+        var canExport = true
+        var maximumBuffers = 8
+    }
+
+    let path: String
+    let mode: Mode
+    private let lock = NSCondition()
+    private var granted: GrantedFormat?
+    private var storage: [UnsafeMutableRawBufferPointer] = []
+    private var queued: [Int] = []
+    private var filled: [DequeuedBuffer] = []
+    private var streaming = false
+    private(set) var unplugged = false
+    private(set) var closed = false
+    private(set) var violations: [String] = []
+    private(set) var calls: [String] = []
+
+    init(path: String, mode: Mode) {
+        self.path = path
+        self.mode = mode
+    }
+
+    deinit { for buffer in storage { buffer.deallocate() } }
+
+    private func enter(_ call: String) throws {
+        calls.append(call)
+        if closed { violations.append("\(call) after close") }
+        if unplugged { throw VideoDeviceError(path: path, operation: call, code: ENODEV) }
+    }
+
+    private func violation(_ text: String, _ call: String) -> VideoDeviceError {
+        violations.append(text)
+        return VideoDeviceError(path: path, operation: call, code: EINVAL)
+    }
+
+    func capabilities() throws -> VideoCapabilities { try lock.withLock { try enter("QUERYCAP"); return mode.capabilities } }
+    func formats() throws -> [FourCC] {
+        try lock.withLock { try enter("ENUM_FMT"); return FormatNegotiation.preference.filter { mode.formats[$0] != nil } }
+    }
+    func frameSizes(_ format: FourCC) throws -> FrameSizes? { try lock.withLock { try enter("ENUM_FRAMESIZES"); return mode.formats[format]?.sizes } }
+    func frameIntervals(_ format: FourCC, size: Size) throws -> FrameIntervals? {
+        try lock.withLock { try enter("ENUM_FRAMEINTERVALS"); return mode.formats[format]?.intervals }
+    }
+
+    func setFormat(_ format: FourCC, size: Size) throws -> GrantedFormat {
+        try lock.withLock {
+            try enter("S_FMT")
+            if streaming || !storage.isEmpty { throw VideoDeviceError(path: path, operation: "S_FMT", code: EBUSY) }
+            // Like a driver, the stride is padded to 64 bytes.
+            let stride = format == .yuyv || format == .uyvy ? (2 * size.width + 63) / 64 * 64 : (size.width + 63) / 64 * 64
+            let image = format == .yuyv || format == .uyvy ? stride * size.height : stride * size.height * 3 / 2
+            granted = GrantedFormat(format: format, width: size.width, height: size.height, bytesPerLine: stride, imageSize: image)
+            return granted!
+        }
+    }
+
+    func setFrameInterval(_ interval: Fraction) throws -> Fraction? {
+        try lock.withLock { try enter("S_PARM"); return mode.grantsFrameInterval ? interval : nil }
+    }
+
+    func requestBuffers(_ count: Int) throws -> Int {
+        try lock.withLock {
+            try enter("REQBUFS")
+            if streaming { throw VideoDeviceError(path: path, operation: "REQBUFS", code: EBUSY) }
+            guard let granted else { throw violation("REQBUFS before S_FMT", "REQBUFS") }
+            let n = min(count, mode.maximumBuffers)
+            for buffer in storage { buffer.deallocate() }
+            storage = (0..<n).map { _ in
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: granted.imageSize, alignment: 64)
+                buffer.initializeMemory(as: UInt8.self, repeating: 0)
+                return buffer
+            }
+            queued = []
+            filled = []
+            return n
+        }
+    }
+
+    func mapBuffer(_ index: Int) throws -> UnsafeRawBufferPointer {
+        try lock.withLock {
+            try enter("QUERYBUF")
+            guard storage.indices.contains(index) else { throw violation("QUERYBUF \(index) of \(storage.count)", "QUERYBUF") }
+            return UnsafeRawBufferPointer(storage[index])
+        }
+    }
+
+    func exportBuffer(_ index: Int) throws -> Int32 {
+        try lock.withLock {
+            try enter("EXPBUF")
+            guard mode.canExport else { throw VideoDeviceError(path: path, operation: "EXPBUF", code: ENOTTY) }
+            return open("/dev/null", O_RDONLY | O_CLOEXEC)
+        }
+    }
+
+    func queueBuffer(_ index: Int) throws {
+        try lock.withLock {
+            try enter("QBUF")
+            guard storage.indices.contains(index) else { throw violation("QBUF \(index) of \(storage.count)", "QBUF") }
+            guard !queued.contains(index), !filled.contains(where: { $0.index == index }) else {
+                throw violation("QBUF \(index) while the driver owns it", "QBUF")
+            }
+            queued.append(index)
+        }
+    }
+
+    func dequeueBuffer() throws -> DequeuedBuffer? {
+        try lock.withLock {
+            try enter("DQBUF")
+            guard streaming else { throw violation("DQBUF while not streaming", "DQBUF") }
+            return filled.isEmpty ? nil : filled.removeFirst()
+        }
+    }
+
+    func waitForFrame(timeoutMilliseconds: Int) throws -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
+        while filled.isEmpty && !unplugged {
+            if !lock.wait(until: deadline) { break }
+        }
+        return !filled.isEmpty || unplugged  // POLLERR when unplugged
+    }
+
+    func streamOn() throws { try lock.withLock { try enter("STREAMON"); streaming = true } }
+    func streamOff() throws { try lock.withLock { try enter("STREAMOFF"); streaming = false; queued = []; filled = [] } }
+    func close() { lock.withLock { closed = true; streaming = false } }
+
+    /// The sensor: fills the oldest queued buffer with `fill` (given the stride and size).
+    /// False when the application holds every buffer (the frame is lost, as in a driver).
+    @discardableResult
+    func deliver(timestamp: Int64?, sequence: UInt32, fill: (UnsafeMutableRawBufferPointer, GrantedFormat) -> Void) -> Bool {
+        lock.withLock {
+            guard streaming, let granted, !queued.isEmpty else { return false }
+            let index = queued.removeFirst()
+            fill(storage[index], granted)
+            filled.append(DequeuedBuffer(index: index, bytesUsed: granted.imageSize, monotonicTimestamp: timestamp, sequence: sequence))
+            lock.broadcast()
+            return true
+        }
+    }
+
+    func unplug() { lock.withLock { unplugged = true; lock.broadcast() } }
+}
+
+/// Collects frames; `wait(for:)` returns once that many have come.
+final class FrameSink: CaptureSink, @unchecked Sendable {
+    private let lock = NSCondition()
+    private(set) var frames: [VideoFrame] = []
+    func capture(_ frame: VideoFrame) { lock.withLock { frames.append(frame); lock.broadcast() } }
+    func capture(_ chunk: AudioChunk) {}
+    func wait(for count: Int, seconds: Double = 10) -> [VideoFrame] {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: seconds)
+            while frames.count < count && lock.wait(until: deadline) {}
+            return frames
+        }
+    }
+}
+
+final class LogRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [(String, [String: String])] = []
+    var log: V4L2Camera.Log {
+        { [self] event, fields in
+            lock.withLock { entries.append((event, Dictionary(fields.map { ($0.0, "\($0.1)") }, uniquingKeysWith: { a, _ in a }))) }
+        }
+    }
+    var events: [String] { lock.withLock { entries.map(\.0) } }
+    func fields(_ event: String) -> [String: String]? { lock.withLock { entries.first { $0.0 == event }?.1 } }
+}
+
+final class FormatNegotiationTests: XCTestCase {
+    let hd = Size(1280, 720)
+
+    func testPlanarFirstWhenEverythingCanDoIt() {
+        let formats: [FourCC] = [.mjpeg, .yuyv, .yu12, .nv12]
+        let plan = FormatNegotiation.plan(formats: formats, wanted: hd, fps: 30,
+                                          sizes: { _ in .discrete([Size(640, 480), Size(1280, 720)]) },
+                                          intervals: { _, _ in .discrete([Fraction(1, 30), Fraction(1, 15)]) })
+        XCTAssertEqual(plan, .init(format: .nv12, size: hd, interval: Fraction(1, 30)))
+    }
+
+    /// A typical USB webcam: raw YUYV manages 720p only at 10 fps, MJPEG at 30.
+    func testTheRateMattersMoreThanTheFormat() {
+        let plan = FormatNegotiation.plan(formats: [.yuyv, .mjpeg], wanted: hd, fps: 30,
+                                          sizes: { _ in .discrete([Size(640, 480), Size(1280, 720)]) },
+                                          intervals: { format, _ in format == .yuyv ? .discrete([Fraction(1, 10)]) : .discrete([Fraction(1, 30)]) })
+        XCTAssertEqual(plan?.format, .mjpeg)
+        XCTAssertEqual(plan?.interval, Fraction(1, 30))
+    }
+
+    func testNearestSizeAndRate() {
+        let sizes: FrameSizes = .discrete([Size(640, 480), Size(1280, 960), Size(1920, 1080)])
+        let plan = FormatNegotiation.plan(formats: [.yuyv], wanted: hd, fps: 25, sizes: { _ in sizes },
+                                          intervals: { _, _ in .discrete([Fraction(1, 60), Fraction(1, 30), Fraction(1, 15)]) })
+        XCTAssertEqual(plan?.size, Size(1280, 960), "the nearest area")
+        XCTAssertEqual(plan?.interval, Fraction(1, 30), "the slowest rate that is not slower than asked")
+        let slow = FormatNegotiation.plan(formats: [.yuyv], wanted: hd, fps: 60, sizes: { _ in sizes },
+                                          intervals: { _, _ in .discrete([Fraction(1, 30), Fraction(1, 15)]) })
+        XCTAssertEqual(slow?.interval, Fraction(1, 30), "else the fastest")
+    }
+
+    func testStepwiseSizesAndIntervals() {
+        let plan = FormatNegotiation.plan(formats: [.yu12], wanted: Size(1281, 721), fps: 30,
+                                          sizes: { _ in .stepwise(min: Size(16, 16), max: Size(1920, 1080), step: Size(16, 8)) },
+                                          intervals: { _, _ in .stepwise(min: Fraction(1, 60), max: Fraction(1, 1)) })
+        XCTAssertEqual(plan?.size, Size(1280, 720))
+        XCTAssertEqual(plan?.interval, Fraction(1, 30))
+        let unlisted = FormatNegotiation.plan(formats: [.yu12], wanted: hd, fps: 30, sizes: { _ in nil }, intervals: { _, _ in nil })
+        XCTAssertEqual(unlisted, .init(format: .yu12, size: hd, interval: nil), "S_FMT will adjust")
+    }
+
+    func testNothingUsable() {
+        XCTAssertNil(FormatNegotiation.plan(formats: [FourCC("RGB3"), FourCC("GREY")], wanted: hd, fps: 30,
+                                            sizes: { _ in nil }, intervals: { _, _ in nil }))
+    }
+}
+
+final class PixelConversionTests: XCTestCase {
+    func testYUYVWithPaddedStride() {
+        // 4×2 pixels, stride 12: Y0 U Y1 V per pixel pair; the two rows' chroma averaged.
+        let row0: [UInt8] = [10, 100, 11, 200, 12, 101, 13, 201, 0xEE, 0xEE, 0xEE, 0xEE]
+        let row1: [UInt8] = [20, 110, 21, 210, 22, 111, 23, 211, 0xEE, 0xEE, 0xEE, 0xEE]
+        var planes = [UInt8](repeating: 0, count: 12)
+        XCTAssertTrue((row0 + row1).withUnsafeBytes {
+            PixelConversion.toI420($0, format: .yuyv, width: 4, height: 2, stride: 12, into: &planes)
+        })
+        XCTAssertEqual(planes, [10, 11, 12, 13, 20, 21, 22, 23, 105, 106, 205, 206])
+    }
+
+    func testUYVY() {
+        let rows: [UInt8] = [100, 10, 200, 11, 102, 20, 202, 21]
+        var planes = [UInt8](repeating: 0, count: 6)
+        XCTAssertTrue(rows.withUnsafeBytes { PixelConversion.toI420($0, format: .uyvy, width: 2, height: 2, stride: 4, into: &planes) })
+        XCTAssertEqual(planes, [10, 11, 20, 21, 101, 201])
+    }
+
+    func testNV12AndYU12() {
+        // 2×2 pictures with stride 4 (two bytes of padding per line).
+        let nv12: [UInt8] = [1, 2, 0, 0, 3, 4, 0, 0, 50, 60, 0, 0]
+        var planes = [UInt8](repeating: 0, count: 6)
+        XCTAssertTrue(nv12.withUnsafeBytes { PixelConversion.toI420($0, format: .nv12, width: 2, height: 2, stride: 4, into: &planes) })
+        XCTAssertEqual(planes, [1, 2, 3, 4, 50, 60])
+        let yu12: [UInt8] = [1, 2, 0, 0, 3, 4, 0, 0, 50, 0, 60, 0]
+        XCTAssertTrue(yu12.withUnsafeBytes { PixelConversion.toI420($0, format: .yu12, width: 2, height: 2, stride: 4, into: &planes) })
+        XCTAssertEqual(planes, [1, 2, 3, 4, 50, 60])
+        XCTAssertFalse(yu12.prefix(6).withUnsafeBytes { PixelConversion.toI420($0, format: .yu12, width: 2, height: 2, stride: 4, into: &planes) },
+                       "a short buffer is refused, not read past")
+    }
+}
+
+final class V4L2CameraTests: XCTestCase {
+    let camera = FakeVideoDevice.Mode(formats: [.yuyv: (.discrete([Size(64, 48), Size(320, 240)]), .discrete([Fraction(1, 30)])),
+                                                .mjpeg: (.discrete([Size(320, 240)]), .discrete([Fraction(1, 30)]))])
+
+    /// A YUYV picture whose luma is `value` everywhere.
+    static func flat(_ value: UInt8) -> (UnsafeMutableRawBufferPointer, GrantedFormat) -> Void {
+        { buffer, format in
+            for row in 0..<format.height {
+                for x in 0..<format.width {
+                    buffer[row * format.bytesPerLine + 2 * x] = value
+                    buffer[row * format.bytesPerLine + 2 * x + 1] = 128
+                }
+            }
+        }
+    }
+
+    func testAutoSkipsCodecAndMetadataNodesAndNegotiates() throws {
+        var m2m = camera
+        m2m.capabilities.flags = VideoCapabilities.videoM2M | VideoCapabilities.streaming
+        var meta = camera
+        meta.capabilities.flags = VideoCapabilities.metaCapture | VideoCapabilities.streaming
+        let devices = ["/dev/video0": m2m, "/dev/video1": meta, "/dev/video2": camera]
+        var made: [FakeVideoDevice] = []
+        let logs = LogRecorder()
+        let v4l2 = V4L2Camera(.init(device: nil, size: Size(320, 240), fps: 30),
+                              openDevice: { path in
+                                  let device = FakeVideoDevice(path: path, mode: devices[path]!)
+                                  made.append(device)
+                                  return device
+                              },
+                              listDevices: { devices.keys.sorted() }, log: logs.log)
+        let opened = try v4l2.open()
+        XCTAssertEqual(opened.path, "/dev/video2")
+        XCTAssertEqual(opened.plan.format, .yuyv, "raw beats MJPEG at the same size and rate")
+        XCTAssertEqual(opened.granted.width, 320)
+        XCTAssertEqual(opened.granted.bytesPerLine, 640)
+        XCTAssertEqual(opened.fps, 30)
+        XCTAssertEqual(opened.buffers, 4)
+        XCTAssertEqual(opened.dmabufs, 4)
+        XCTAssertTrue(made[0].closed && made[1].closed, "the nodes that are not cameras are closed again")
+        XCTAssertEqual(made[2].calls.filter { $0 == "QBUF" }.count, 4, "every buffer queued before STREAMON")
+        v4l2.stop()
+        XCTAssertTrue(made[2].closed)
+        XCTAssertEqual(made[2].violations, [])
+    }
+
+    func testANamedDeviceThatIsNotACameraIsOneClearError() {
+        var m2m = camera
+        m2m.capabilities = VideoCapabilities(driver: "bcm2835-codec", card: "bcm2835-codec-encode",
+                                             flags: VideoCapabilities.videoM2M | VideoCapabilities.streaming)
+        let v4l2 = V4L2Camera(.init(device: "/dev/video11", size: Size(320, 240), fps: 30),
+                              openDevice: { FakeVideoDevice(path: $0, mode: m2m) }, log: { _, _ in })
+        XCTAssertThrowsError(try v4l2.open()) { error in
+            XCTAssertEqual("\(error)", "/dev/video11 (bcm2835-codec-encode, bcm2835-codec) is not a video capture device with streaming I/O")
+        }
+        let none = V4L2Camera(.init(device: nil, size: Size(320, 240), fps: 30), listDevices: { [] }, log: { _, _ in })
+        XCTAssertThrowsError(try none.open()) { XCTAssertEqual("\($0)", "no V4L2 device under /dev") }
+    }
+
+    /// Frames carry the driver's timestamps and come out as I420; buffers go back to the
+    /// driver; dropped sequence numbers and bad timestamps are counted and mended.
+    func testStreamingTimestampsAndSequenceGaps() throws {
+        var device: FakeVideoDevice?
+        let logs = LogRecorder()
+        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30),
+                              openDevice: { path in
+                                  let made = FakeVideoDevice(path: path, mode: self.camera)
+                                  device = made
+                                  return made
+                              }, log: logs.log)
+        try v4l2.open()
+        let sink = FrameSink()
+        v4l2.start(into: sink)
+        let fake = try XCTUnwrap(device)
+        let base: Int64 = 7_000_000_000
+        let stamps: [(Int64?, UInt32)] = [(base, 0), (base + 33_333_333, 1), (base + 100_000_000, 4), // 2 dropped by the driver
+                                          (base + 90_000_000, 5),                                       // backwards
+                                          (base + 166_666_666, 6)]
+        for (n, (stamp, sequence)) in stamps.enumerated() {
+            while !fake.deliver(timestamp: stamp, sequence: sequence, fill: Self.flat(UInt8(16 + n))) { usleep(1000) }
+            _ = sink.wait(for: n + 1)
+        }
+        let frames = sink.wait(for: stamps.count)
+        v4l2.stop()
+        XCTAssertEqual(frames.map(\.index), [0, 1, 2, 3, 4])
+        XCTAssertEqual(frames.map(\.captureTime)[0...2], [base, base + 33_333_333, base + 100_000_000])
+        XCTAssertGreaterThan(frames[3].captureTime, frames[2].captureTime, "a backwards timestamp is replaced")
+        XCTAssertEqual(frames[4].captureTime, base + 166_666_666)
+        XCTAssertEqual(frames.map { $0.planes[0] }, [16, 17, 18, 19, 20], "luma from the YUYV buffer")
+        XCTAssertEqual(frames[0].planes.count, 64 * 48 * 3 / 2)
+        let stats = v4l2.statistics
+        XCTAssertEqual(stats.driverDropped, 2)
+        XCTAssertEqual(stats.timestampsReplaced, 1)
+        XCTAssertEqual(stats.copiesPerFrame, 1.0, "one copy per frame: buffer → I420")
+        XCTAssertEqual(logs.events.filter { $0 == "camera.timestamps" }.count, 1, "said once")
+        XCTAssertEqual(fake.violations, [])
+    }
+
+    /// Unplugged mid-stream: said once, reopened with backoff when the device is back,
+    /// and the first frame after is marked as a discontinuity.
+    func testUnplugThenReplugReopensAndMarksTheDiscontinuity() throws {
+        final class Devices: @unchecked Sendable {
+            let lock = NSLock()
+            var current: FakeVideoDevice?
+            var present = true
+            var opens = 0
+        }
+        let devices = Devices()
+        let logs = LogRecorder()
+        let mode = camera
+        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30),
+                              openDevice: { path in
+                                  try devices.lock.withLock {
+                                      devices.opens += 1
+                                      guard devices.present else { throw VideoDeviceError(path: path, operation: "open", code: ENOENT) }
+                                      let made = FakeVideoDevice(path: path, mode: mode)
+                                      devices.current = made
+                                      return made
+                                  }
+                              }, log: logs.log)
+        try v4l2.open()
+        let sink = FrameSink()
+        v4l2.start(into: sink)
+        let first = try XCTUnwrap(devices.lock.withLock { devices.current })
+        first.deliver(timestamp: 1_000_000_000, sequence: 0, fill: Self.flat(50))
+        _ = sink.wait(for: 1)
+        devices.lock.withLock { devices.present = false }
+        first.unplug()
+        // While it is away, reopening fails for a while (with backoff, not a busy loop).
+        Thread.sleep(forTimeInterval: 0.8)
+        let attemptsWhileAway = devices.lock.withLock { devices.opens }
+        XCTAssertLessThan(attemptsWhileAway, 6, "backoff between attempts")
+        devices.lock.withLock { devices.present = true }
+        var second: FakeVideoDevice?
+        for _ in 0..<100 {
+            second = devices.lock.withLock { devices.current !== first ? devices.current : nil }
+            if second != nil { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let back = try XCTUnwrap(second, "reopened")
+        while !back.deliver(timestamp: 9_000_000_000, sequence: 0, fill: Self.flat(60)) { usleep(1000) }
+        back.deliver(timestamp: 9_033_333_333, sequence: 1, fill: Self.flat(61))
+        let frames = sink.wait(for: 3)
+        v4l2.stop()
+        XCTAssertEqual(frames.map(\.discontinuity), [false, true, false])
+        XCTAssertEqual(frames.map { $0.planes[0] }, [50, 60, 61])
+        XCTAssertEqual(logs.events.filter { $0 == "camera.lost" }.count, 1, "said once")
+        XCTAssertEqual(logs.fields("camera.lost")?["device_gone"], "true")
+        XCTAssertEqual(logs.events.filter { $0 == "camera.reopened" }.count, 1)
+        XCTAssertEqual(v4l2.statistics.reopened, 1)
+        XCTAssertEqual(first.violations, [])
+        XCTAssertEqual(back.violations, [])
+    }
+}
