@@ -17,6 +17,7 @@ extension StreamChecker {
         var nextDecodeTime: [UInt32: UInt64] = [:]
         var firstVideoTime: UInt64?
         var playlistTime = 0.0
+        var domainStart = 0.0  // playlist time where the current discontinuity domain began
         var avOffset: Double?
         var minFrameDuration: UInt32?
         var frameDurations = Set<UInt32>()
@@ -45,7 +46,8 @@ extension StreamChecker {
                 for traf in fragment.trafs { checkTraf(traf, at: at, known: initSegment.tracks) }
             }
             meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))
-            // S7/P9: decode times continue exactly across segments (no discontinuities are written).
+            // S7/P9: decode times continue exactly across segments, except after
+            // EXT-X-DISCONTINUITY, where a new timeline domain starts (§4.4.4.3).
             for track in initSegment.tracks {
                 let trafs = segment.traf(track.trackID)
                 if trafs.isEmpty { error("S14", at, "no traf for track \(track.trackID) (\(track.handler))"); continue }
@@ -60,11 +62,15 @@ extension StreamChecker {
             let ts = Double(video.timescale)
             let actual = Double(videoTraf.duration) / ts
             // S8, S9
-            if firstVideoTime == nil { firstVideoTime = videoTraf.baseDecodeTime }
+            if firstVideoTime == nil || entry.discontinuity {
+                firstVideoTime = videoTraf.baseDecodeTime
+                domainStart = playlistTime
+                lastIDRTime = nil
+            }
             let frame = Double(videoTraf.samples.first?.duration ?? 0) / ts
             let mediaTime = Double(Int64(bitPattern: videoTraf.baseDecodeTime &- firstVideoTime!)) / ts
-            if abs(mediaTime - playlistTime) > frame + 0.0005 {
-                error("S8", at, "media time \(mediaTime) s vs playlist time \(playlistTime) s")
+            if abs(mediaTime - (playlistTime - domainStart)) > frame + 0.0005 {
+                error("S8", at, "media time \(mediaTime) s vs playlist time \(playlistTime - domainStart) s")
             }
             playlistTime += entry.duration ?? 0
             if actual > Double(targetDuration) + 0.5 { error("S9", at, "lasts \(actual) s, over TARGETDURATION + 0.5 s") }

@@ -74,7 +74,8 @@ extension StreamChecker {
             }
             guard let ms = UTCDate.parse(text) else { error("P13", at, "bad date \(text)"); continue }
             if !text.contains(".") { warning("P13", at, "PROGRAM-DATE-TIME without milliseconds") }
-            if let previous, abs(Double(ms - previous.ms) / 1000 - previous.duration) > 0.05 {
+            // After EXT-X-DISCONTINUITY the date jumps by the gap (RFC 8216bis §4.4.4.3).
+            if let previous, !segment.discontinuity, abs(Double(ms - previous.ms) / 1000 - previous.duration) > 0.05 {
                 error("P13", at, "PROGRAM-DATE-TIME advanced \(Double(ms - previous.ms) / 1000) s over a \(previous.duration) s segment")
             }
             previous = (ms, segment.duration ?? 0)

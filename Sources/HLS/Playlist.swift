@@ -7,10 +7,13 @@ public struct MediaPlaylist: Sendable, Equatable {
         public var uri: String
         public var duration: String   // EXTINF, decimal seconds with ms precision
         public var programDateTimeMs: Int64
-        public init(uri: String, duration: String, programDateTimeMs: Int64) {
+        /// EXT-X-DISCONTINUITY before it: the source was interrupted (§4.4.4.3).
+        public var discontinuity: Bool
+        public init(uri: String, duration: String, programDateTimeMs: Int64, discontinuity: Bool = false) {
             self.uri = uri
             self.duration = duration
             self.programDateTimeMs = programDateTimeMs
+            self.discontinuity = discontinuity
         }
     }
 
@@ -40,6 +43,7 @@ public struct MediaPlaylist: Sendable, Equatable {
                      "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
                      "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(mapURI)\""]
         for entry in entries {
+            if entry.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
             lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: entry.programDateTimeMs))")
             lines.append("#EXTINF:\(entry.duration),")
             lines.append(entry.uri)
@@ -142,7 +146,7 @@ extension MediaPlaylist {
         for segment in parsed.segments {
             guard let extinf = segment.extinf, let date = segment.programDateTime.flatMap(UTCDate.parse) else { return nil }
             let duration = String(extinf.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0])
-            entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date))
+            entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity))
         }
         isEnded = parsed.isEnded
     }

@@ -14,6 +14,8 @@ public struct SegmentReport: Sendable {
     public var videoSamples: Int
     public var audioSamples: Int
     public var programDateTimeMs: Int64
+    /// The first segment after the source was interrupted: its timestamps jump.
+    public var discontinuity = false
 
     public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale) }
 
@@ -58,7 +60,8 @@ public struct Segmenter {
     public let cutsOnlyAtSync: Bool
 
     private var current: [EncodedSample] = []
-    private var closed: [[EncodedSample]] = []
+    private var currentIsDiscontinuous = false
+    private var closed: [(samples: [EncodedSample], discontinuous: Bool)] = []
     private var audio: [EncodedSample] = []
     private var audioEnd: Int64?
     private var nextAudioDecodeTime: Int64?
@@ -75,15 +78,14 @@ public struct Segmenter {
         self.nominalFrameDuration = nominalFrameDuration
     }
 
-    public var pendingVideoSamples: Int { current.count + closed.reduce(0) { $0 + $1.count } }
+    public var pendingVideoSamples: Int { current.count + closed.reduce(0) { $0 + $1.samples.count } }
 
     public mutating func appendVideo(_ sample: EncodedSample) -> [SegmentReport] {
         if var last = current.popLast() {
             last.duration = max(1, sample.dts - last.dts)
             current.append(last)
             if sample.isSync || !cutsOnlyAtSync, let first = current.first, grid.slot(sample.dts) > grid.slot(first.dts) {
-                closed.append(current)
-                current = []
+                closeCurrent()
             }
         }
         current.append(sample)
@@ -97,14 +99,32 @@ public struct Segmenter {
         return drain(final: false)
     }
 
+    private mutating func closeCurrent() {
+        closed.append((current, currentIsDiscontinuous))
+        current = []
+        currentIsDiscontinuous = false
+    }
+
+    /// Ends the segment in progress (its last frame gets the nominal duration): the
+    /// source was interrupted, and the next video sample (an IDR) starts a segment marked
+    /// as a discontinuity. Sound from the gap is left out of the stream.
+    public mutating func discontinuity() -> [SegmentReport] {
+        if var last = current.popLast() {
+            last.duration = nominalFrameDuration
+            current.append(last)
+            closeCurrent()
+        }
+        currentIsDiscontinuous = true
+        return drain(final: false)
+    }
+
     /// Writes what is left as the last segment; trailing audio past the video end is
     /// dropped so both tracks end together.
     public mutating func finish() -> [SegmentReport] {
         if var last = current.popLast() {
             last.duration = nominalFrameDuration
             current.append(last)
-            closed.append(current)
-            current = []
+            closeCurrent()
         }
         return drain(final: true)
     }
@@ -121,12 +141,17 @@ public struct Segmenter {
 
     private mutating func drain(final: Bool) -> [SegmentReport] {
         var reports: [SegmentReport] = []
-        while let run = closed.first {
+        while let (run, discontinuous) = closed.first {
             let end = videoEnd(run)
             let audioReady = tracks.audio == nil || final || closed.count > maximumAudioWait
                 || audioEnd.map { !audioIsBefore($0, video: end) } ?? false
             guard audioReady else { break }
             closed.removeFirst()
+            if discontinuous, let start = run.first?.dts {
+                // Sound captured while the pictures were away ends before this segment.
+                let videoTimescale = tracks.videoTimescale, audioTimescale = tracks.audioTimescale
+                audio.removeAll { ($0.dts + $0.duration) * videoTimescale <= start * audioTimescale }
+            }
             let isLast = final && closed.isEmpty
             var take = audio.prefix { audioIsBefore($0.dts, video: end) }.count
             if isLast {
@@ -136,7 +161,9 @@ public struct Segmenter {
             }
             let segmentAudio = Array(audio.prefix(take))
             audio.removeFirst(take)
-            reports.append(makeReport(video: run, audio: segmentAudio))
+            var report = makeReport(video: run, audio: segmentAudio)
+            report.discontinuity = discontinuous
+            reports.append(report)
         }
         return reports
     }

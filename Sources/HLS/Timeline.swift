@@ -60,9 +60,14 @@ public struct KeyframePlanner: Sendable {
 
     public init(grid: SegmentGrid) { self.grid = grid }
 
+    private var forced = false
+
     public mutating func needsKeyframe(at ticks: Int64) -> Bool {
         let slot = grid.slot(ticks)
-        defer { lastSlot = max(lastSlot, slot) }
-        return slot > lastSlot
+        defer { lastSlot = max(lastSlot, slot); forced = false }
+        return slot > lastSlot || forced
     }
+
+    /// The next frame is an IDR whatever the grid says (after a discontinuity).
+    public mutating func forceKeyframe() { forced = true }
 }

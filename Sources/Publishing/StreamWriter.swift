@@ -81,7 +81,8 @@ public final class StreamWriter {
             try writeMultivariant()
             observer(.multivariantRewritten(id: id))
         }
-        playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs))
+        playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
+                                      discontinuity: segment.discontinuity))
         try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
         observer(.segmentStored(id: id, sequence: segment.sequence))
     }

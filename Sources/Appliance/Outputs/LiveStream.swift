@@ -71,6 +71,14 @@ final class LiveStream {
     }
 
     func encode(_ frame: VideoFrame) throws {
+        if frame.discontinuity && framesEncoded > 0 {
+            // EXT-X-DISCONTINUITY rather than a broken timeline: close the segment, start
+            // the next at this frame with an IDR. (The encoder holds no frames back: no
+            // B-frames, zero latency.)
+            try store(segmenter.discontinuity())
+            encoder.resync()
+            log("stream.discontinuity", ("id", id), ("frame", frame.index))
+        }
         for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(sample)) }
     }
 

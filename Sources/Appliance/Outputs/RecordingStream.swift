@@ -43,6 +43,9 @@ final class RecordingStream {
     }
 
     func encode(_ frame: VideoFrame) throws {
+        // The file has no discontinuities: the last picture stays up through the gap
+        // (one long sample) while the sound goes on.
+        if frame.discontinuity { encoder.resync() }
         for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(sample)) }
     }
 

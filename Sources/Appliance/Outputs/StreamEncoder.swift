@@ -101,6 +101,13 @@ final class StreamEncoder {
         return encoded
     }
 
+    /// The source was interrupted: the next frame is an IDR, and the time since the last
+    /// one is a gap, not missing frames to repeat.
+    func resync() {
+        lastInput = nil
+        planner.forceKeyframe()
+    }
+
     /// Everything still inside the encoders.
     func flush() throws -> (video: [EncodedSample], audio: [EncodedSample]) {
         (try video.flush(), try audio?.flush() ?? [])
