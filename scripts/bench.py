@@ -12,7 +12,10 @@
    onair's recording write latency (write + fdatasync per fragment) is shown too.
 2. Packaging alone: the same pre-encoded samples (the stream onair just wrote) packaged
    again into fMP4 HLS by onair-bench and by `ffmpeg -c copy -f hls`.
-3. Publish lag: in real time, the time from a segment stored to the playlist that lists
+3. Start-up: in real time, time to the first preview frame and until recording can
+   start (encoder.ready), with the talk's deferred start (camera and preview first) and
+   without it (startup.deferred=off: everything else first, then the camera).
+4. Publish lag: in real time, the time from a segment stored to the playlist that lists
    it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
@@ -125,6 +128,22 @@ http {{ access_log off; client_body_temp_path {site}/body;
     return sorted(lags), len(stored)
 
 
+def startup_times(work, mode, runs=3):
+    """Median t_ms of preview.first_frame and encoder.ready over `runs` real-time starts."""
+    preview, ready = [], []
+    for i in range(runs):
+        run = subprocess.run([ONAIR, "run", "--duration", "1", "--listen", "127.0.0.1:0", "--log-format", "json",
+                              "--out", os.path.join(work, f"startup-{mode}{i}"), "--set", f"startup.deferred={mode}"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+        times = {}
+        for line in run.stderr.decode().splitlines():
+            event = json.loads(line)
+            times.setdefault(event["event"], event["t_ms"])
+        preview.append(times["preview.first_frame"])
+        ready.append(times["encoder.ready"])
+    return sorted(preview)[runs // 2], sorted(ready)[runs // 2]
+
+
 def best(runs):
     cpu = min(r[0] for r in runs)
     rss = min(r[1] for r in runs)
@@ -203,6 +222,12 @@ def main():
         print(f"  ffmpeg -c copy CPU {ffmpeg_cpu:6.2f} s = {media / ffmpeg_cpu:7.0f} s of media per CPU second, "
               f"peak RSS {max(r[1] for r in ffmpeg_pack):.1f} MiB")
         print(f"  ratio onair/ffmpeg: CPU {onair_cpu / ffmpeg_cpu:.2f}")
+
+        print("start-up (real time, median of 3): ms from process start")
+        print(f"  {'':22} {'first preview frame':>20} {'encoders ready':>15}")
+        for mode, label in (("auto", "deferred (default)"), ("off", "not deferred")):
+            first, ready = startup_times(work, mode)
+            print(f"  {label:22} {first:20.1f} {ready:15.1f}")
 
         lags, count = publish_lag(work)
         if len(lags) != count:

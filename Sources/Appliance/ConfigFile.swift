@@ -115,6 +115,8 @@ public enum ConfigFile {
         "publish.s3.access_key": { $0.publish.s3AccessKey = $1 },
         "publish.s3.secret_key": { $0.publish.s3SecretKey = $1 },
         "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) },
+        "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
+        "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },
         "record.width": { $0.record.width = $1 == "auto" ? nil : try evenInteger($1, 16...7680) },
         "record.height": { $0.record.height = $1 == "auto" ? nil : try evenInteger($1, 16...4320) },

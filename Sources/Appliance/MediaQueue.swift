@@ -65,6 +65,14 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         }
     }
 
+    private static func isHeld(_ item: Item) -> Bool {
+        switch item {
+        case .video(let frame): return frame.held
+        case .audio(let chunk): return chunk.held
+        case .begin, .finish: return false
+        }
+    }
+
     private func adjust(_ kind: Kind, _ delta: Int) {
         switch kind {
         case .video: videoCount += delta
@@ -86,7 +94,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         }
         if closed { return }
         if full() {
-            switch policy {
+            switch Self.isHeld(item) ? .block : policy {
             case .block:
                 while full() && !closed { pthread_cond_wait(&notFull, &mutex) }
                 if closed { return }

@@ -51,11 +51,11 @@ public enum Runner {
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGUSR1)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
         let log = Log(format: settings.logFormat)
-        var publisher: Publisher?
         var publisherDestination: Destination?
         if let url = settings.publish.url {
             let environment = ProcessInfo.processInfo.environment
@@ -81,137 +81,80 @@ public enum Runner {
         if settings.quality == .auto {
             settings.quality = chooseQuality(settings, destination: publisherDestination, log: log)
         }
-        if let destination = publisherDestination {
-            log("publish.destination", ("url", destination.description), ("parallel", settings.publish.parallel))
-            publisher = Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
-                                  retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
-                                  log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
-                                  // A plain bucket or web directory becomes a complete viewing site.
-                                  siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
-                                  makeTransport: { CurlTransport(destination: destination) })
+        let publishing = settings
+        // Made in the deferred start, after the preview.
+        let makePublisher: () -> Publisher? = {
+            guard let destination = publisherDestination else { return nil }
+            log("publish.destination", ("url", destination.description), ("parallel", publishing.publish.parallel))
+            return Publisher(root: publishing.dataDirectory, destination: destination.description, parallel: publishing.publish.parallel,
+                             retry: RetryPolicy(maximumMilliseconds: Int64(publishing.publish.maximumBackoffMilliseconds)),
+                             log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
+                             // A plain bucket or web directory becomes a complete viewing site.
+                             siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
+                             makeTransport: { CurlTransport(destination: destination) })
         }
-        return record(settings, publisher: publisher, log: log, signals: signals)
+        return record(settings, makePublisher: makePublisher, log: log, signals: signals)
     }
 
-    /// The rest of a run, once the settings are final.
-    static func record(_ configured: Settings, publisher: Publisher?, log: Log, signals: sigset_t) -> Int32 {
+    /// The rest of a run, once the settings are final. The start-up order is the talk's:
+    /// camera → first frame → preview, and only then the rest (`Pipeline`), while frames
+    /// wait in the start-up buffer; `startup.deferred = off` brings the rest up first.
+    static func record(_ configured: Settings, makePublisher: () -> Publisher?, log: Log, signals: sigset_t) -> Int32 {
         // The camera first: its granted size and rate are what everything else is made for.
         let camera: V4L2Camera?
-        var adjusted: Settings
-        do { (camera, adjusted) = try Capture.openCamera(configured, log: log) } catch {
+        let settings: Settings
+        do { (camera, settings) = try Capture.openCamera(configured, log: log) } catch {
             printError("onair: \(error)")
             return 2
         }
-        // An ALSA device replaces the synthetic source's own microphone; with a real camera
-        // `audio.device = auto` means ALSA's `default` PCM. audio.enabled = auto means "on
-        // when the capture PCM opens": without one the stream is video only, with a warning;
-        // audio.enabled = on makes it an error.
-        var microphone: ALSAMicrophone?
-        let audioDevice = adjusted.audioDevice == "auto" && camera != nil ? "default" : adjusted.audioDevice
-        if adjusted.audioEnabled && audioDevice != "auto" {
-            do {
-                microphone = try ALSAMicrophone(device: audioDevice, sampleRate: adjusted.sampleRate, channels: adjusted.channels)
-            } catch {
-                if adjusted.audio == .on {
-                    camera?.stop()
-                    printError("onair: \(error)")
-                    return 2
-                }
-                log("audio.unavailable", level: .warn, ("error", "\(error)"), ("note", "recording video only"))
-                adjusted.audio = .off
-            }
-        }
-        let settings = adjusted
-        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
-        // was completely stored, and published to the end, before anything new starts.
-        do {
-            for stream in try Recovery.closeAll(root: settings.dataDirectory) {
-                if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
-                if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
-                    log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
-                }
-            }
-        } catch {
-            printError("onair: recovering \(settings.dataDirectory): \(error)")
-            return 1
-        }
-        // Recordings a crash left as `.part` become playable MP4s from their complete
-        // fragments; old ones go by record.keep_days.
-        let recordings = Recordings(root: settings.dataDirectory)
-        recordings.recoverAll(priority: settings.record.priority) { event, fields in
-            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
-        }
-        if let days = settings.record.keepDays {
-            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
-        }
-        if settings.record.enabled && settings.record.codec == .hevc {
-            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "no HEVC encoder in this build"))
-        }
-        // A stream counts as published once its journal for this destination says ENDLIST.
-        let destinationName = publisher?.destination
-        let storage = StorageKeeper(
-            root: settings.dataDirectory, minimum: settings.minimumFree,
-            isPublished: { id in
-                destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
-            },
-            log: { event, fields in
-                log.emit(event, level: event == "storage.deleted" ? .info : event == "storage.deleted_recording" ? .warn : .error, fields)
-            },
-            deleted: { [publisher] id in publisher?.forget(id) },
-            recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
-        let done = Completion()
-        let current = CurrentStream()
-        let session = Session(settings: settings, log: log, observer: { [publisher] event in
-            publisher?.observe(event)
-            switch event {
-            case .started(let id): current.set(id)
-            case .segmentStored: storage.checkSoon(recording: current.get())
-            case .ended: current.set(nil)
-            case .multivariantRewritten: break
-            }
-        })
-        session.start { session in
-            if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
-        }
-
-        var server: WebServer?
-        if let listen = settings.listen {
-            do {
-                server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
-                    "/api/status": { [publisher] in statusJSON(session: session, publisher: publisher) },
-                    "/api/recordings": { recordingsJSON(recordings) }
-                ])
-                log("server.listening", ("url", "http://\(displayHost(listen)):\(server!.port)/"))
-            } catch {
-                printError("onair: \(error)")
-                session.shutdown()
-                return 2
-            }
-        }
-
+        // With a real camera `audio.device = auto` means ALSA's `default` PCM; with the
+        // synthetic one, its own tone.
+        let audioDevice = settings.audioDevice == "auto" && camera != nil ? "default" : settings.audioDevice
         let source: VideoSource = camera ?? SyntheticSource(
             width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
-            audio: settings.audioEnabled && microphone == nil ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
-        // Asked for before the camera starts, so the stream begins with its first frame.
-        if settings.start == .now { session.startRecording() }
-        source.start(into: session.queue)
-        if let microphone {
-            microphone.start(into: session.queue)
-            log("audio.selected", ("device", audioDevice), ("rate", microphone.sampleRate),
-                ("channels", settings.channels), ("period_frames", microphone.periodFrames))
+            audio: settings.audioEnabled && audioDevice == "auto" ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
+        let preview = FirstFramePreview(log: log)
+        let gate = StartupGate(capacity: Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
+                               blocking: settings.pace == .fast && camera == nil, preview: preview, log: log)
+        let deferred = settings.startup.deferred
+        if deferred != .off {
+            startSource(source, into: gate, settings: settings, log: log)
+            if deferred == .auto {
+                preview.waitForFirstFrame()
+            } else if !waitForStartSignal(signals, log: log) {
+                source.stop()
+                log("onair.exit", ("streams", 0))
+                return 0
+            }
         }
-        log("source.started", ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
-            ("fps", settings.fps),
-            ("audio", !settings.audioEnabled ? "off" : microphone != nil ? "alsa:\(audioDevice)" : "\(settings.sampleRate)Hz/\(settings.channels)ch"),
-            ("pace", camera == nil ? settings.pace.rawValue : "camera"))
-        watchStandardInput(session, log: log)
+        log("deferred_start.began", ("mode", deferred.rawValue))
+        let done = Completion()
+        let pipeline: Pipeline
+        do {
+            pipeline = try Pipeline(settings, audioDevice: audioDevice, makePublisher: makePublisher, log: log) { session in
+                if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
+            }
+        } catch let error as Pipeline.StartError {
+            source.stop()
+            printError("onair: \(error)")
+            return error.status
+        } catch {
+            source.stop()
+            printError("onair: \(error)")
+            return 1
+        }
+        gate.open(into: pipeline.session.queue)
+        log("deferred_start.done", ("mode", deferred.rawValue))
+        if deferred == .off { startSource(source, into: gate, settings: settings, log: log) }
+        watchStandardInput(pipeline.session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
-        _ = ThreadHandle(name: "onair-signals") { [publisher] in
+        _ = ThreadHandle(name: "onair-signals") { [publisher = pipeline.publisher] in
             while true {
                 var received: Int32 = 0
                 var waitFor = signals
                 sigwait(&waitFor, &received)
+                guard received == SIGINT || received == SIGTERM else { continue }
                 let finishing = done.hasFired
                 log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
                 if finishing { publisher?.cancelDrain() } else { done.signal() }
@@ -219,35 +162,39 @@ public enum Runner {
         }
 
         done.wait()
-        session.shutdown()
         source.stop()
+        gate.join()
         if let camera {
             let stats = camera.statistics
             log("camera.stats", ("frames", stats.frames), ("copies_per_frame", stats.copiesPerFrame),
                 ("driver_dropped", stats.driverDropped), ("timestamps_replaced", stats.timestampsReplaced),
                 ("corrupt_buffers", stats.corruptBuffers), ("reopened", stats.reopened))
         }
-        if let microphone {
-            microphone.stop()
-            if microphone.xruns > 0 { log("audio.xruns", level: .warn, ("count", microphone.xruns)) }
-        }
-        if let publisher {
-            // Whatever cannot be published in time stays in the spool (the data directory).
-            if publisher.pendingSegments > 0 { log("publish.draining", ("pending_segments", publisher.pendingSegments),
-                                                   ("seconds", Double(settings.publish.drainMilliseconds) / 1000),
-                                                   ("note", "signal again to stop waiting")) }
-            let drained = publisher.drain(seconds: Double(settings.publish.drainMilliseconds) / 1000)
-            log(drained ? "publish.drained" : "publish.incomplete", level: drained ? .info : .warn,
-                ("pending_segments", publisher.pendingSegments), ("last_error", publisher.lastError ?? "none"))
-            publisher.stop()
-        }
-        server?.stop()
-        if let error = session.error {
+        if let error = pipeline.stop() {
             printError("onair: \(error)")
             return 1
         }
-        log("onair.exit", ("streams", session.streamsEnded))
+        log("onair.exit", ("streams", pipeline.session.streamsEnded))
         return 0
+    }
+
+    static func startSource(_ source: VideoSource, into gate: StartupGate, settings: Settings, log: Log) {
+        source.start(into: gate)
+        log("source.started", ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
+            ("fps", settings.fps), ("pace", source is V4L2Camera ? "camera" : settings.pace.rawValue))
+    }
+
+    /// `startup.deferred = manual`: the preview runs until SIGUSR1 says to start the rest
+    /// (a UI's call); SIGINT/SIGTERM end the run instead (false).
+    static func waitForStartSignal(_ signals: sigset_t, log: Log) -> Bool {
+        log("deferred_start.waiting", ("for", "SIGUSR1"))
+        while true {
+            var received: Int32 = 0
+            var waitFor = signals
+            sigwait(&waitFor, &received)
+            if received == SIGUSR1 { return true }
+            if received == SIGINT || received == SIGTERM { return false }
+        }
     }
 
     /// Probes the uplink and picks the highest preset whose video + audio rate is at most

@@ -67,18 +67,19 @@ public final class Session: @unchecked Sendable {
         }
     }
 
-    /// Starts the outputs' threads and the session thread. `onIdle` is called whenever a
-    /// stream has ended (duration reached or stop requested) or the session failed.
-    public func start(onIdle: @escaping @Sendable (Session) -> Void) {
+    /// Opens every output's encoders (`encoder.ready`: from now on a start costs nothing),
+    /// then starts the outputs' threads and the session thread. `onIdle` is called
+    /// whenever a stream has ended (duration reached or stop requested) or the session
+    /// failed.
+    public func start(onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.onIdle = onIdle
+        var outputs: [(StreamOutput, seconds: Double)] = [(LiveOutput(settings: settings, log: log, observer: observer), 0.2)]
+        // The recording gets the deeper queue: it must keep every frame it can.
+        if settings.record.enabled { outputs.append((RecordingOutput(settings: settings, log: log), 0.5)) }
+        for (output, _) in outputs { try output.prepare() }
+        log("encoder.ready", ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
-        workers.append(OutputWorker(LiveOutput(settings: settings, log: log, observer: observer),
-                                    queue: Self.makeQueue(settings, seconds: 0.2), failed: failed))
-        if settings.record.enabled {
-            // The recording gets the deeper queue: it must keep every frame it can.
-            workers.append(OutputWorker(RecordingOutput(settings: settings, log: log),
-                                        queue: Self.makeQueue(settings, seconds: 0.5), failed: failed))
-        }
+        workers = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
         thread = ThreadHandle(name: "onair-session") { [self] in run() }
     }
 

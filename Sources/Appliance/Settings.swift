@@ -63,6 +63,8 @@ public struct Settings: Sendable, Equatable {
     public var publish = PublishSettings()
     /// The local recording beside the live stream.
     public var record = RecordProfile()
+    /// What comes up when, at start.
+    public var startup = StartupSettings()
 
     public init() {}
 
@@ -124,6 +126,23 @@ public struct RecordProfile: Sendable, Equatable {
     /// Normal-priority recordings older than this are deleted (nil: kept until space runs low).
     public var keepDays: Int?
     public var priority: Recordings.Priority = .normal
+
+    public init() {}
+}
+
+/// `startup.*`: the talk's deferred start, camera and preview first.
+public struct StartupSettings: Sendable, Equatable {
+    public enum Deferred: String, Sendable, CaseIterable {
+        /// Everything else starts right after the first frame is presented.
+        case auto
+        /// The preview runs until an explicit call (SIGUSR1; a UI later).
+        case manual
+        /// Everything starts before the camera (the order without deferral, to compare).
+        case off
+    }
+    public var deferred: Deferred = .auto
+    /// Frames held while the encoders open, so an early start loses none.
+    public var bufferSeconds = 2.0
 
     public init() {}
 }

@@ -5,6 +5,8 @@ import Media
 /// thread of its own, so one falling behind never holds up the other.
 protocol StreamOutput: AnyObject {
     var name: String { get }
+    /// Opens the encoders for the first stream, before any frame needs them.
+    func prepare() throws
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws

@@ -9,10 +9,26 @@ struct EncoderChoice {
     let requested: VideoEncoderKind
     private var kind: VideoEncoderKind?
     private var device: String?
+    /// Opened ahead by `prepare`, for the first stream.
+    private var ready: (video: H264Encoder, audio: AACEncoder?)?
 
     init(role: String, requested: VideoEncoderKind) {
         self.role = role
         self.requested = requested
+    }
+
+    /// Opens the encoders now so the first stream starts without waiting for them.
+    mutating func prepare(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws {
+        ready = (try open(settings, log: log), try openAudioEncoder(audio))
+    }
+
+    /// The prepared encoders, else new ones.
+    mutating func take(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws -> (video: H264Encoder, audio: AACEncoder?) {
+        if let ready {
+            self.ready = nil
+            return ready
+        }
+        return (try open(settings, log: log), try openAudioEncoder(audio))
     }
 
     mutating func open(_ settings: VideoEncoderSettings, log: Log) throws -> H264Encoder {
@@ -51,13 +67,18 @@ final class LiveOutput: StreamOutput {
         encoders = EncoderChoice(role: "live", requested: settings.encoder)
     }
 
-    func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
+    private var encoderSettings: VideoEncoderSettings {
         let size = settings.encodedSize
-        let video = try encoders.open(VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
-                                                           bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval),
-                                      log: log)
-        stream = try LiveStream(start: start, firstFrame: firstFrame, settings: settings, video: video,
-                                audio: try openAudioEncoder(settings), log: log, observer: observer)
+        return VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
+                                    bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval)
+    }
+
+    func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }
+
+    func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
+        let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+        stream = try LiveStream(start: start, firstFrame: firstFrame, settings: settings, video: opened.video,
+                                audio: opened.audio, log: log, observer: observer)
     }
 
     func encode(_ frame: VideoFrame) throws { try stream?.encode(frame) }
@@ -82,16 +103,19 @@ final class RecordingOutput: StreamOutput {
         encoders = EncoderChoice(role: "recording", requested: settings.record.encoder)
     }
 
-    func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
-        let profile = settings.record
+    private var encoderSettings: VideoEncoderSettings {
         let size = settings.recordSize
         let fps = settings.recordFPS
-        let video = try encoders.open(VideoEncoderSettings(width: size.width, height: size.height, fps: fps,
-                                                           bitrate: profile.bitrate,
-                                                           keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps),
-                                      log: log)
-        stream = try RecordingStream(start: start, firstFrame: firstFrame, profile: profile, fps: fps, settings: settings,
-                                     video: video, audio: try openAudioEncoder(settings), log: log)
+        return VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
+                                    keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps)
+    }
+
+    func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }
+
+    func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
+        let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+        stream = try RecordingStream(start: start, firstFrame: firstFrame, profile: settings.record, fps: settings.recordFPS,
+                                     settings: settings, video: opened.video, audio: opened.audio, log: log)
     }
 
     func encode(_ frame: VideoFrame) throws { try stream?.encode(frame) }

@@ -1,0 +1,144 @@
+import Devices
+import Foundation
+import HLS
+import Publishing
+import Recording
+import Server
+
+/// Everything after the preview: what the deferred start brings up once the first frame
+/// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
+/// session with its encoders and recording writer, the web server), and takes down at the
+/// end of a run.
+final class Pipeline {
+    let settings: Settings
+    let session: Session
+    let publisher: Publisher?
+    let microphone: ALSAMicrophone?
+    let server: WebServer?
+    private let log: Log
+
+    struct StartError: Error, CustomStringConvertible {
+        var description: String
+        /// 2: usage or configuration (a device that will not open, a port in use); 1: runtime.
+        var status: Int32
+    }
+
+    /// `onIdle` is called when a stream has ended or the session failed.
+    init(_ requested: Settings, audioDevice: String, makePublisher: () -> Publisher?, log: Log,
+         onIdle: @escaping @Sendable (Session) -> Void) throws {
+        self.log = log
+        var adjusted = requested
+        // An ALSA device replaces the synthetic source's own microphone. audio.enabled = auto
+        // means "on when the capture PCM opens": without one the stream is video only, with
+        // a warning; audio.enabled = on makes it an error.
+        var microphone: ALSAMicrophone?
+        if adjusted.audioEnabled && audioDevice != "auto" {
+            do {
+                microphone = try ALSAMicrophone(device: audioDevice, sampleRate: adjusted.sampleRate, channels: adjusted.channels)
+            } catch {
+                if adjusted.audio == .on { throw StartError(description: "\(error)", status: 2) }
+                log("audio.unavailable", level: .warn, ("error", "\(error)"), ("note", "recording video only"))
+                adjusted.audio = .off
+            }
+        }
+        self.microphone = microphone
+        let settings = adjusted
+        self.settings = settings
+        let publisher = makePublisher()
+        self.publisher = publisher
+        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
+        // was completely stored, and published to the end, before anything new starts.
+        do {
+            for stream in try Recovery.closeAll(root: settings.dataDirectory) {
+                if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
+                if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
+                    log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
+                }
+            }
+        } catch {
+            throw StartError(description: "recovering \(settings.dataDirectory): \(error)", status: 1)
+        }
+        // Recordings a crash left as `.part` become playable MP4s from their complete
+        // fragments; old ones go by record.keep_days.
+        let recordings = Recordings(root: settings.dataDirectory)
+        recordings.recoverAll(priority: settings.record.priority) { event, fields in
+            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
+        }
+        if let days = settings.record.keepDays {
+            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
+        }
+        if settings.record.enabled && settings.record.codec == .hevc {
+            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "no HEVC encoder in this build"))
+        }
+        // A stream counts as published once its journal for this destination says ENDLIST.
+        let destinationName = publisher?.destination
+        let storage = StorageKeeper(
+            root: settings.dataDirectory, minimum: settings.minimumFree,
+            isPublished: { id in
+                destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
+            },
+            log: { event, fields in
+                log.emit(event, level: event == "storage.deleted" ? .info : event == "storage.deleted_recording" ? .warn : .error, fields)
+            },
+            deleted: { [publisher] id in publisher?.forget(id) },
+            recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
+        let current = CurrentStream()
+        session = Session(settings: settings, log: log, observer: { [publisher] event in
+            publisher?.observe(event)
+            switch event {
+            case .started(let id): current.set(id)
+            case .segmentStored: storage.checkSoon(recording: current.get())
+            case .ended: current.set(nil)
+            case .multivariantRewritten: break
+            }
+        })
+        // Asked for before the camera's first frame reaches the session, so the stream
+        // begins with that frame.
+        if settings.start == .now { session.startRecording() }
+        do { try session.start(onIdle: onIdle) } catch {
+            throw StartError(description: "\(error)", status: 1)
+        }
+        let session = self.session
+        if let listen = settings.listen {
+            do {
+                server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
+                    "/api/status": { [publisher] in Runner.statusJSON(session: session, publisher: publisher) },
+                    "/api/recordings": { Runner.recordingsJSON(recordings) }
+                ])
+                log("server.listening", ("url", "http://\(Runner.displayHost(listen)):\(server!.port)/"))
+            } catch {
+                session.shutdown()
+                throw StartError(description: "\(error)", status: 2)
+            }
+        } else {
+            server = nil
+        }
+        if let microphone {
+            microphone.start(into: session.queue)
+            log("audio.selected", ("device", audioDevice), ("rate", microphone.sampleRate),
+                ("channels", settings.channels), ("period_frames", microphone.periodFrames))
+        }
+    }
+
+    /// Finishes the stream in progress, stops the microphone, drains the uploads (up to
+    /// publish.drain_seconds) and stops the server. Returns the session's failure, if any.
+    func stop() -> Error? {
+        session.shutdown()
+        if let microphone {
+            microphone.stop()
+            if microphone.xruns > 0 { log("audio.xruns", level: .warn, ("count", microphone.xruns)) }
+        }
+        if let publisher {
+            // Whatever cannot be published in time stays in the spool (the data directory).
+            if publisher.pendingSegments > 0 { log("publish.draining", ("pending_segments", publisher.pendingSegments),
+                                                   ("seconds", Double(settings.publish.drainMilliseconds) / 1000),
+                                                   ("note", "signal again to stop waiting")) }
+            let drained = publisher.drain(seconds: Double(settings.publish.drainMilliseconds) / 1000)
+            log(drained ? "publish.drained" : "publish.incomplete", level: drained ? .info : .warn,
+                ("pending_segments", publisher.pendingSegments), ("last_error", publisher.lastError ?? "none"))
+            publisher.stop()
+        }
+        server?.stop()
+        return session.error
+    }
+}

@@ -1,0 +1,128 @@
+import Devices
+import Foundation
+import Media
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the first use of a captured frame goes: the screen. The DRM/KMS preview plugs
+/// in here; until then "presented" means handed to this sink.
+protocol PreviewSink: AnyObject, Sendable {
+    func present(_ frame: VideoFrame)
+}
+
+/// Notes the first presented frame and tells whoever waits for it (the deferred start).
+final class FirstFramePreview: PreviewSink, @unchecked Sendable {
+    private let presented = Completion()
+    private let lock = NSLockish()
+    private var first: Int64?
+    private let log: Log
+
+    init(log: Log) { self.log = log }
+
+    func present(_ frame: VideoFrame) {
+        let isFirst = lock.withLock { () -> Bool in
+            guard first == nil else { return false }
+            first = frame.captureTime
+            return true
+        }
+        if isFirst {
+            log("preview.first_frame", ("frame", frame.index), ("sink", "none (no display in this build)"))
+            presented.signal()
+        }
+    }
+
+    func waitForFirstFrame() { presented.wait() }
+}
+
+/// Between the camera and the session: every frame goes to the preview at once; until
+/// the pipeline is ready (`open`), frames are also held, up to `startup.buffer_seconds`,
+/// so a start asked for before the encoders existed still begins with the frame it was
+/// asked at. Once open, a feeder hands the held frames over in order (marked `held`, so
+/// no queue drops them) and then the gate passes everything straight through.
+final class StartupGate: CaptureSink, @unchecked Sendable {
+    private let preview: PreviewSink
+    private let condition = NSCondition()
+    private var held: [MediaQueue.Item] = []
+    private var heldVideo = 0
+    private let capacity: Int
+    /// `--pace fast`: a full buffer makes the producer wait rather than drop.
+    private let blocking: Bool
+    private var target: MediaQueue?
+    private var direct = false
+    private var firstFrame = true
+    private let log: Log
+    private(set) var droppedWhileHeld = 0
+    private var feeder: ThreadHandle?
+
+    /// `capacity`: how many frames may be held (sound rides along with them).
+    init(capacity: Int, blocking: Bool, preview: PreviewSink, log: Log) {
+        self.capacity = max(1, capacity)
+        self.blocking = blocking
+        self.preview = preview
+        self.log = log
+    }
+
+    func capture(_ frame: VideoFrame) {
+        if condition.withLock({ () -> Bool in defer { firstFrame = false }; return firstFrame }) {
+            log("camera.first_frame", ("frame", frame.index))
+        }
+        preview.present(frame)
+        forward(.video(frame))
+    }
+
+    func capture(_ chunk: AudioChunk) { forward(.audio(chunk)) }
+
+    private static func isVideo(_ item: MediaQueue.Item) -> Bool {
+        if case .video = item { return true } else { return false }
+    }
+
+    private func forward(_ item: MediaQueue.Item) {
+        let queue = condition.withLock { () -> MediaQueue? in
+            if Self.isVideo(item) && blocking {
+                while heldVideo >= capacity && !direct { condition.wait() }
+            }
+            if direct { return target }
+            held.append(item)
+            if Self.isVideo(item) {
+                heldVideo += 1
+                // Full: the oldest frame goes, with the sound before the next one.
+                while heldVideo > capacity, let oldest = held.firstIndex(where: Self.isVideo) {
+                    let next = held[(oldest + 1)...].firstIndex(where: Self.isVideo) ?? held.endIndex
+                    held.removeSubrange(0..<next)
+                    heldVideo -= 1
+                    droppedWhileHeld += 1
+                }
+            }
+            return nil
+        }
+        queue?.push(item)
+    }
+
+    /// The pipeline is ready: hand over what is held, then pass frames straight on.
+    func open(into queue: MediaQueue) {
+        let count = condition.withLock { () -> Int in target = queue; return heldVideo }
+        log("startup.buffer", ("held_frames", count), ("dropped_frames", droppedWhileHeld))
+        feeder = ThreadHandle(name: "onair-startup") { [self] in
+            while true {
+                let next = condition.withLock { () -> MediaQueue.Item? in
+                    defer { condition.broadcast() }
+                    guard !held.isEmpty else { direct = true; return nil }
+                    let item = held.removeFirst()
+                    if Self.isVideo(item) { heldVideo -= 1 }
+                    return item
+                }
+                guard var item = next else { return }
+                switch item {
+                case .video(var frame): frame.held = true; item = .video(frame)
+                case .audio(var chunk): chunk.held = true; item = .audio(chunk)
+                case .begin, .finish: break
+                }
+                queue.push(item)
+            }
+        }
+    }
+
+    /// Waits for the held frames to be handed over.
+    func join() { feeder?.join() }
+}
