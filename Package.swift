@@ -12,7 +12,7 @@ let package = Package(
     targets: [
         // C libraries from Debian, each behind a module map and a one-file shim.
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
-                       providers: [.apt(["libavcodec-dev", "libavutil-dev"])]),
+                       providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",

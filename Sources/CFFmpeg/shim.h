@@ -9,6 +9,7 @@
 #include <libavutil/channel_layout.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/error.h>
+#include <libswscale/swscale.h>
 
 static inline int onair_averror(int posix_errno) { return AVERROR(posix_errno); }
 static inline int onair_averror_eof(void) { return AVERROR_EOF; }

@@ -50,6 +50,9 @@ public final class H264Encoder {
     private var hardwareFrames: UnsafeMutablePointer<AVBufferRef>?
     /// VA-API only: the AVFrame a GPU surface is taken into, reused frame after frame.
     private var surface: UnsafeMutablePointer<AVFrame>?
+    /// libswscale, when pictures arrive at another size than the encoder's (a 1080p
+    /// camera feeding a 720p live stream).
+    private var scaler: OpaquePointer?
     private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
 
     public var codecName: String { kind.codecName }
@@ -110,6 +113,7 @@ public final class H264Encoder {
     }
 
     deinit {
+        sws_freeContext(scaler)
         avcodec_free_context(&context)
         av_frame_free(&frame)
         av_frame_free(&surface)
@@ -150,18 +154,43 @@ public final class H264Encoder {
     /// Encodes one frame at `ticks` (90 kHz); returns the samples that came out.
     public func encode(_ input: VideoFrame, ticks: Int64, keyframe: Bool) throws -> [EncodedSample] {
         guard let context, let frame else { return [] }
-        // One copy per picture: into the reusable frame, as I420 or (VA-API) as NV12.
+        // One copy per picture: into the reusable frame, as I420 or (VA-API) as NV12,
+        // scaled on the way when the sizes differ.
         try check(av_frame_make_writable(frame), "making the frame writable")
+        let scaled = input.width != settings.width || input.height != settings.height
+        if scaled { try scale(input, into: frame) }
         if kind == .vaapi {
-            copyNV12(input, into: frame)
+            if !scaled { copyNV12(input, into: frame) }
             try sendHardwareFrame(frame, ticks: ticks, keyframe: keyframe)
         } else {
-            copyPlanes(input, into: frame)
+            if !scaled { copyPlanes(input, into: frame) }
             frame.pointee.pts = ticks
             frame.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
             try check(avcodec_send_frame(context, frame), "encoding a frame")
         }
         return try receive()
+    }
+
+    /// Scales an I420 picture into the encoder's frame (its size and pixel format).
+    private func scale(_ input: VideoFrame, into frame: UnsafeMutablePointer<AVFrame>) throws {
+        scaler = sws_getCachedContext(scaler, Int32(input.width), Int32(input.height), AV_PIX_FMT_YUV420P,
+                                      frame.pointee.width, frame.pointee.height, AVPixelFormat(frame.pointee.format),
+                                      SWS_BILINEAR, nil, nil, nil)
+        guard let scaler else { throw CodecError("cannot scale \(input.width)x\(input.height) to \(frame.pointee.width)x\(frame.pointee.height)") }
+        input.planes.withUnsafeBufferPointer { src in
+            let base = src.baseAddress!
+            var sources: [UnsafePointer<UInt8>?] = [base, base + input.lumaCount, base + input.lumaCount + input.chromaCount, nil]
+            var strides: [Int32] = [Int32(input.width), Int32(input.width / 2), Int32(input.width / 2), 0]
+            withUnsafeMutablePointer(to: &frame.pointee.data) { data in
+                data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { destinations in
+                    withUnsafePointer(to: &frame.pointee.linesize) { sizes in
+                        sizes.withMemoryRebound(to: Int32.self, capacity: 8) { destinationStrides in
+                            _ = sws_scale(scaler, &sources, &strides, 0, Int32(input.height), destinations, destinationStrides)
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Everything still inside the encoder.

@@ -33,6 +33,37 @@ final class H264EncoderTests: XCTestCase {
         }
     }
 
+    /// A 1280x720 camera feeding a 320x240 encoder: libswscale scales on the way in, and
+    /// every decoded picture still carries its frame index.
+    func testPicturesOfAnotherSizeAreScaled() throws {
+        let encoder = try H264Encoder(kind: .x264, settings: settings)
+        let pattern = SyntheticPattern(width: 1280, height: 720, fps: 30)
+        var stream = [UInt8]()
+        func annexB(_ units: [ArraySlice<UInt8>]) { for unit in units { stream += [0, 0, 0, 1] + unit } }
+        annexB([encoder.sps[...], encoder.pps[...]])
+        var samples: [EncodedSample] = []
+        for i in 0..<10 {
+            samples += try encoder.encode(pattern.frame(index: Int64(i), captureTime: 0), ticks: Int64(i) * 3000, keyframe: i == 0)
+        }
+        samples += try encoder.flush()
+        for sample in samples { annexB(try H264.splitLengthPrefixed(sample.data)) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onair-scale-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data(stream).write(to: URL(fileURLWithPath: directory + "/in.h264"))
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        ffmpeg.arguments = ["-v", "error", "-f", "h264", "-i", directory + "/in.h264", "-f", "rawvideo", "-pix_fmt", "gray", directory + "/out.gray"]
+        try ffmpeg.run()
+        ffmpeg.waitUntilExit()
+        let luma = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/out.gray")))
+        XCTAssertEqual(luma.count, 10 * 320 * 240, "ten pictures at the encoder's size")
+        let indices = (0..<10).map { n in
+            luma[(n * 320 * 240)..<((n + 1) * 320 * 240)].withUnsafeBufferPointer { SyntheticPattern.decodeIndex(luma: $0, width: 320, height: 240) }
+        }
+        XCTAssertEqual(indices, (0..<10).map { UInt32($0) })
+    }
+
     func testAutoFallsBackToX264AndSaysWhy() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-dev-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
