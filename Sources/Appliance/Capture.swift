@@ -27,20 +27,22 @@ enum Capture {
         var settings = requested
         if settings.source != .synthetic {
             let decoder = try MJPEGDecoder()
+            // The recording is full quality: 1080p when the camera gives it, unless set.
+            var ask = settings.requestedCaptureSize
+            if settings.record.enabled && settings.record.width == nil && ask.width * ask.height < 1920 * 1080 { ask = Size(1920, 1080) }
             let camera = V4L2Camera(
                 .init(device: settings.videoDevice == "auto" ? nil : settings.videoDevice,
-                      size: Size(settings.captureWidth, settings.captureHeight), fps: settings.fps, buffers: settings.videoBuffers),
+                      size: ask, fps: settings.fps, buffers: settings.videoBuffers),
                 decoder: { jpeg, size in try decoder.decode(jpeg, width: size.width, height: size.height) },
                 log: { event, fields in log.emit(event, level: event == "camera.lost" ? .error : .warn, fields) })
             do {
                 let opened = try camera.open()
                 log("camera.opened", ("device", opened.path), ("card", opened.card), ("driver", opened.driver),
-                    ("asked", "\(settings.captureWidth)x\(settings.captureHeight)@\(settings.fps)"),
+                    ("asked", "\(ask)@\(settings.fps)"),
                     ("format", opened.granted.format.description),
                     ("granted", "\(opened.granted.width)x\(opened.granted.height)@\(opened.fps.map { formatRate($0) } ?? "?")"),
                     ("buffers", opened.buffers), ("dmabuf", opened.dmabufs))
-                settings.width = opened.granted.width
-                settings.height = opened.granted.height
+                settings.cameraSize = Size(opened.granted.width, opened.granted.height)
                 if let fps = opened.fps, fps >= 1 { settings.fps = Int(fps.rounded()) }
                 return (camera, settings)
             } catch {

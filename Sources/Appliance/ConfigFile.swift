@@ -115,6 +115,10 @@ public enum ConfigFile {
         "publish.s3.access_key": { $0.publish.s3AccessKey = $1 },
         "publish.s3.secret_key": { $0.publish.s3SecretKey = $1 },
         "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) },
+        "performance.overload": { $0.performance.overload = try choice($1, PerformanceSettings.Overload.self) },
+        "performance.capacity.x264": { $0.performance.capacity[.x264] = $1 == "auto" ? nil : Double(try bitrate($1)) },
+        "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try bitrate($1)) },
+        "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try bitrate($1)) },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
         "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },
@@ -126,6 +130,7 @@ public enum ConfigFile {
         "record.encoder": { $0.record.encoder = try choice($1, VideoEncoderKind.self) },
         "record.preallocate_mb": { $0.record.preallocateMegabytes = try integer($1, 0...4096) },
         "record.keep_days": { $0.record.keepDays = $1 == "off" ? nil : try integer($1, 1...36_500) },
+        "record.preroll_seconds": { $0.record.prerollSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.priority": { $0.record.priority = try choice($1, Recordings.Priority.self) }
     ]
 

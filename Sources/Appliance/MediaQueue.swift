@@ -99,7 +99,9 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
                 while full() && !closed { pthread_cond_wait(&notFull, &mutex) }
                 if closed { return }
             case .dropOldest:
-                if let index = items[head...].firstIndex(where: { Self.kind($0) == kind }) {
+                // Never a held item (the start-up backlog): the next one of the kind.
+                if let index = items[head...].firstIndex(where: { Self.kind($0) == kind && !Self.isHeld($0) })
+                    ?? items[head...].firstIndex(where: { Self.kind($0) == kind }) {
                     items.remove(at: index)
                     adjust(kind, -1)
                     if kind == .video { droppedVideo += 1 } else { droppedAudio += 1 }

@@ -96,7 +96,8 @@ final class Pipeline {
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
         do { try session.start(onIdle: onIdle) } catch {
-            throw StartError(description: "\(error)", status: 1)
+            // An estimate that refuses is a configuration problem; an encoder that fails, not.
+            throw StartError(description: "\(error)", status: error is SessionError ? 2 : 1)
         }
         let session = self.session
         if let listen = settings.listen {

@@ -100,6 +100,12 @@ public enum Runner {
     /// camera → first frame → preview, and only then the rest (`Pipeline`), while frames
     /// wait in the start-up buffer; `startup.deferred = off` brings the rest up first.
     static func record(_ configured: Settings, makePublisher: () -> Publisher?, log: Log, signals: sigset_t) -> Int32 {
+        var configured = configured
+        // x264's capacity on this CPU is measured once per machine (about a second), before
+        // the camera, so a first boot's deferred start does not wait for it.
+        if configured.performance.capacity[.x264] == nil && configured.encoder != .vaapi && configured.encoder != .v4l2m2m {
+            configured.performance.capacity[.x264] = X264Calibration.capacity(dataDirectory: configured.dataDirectory, log: log)
+        }
         // The camera first: its granted size and rate are what everything else is made for.
         let camera: V4L2Camera?
         let settings: Settings

@@ -73,14 +73,52 @@ public final class Session: @unchecked Sendable {
     /// failed.
     public func start(onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.onIdle = onIdle
-        var outputs: [(StreamOutput, seconds: Double)] = [(LiveOutput(settings: settings, log: log, observer: observer), 0.2)]
-        // The recording gets the deeper queue: it must keep every frame it can.
-        if settings.record.enabled { outputs.append((RecordingOutput(settings: settings, log: log), 0.5)) }
-        for (output, _) in outputs { try output.prepare() }
+        var outputs = try prepareOutputs(live: settings, recording: settings)
+        // The talk's sustained-performance rule: know the cost before starting.
+        let cost = EncodingCost(outputs: outputs.compactMap { $0.0.encoding }, capacity: capacities(outputs.compactMap { $0.0.encoding }))
+        log("performance.cost", ("cost", (cost.value * 100).rounded() / 100),
+            ("outputs", cost.outputs.map(\.description).joined(separator: "; ")))
+        if cost.value > 1 {
+            let lowered = settings.performance.overload == .lower ? cost.lowered() : nil
+            guard let lowered else {
+                throw SessionError("encoding would cost \(String(format: "%.2f", cost.value)) of what the encoders sustain "
+                    + "(\(cost.outputs.map(\.description).joined(separator: " + "))); lower "
+                    + (settings.record.enabled ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
+                    + "the live stream (video.quality, video.fps), or set performance.overload=lower")
+            }
+            var live = settings, recording = settings
+            if let r = lowered.outputs.first(where: { $0.name == "recording" }), r.width * r.height < settings.recordSize.width * settings.recordSize.height {
+                recording.record.width = settings.liveSize.width
+                recording.record.height = settings.liveSize.height
+            }
+            if let l = lowered.outputs.first(where: { $0.name == "live" }) { live.fps = l.fps }
+            outputs = try prepareOutputs(live: live, recording: recording)
+            log("performance.lowered", level: .warn, ("changes", lowered.changes.joined(separator: ", ")),
+                ("cost", (EncodingCost(outputs: lowered.outputs, capacity: cost.capacity).value * 100).rounded() / 100))
+        }
         log("encoder.ready", ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
         workers = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
         thread = ThreadHandle(name: "onair-session") { [self] in run() }
+    }
+
+    /// The outputs, their encoders opened.
+    private func prepareOutputs(live: Settings, recording: Settings) throws -> [(StreamOutput, seconds: Double)] {
+        var outputs: [(StreamOutput, seconds: Double)] = [(EncodingOutput.live(settings: live, log: log, observer: observer), 0.2)]
+        // The recording gets the deeper queue: it must keep every frame it can.
+        if settings.record.enabled { outputs.append((EncodingOutput.recording(settings: recording, log: log), 0.5)) }
+        for (output, _) in outputs { try output.prepare() }
+        return outputs
+    }
+
+    /// Each encoder kind's capacity: the configured one (the board profile), else the
+    /// hardware's published limit, else (x264) measured on this CPU.
+    private func capacities(_ outputs: [EncodingCost.Output]) -> [VideoEncoderKind: Double] {
+        var table = PerformanceSettings.hardwareDefaults.merging(settings.performance.capacity) { $1 }
+        if outputs.contains(where: { $0.kind == .x264 }) && table[.x264] == nil {
+            table[.x264] = X264Calibration.capacity(dataDirectory: settings.dataDirectory, log: log)
+        }
+        return table
     }
 
     public func startRecording() { post(.start) }
@@ -146,11 +184,19 @@ public final class Session: @unchecked Sendable {
                 // Let the audio catch up with the last frame, but not for long.
                 finishingFrames += 1
                 if finishingFrames > 5 || !settings.audioEnabled || audioEndTicks >= videoEndTicks { finishStream() }
-            case .armed, .stopped:
+            case .armed:
+                // Pre-roll: the outputs' encoders run while armed.
+                if settings.record.prerollSeconds > 0 { send(item) }
+            case .stopped:
                 break
             }
         case .audio(let chunk):
-            guard let origin = streamOrigin, state == .recording || state == .finishing else { return }
+            guard let origin = streamOrigin else {
+                // Pre-roll: sound goes on into the outputs' rings until a stream begins.
+                if settings.record.prerollSeconds > 0 && (state == .armed || state == .recording) { send(item) }
+                return
+            }
+            guard state == .recording || state == .finishing else { return }
             send(item)
             audioEndNs = max(audioEndNs, chunk.captureTime - origin
                              + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds))
@@ -165,16 +211,19 @@ public final class Session: @unchecked Sendable {
     private var audioEndTicks: Int64 { rescale(audioEndNs, from: Timescale.nanoseconds, to: Timescale.video) }
 
     private func begin(with frame: VideoFrame) {
-        // PROGRAM-DATE-TIME is the wall clock at capture: step back over the time the
-        // frame spent in the queue (with --pace fast, frames run ahead of the clock).
-        let waited = max(0, MonotonicClock().now() - frame.captureTime)
-        let wallClock = wallClockMilliseconds() - waited / 1_000_000
+        let wallClock = Self.wallClock(atCapture: frame.captureTime)
         let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
         streamOrigin = frame.captureTime
         lastSlot = -1
         audioEndNs = 0
         lock.withLock { currentStreamID = start.id }
         send(.begin(start))
+    }
+
+    /// PROGRAM-DATE-TIME is the wall clock at capture: step back over the time the frame
+    /// spent in queues (with --pace fast, frames run ahead of the clock).
+    static func wallClock(atCapture captureTime: Int64) -> Int64 {
+        wallClockMilliseconds() - max(0, MonotonicClock().now() - captureTime) / 1_000_000
     }
 
     private func finishStream() {
@@ -202,4 +251,9 @@ public final class Session: @unchecked Sendable {
         }
         onIdle?(self)
     }
+}
+
+public struct SessionError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -65,22 +65,46 @@ public struct Settings: Sendable, Equatable {
     public var record = RecordProfile()
     /// What comes up when, at start.
     public var startup = StartupSettings()
+    /// What the encoders sustain, and what to do about more.
+    public var performance = PerformanceSettings()
 
     public init() {}
 
+    /// What the camera granted, once it is open (before rotation); nil for the synthetic
+    /// camera, which gives what it is asked.
+    public var cameraSize: Size?
+
+    /// The live picture before rotation: `video.width/height`, else the preset, made to
+    /// the camera's aspect ratio and no larger than the camera.
+    public var liveSize: Size {
+        if let width, let height { return Size(width, height) }
+        let preset = quality.preset
+        guard let camera = cameraSize else { return Size(width ?? preset.width, height ?? preset.height) }
+        let w = min(width ?? preset.width, camera.width)
+        let h = height ?? min(camera.height, (w * camera.height / camera.width + 1) / 2 * 2)
+        return Size(w, h)
+    }
+
+    /// What to ask the camera for: the larger of the live picture and the recording's,
+    /// when the recording's size is set.
+    public var requestedCaptureSize: Size {
+        let live = liveSize
+        if record.enabled, let w = record.width, let h = record.height, w * h > live.width * live.height { return Size(w, h) }
+        return live
+    }
+
     /// The picture the camera delivers (before rotation).
-    public var captureWidth: Int { width ?? quality.preset.width }
-    public var captureHeight: Int { height ?? quality.preset.height }
+    public var captureWidth: Int { cameraSize?.width ?? requestedCaptureSize.width }
+    public var captureHeight: Int { cameraSize?.height ?? requestedCaptureSize.height }
     public var videoBitrate: Int { bitrate ?? quality.preset.bitrate }
-    /// The encoded picture (after rotation).
+    /// The live encoder's picture (after rotation).
     public var encodedSize: (width: Int, height: Int) {
-        rotation.outputSize(width: captureWidth, height: captureHeight)
+        rotation.outputSize(width: liveSize.width, height: liveSize.height)
     }
     public var audioEnabled: Bool { audio != .off }
-    /// The recorded picture: the camera's (after rotation) unless set.
+    /// The recorded picture (after rotation): `record.width/height`, else the camera's.
     public var recordSize: (width: Int, height: Int) {
-        let camera = encodedSize
-        return (record.width ?? camera.width, record.height ?? camera.height)
+        rotation.outputSize(width: record.width ?? captureWidth, height: record.height ?? captureHeight)
     }
     public var recordFPS: Int { record.fps ?? fps }
     /// Frames per segment; the segment is a whole number of frames.
@@ -126,6 +150,9 @@ public struct RecordProfile: Sendable, Equatable {
     /// Normal-priority recordings older than this are deleted (nil: kept until space runs low).
     public var keepDays: Int?
     public var priority: Recordings.Priority = .normal
+    /// Seconds before a start that the live stream and the recording begin with (the
+    /// encoders run while armed); 0: none.
+    public var prerollSeconds = 0.0
 
     public init() {}
 }

@@ -18,16 +18,21 @@ public struct FileError: Error, CustomStringConvertible {
 /// (or a power cut) sees the old file or the new one, never half of one.
 public enum AtomicFile {
     public static func write(_ bytes: [UInt8], to path: String) throws {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        try write(to: path) { fd, temporary in try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
+    }
+
+    /// The same for content written piece by piece: `body` writes into the temporary
+    /// file (its descriptor and path are given), and the rest is as above.
+    public static func write(to path: String, _ body: (Int32, String) throws -> Void) throws {
+        let directory = self.directory(of: path)
+        let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = "\(directory)/.\(name).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
         var ok = false
         defer { if !ok { unlink(temporary) } }
         do {
-            try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) }
+            try body(fd, temporary)
             guard fsync(fd) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
         } catch {
             close(fd)
@@ -37,6 +42,11 @@ public enum AtomicFile {
         guard rename(temporary, path) == 0 else { throw FileError(path: path, operation: "rename to", code: errno) }
         ok = true
         try syncDirectory(directory)
+    }
+
+    /// The directory a path is in ("." for a bare name).
+    public static func directory(of path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
     }
 
     /// write(2) until all of `raw` is written, through EINTR and short writes.

@@ -37,20 +37,14 @@ public enum Finaliser {
         } catch {
             throw RecordingError.unreadable(partPath, "\(error)")
         }
-        let directory = String(finalPath[..<(finalPath.lastIndex(of: "/") ?? finalPath.startIndex)])
+        let directory = AtomicFile.directory(of: finalPath)
         guard scan.fragments > 0 else {
             unlink(partPath)
-            try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+            try AtomicFile.syncDirectory(directory)
             return nil
         }
-        let name = String(finalPath[finalPath.index(after: finalPath.lastIndex(of: "/") ?? finalPath.startIndex)...])
-        let temporary = directory.isEmpty ? ".\(name).tmp" : "\(directory)/.\(name).tmp"
-        let target = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard target >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
-        var ok = false
-        defer { if !ok { unlink(temporary) } }
         let header = ProgressiveMovie.header(tracks: scan.tracks) + ProgressiveMovie.mdatHeader(payloadSize: scan.payloadSize)
-        do {
+        try AtomicFile.write(to: finalPath) { target, temporary in
             try header.withUnsafeBytes { try AtomicFile.writeAll(target, $0, path: temporary) }
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             for range in scan.payloads {
@@ -63,17 +57,10 @@ public enum Finaliser {
                     offset += Int64(n)
                 }
             }
-            guard fsync(target) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
-        } catch {
-            close(target)
-            throw error
         }
-        close(target)
-        guard rename(temporary, finalPath) == 0 else { throw FileError(path: finalPath, operation: "rename to", code: errno) }
-        ok = true
-        try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+        // Only now that the .mp4 is durable does the .part go.
         unlink(partPath)
-        try AtomicFile.syncDirectory(directory.isEmpty ? "." : directory)
+        try AtomicFile.syncDirectory(directory)
         let video = scan.tracks.first { $0.handler == "vide" }
         return Result(path: finalPath, fragments: scan.fragments, videoFrames: video?.samples.count ?? 0,
                       seconds: video.map { Double($0.mediaDuration) / Double($0.timescale) } ?? 0,

@@ -386,3 +386,71 @@ final class StartupGateTests: XCTestCase {
         } else { XCTFail("frame 6 passes through") }
     }
 }
+
+/// The cost estimate before a session starts, and the order of sacrifice.
+final class EncodingCostTests: XCTestCase {
+    let live = EncodingCost.Output(name: "live", kind: .x264, width: 1280, height: 720, fps: 30)
+    let recording = EncodingCost.Output(name: "recording", kind: .x264, width: 1920, height: 1080, fps: 30)
+
+    func testOutputsOnOneEncoderShareItAndSeparateEncodersDoNot() {
+        let both = EncodingCost(outputs: [live, recording], capacity: [.x264: 100_000_000])
+        XCTAssertEqual(both.value, (27_648_000 + 62_208_000) / 100_000_000, accuracy: 1e-9)
+        var hardware = recording
+        hardware.kind = .v4l2m2m
+        let split = EncodingCost(outputs: [live, hardware], capacity: [.x264: 100_000_000, .v4l2m2m: 62_208_000])
+        XCTAssertEqual(split.value, 1.0, accuracy: 1e-9, "the busiest encoder decides")
+        XCTAssertEqual(split.lowered()?.changes, [], "exactly full is not over")
+    }
+
+    func testTheRecordingGoesDownToTheLiveSizeFirstThenTheLiveFrameRate() throws {
+        let first = try XCTUnwrap(EncodingCost(outputs: [live, recording], capacity: [.x264: 60_000_000]).lowered())
+        XCTAssertEqual(first.changes, ["recording to 1280x720"])
+        XCTAssertEqual(first.outputs.map(\.width), [1280, 1280])
+        let second = try XCTUnwrap(EncodingCost(outputs: [live, recording], capacity: [.x264: 50_000_000]).lowered())
+        XCTAssertEqual(second.changes, ["recording to 1280x720", "live to 24 fps"])
+        XCTAssertLessThanOrEqual(EncodingCost(outputs: second.outputs, capacity: [.x264: 50_000_000]).value, 1)
+        XCTAssertNil(EncodingCost(outputs: [live, recording], capacity: [.x264: 10_000_000]).lowered(), "nothing fits")
+    }
+}
+
+/// The pre-roll ring, driven by capture times on a made-up clock.
+final class PrerollTests: XCTestCase {
+    func testTheRingStartsAtTheIDRAtOrBeforeNewestMinusNAndMovesToTenSeconds() throws {
+        let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 3_000_000_000
+        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 1_796_000_000_000)
+        let encoder = StreamEncoder(timeline: timeline, fps: 30, rotation: .none,
+                                    keyframes: SegmentGrid(start: 900_000, segmentTicks: 90_000),  // an IDR a second
+                                    video: try H264Encoder(kind: .x264, settings: VideoEncoderSettings(width: 160, height: 96, fps: 30,
+                                                                                                      bitrate: 200_000, keyframeInterval: 30)),
+                                    audio: try AACEncoder(settings: AudioEncoderSettings()))
+        let preroll = Preroll(encoder: encoder, seconds: 1)
+        for i in Int64(0)..<100 {
+            try preroll.encode(pattern.frame(index: i, captureTime: origin + pattern.offset(of: i)))
+            if i % 3 == 2 {  // 100 ms of sound every third frame
+                try preroll.encode(AudioChunk(samples: tone.samples(from: (i / 3) * 4800, count: 4800), channels: 1, sampleRate: 48_000,
+                                              captureTime: origin + (i / 3) * 100_000_000))
+            }
+        }
+        let start = try XCTUnwrap(preroll.origin())
+        // Newest frame 99; 99 − 30 = 69; the IDR at or before it is frame 60.
+        XCTAssertEqual(start.video.count, 40)
+        XCTAssertTrue(start.video[0].isSync)
+        XCTAssertEqual(start.video[0].dts, 900_000, "moved to the stream's 10 s")
+        XCTAssertEqual(start.shift.video, 60 * 3000)
+        XCTAssertEqual(start.shift.audio, 96_000, "2 s at 48 kHz")
+        XCTAssertEqual(start.timeline.origin, origin + 2_000_000_000, "the stream's timeline starts at frame 60's capture")
+        XCTAssertEqual(start.timeline.originWallClockMs, 1_796_000_002_000)
+        let firstAudio = try XCTUnwrap(start.audio.first)
+        XCTAssertLessThanOrEqual(firstAudio.dts, 480_000, "sound starts at or before the first picture")
+        XCTAssertGreaterThan(firstAudio.dts + firstAudio.duration, 480_000, "with the AAC frame that covers it, none before")
+        let order = start.heldInTimeOrder(audioTimescale: 48_000)
+        XCTAssertEqual(order.count, start.video.count + start.audio.count)
+        XCTAssertTrue(zip(order, order.dropFirst()).allSatisfy { a, b in
+            let ta = a.isVideo ? a.sample.dts * 48_000 : a.sample.dts * 90_000
+            let tb = b.isVideo ? b.sample.dts * 48_000 : b.sample.dts * 90_000
+            return ta <= tb || (b.isVideo && !a.isVideo)
+        }, "interleaved in time order")
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import Devices
+import HLS
 import TestSupport
 
 /// The talk's start-up order and responsive capture, through the onair binary in real
@@ -57,5 +58,55 @@ final class StartupTests: XCTestCase {
         XCTAssertEqual(logValue(buffer, "held_frames"), "30", "one second at 30 fps")
         XCTAssertGreaterThan(dropped, 30)
         XCTAssertEqual(try firstFrameIndex(out), dropped, "the stream starts at the oldest frame still held")
+    }
+
+    /// performance.overload: a session the encoders cannot sustain is lowered (the
+    /// recording first) or refused in one line, before it starts.
+    func testAnOverloadIsLoweredOrRefusedBeforeTheStart() throws {
+        let out = try temporaryDirectory("overload")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let common = ["run", "--source", "synthetic", "--pace", "fast", "--duration", "1", "--listen", "off", "--out", out,
+                      "--set", "video.quality=low", "--set", "record.width=1920", "--set", "record.height=1080",
+                      "--set", "performance.capacity.x264=30M"]
+        let lowered = try Child(onairBinary(), common)
+        XCTAssertEqual(lowered.wait().status, 0, lowered.stderr)
+        XCTAssertTrue(lowered.stderr.contains("event=performance.cost cost=2.48 "), lowered.stderr)
+        XCTAssertTrue(lowered.stderr.contains("level=warn event=performance.lowered changes=\"recording to 854x480\" cost=0.82"), lowered.stderr)
+        XCTAssertTrue(lowered.stderr.contains("event=recording.started") && lowered.stderr.contains("width=854 height=480 fps=30 bitrate=5000000"))
+        let refused = try Child(onairBinary(), common + ["--set", "performance.overload=refuse"])
+        XCTAssertEqual(refused.wait().status, 2)
+        let errors = refused.stderr.split(separator: "\n").filter { !$0.hasPrefix("t_ms=") }
+        XCTAssertEqual(errors.count, 1, refused.stderr)
+        XCTAssertTrue(errors.first?.hasPrefix("onair: encoding would cost 2.48 of what the encoders sustain (live 854x480@30 on x264 + recording 1920x1080@30 on x264); lower the recording") ?? false, refused.stderr)
+    }
+
+    /// record.preroll_seconds = 3, a press at about 10 s: the stream and the recording both
+    /// begin at the IDR at or before the press − 3 s (IDRs every 60 frames), and hold the
+    /// same frames.
+    func testPrerollBeginsAtTheIDRAtOrBeforeThePressMinusN() throws {
+        let out = try temporaryDirectory("preroll")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--duration", "2", "--listen", "off", "--out", out,
+                                              "--set", "video.quality=low", "--start", "button", "--set", "record.preroll_seconds=3"],
+                              stdin: true)
+        XCTAssertNotNil(onair.waitForLog("event=deferred_start.done"), onair.stderr)
+        Thread.sleep(forTimeInterval: 10)
+        onair.send("")
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let used = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=preroll.used output=live") }.map(String.init))
+        let press = try XCTUnwrap(logValue(used, "press_frame").flatMap(UInt32.init))
+        let first = try XCTUnwrap(try firstFrameIndex(out))
+        XCTAssertEqual(first % 60, 0, "an IDR of the armed encoder's 2 s grid")
+        XCTAssertLessThanOrEqual(first, press - 90)
+        XCTAssertLessThan(press - 90, first + 60, "the last IDR at or before press − 3 s")
+        XCTAssertEqual(logValue(used, "frames_before"), String(press - first))
+        let stream = try FileManager.default.contentsOfDirectory(atPath: out + "/streams")[0]
+        let directory = out + "/streams/" + stream
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+        let ended = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init))
+        let recorded = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init))
+        XCTAssertEqual(logValue(ended, "frames"), logValue(recorded, "frames"), "the recording holds the same frames")
+        XCTAssertEqual(logValue(ended, "frames"), String(press - first + 60), "pre-roll, then 2 s")
+        XCTAssertEqual(logValue(ended, "silence_samples"), "0", "the sound runs on through the press")
     }
 }

@@ -14,7 +14,6 @@ final class LiveStream {
     private var segmenter: Segmenter
 
     var id: String { writer.id }
-    var timeline: Timeline { encoder.timeline }
     var videoEndTicks: Int64 { encoder.videoEndTicks }
     var audioEndTicks: Int64 { encoder.audioEndTicks }
     var framesEncoded: Int { encoder.framesEncoded }
@@ -22,27 +21,39 @@ final class LiveStream {
     var framesRepeated: Int { encoder.framesRepeated }
     var audioSilenceFilled: Int { encoder.audioSilenceFilled }
 
-    init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log,
-         observer: @escaping (StreamEvent) -> Void) throws {
+    private let origin: StreamOrigin
+
+    /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
+    init(start: StreamStart, origin: StreamOrigin, settings: Settings, log: Log, observer: @escaping (StreamEvent) -> Void) throws {
         self.settings = settings
         self.log = log
-        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: start.wallClockMs)
-        let grid = SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: settings.segmentTicks)
-        encoder = StreamEncoder(timeline: timeline, fps: settings.fps, rotation: settings.rotation, keyframes: grid,
-                                video: video, audio: audio)
-        segmenter = Segmenter(grid: grid,
-                              tracks: .init(audio: audio == nil ? nil : 2, audioTimescale: Int64(settings.sampleRate)),
-                              timeline: timeline, nominalFrameDuration: Timescale.video / Int64(settings.fps))
-        let tracks = try Self.tracks(video: video, audio: audio, sampleRate: settings.sampleRate, channels: settings.channels,
-                                     audioBitrate: settings.audioBitrate)
+        self.origin = origin
+        encoder = origin.encoder
+        if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
+        let rate = Int64(settings.sampleRate)
+        segmenter = Segmenter(grid: origin.grid(settings.segmentTicks),
+                              tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
+                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(settings.fps))
+        let tracks = try Self.tracks(video: encoder.video, audio: encoder.audio, sampleRate: settings.sampleRate,
+                                     channels: settings.channels, audioBitrate: settings.audioBitrate)
         let size = settings.encodedSize
         let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: settings.fps,
-                                            configuredBitrate: settings.videoBitrate + (audio == nil ? 0 : settings.audioBitrate),
+                                            configuredBitrate: settings.videoBitrate + (encoder.audio == nil ? 0 : settings.audioBitrate),
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
                                   initSegment: tracks.initSegment, observer: observer)
-        log("stream.started", ("id", start.id), ("dir", writer.directory),
-            ("target_duration", settings.targetDuration), ("priming", audio?.priming ?? 0))
+        log("stream.started", ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
+            ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
+        for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
+            try store(isVideo ? segmenter.appendVideo(sample) : segmenter.appendAudio(sample))
+        }
+    }
+
+    /// A stream that starts at `firstFrame`.
+    convenience init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log,
+                     observer: @escaping (StreamEvent) -> Void) throws {
+        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, settings: settings, video: video, audio: audio)
+        try self.init(start: start, origin: StreamOrigin(encoder: encoder), settings: settings, log: log, observer: observer)
         try encode(firstFrame)
     }
 
@@ -51,6 +62,15 @@ final class LiveStream {
                      log: Log, observer: @escaping (StreamEvent) -> Void) throws {
         try self.init(start: StreamStart(id: StreamWriter.makeID(wallClockMs: wallClockMs), wallClockMs: wallClockMs),
                       firstFrame: firstFrame, settings: settings, video: video, audio: audio, log: log, observer: observer)
+    }
+
+    /// The live encoders on a timeline that starts at `firstFrame`, IDRs on the segment grid.
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder,
+                        audio: AACEncoder?) -> StreamEncoder {
+        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
+        return StreamEncoder(timeline: timeline, fps: settings.fps, rotation: settings.rotation,
+                             keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: settings.segmentTicks),
+                             video: video, audio: audio)
     }
 
     /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
@@ -79,18 +99,18 @@ final class LiveStream {
             encoder.resync()
             log("stream.discontinuity", ("id", id), ("frame", frame.index))
         }
-        for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(sample)) }
+        for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(origin.moved(video: sample))) }
     }
 
     func encode(_ chunk: AudioChunk) throws {
-        for sample in try encoder.encode(chunk) { try store(segmenter.appendAudio(sample)) }
+        for sample in try encoder.encode(chunk) { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
     }
 
     /// Drains both encoders, writes the last segment and ENDLIST.
     func finish() throws {
         let rest = try encoder.flush()
-        for sample in rest.video { try store(segmenter.appendVideo(sample)) }
-        for sample in rest.audio { try store(segmenter.appendAudio(sample)) }
+        for sample in rest.video { try store(segmenter.appendVideo(origin.moved(video: sample))) }
+        for sample in rest.audio { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
         try store(segmenter.finish())
         try writer.finish()
         log("stream.ended", ("id", id), ("segments", writer.segmentCount),

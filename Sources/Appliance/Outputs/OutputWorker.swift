@@ -7,6 +7,11 @@ protocol StreamOutput: AnyObject {
     var name: String { get }
     /// Opens the encoders for the first stream, before any frame needs them.
     func prepare() throws
+    /// What the prepared video encoder will be asked to do, for the cost estimate.
+    var encoding: EncodingCost.Output? { get }
+    /// While armed with a pre-roll: encode into the pre-roll ring.
+    func prime(_ frame: VideoFrame) throws
+    func prime(_ chunk: AudioChunk) throws
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws
@@ -38,6 +43,7 @@ final class OutputWorker: @unchecked Sendable {
 
     private func run() {
         var pending: StreamStart?
+        var early: [AudioChunk] = []  // sound between a start and its first frame
         var active = false
         while let item = queue.pop() {
             do {
@@ -49,13 +55,18 @@ final class OutputWorker: @unchecked Sendable {
                         pending = nil
                         try output.begin(start, firstFrame: frame)
                         active = true
+                        for chunk in early { try output.encode(chunk) }
+                        early = []
                     } else if active {
                         try output.encode(frame)
+                    } else {
+                        try output.prime(frame)
                     }
                 case .audio(let chunk):
-                    if active { try output.encode(chunk) }
+                    if active { try output.encode(chunk) } else if pending != nil { early.append(chunk) } else { try output.prime(chunk) }
                 case .finish:
                     pending = nil
+                    early = []
                     if active { active = false; try output.finish() }
                 }
             } catch {

@@ -12,6 +12,12 @@ struct EncoderChoice {
     /// Opened ahead by `prepare`, for the first stream.
     private var ready: (video: H264Encoder, audio: AACEncoder?)?
 
+    /// The prepared encoder's work, once `prepare` has run.
+    var encoding: EncodingCost.Output? {
+        ready.map { EncodingCost.Output(name: role, kind: $0.video.kind, width: $0.video.settings.width,
+                                        height: $0.video.settings.height, fps: $0.video.settings.fps) }
+    }
+
     init(role: String, requested: VideoEncoderKind) {
         self.role = role
         self.requested = requested
@@ -51,71 +57,98 @@ func openAudioEncoder(_ settings: Settings) throws -> AACEncoder? {
         : nil
 }
 
-/// The live HLS stream, written into `streams/<id>/` and told to the publisher.
-final class LiveOutput: StreamOutput {
-    let name = "live"
-    private let settings: Settings
-    private let log: Log
-    private let observer: @Sendable (StreamEvent) -> Void
-    private var encoders: EncoderChoice
-    private var stream: LiveStream?
-
-    init(settings: Settings, log: Log, observer: @escaping @Sendable (StreamEvent) -> Void) {
-        self.settings = settings
-        self.log = log
-        self.observer = observer
-        encoders = EncoderChoice(role: "live", requested: settings.encoder)
-    }
-
-    private var encoderSettings: VideoEncoderSettings {
-        let size = settings.encodedSize
-        return VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
-                                    bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval)
-    }
-
-    func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }
-
-    func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
-        let opened = try encoders.take(encoderSettings, audio: settings, log: log)
-        stream = try LiveStream(start: start, firstFrame: firstFrame, settings: settings, video: opened.video,
-                                audio: opened.audio, log: log, observer: observer)
-    }
-
-    func encode(_ frame: VideoFrame) throws { try stream?.encode(frame) }
-    func encode(_ chunk: AudioChunk) throws { try stream?.encode(chunk) }
-    func finish() throws {
-        defer { stream = nil }
-        try stream?.finish()
-    }
+/// What an output writes one stream into: the live HLS directory or the recording file.
+protocol EncodedStream: AnyObject {
+    func encode(_ frame: VideoFrame) throws
+    func encode(_ chunk: AudioChunk) throws
+    func finish() throws
 }
 
-/// The full-quality local recording, in its own profile.
-final class RecordingOutput: StreamOutput {
-    let name = "recording"
+extension LiveStream: EncodedStream {}
+extension RecordingStream: EncodedStream {}
+
+/// One use of the capture with encoders of its own: opens them ahead (`prepare`), runs
+/// them while armed when there is a pre-roll, and starts each stream from the pre-roll or
+/// from the frame of the press. `live` and `recording` differ only in their profile, their
+/// IDR grid and what they write.
+final class EncodingOutput: StreamOutput {
+    let name: String
     private let settings: Settings
     private let log: Log
     private var encoders: EncoderChoice
-    private var stream: RecordingStream?
+    private let encoderSettings: VideoEncoderSettings
+    /// The output's encoders on a timeline that starts at a frame (its wall clock given).
+    private let makeEncoder: (VideoFrame, Int64, H264Encoder, AACEncoder?) -> StreamEncoder
+    private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
+    private var stream: EncodedStream?
+    private var preroll: Preroll?
 
-    init(settings: Settings, log: Log) {
+    private init(name: String, requested: VideoEncoderKind, settings: Settings, log: Log, encoderSettings: VideoEncoderSettings,
+                 makeEncoder: @escaping (VideoFrame, Int64, H264Encoder, AACEncoder?) -> StreamEncoder,
+                 makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
+        self.name = name
         self.settings = settings
         self.log = log
-        encoders = EncoderChoice(role: "recording", requested: settings.record.encoder)
+        self.encoderSettings = encoderSettings
+        self.makeEncoder = makeEncoder
+        self.makeStream = makeStream
+        encoders = EncoderChoice(role: name, requested: requested)
     }
 
-    private var encoderSettings: VideoEncoderSettings {
+    /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
+    static func live(settings: Settings, log: Log, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
+        let size = settings.encodedSize
+        return EncodingOutput(
+            name: "live", requested: settings.encoder, settings: settings, log: log,
+            encoderSettings: VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
+                                                  bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval),
+            makeEncoder: { frame, wallClock, video, audio in
+                LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, settings: settings, video: video, audio: audio)
+            },
+            makeStream: { start, origin in try LiveStream(start: start, origin: origin, settings: settings, log: log, observer: observer) })
+    }
+
+    /// The full-quality local recording, in its own profile.
+    static func recording(settings: Settings, log: Log) -> EncodingOutput {
         let size = settings.recordSize
         let fps = settings.recordFPS
-        return VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
-                                    keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps)
+        return EncodingOutput(
+            name: "recording", requested: settings.record.encoder, settings: settings, log: log,
+            encoderSettings: VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
+                                                  keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps),
+            makeEncoder: { frame, wallClock, video, audio in
+                RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, fps: fps, settings: settings, video: video, audio: audio)
+            },
+            makeStream: { start, origin in try RecordingStream(start: start, origin: origin, profile: settings.record, settings: settings, log: log) })
     }
 
     func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }
+    var encoding: EncodingCost.Output? { encoders.encoding }
+
+    func prime(_ frame: VideoFrame) throws {
+        guard settings.record.prerollSeconds > 0 else { return }
+        if preroll == nil {
+            let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+            preroll = Preroll(encoder: makeEncoder(frame, Session.wallClock(atCapture: frame.captureTime), opened.video, opened.audio),
+                              seconds: settings.record.prerollSeconds)
+        }
+        try preroll?.encode(frame)
+    }
+
+    func prime(_ chunk: AudioChunk) throws { try preroll?.encode(chunk) }
 
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
-        let opened = try encoders.take(encoderSettings, audio: settings, log: log)
-        stream = try RecordingStream(start: start, firstFrame: firstFrame, profile: settings.record, fps: settings.recordFPS,
-                                     settings: settings, video: opened.video, audio: opened.audio, log: log)
+        defer { preroll = nil }
+        let origin: StreamOrigin
+        if let held = preroll?.origin() {
+            log("preroll.used", ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
+            origin = held
+        } else {
+            let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+            origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.wallClockMs, opened.video, opened.audio))
+        }
+        stream = try makeStream(start, origin)
+        try stream?.encode(firstFrame)
     }
 
     func encode(_ frame: VideoFrame) throws { try stream?.encode(frame) }

@@ -21,43 +21,67 @@ final class RecordingStream {
     /// An IDR every two seconds, where a player can start or seek.
     static let keyframeTicks = 2 * Timescale.video
 
-    init(start: StreamStart, firstFrame: VideoFrame, profile: RecordProfile, fps: Int, settings: Settings, video: H264Encoder,
-         audio: AACEncoder?, log: Log) throws {
+    private let origin: StreamOrigin
+
+    /// A recording from `origin`: its encoder, timeline, and any pre-roll already encoded.
+    init(start: StreamStart, origin: StreamOrigin, profile: RecordProfile, settings: Settings, log: Log) throws {
         self.log = log
+        self.origin = origin
         priority = profile.priority
         recordings = Recordings(root: settings.dataDirectory)
-        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: start.wallClockMs)
-        let begin = timeline.startTicks(timescale: Timescale.video)
-        encoder = StreamEncoder(timeline: timeline, fps: fps, rotation: settings.rotation,
-                                keyframes: SegmentGrid(start: begin, segmentTicks: Self.keyframeTicks), video: video, audio: audio)
-        fragmenter = Segmenter(grid: SegmentGrid(start: begin, segmentTicks: Self.fragmentTicks),
-                               tracks: .init(audio: audio == nil ? nil : 2, audioTimescale: Int64(settings.sampleRate)),
-                               timeline: timeline, nominalFrameDuration: Timescale.video / Int64(fps), cutsOnlyAtSync: false)
-        let tracks = try LiveStream.tracks(video: video, audio: audio, sampleRate: settings.sampleRate, channels: settings.channels,
+        encoder = origin.encoder
+        if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
+        let rate = Int64(settings.sampleRate)
+        fragmenter = Segmenter(grid: origin.grid(Self.fragmentTicks),
+                               tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
+                               timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps), cutsOnlyAtSync: false)
+        let video = encoder.video
+        let tracks = try LiveStream.tracks(video: video, audio: encoder.audio, sampleRate: settings.sampleRate, channels: settings.channels,
                                            audioBitrate: settings.audioBitrate)
         file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.initSegment,
                                  preallocateBytes: Int64(profile.preallocateMegabytes) << 20)
         log("recording.started", ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
-            ("width", video.settings.width), ("height", video.settings.height), ("fps", fps), ("bitrate", profile.bitrate))
+            ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.bitrate),
+            ("preroll_frames", origin.video.count))
+        for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
+            try store(isVideo ? fragmenter.appendVideo(sample) : fragmenter.appendAudio(sample))
+        }
+    }
+
+    /// A recording that starts at `firstFrame`.
+    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordProfile, fps: Int, settings: Settings, video: H264Encoder,
+                     audio: AACEncoder?, log: Log) throws {
+        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, fps: fps, settings: settings,
+                                   video: video, audio: audio)
+        try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, settings: settings, log: log)
         try encode(firstFrame)
+    }
+
+    /// The recording's encoders on a timeline that starts at `firstFrame`, an IDR every 2 s.
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, fps: Int, settings: Settings, video: H264Encoder,
+                        audio: AACEncoder?) -> StreamEncoder {
+        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
+        return StreamEncoder(timeline: timeline, fps: fps, rotation: settings.rotation,
+                             keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: keyframeTicks),
+                             video: video, audio: audio)
     }
 
     func encode(_ frame: VideoFrame) throws {
         // The file has no discontinuities: the last picture stays up through the gap
         // (one long sample) while the sound goes on.
         if frame.discontinuity { encoder.resync() }
-        for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(sample)) }
+        for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(origin.moved(video: sample))) }
     }
 
     func encode(_ chunk: AudioChunk) throws {
-        for sample in try encoder.encode(chunk) { try store(fragmenter.appendAudio(sample)) }
+        for sample in try encoder.encode(chunk) { try store(fragmenter.appendAudio(origin.moved(audio: sample))) }
     }
 
     /// The last fragment, then the progressive MP4.
     func finish() throws {
         let rest = try encoder.flush()
-        for sample in rest.video { try store(fragmenter.appendVideo(sample)) }
-        for sample in rest.audio { try store(fragmenter.appendAudio(sample)) }
+        for sample in rest.video { try store(fragmenter.appendVideo(origin.moved(video: sample))) }
+        for sample in rest.audio { try store(fragmenter.appendAudio(origin.moved(audio: sample))) }
         try store(fragmenter.finish())
         let latencies = file.writeLatencies
         guard let result = try file.finish() else { return }

@@ -108,6 +108,15 @@ final class StreamEncoder {
         planner.forceKeyframe()
     }
 
+    /// A stream begins from a pre-roll: its counts start with the `frames` it keeps, not
+    /// with everything encoded while armed.
+    func startCounting(from frames: Int) {
+        framesEncoded = frames
+        framesSkipped = 0
+        framesRepeated = 0
+        audioSilenceFilled = 0
+    }
+
     /// Everything still inside the encoders.
     func flush() throws -> (video: [EncodedSample], audio: [EncodedSample]) {
         (try video.flush(), try audio?.flush() ?? [])
