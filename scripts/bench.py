@@ -229,6 +229,20 @@ def main():
             first, ready = startup_times(work, mode)
             print(f"  {label:22} {first:20.1f} {ready:15.1f}")
 
+        print("camera copies per frame (V4L2 buffer → I420, counted by onair's camera.stats)")
+        cameras = sorted(n for n in os.listdir("/dev") if n.startswith("video"))
+        if cameras:
+            run = subprocess.run([ONAIR, "run", "--source", "v4l2", "--duration", "3", "--listen", "off", "--log-format", "json",
+                                  "--out", os.path.join(work, "camera"), "--set", "record.enabled=off"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stats = [json.loads(line) for line in run.stderr.decode().splitlines() if '"camera.stats"' in line]
+            if stats:
+                print(f"  {stats[0]['copies_per_frame']:.2f} copies per frame over {stats[0]['frames']} frames ({', '.join(cameras)})")
+            else:
+                print(f"  not measured: onair did not stream from {', '.join(cameras)} (exit {run.returncode})")
+        else:
+            print("  not measured: no V4L2 device on this machine (the VM system test streams from vivid)")
+
         lags, count = publish_lag(work)
         if len(lags) != count:
             sys.exit(f"bench: only {len(lags)} of {count} segments were listed on the origin")

@@ -104,7 +104,7 @@ enum X264Calibration {
         let pictures = (0..<frames).map { pattern.frame(index: Int64($0), captureTime: 0) }
         let seconds: Double
         do {
-            let encoder = try H264Encoder(kind: .x264, settings: VideoEncoderSettings(width: width, height: height, fps: 30,
+            let encoder = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: width, height: height, fps: 30,
                                                                                       bitrate: 1_500_000, keyframeInterval: 60))
             // Warm up (threads, first IDR) before the clock starts.
             for n in 0..<5 { _ = try encoder.encode(pictures[n], ticks: Int64(n) * 3000, keyframe: n == 0) }

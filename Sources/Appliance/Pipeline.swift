@@ -67,9 +67,6 @@ final class Pipeline {
         if let days = settings.record.keepDays {
             recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
         }
-        if settings.record.enabled && settings.record.codec == .hevc {
-            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "no HEVC encoder in this build"))
-        }
         // A stream counts as published once its journal for this destination says ENDLIST.
         let destinationName = publisher?.destination
         let storage = StorageKeeper(

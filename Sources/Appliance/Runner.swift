@@ -120,14 +120,18 @@ public enum Runner {
             width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
             audio: settings.audioEnabled && audioDevice == "auto" ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
         let preview = FirstFramePreview(log: log)
-        let gate = StartupGate(capacity: Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
-                               blocking: settings.pace == .fast && camera == nil, preview: preview, log: log)
+        // With --pace fast the source waits for room, so two frames are enough to hold: a
+        // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
+        let fast = settings.pace == .fast && camera == nil
+        let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
+                               blocking: fast, preview: preview, log: log)
         let deferred = settings.startup.deferred
         if deferred != .off {
             startSource(source, into: gate, settings: settings, log: log)
             if deferred == .auto {
                 preview.waitForFirstFrame()
             } else if !waitForStartSignal(signals, log: log) {
+                gate.close()
                 source.stop()
                 log("onair.exit", ("streams", 0))
                 return 0
@@ -141,10 +145,12 @@ public enum Runner {
                 if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
             }
         } catch let error as Pipeline.StartError {
+            gate.close()
             source.stop()
             printError("onair: \(error)")
             return error.status
         } catch {
+            gate.close()
             source.stop()
             printError("onair: \(error)")
             return 1

@@ -135,7 +135,6 @@ public struct PublishSettings: Sendable, Equatable {
 
 /// `record.*`: the full-quality local recording, its own encoder profile and retention.
 public struct RecordProfile: Sendable, Equatable {
-    public enum Codec: String, Sendable, CaseIterable { case h264, hevc }
     public var enabled = true
     /// nil: the camera's size and rate.
     public var width: Int?
@@ -143,7 +142,7 @@ public struct RecordProfile: Sendable, Equatable {
     public var fps: Int?
     public var bitrate = 5_000_000
     /// HEVC is used only when a hardware HEVC encoder opens; otherwise H.264.
-    public var codec: Codec = .h264
+    public var codec: VideoCodec = .h264
     public var encoder: VideoEncoderKind = .auto
     /// Space reserved ahead of the writer, MiB (0: none).
     public var preallocateMegabytes = 16

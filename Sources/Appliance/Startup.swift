@@ -50,6 +50,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
     private let blocking: Bool
     private var target: MediaQueue?
     private var direct = false
+    private var closed = false
     private var firstFrame = true
     private let log: Log
     private(set) var droppedWhileHeld = 0
@@ -80,8 +81,9 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
     private func forward(_ item: MediaQueue.Item) {
         let queue = condition.withLock { () -> MediaQueue? in
             if Self.isVideo(item) && blocking {
-                while heldVideo >= capacity && !direct { condition.wait() }
+                while heldVideo >= capacity && !direct && !closed { condition.wait() }
             }
+            if closed { return nil }
             if direct { return target }
             held.append(item)
             if Self.isVideo(item) {
@@ -125,4 +127,15 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
 
     /// Waits for the held frames to be handed over.
     func join() { feeder?.join() }
+
+    /// Nothing more goes anywhere; a producer waiting for room is let go (the run ends, or
+    /// the pipeline failed to start and will never take the held frames).
+    func close() {
+        condition.withLock {
+            closed = true
+            held = []
+            heldVideo = 0
+            condition.broadcast()
+        }
+    }
 }

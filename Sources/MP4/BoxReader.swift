@@ -75,7 +75,7 @@ public enum BoxTree {
     /// children start after a fixed prefix.
     static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "mvex", "moof",
                                           "traf", "dinf", "edts", "udta"]
-    static let childOffsets: [String: Int] = ["stsd": 8, "dref": 8, "avc1": 78, "avc3": 78, "mp4a": 28]
+    static let childOffsets: [String: Int] = ["stsd": 8, "dref": 8, "avc1": 78, "avc3": 78, "hvc1": 78, "mp4a": 28]
 
     public static func parse(_ bytes: [UInt8]) throws -> [Box] {
         try parse(bytes, range: 0..<bytes.count)

@@ -8,14 +8,18 @@ public struct VideoTrack: Sendable, Equatable {
     public var height: Int
     public var sps: [UInt8]
     public var pps: [UInt8]
+    /// HEVC only: the video parameter set. nil: H.264 (`avc1`); set: H.265 (`hvc1`).
+    public var vps: [UInt8]?
 
-    public init(trackID: UInt32 = 1, timescale: UInt32 = 90_000, width: Int, height: Int, sps: [UInt8], pps: [UInt8]) {
+    public init(trackID: UInt32 = 1, timescale: UInt32 = 90_000, width: Int, height: Int, sps: [UInt8], pps: [UInt8],
+                vps: [UInt8]? = nil) {
         self.trackID = trackID
         self.timescale = timescale
         self.width = width
         self.height = height
         self.sps = sps
         self.pps = pps
+        self.vps = vps
     }
 }
 
@@ -163,12 +167,13 @@ public enum InitSegment {
         trak(&w, trackID: v.trackID, timescale: v.timescale, handler: "vide", name: "VideoHandler",
              volume: 0, width: v.width, height: v.height,
              mediaHeader: { $0.fullBox("vmhd", version: 0, flags: 1) { w in w.zeros(8) } },
-             sampleEntry: { avc1(&$0, v) })
+             sampleEntry: { visualSampleEntry(&$0, v) })
     }
 
-    /// AVC sample entry, ISO/IEC 14496-15 §5.4.2.
-    private static func avc1(_ w: inout ByteWriter, _ v: VideoTrack) {
-        w.box("avc1") { w in
+    /// The visual sample entry: `avc1` (ISO/IEC 14496-15 §5.4.2) or, with a VPS, `hvc1`
+    /// (§8.4.1: parameter sets only in the hvcC, none in the samples).
+    private static func visualSampleEntry(_ w: inout ByteWriter, _ v: VideoTrack) {
+        w.box(v.vps == nil ? "avc1" : "hvc1") { w in
             w.zeros(6); w.u16(1)        // reserved, data_reference_index
             w.zeros(16)                  // pre_defined, reserved
             w.u16(UInt16(v.width)); w.u16(UInt16(v.height))
@@ -180,7 +185,33 @@ public enum InitSegment {
             w.append(compressor); w.zeros(32 - compressor.count)
             w.u16(0x0018)                // depth
             w.u16(0xFFFF)                // pre_defined = -1
-            w.box("avcC") { w in avcConfiguration(&w, sps: v.sps, pps: v.pps) }
+            if let vps = v.vps {
+                w.box("hvcC") { w in hevcConfiguration(&w, vps: vps, sps: v.sps, pps: v.pps) }
+            } else {
+                w.box("avcC") { w in avcConfiguration(&w, sps: v.sps, pps: v.pps) }
+            }
+        }
+    }
+
+    /// HEVCDecoderConfigurationRecord, ISO/IEC 14496-15 §8.3.3.1.2.
+    static func hevcConfiguration(_ w: inout ByteWriter, vps: [UInt8], sps: [UInt8], pps: [UInt8]) {
+        let parsed = try? HEVC.SPS(nal: sps[...])
+        w.u8(1)                                              // configurationVersion
+        w.append(parsed?.profileTierLevel ?? [UInt8](repeating: 0, count: 12))
+        w.u16(0xF000)                                        // min_spatial_segmentation_idc = 0
+        w.u8(0xFC)                                           // parallelismType = 0 (unknown)
+        w.u8(0xFC | (parsed?.chromaFormat ?? 1))
+        w.u8(0xF8 | (parsed?.bitDepthLumaMinus8 ?? 0))
+        w.u8(0xF8 | (parsed?.bitDepthChromaMinus8 ?? 0))
+        w.u16(0)                                             // avgFrameRate: unspecified
+        // constantFrameRate 0, numTemporalLayers 1, temporalIdNested 1, lengthSizeMinusOne 3
+        w.u8(0 << 6 | 1 << 3 | 1 << 2 | 3)
+        w.u8(3)                                              // numOfArrays
+        for (type, nal) in [(HEVC.NALType.vps, vps), (.sps, sps), (.pps, pps)] {
+            w.u8(0x80 | type.rawValue)                       // array_completeness = 1
+            w.u16(1)
+            w.u16(UInt16(nal.count))
+            w.append(nal)
         }
     }
 

@@ -216,7 +216,7 @@ final class LiveStreamTimingTests: XCTestCase {
         settings.height = 96
         settings.dataDirectory = root
         let size = settings.encodedSize
-        let video = try H264Encoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 30,
+        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 30,
                                                                                 bitrate: 200_000, keyframeInterval: 60))
         let audio = try AACEncoder(settings: AudioEncoderSettings())
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
@@ -245,7 +245,9 @@ final class LiveStreamTimingTests: XCTestCase {
         XCTAssertEqual(stream.framesEncoded, 180, "every slot of 6 s at 30 fps, once")
         XCTAssertEqual(stream.framesRepeated, 2)
         XCTAssertEqual(stream.framesSkipped, 1)
-        XCTAssertEqual(stream.audioSilenceFilled, 960)
+        // The lost chunk, and at the end the 40 ms from the last whole chunk (5.96 s) to the
+        // last picture's end (6 s), so both tracks end together.
+        XCTAssertEqual(stream.audioSilenceFilled, 960 + 1920)
         let directory = stream.writer.directory
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
     }
@@ -275,10 +277,10 @@ final class DiscontinuityTests: XCTestCase {
         }
         let start = StreamStart(id: "20261202T120000Z-0001", wallClockMs: 1_796_229_753_000)
         let live = try LiveStream(start: start, firstFrame: frame(0), settings: settings,
-                                  video: try H264Encoder(kind: .x264, settings: encoderSettings),
+                                  video: try VideoEncoder(kind: .x264, settings: encoderSettings),
                                   audio: try AACEncoder(settings: AudioEncoderSettings()), log: log, observer: { _ in })
         let recording = try RecordingStream(start: start, firstFrame: frame(0), profile: settings.record, fps: 30, settings: settings,
-                                            video: try H264Encoder(kind: .x264, settings: encoderSettings),
+                                            video: try VideoEncoder(kind: .x264, settings: encoderSettings),
                                             audio: try AACEncoder(settings: AudioEncoderSettings()), log: log)
         var chunk: Int64 = 0
         // 0–3 s pictures, 3–7 s none (the camera is away), 7–10 s pictures again; sound throughout.
@@ -355,6 +357,21 @@ final class StartupGateTests: XCTestCase {
         VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: index, index: index)
     }
 
+    /// With --pace fast a full gate makes the source wait; if the pipeline never comes up,
+    /// closing the gate lets it go (a run that fails to start must still exit).
+    func testClosingLetsAWaitingProducerGo() {
+        let gate = StartupGate(capacity: 1, blocking: true, preview: Presented(), log: Log(format: .logfmt, write: { _ in }))
+        gate.capture(Self.frame(0))
+        let released = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            gate.capture(Self.frame(1))  // waits for room
+            released.signal()
+        }
+        XCTAssertEqual(released.wait(timeout: .now() + 0.3), .timedOut, "the producer waits while the gate is full")
+        gate.close()
+        XCTAssertEqual(released.wait(timeout: .now() + 10), .success)
+    }
+
     func testHeldFramesComeFirstMarkedThenFramesPassStraightThrough() {
         let preview = Presented()
         let gate = StartupGate(capacity: 3, blocking: false, preview: preview, log: Log(format: .logfmt, write: { _ in }))
@@ -422,7 +439,7 @@ final class PrerollTests: XCTestCase {
         let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 1_796_000_000_000)
         let encoder = StreamEncoder(timeline: timeline, fps: 30, rotation: .none,
                                     keyframes: SegmentGrid(start: 900_000, segmentTicks: 90_000),  // an IDR a second
-                                    video: try H264Encoder(kind: .x264, settings: VideoEncoderSettings(width: 160, height: 96, fps: 30,
+                                    video: try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 160, height: 96, fps: 30,
                                                                                                       bitrate: 200_000, keyframeInterval: 30)),
                                     audio: try AACEncoder(settings: AudioEncoderSettings()))
         let preroll = Preroll(encoder: encoder, seconds: 1)

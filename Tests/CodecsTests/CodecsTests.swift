@@ -4,11 +4,11 @@ import XCTest
 import Devices
 import Media
 
-final class H264EncoderTests: XCTestCase {
+final class VideoEncoderTests: XCTestCase {
     let settings = VideoEncoderSettings(width: 320, height: 240, fps: 30, bitrate: 300_000, keyframeInterval: 60)
 
     func testX264GivesHighProfileNoBFramesAndIDRsExactlyWhereAsked() throws {
-        let encoder = try H264Encoder(kind: .x264, settings: settings)
+        let encoder = try VideoEncoder(kind: .x264, settings: settings)
         let sps = try H264SPS(nal: encoder.sps[...])
         XCTAssertEqual(sps.profileIdc, 100, "High profile")
         XCTAssertEqual([sps.width, sps.height], [320, 240])
@@ -36,7 +36,7 @@ final class H264EncoderTests: XCTestCase {
     /// A 1280x720 camera feeding a 320x240 encoder: libswscale scales on the way in, and
     /// every decoded picture still carries its frame index.
     func testPicturesOfAnotherSizeAreScaled() throws {
-        let encoder = try H264Encoder(kind: .x264, settings: settings)
+        let encoder = try VideoEncoder(kind: .x264, settings: settings)
         let pattern = SyntheticPattern(width: 1280, height: 720, fps: 30)
         var stream = [UInt8]()
         func annexB(_ units: [ArraySlice<UInt8>]) { for unit in units { stream += [0, 0, 0, 1] + unit } }
@@ -64,12 +64,46 @@ final class H264EncoderTests: XCTestCase {
         XCTAssertEqual(indices, (0..<10).map { UInt32($0) })
     }
 
+    /// HEVC for recordings: parameter sets out of band (VPS too), IRAP pictures flagged as
+    /// sync, and the SPS facts the hvcC repeats.
+    func testX265GivesMainProfileHEVCWithItsParameterSets() throws {
+        var hevc = settings
+        hevc.codec = .hevc
+        let encoder = try VideoEncoder(kind: .x265, settings: hevc)
+        XCTAssertEqual(encoder.codecName, "libx265")
+        let vps = try XCTUnwrap(encoder.vps)
+        XCTAssertEqual(HEVC.nalType(vps[...]), 32)
+        XCTAssertEqual(HEVC.nalType(encoder.sps[...]), 33)
+        XCTAssertEqual(HEVC.nalType(encoder.pps[...]), 34)
+        let sps = try HEVC.SPS(nal: encoder.sps[...])
+        XCTAssertEqual(sps.profileTierLevel[0] & 0x1F, 1, "Main profile")
+        XCTAssertEqual(sps.chromaFormat, 1, "4:2:0")
+        XCTAssertEqual([sps.bitDepthLumaMinus8, sps.bitDepthChromaMinus8], [0, 0])
+        XCTAssertEqual([sps.width, sps.height], [320, 240])
+        XCTAssertTrue(sps.codecString.hasPrefix("hvc1.1.6.L"), sps.codecString)
+        let pattern = SyntheticPattern(width: 320, height: 240, fps: 30)
+        var samples: [EncodedSample] = []
+        for i in 0..<40 {
+            samples += try encoder.encode(pattern.frame(index: Int64(i), captureTime: 0), ticks: Int64(i) * 3000, keyframe: i == 0 || i == 30)
+        }
+        samples += try encoder.flush()
+        XCTAssertEqual(samples.count, 40)
+        XCTAssertEqual(samples.indices.filter { samples[$0].isSync }, [0, 30], "IRAPs exactly where asked")
+        for sample in samples {
+            let types = try H264.splitLengthPrefixed(sample.data).map { HEVC.nalType($0) }
+            XCTAssertFalse(types.contains { (32...35).contains($0) }, "parameter sets live in the hvcC: \(types)")
+        }
+        XCTAssertThrowsError(try VideoEncoder(kind: .x264, settings: hevc), "x264 does not encode HEVC")
+        XCTAssertThrowsError(try VideoEncoder.select(.auto, settings: hevc, devRoot: "/nonexistent") { _, _ in },
+                             "HEVC comes from hardware only, unless x265 is named")
+    }
+
     func testAutoFallsBackToX264AndSaysWhy() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-dev-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
         var notes: [String] = []
-        let encoder = try H264Encoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
+        let encoder = try VideoEncoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
         XCTAssertEqual(encoder.kind, .x264)
         XCTAssertEqual(notes, ["vaapi: no DRM render node", "v4l2m2m: no V4L2 device node", "x264: selected"])
     }
@@ -80,10 +114,10 @@ final class H264EncoderTests: XCTestCase {
         FileManager.default.createFile(atPath: root + "/dri/renderD128", contents: Data())
         defer { try? FileManager.default.removeItem(atPath: root) }
         var notes: [String] = []
-        let encoder = try H264Encoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
+        let encoder = try VideoEncoder.select(.auto, settings: settings, devRoot: root) { notes.append("\($0.rawValue): \($1)") }
         XCTAssertEqual(encoder.kind, .x264)
         XCTAssertTrue(notes[0].hasPrefix("vaapi: opening VA-API on \(root)/dri/renderD128"), notes[0])
-        XCTAssertThrowsError(try H264Encoder.select(.vaapi, settings: settings, devRoot: root) { _, _ in })
+        XCTAssertThrowsError(try VideoEncoder.select(.vaapi, settings: settings, devRoot: root) { _, _ in })
     }
 }
 

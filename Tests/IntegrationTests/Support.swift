@@ -53,8 +53,13 @@ final class Child: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { usleep(50_000) }
         if process.isRunning {
+            // SIGTERM first; a process whose signals are blocked (hung before its signal
+            // thread exists) gets SIGKILL, so one hang cannot stall the whole suite.
             process.terminate()
             XCTFail("\(process.executableURL!.lastPathComponent) did not exit within \(seconds) s")
+            let grace = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < grace { usleep(50_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
         stdoutDone.wait()

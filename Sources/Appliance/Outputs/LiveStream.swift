@@ -50,7 +50,7 @@ final class LiveStream {
     }
 
     /// A stream that starts at `firstFrame`.
-    convenience init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: H264Encoder, audio: AACEncoder?, log: Log,
+    convenience init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: VideoEncoder, audio: AACEncoder?, log: Log,
                      observer: @escaping (StreamEvent) -> Void) throws {
         let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, settings: settings, video: video, audio: audio)
         try self.init(start: start, origin: StreamOrigin(encoder: encoder), settings: settings, log: log, observer: observer)
@@ -58,14 +58,14 @@ final class LiveStream {
     }
 
     /// The same, with an id made from the wall clock (tests).
-    convenience init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder, audio: AACEncoder?,
+    convenience init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: VideoEncoder, audio: AACEncoder?,
                      log: Log, observer: @escaping (StreamEvent) -> Void) throws {
         try self.init(start: StreamStart(id: StreamWriter.makeID(wallClockMs: wallClockMs), wallClockMs: wallClockMs),
                       firstFrame: firstFrame, settings: settings, video: video, audio: audio, log: log, observer: observer)
     }
 
     /// The live encoders on a timeline that starts at `firstFrame`, IDRs on the segment grid.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: H264Encoder,
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
         let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
         return StreamEncoder(timeline: timeline, fps: settings.fps, rotation: settings.rotation,
@@ -74,10 +74,19 @@ final class LiveStream {
     }
 
     /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
-    static func tracks(video: H264Encoder, audio: AACEncoder?, sampleRate: Int, channels: Int,
+    static func tracks(video: VideoEncoder, audio: AACEncoder?, sampleRate: Int, channels: Int,
                        audioBitrate: Int) throws -> (initSegment: [UInt8], codecs: [String]) {
-        let sps = try H264SPS(nal: video.sps[...])
-        var codecs = [sps.codecString]
+        let width: Int, height: Int
+        var codecs: [String]
+        if video.vps != nil {
+            // HEVC (recordings): the size is the encoder's (the SPS's is CTU-padded).
+            codecs = [try HEVC.SPS(nal: video.sps[...]).codecString]
+            (width, height) = (video.settings.width, video.settings.height)
+        } else {
+            let sps = try H264SPS(nal: video.sps[...])
+            codecs = [sps.codecString]
+            (width, height) = (sps.width, sps.height)
+        }
         var audioTrack: AudioTrack?
         if let audio {
             let config = try AudioSpecificConfig(bytes: audio.audioSpecificConfig)
@@ -86,7 +95,7 @@ final class LiveStream {
                                     config: audio.audioSpecificConfig, averageBitrate: UInt32(audioBitrate))
         }
         let initSegment = InitSegment.make(
-            video: VideoTrack(width: sps.width, height: sps.height, sps: video.sps, pps: video.pps), audio: audioTrack)
+            video: VideoTrack(width: width, height: height, sps: video.sps, pps: video.pps, vps: video.vps), audio: audioTrack)
         return (initSegment, codecs)
     }
 

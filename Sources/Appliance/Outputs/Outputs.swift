@@ -9,8 +9,10 @@ struct EncoderChoice {
     let requested: VideoEncoderKind
     private var kind: VideoEncoderKind?
     private var device: String?
+    /// HEVC asked for but no hardware HEVC encoder opened: H.264 from then on.
+    private var codecFallback: VideoCodec?
     /// Opened ahead by `prepare`, for the first stream.
-    private var ready: (video: H264Encoder, audio: AACEncoder?)?
+    private var ready: (video: VideoEncoder, audio: AACEncoder?)?
 
     /// The prepared encoder's work, once `prepare` has run.
     var encoding: EncodingCost.Output? {
@@ -29,7 +31,7 @@ struct EncoderChoice {
     }
 
     /// The prepared encoders, else new ones.
-    mutating func take(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws -> (video: H264Encoder, audio: AACEncoder?) {
+    mutating func take(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws -> (video: VideoEncoder, audio: AACEncoder?) {
         if let ready {
             self.ready = nil
             return ready
@@ -37,10 +39,22 @@ struct EncoderChoice {
         return (try open(settings, log: log), try openAudioEncoder(audio))
     }
 
-    mutating func open(_ settings: VideoEncoderSettings, log: Log) throws -> H264Encoder {
-        if let kind { return try H264Encoder(kind: kind, settings: settings, device: device) }
-        let video = try H264Encoder.select(requested, settings: settings) { kind, note in
+    mutating func open(_ requestedSettings: VideoEncoderSettings, log: Log) throws -> VideoEncoder {
+        var settings = requestedSettings
+        if let codecFallback { settings.codec = codecFallback }
+        if let kind { return try VideoEncoder(kind: kind, settings: settings, device: device) }
+        let notes: (VideoEncoderKind, String) -> Void = { [role] kind, note in
             if note != "selected" { log("encoder.skipped", ("output", role), ("encoder", kind.rawValue), ("reason", note)) }
+        }
+        let video: VideoEncoder
+        do {
+            video = try VideoEncoder.select(requested, settings: settings, notes: notes)
+        } catch where settings.codec == .hevc && requested == .auto {
+            // record.codec = hevc means "HEVC when a hardware HEVC encoder opens".
+            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "\(error)"))
+            settings.codec = .h264
+            codecFallback = .h264
+            video = try VideoEncoder.select(.auto, settings: settings, notes: notes)
         }
         kind = video.kind
         device = video.device
@@ -78,13 +92,13 @@ final class EncodingOutput: StreamOutput {
     private var encoders: EncoderChoice
     private let encoderSettings: VideoEncoderSettings
     /// The output's encoders on a timeline that starts at a frame (its wall clock given).
-    private let makeEncoder: (VideoFrame, Int64, H264Encoder, AACEncoder?) -> StreamEncoder
+    private let makeEncoder: (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
     private var stream: EncodedStream?
     private var preroll: Preroll?
 
     private init(name: String, requested: VideoEncoderKind, settings: Settings, log: Log, encoderSettings: VideoEncoderSettings,
-                 makeEncoder: @escaping (VideoFrame, Int64, H264Encoder, AACEncoder?) -> StreamEncoder,
+                 makeEncoder: @escaping (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder,
                  makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
         self.name = name
         self.settings = settings
@@ -114,8 +128,12 @@ final class EncodingOutput: StreamOutput {
         let fps = settings.recordFPS
         return EncodingOutput(
             name: "recording", requested: settings.record.encoder, settings: settings, log: log,
-            encoderSettings: VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
-                                                  keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps),
+            encoderSettings: {
+                var encoder = VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
+                                                   keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps)
+                encoder.codec = settings.record.codec
+                return encoder
+            }(),
             makeEncoder: { frame, wallClock, video, audio in
                 RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, fps: fps, settings: settings, video: video, audio: audio)
             },

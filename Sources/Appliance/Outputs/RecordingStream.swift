@@ -49,7 +49,7 @@ final class RecordingStream {
     }
 
     /// A recording that starts at `firstFrame`.
-    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordProfile, fps: Int, settings: Settings, video: H264Encoder,
+    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordProfile, fps: Int, settings: Settings, video: VideoEncoder,
                      audio: AACEncoder?, log: Log) throws {
         let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, fps: fps, settings: settings,
                                    video: video, audio: audio)
@@ -58,7 +58,7 @@ final class RecordingStream {
     }
 
     /// The recording's encoders on a timeline that starts at `firstFrame`, an IDR every 2 s.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, fps: Int, settings: Settings, video: H264Encoder,
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, fps: Int, settings: Settings, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
         let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
         return StreamEncoder(timeline: timeline, fps: fps, rotation: settings.rotation,

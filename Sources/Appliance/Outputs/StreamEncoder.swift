@@ -9,7 +9,7 @@ final class StreamEncoder {
     let timeline: Timeline
     let fps: Int
     let rotation: Rotation
-    let video: H264Encoder
+    let video: VideoEncoder
     let audio: AACEncoder?
     private var planner: KeyframePlanner
     /// The last slot of the frame-rate grid that was encoded, and its picture.
@@ -26,7 +26,7 @@ final class StreamEncoder {
     private(set) var audioSilenceFilled = 0
 
     /// `keyframes`: where IDRs go (the first frame at or past each boundary).
-    init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: H264Encoder, audio: AACEncoder?) {
+    init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: VideoEncoder, audio: AACEncoder?) {
         self.timeline = timeline
         self.fps = fps
         self.rotation = rotation
@@ -117,8 +117,21 @@ final class StreamEncoder {
         audioSilenceFilled = 0
     }
 
-    /// Everything still inside the encoders.
+    /// Everything still inside the encoders. Sound that stopped short of the last picture
+    /// (a stop lands between two 20 ms chunks) is made up with silence first, so both
+    /// tracks end together (HLS_RULES S14).
     func flush() throws -> (video: [EncodedSample], audio: [EncodedSample]) {
-        (try video.flush(), try audio?.flush() ?? [])
+        var sound: [EncodedSample] = []
+        if let audio, let next = nextAudioTicks {
+            let rate = Int64(audio.settings.sampleRate)
+            let end = timeline.startTicks(timescale: rate) + rescale(videoEndTicks, from: Timescale.video, to: rate)
+            if end > next {
+                sound += try audio.encode([Int16](repeating: 0, count: Int(end - next) * audio.settings.channels), startTicks: next)
+                audioSilenceFilled += Int(end - next)
+                nextAudioTicks = end
+                audioEndTicks = videoEndTicks
+            }
+        }
+        return (try video.flush(), sound + (try audio?.flush() ?? []))
     }
 }

@@ -3,16 +3,24 @@ import Foundation
 import Media
 
 public enum VideoEncoderKind: String, Sendable, CaseIterable {
-    case auto, vaapi, v4l2m2m, x264
+    /// x265 is software HEVC, for recordings on machines without an HEVC encoder block.
+    case auto, vaapi, v4l2m2m, x264, x265
 
-    /// The libavcodec encoder behind each kind.
-    var codecName: String {
-        switch self {
-        case .vaapi: return "h264_vaapi"
-        case .v4l2m2m: return "h264_v4l2m2m"
-        case .x264, .auto: return "libx264"
+    /// The libavcodec encoder behind each kind, for a codec.
+    func codecName(_ codec: VideoCodec) -> String {
+        switch (self, codec) {
+        case (.vaapi, .h264): return "h264_vaapi"
+        case (.vaapi, .hevc): return "hevc_vaapi"
+        case (.v4l2m2m, .h264): return "h264_v4l2m2m"
+        case (.v4l2m2m, .hevc): return "hevc_v4l2m2m"
+        case (.x264, _), (.auto, .h264): return "libx264"
+        case (.x265, _), (.auto, .hevc): return "libx265"
         }
     }
+}
+
+public enum VideoCodec: String, Sendable, CaseIterable {
+    case h264, hevc
 }
 
 public struct VideoEncoderSettings: Sendable, Equatable {
@@ -24,6 +32,7 @@ public struct VideoEncoderSettings: Sendable, Equatable {
     public var keyframeInterval: Int
     public var x264Preset = "veryfast"
     public var x264Tune = "zerolatency"
+    public var codec: VideoCodec = .h264
 
     public init(width: Int, height: Int, fps: Int, bitrate: Int, keyframeInterval: Int) {
         self.width = width
@@ -34,16 +43,19 @@ public struct VideoEncoderSettings: Sendable, Equatable {
     }
 }
 
-/// H.264 through libavcodec: no B-frames, High profile where the encoder allows,
-/// constant frame rate, an IDR wherever the caller asks (the segment boundaries), SPS/PPS
-/// out of band in the avcC (global header). Input timestamps are 90 kHz ticks.
-public final class H264Encoder {
+/// H.264 (or, for recordings, HEVC) through libavcodec: no B-frames, High (Main) profile
+/// where the encoder allows, constant frame rate, an IDR wherever the caller asks (the
+/// segment boundaries), parameter sets out of band in the avcC/hvcC (global header).
+/// Input timestamps are 90 kHz ticks.
+public final class VideoEncoder {
     public let kind: VideoEncoderKind
     public let settings: VideoEncoderSettings
     /// The device node the encoder runs on (VA-API render node), if any.
     public let device: String?
     public private(set) var sps: [UInt8] = []
     public private(set) var pps: [UInt8] = []
+    /// HEVC only.
+    public private(set) var vps: [UInt8]?
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -55,16 +67,20 @@ public final class H264Encoder {
     private var scaler: OpaquePointer?
     private var hardwareDevice: UnsafeMutablePointer<AVBufferRef>?
 
-    public var codecName: String { kind.codecName }
+    public var codecName: String { kind.codecName(settings.codec) }
 
     /// Opens the encoder of `kind`; `.auto` is resolved by `select`.
     public init(kind: VideoEncoderKind, settings: VideoEncoderSettings, device: String? = nil) throws {
-        precondition(kind != .auto, "resolve .auto with H264Encoder.select")
+        precondition(kind != .auto, "resolve .auto with VideoEncoder.select")
         self.kind = kind
         self.settings = settings
         self.device = device
-        guard let codec = avcodec_find_encoder_by_name(kind.codecName) else {
-            throw CodecError("this libavcodec has no \(kind.codecName) encoder")
+        let name = kind.codecName(settings.codec)
+        guard kind != .x264 || settings.codec == .h264, kind != .x265 || settings.codec == .hevc else {
+            throw CodecError("\(kind.rawValue) does not encode \(settings.codec.rawValue)")
+        }
+        guard let codec = avcodec_find_encoder_by_name(name) else {
+            throw CodecError("this libavcodec has no \(name) encoder")
         }
         quietLibav()
         guard let context = avcodec_alloc_context3(codec) else { throw CodecError("out of memory") }
@@ -81,9 +97,14 @@ public final class H264Encoder {
         context.pointee.max_b_frames = 0
         context.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER)
         context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
-        context.pointee.profile = FF_PROFILE_H264_HIGH
+        context.pointee.profile = settings.codec == .h264 ? FF_PROFILE_H264_HIGH : FF_PROFILE_HEVC_MAIN
         let options = context.pointee.priv_data
         switch kind {
+        case .x265:
+            av_opt_set(options, "preset", settings.x264Preset, 0)
+            av_opt_set(options, "tune", settings.x264Tune, 0)
+            av_opt_set(options, "forced-idr", "1", 0)
+            av_opt_set(options, "x265-params", "scenecut=0:open-gop=0:log-level=error", 0)
         case .x264:
             av_opt_set(options, "preset", settings.x264Preset, 0)
             av_opt_set(options, "tune", settings.x264Tune, 0)
@@ -96,7 +117,7 @@ public final class H264Encoder {
         case .v4l2m2m, .auto:
             break
         }
-        try check(avcodec_open2(context, codec, nil), "opening \(kind.codecName)")
+        try check(avcodec_open2(context, codec, nil), "opening \(name)")
         try readParameterSets(extradata(context))
         frame = av_frame_alloc()
         packet = av_packet_alloc()
@@ -143,12 +164,34 @@ public final class H264Encoder {
     /// SPS and PPS from the global header (Annex B, as libx264 and VA-API write it).
     private func readParameterSets(_ header: [UInt8]) throws {
         for nal in H264.splitAnnexB(header) {
+            if settings.codec == .hevc {
+                switch HEVC.nalType(nal) {
+                case HEVC.NALType.vps.rawValue where vps == nil: vps = Array(nal)
+                case HEVC.NALType.sps.rawValue where sps.isEmpty: sps = Array(nal)
+                case HEVC.NALType.pps.rawValue where pps.isEmpty: pps = Array(nal)
+                default: break
+                }
+                continue
+            }
             switch H264.nalType(nal) {
             case H264.NALType.sps.rawValue where sps.isEmpty: sps = Array(nal)
             case H264.NALType.pps.rawValue where pps.isEmpty: pps = Array(nal)
             default: break
             }
         }
+    }
+
+    /// Parameter sets and delimiters: they live in the sample entry, not in samples.
+    private func isOutOfBand(_ nal: ArraySlice<UInt8>) -> Bool {
+        if settings.codec == .hevc {
+            return (HEVC.NALType.vps.rawValue...HEVC.NALType.accessUnitDelimiter.rawValue).contains(HEVC.nalType(nal))
+        }
+        let type = H264.nalType(nal)
+        return type == H264.NALType.sps.rawValue || type == H264.NALType.pps.rawValue || type == H264.NALType.accessUnitDelimiter.rawValue
+    }
+
+    private func isSync(_ nal: ArraySlice<UInt8>) -> Bool {
+        settings.codec == .hevc ? HEVC.isRandomAccess(HEVC.nalType(nal)) : H264.nalType(nal) == H264.NALType.idr.rawValue
     }
 
     /// Encodes one frame at `ticks` (90 kHz); returns the samples that came out.
@@ -218,14 +261,10 @@ public final class H264Encoder {
         try drainPackets(context, packet) { packet in
             var units = H264.splitAnnexB(packetBytes(packet))
             if sps.isEmpty || pps.isEmpty { try? readParameterSets(units.flatMap { [0, 0, 0, 1] + $0 }) }
-            // Parameter sets live in the avcC (avc1 sample entry, 14496-15 §5.3.2), and
-            // access unit delimiters carry nothing the packager needs.
-            units.removeAll {
-                let type = H264.nalType($0)
-                return type == H264.NALType.sps.rawValue || type == H264.NALType.pps.rawValue
-                    || type == H264.NALType.accessUnitDelimiter.rawValue
-            }
-            let isIDR = units.contains { H264.nalType($0) == H264.NALType.idr.rawValue }
+            // Parameter sets live in the avcC/hvcC (14496-15 §5.3.2, §8.3.2), and access
+            // unit delimiters carry nothing the packager needs.
+            units.removeAll(where: isOutOfBand)
+            let isIDR = units.contains(where: isSync)
             let dts = packet.pointee.dts == Int64.min ? packet.pointee.pts : packet.pointee.dts
             samples.append(EncodedSample(data: H264.lengthPrefixed(units), dts: dts, pts: packet.pointee.pts,
                                          duration: 0, isSync: isIDR))
@@ -279,13 +318,15 @@ public final class H264Encoder {
     }
 }
 
-extension H264Encoder {
+extension VideoEncoder {
     /// Chooses the encoder for `kind`. `auto` tries VA-API (when a DRM render node exists
     /// and the encoder opens), then V4L2 M2M (when a V4L2 node exists and libavcodec finds
-    /// an encoder among them), then libx264. `notes` gets why each one was or was not used.
+    /// an encoder among them), then, for H.264, libx264: HEVC is taken only from hardware
+    /// (libx265 is asked for by name). `notes` gets why each one was or was not used.
     public static func select(_ kind: VideoEncoderKind, settings: VideoEncoderSettings,
-                              devRoot: String = "/dev", notes: (VideoEncoderKind, String) -> Void) throws -> H264Encoder {
-        let candidates: [VideoEncoderKind] = kind == .auto ? [.vaapi, .v4l2m2m, .x264] : [kind]
+                              devRoot: String = "/dev", notes: (VideoEncoderKind, String) -> Void) throws -> VideoEncoder {
+        let software: [VideoEncoderKind] = settings.codec == .h264 ? [.x264] : []
+        let candidates: [VideoEncoderKind] = kind == .auto ? [.vaapi, .v4l2m2m] + software : [kind]
         var lastError: Error?
         for candidate in candidates {
             var device: String?
@@ -299,7 +340,7 @@ extension H264Encoder {
             default: break
             }
             do {
-                let encoder = try H264Encoder(kind: candidate, settings: settings, device: device)
+                let encoder = try VideoEncoder(kind: candidate, settings: settings, device: device)
                 notes(candidate, "selected")
                 return encoder
             } catch {
@@ -307,7 +348,7 @@ extension H264Encoder {
                 lastError = error
             }
         }
-        throw lastError ?? CodecError("no H.264 encoder could be opened")
+        throw lastError ?? CodecError("no \(settings.codec == .h264 ? "H.264" : "hardware HEVC") encoder could be opened")
     }
 
     static func deviceNodes(in directory: String, prefix: String) -> [String] {
