@@ -10,7 +10,8 @@ public struct DeviceError: Error, CustomStringConvertible {
 }
 
 /// A microphone through ALSA's PCM API: interleaved S16_LE at the configured rate and
-/// channels, in periods of about 20 ms. Each chunk's capture time comes from the driver's
+/// channels (or S32_LE, converted, for devices that offer nothing else, as many I2S MEMS
+/// microphones do on `hw:`), in periods of about 20 ms. Each chunk's capture time comes from the driver's
 /// timestamp (`snd_pcm_status` htstamp, on CLOCK_MONOTONIC like the camera's), stepped
 /// back over what was still buffered, so audio and video share one clock. An overrun
 /// (xrun) is recovered with `snd_pcm_recover` and counted; the gap it leaves shows in the
@@ -25,6 +26,8 @@ public final class ALSAMicrophone: @unchecked Sendable {
     private let lock = NSLockish()
     private var stopped = false
     private var xrunCount = 0
+    /// The device gives 32-bit samples; they are narrowed to 16.
+    public let widened: Bool
 
     public var xruns: Int { lock.withLock { xrunCount } }
 
@@ -41,7 +44,10 @@ public final class ALSAMicrophone: @unchecked Sendable {
         defer { snd_pcm_hw_params_free(hw) }
         try check(snd_pcm_hw_params_any(pcm, hw), "no configuration")
         try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
-        try check(snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE), "S16_LE samples")
+        let s16 = snd_pcm_hw_params_test_format(pcm, hw, SND_PCM_FORMAT_S16_LE) == 0
+        try check(snd_pcm_hw_params_set_format(pcm, hw, s16 ? SND_PCM_FORMAT_S16_LE : SND_PCM_FORMAT_S32_LE),
+                  s16 ? "S16_LE samples" : "S16_LE or S32_LE samples")
+        widened = !s16
         try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(channels)), "\(channels) channel(s)")
         var rate = UInt32(sampleRate)
         try check(snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil), "\(sampleRate) Hz")
@@ -82,14 +88,23 @@ public final class ALSAMicrophone: @unchecked Sendable {
 
     private var isStopped: Bool { lock.withLock { stopped } }
 
+    /// S32_LE → S16_LE: the top 16 bits, as ALSA's own linear conversion does.
+    static func narrow(_ wide: [Int32], count: Int, into samples: inout [Int16]) {
+        for i in 0..<count { samples[i] = Int16(truncatingIfNeeded: wide[i] >> 16) }
+    }
+
     private func run(_ sink: CaptureSink, _ clock: MediaClock) {
         guard let pcm else { return }
         var status: OpaquePointer?
         snd_pcm_status_malloc(&status)
         defer { snd_pcm_status_free(status) }
         var samples = [Int16](repeating: 0, count: periodFrames * channels)
+        var wide = [Int32](repeating: 0, count: widened ? periodFrames * channels : 0)
         while !isStopped {
-            let read = samples.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(periodFrames)) }
+            let read = widened
+                ? wide.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(periodFrames)) }
+                : samples.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(periodFrames)) }
+            if widened && read > 0 { Self.narrow(wide, count: Int(read) * channels, into: &samples) }
             if read < 0 {
                 if isStopped { return }
                 // EPIPE (overrun) or ESTRPIPE (suspend): recover and go on.

@@ -63,4 +63,15 @@ final class ALSAMicrophoneTests: XCTestCase {
             XCTAssertFalse("\($0)".contains("\n"))
         }
     }
+
+    func testThirtyTwoBitSamplesAreNarrowedToTheirTopSixteenBits() {
+        var out = [Int16](repeating: 0, count: 4)
+        ALSAMicrophone.narrow([Int32(0x7FFF_FFFF), Int32(-0x8000_0000), 0x0001_8000, -1], count: 4, into: &out)
+        XCTAssertEqual(out, [32767, -32768, 1, -1])
+    }
+
+    func testTheToneDeviceTakesSixteenBitsDirectly() throws {
+        _ = Self.directory
+        XCTAssertFalse(try ALSAMicrophone(device: "onairtone", sampleRate: 48_000, channels: 1).widened)
+    }
 }
