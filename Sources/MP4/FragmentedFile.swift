@@ -85,23 +85,9 @@ public struct FragmentedFile: Sendable {
     static func movieTracks(_ moov: [UInt8]) throws -> [MovieTrack] {
         guard let root = try BoxTree.parse(moov).first, root.type == "moov" else { throw MP4Error.missing("moov") }
         return try root.all("trak").map { trak in
-            guard let tkhd = trak.child("tkhd"), let mdhd = trak.find(["mdia", "mdhd"]), let hdlr = trak.find(["mdia", "hdlr"]),
-                  let stsd = trak.find(["mdia", "minf", "stbl", "stsd"]) else { throw MP4Error.missing("tkhd/mdhd/hdlr/stsd") }
-            var r = ByteReader(moov, range: tkhd.payload)
-            let version = try r.u8(); try r.skip(3)
-            try r.skip(version == 1 ? 16 : 8)
-            let trackID = try r.u32()
-            try r.skip(4 + (version == 1 ? 8 : 4) + 8 + 8 + 36)
-            let width = Int(try r.u32() >> 16), height = Int(try r.u32() >> 16)
-            r = ByteReader(moov, range: mdhd.payload)
-            let mdhdVersion = try r.u8(); try r.skip(3)
-            try r.skip(mdhdVersion == 1 ? 16 : 8)
-            let timescale = try r.u32()
-            r = ByteReader(moov, range: hdlr.payload)
-            try r.skip(8)
-            let handler = try r.fourCC()
-            return MovieTrack(trackID: trackID, handler: handler, timescale: timescale, width: width, height: height,
-                              sampleDescription: Array(moov[stsd.start..<(stsd.start + stsd.size)]), firstDecodeTime: 0)
+            let parsed = try ParsedInit.track(trak, moov)
+            return MovieTrack(trackID: parsed.trackID, handler: parsed.handler, timescale: parsed.timescale, width: parsed.width,
+                              height: parsed.height, sampleDescription: parsed.sampleDescription, firstDecodeTime: 0)
         }
     }
 }

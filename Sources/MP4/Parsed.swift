@@ -14,6 +14,8 @@ public struct ParsedInit: Sendable {
         public var emptyTables: Bool
         public var selfContainedReferences: Bool
         public var editListEntries: Int
+        /// The whole `stsd` box, as it stands.
+        public var sampleDescription: [UInt8] = []
         // avcC
         public var avcConfigVersion: UInt8 = 0
         public var avcProfile: UInt8 = 0
@@ -76,7 +78,7 @@ public struct ParsedInit: Sendable {
         }
     }
 
-    private static func track(_ trak: Box, _ bytes: [UInt8]) throws -> Track {
+    static func track(_ trak: Box, _ bytes: [UInt8]) throws -> Track {
         guard let tkhd = trak.child("tkhd") else { throw MP4Error.missing("tkhd") }
         var r = ByteReader(bytes, range: tkhd.payload)
         let v = try r.u8(); try r.skip(3)
@@ -127,6 +129,7 @@ public struct ParsedInit: Sendable {
         var track = Track(trackID: trackID, handler: handler, timescale: timescale, tkhdDuration: duration,
                           width: width, height: height, sampleEntry: entry?.type ?? "", sampleEntryCount: entryCount,
                           emptyTables: empty, selfContainedReferences: selfContained, editListEntries: elstEntries)
+        track.sampleDescription = Array(bytes[stsd.start..<(stsd.start + stsd.size)])
         if let entry, entry.type == "avc1" || entry.type == "avc3" {
             var e = ByteReader(bytes, range: entry.payload)
             try e.skip(24)
