@@ -471,3 +471,46 @@ final class PrerollTests: XCTestCase {
         }, "interleaved in time order")
     }
 }
+
+/// One capture, two outputs: an output that falls behind drops its own oldest pictures
+/// and never holds the other one back.
+final class OutputIndependenceTests: XCTestCase {
+    final class Counting: StreamOutput, @unchecked Sendable {
+        let name: String
+        let delay: useconds_t
+        let lock = NSLock()
+        var frames: [Int64] = []
+        init(name: String, delay: useconds_t) { self.name = name; self.delay = delay }
+        func prepare() throws {}
+        var encoding: EncodingCost.Output? { nil }
+        func prime(_ frame: VideoFrame) throws {}
+        func prime(_ chunk: AudioChunk) throws {}
+        func begin(_ start: StreamStart, firstFrame: VideoFrame) throws { try encode(firstFrame) }
+        func encode(_ frame: VideoFrame) throws {
+            usleep(delay)
+            lock.withLock { frames.append(frame.index) }
+        }
+        func encode(_ chunk: AudioChunk) throws {}
+        func finish() throws {}
+    }
+
+    func testASlowOutputDropsItsOwnFramesAndTheOtherGetsEveryOne() {
+        let slow = Counting(name: "live", delay: 20_000), fast = Counting(name: "recording", delay: 0)
+        // The recording's queue is the deeper one (as in Session); deep enough here that a
+        // busy test machine cannot make it drop, while the slow output must.
+        let workers = [(slow, 4), (fast, 100)].map {
+            OutputWorker($0.0, queue: MediaQueue(videoCapacity: $0.1, audioCapacity: 50, policy: .dropOldest), failed: { _, _ in })
+        }
+        for worker in workers { worker.queue.push(.begin(StreamStart(id: "s", wallClockMs: 0))) }
+        for i in Int64(0)..<100 {
+            let frame = VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: i, index: i)
+            for worker in workers { worker.queue.push(.video(frame)) }  // never waits: drops instead
+            usleep(2_000)
+        }
+        for worker in workers { worker.queue.push(.finish); worker.stop() }
+        XCTAssertEqual(fast.frames, Array(0..<100), "the fast output got every frame, in order")
+        XCTAssertLessThan(slow.frames.count, 100)
+        XCTAssertEqual(workers[0].queue.dropped.video, 100 - slow.frames.count, "the slow one dropped, and counted, the rest")
+        XCTAssertEqual(workers[1].queue.dropped.video, 0)
+    }
+}
