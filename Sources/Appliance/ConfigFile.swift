@@ -94,6 +94,12 @@ public enum ConfigFile {
             $0.dataDirectory = $1
         },
         "storage.min_free": { $0.minimumFree = try minimumFree($1) },
+        "server.token": {
+            guard $1.count >= 16 || $1.isEmpty else { throw ConfigError("a token needs at least 16 characters") }
+            $0.serverToken = $1.isEmpty ? nil : $1
+        },
+        "console.device": { $0.consoleDevice = $1 == "off" ? nil : $1 },
+        "console.interval_s": { $0.consoleIntervalSeconds = Double(try milliseconds($1, 1000...3_600_000)) / 1000 },
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },

@@ -27,7 +27,14 @@ public final class Log: @unchecked Sendable {
         emit(event, level: level, fields)
     }
 
+    /// Told of every event after it is written (the console, the last error).
+    private var listeners: [@Sendable (String, Level, [(String, Any)]) -> Void] = []
+    public func listen(_ listener: @escaping @Sendable (String, Level, [(String, Any)]) -> Void) {
+        lock.withLock { listeners.append(listener) }
+    }
+
     public func emit(_ event: String, level: Level, _ fields: [(String, Any)]) {
+        defer { for listener in lock.withLock({ listeners }) { listener(event, level, fields) } }
         let elapsed = Double((clock.now() - origin) / 100_000) / 10
         let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event)] + fields
         let line: String

@@ -9,12 +9,15 @@ import Server
 /// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
 /// session with its encoders and recording writer, the web server), and takes down at the
 /// end of a run.
-final class Pipeline {
+final class Pipeline: @unchecked Sendable {
     let settings: Settings
     let session: Session
     let publisher: Publisher?
     let microphone: ALSAMicrophone?
-    let server: WebServer?
+    private(set) var server: WebServer?
+    let telemetry = Telemetry()
+    let recordings: Recordings
+    private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
 
     struct StartError: Error, CustomStringConvertible {
@@ -25,8 +28,13 @@ final class Pipeline {
 
     /// `onIdle` is called when a stream has ended or the session failed.
     init(_ requested: Settings, audioDevice: String, makePublisher: () -> Publisher?, log: Log,
-         onIdle: @escaping @Sendable (Session) -> Void) throws {
+         camera: (@Sendable () -> V4L2Camera.Statistics)? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
+        self.camera = camera
+        let telemetry = self.telemetry
+        log.listen { event, level, fields in
+            if level == .error { telemetry.error("\(event) " + fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")) }
+        }
         var adjusted = requested
         // An ALSA device replaces the synthetic source's own microphone. audio.enabled = auto
         // means "on when the capture PCM opens": without one the stream is video only, with
@@ -61,6 +69,7 @@ final class Pipeline {
         // Recordings a crash left as `.part` become playable MP4s from their complete
         // fragments; old ones go by record.keep_days.
         let recordings = Recordings(root: settings.dataDirectory)
+        self.recordings = recordings
         recordings.recoverAll(priority: settings.record.priority) { event, fields in
             log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
         }
@@ -84,7 +93,11 @@ final class Pipeline {
             publisher?.observe(event)
             switch event {
             case .started(let id): current.set(id)
-            case .segmentStored: storage.checkSoon(recording: current.get())
+            case .segmentStored(let id, let sequence):
+                storage.checkSoon(recording: current.get())
+                let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+                telemetry.segmentStored(bytes: size ?? 0)
             case .ended: current.set(nil)
             case .multivariantRewritten: break
             }
@@ -99,23 +112,45 @@ final class Pipeline {
         let session = self.session
         if let listen = settings.listen {
             do {
+                let snapshot: @Sendable () -> StatusSnapshot = { [unowned self] in self.snapshot() }
+                let control: @Sendable (Bool) -> [UInt8] = { start in
+                    if start { session.startRecording() } else { session.stopRecording() }
+                    log("button.pressed", ("source", "api"), ("action", start ? "start" : "stop"))
+                    return Array("{\"accepted\":\"\(start ? "start" : "stop")\"}".utf8)
+                }
                 server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
-                    "/api/status": { [publisher] in Runner.statusJSON(session: session, publisher: publisher) },
-                    "/api/recordings": { Runner.recordingsJSON(recordings) }
-                ])
+                    "/api/status": .json { snapshot().json },
+                    "/api/recordings": .json { Runner.recordingsJSON(recordings) },
+                    "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) }
+                ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken)
                 log("server.listening", ("url", "http://\(Runner.displayHost(listen)):\(server!.port)/"))
             } catch {
                 session.shutdown()
                 throw StartError(description: "\(error)", status: 2)
             }
-        } else {
-            server = nil
         }
         if let microphone {
             microphone.start(into: session.queue)
             log("audio.selected", ("device", audioDevice), ("rate", microphone.sampleRate),
                 ("channels", settings.channels), ("period_frames", microphone.periodFrames))
         }
+    }
+
+    /// Everything there is to know, now.
+    func snapshot() -> StatusSnapshot {
+        let dropped = session.dropped
+        let counts = telemetry.counts
+        let finished = recordings.list()
+        let camera = self.camera?()
+        return StatusSnapshot(
+            state: session.state.rawValue, stream: session.currentStream, uptimeSeconds: counts.uptimeSeconds, fps: settings.fps,
+            framesIn: session.framesIn, segmentsStored: counts.segments, segmentBytes: counts.segmentBytes,
+            liveBitsPerSecond: counts.liveBitsPerSecond, droppedVideoFrames: dropped.video, droppedAudioChunks: dropped.audio,
+            streamsEnded: session.streamsEnded, recordings: finished.filter { !$0.recording }.count,
+            recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
+            recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
+            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
+            publish: publisher?.status)
     }
 
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to

@@ -141,7 +141,10 @@ public enum Runner {
         let done = Completion()
         let pipeline: Pipeline
         do {
-            pipeline = try Pipeline(settings, audioDevice: audioDevice, makePublisher: makePublisher, log: log) { session in
+            var cameraStatistics: (@Sendable () -> V4L2Camera.Statistics)?
+            if let camera { cameraStatistics = { camera.statistics } }
+            pipeline = try Pipeline(settings, audioDevice: audioDevice, makePublisher: makePublisher, log: log,
+                                    camera: cameraStatistics) { session in
                 if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
             }
         } catch let error as Pipeline.StartError {
@@ -158,6 +161,16 @@ public enum Runner {
         gate.open(into: pipeline.session.queue)
         log("deferred_start.done", ("mode", deferred.rawValue))
         if deferred == .off { startSource(source, into: gate, settings: settings, log: log) }
+        // The operator's view: the serial console's status line, and systemd's READY=1.
+        let notifier = SystemdNotifier()
+        let session = pipeline.session
+        let report = OperatorReport(
+            device: settings.consoleDevice == "auto" ? OperatorReport.autoDevice() : settings.consoleDevice,
+            interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
+            snapshot: { [pipeline] in pipeline.snapshot() },
+            alive: { session.error == nil && session.state != .stopped })
+        notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
+        report.start()
         watchStandardInput(pipeline.session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
@@ -174,6 +187,8 @@ public enum Runner {
         }
 
         done.wait()
+        notifier?.send("STOPPING=1")
+        report.stop()
         source.stop()
         gate.join()
         if let camera {
@@ -228,27 +243,6 @@ public enum Runner {
             log("uplink.probe", level: .warn, ("error", "\(error)"), ("chosen", "low"))
             return .low
         }
-    }
-
-    /// `GET /api/status`: what the appliance is doing, for people and dashboards.
-    static func statusJSON(session: Session, publisher: Publisher?) -> [UInt8] {
-        struct Status: Encodable {
-            var state: String
-            var stream: String?
-            var droppedVideoFrames: Int
-            var droppedAudioChunks: Int
-            var publish: Publisher.Status?
-            enum CodingKeys: String, CodingKey {
-                case state, stream, publish
-                case droppedVideoFrames = "dropped_video_frames", droppedAudioChunks = "dropped_audio_chunks"
-            }
-        }
-        let dropped = session.dropped
-        let status = Status(state: session.state.rawValue, stream: session.currentStream, droppedVideoFrames: dropped.video,
-                            droppedAudioChunks: dropped.audio, publish: publisher?.status)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(status)) ?? Data("{}".utf8))
     }
 
     /// `GET /api/recordings`: every local recording, oldest first, with its download path.
@@ -315,5 +309,17 @@ final class Completion: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         while !fired { pthread_cond_wait(&condition, &mutex) }
         pthread_mutex_unlock(&mutex)
+    }
+
+    /// Waits at most `seconds`; true if it fired.
+    func wait(seconds: Double) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let nanoseconds = Int64(now.tv_nsec) + Int64(seconds * 1e9)
+        var deadline = timespec(tv_sec: now.tv_sec + Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while !fired { if pthread_cond_timedwait(&condition, &mutex, &deadline) != 0 { break } }
+        return fired
     }
 }

@@ -165,8 +165,13 @@ public final class Session: @unchecked Sendable {
     }
 
     private func send(_ item: MediaQueue.Item) {
+        if case .video = item, streamOrigin != nil { lock.withLock { framesSent += 1 } }
         for worker in workers { worker.queue.push(item) }
     }
+
+    /// Frames handed to the outputs as part of a stream.
+    public var framesIn: Int { lock.withLock { framesSent } }
+    private var framesSent = 0
 
     private func handle(_ item: MediaQueue.Item) {
         switch item {

@@ -54,6 +54,12 @@ public struct Settings: Sendable, Equatable {
     /// How much of the data file system stays free; the oldest published streams go first.
     public var minimumFree: MinimumFree = .automatic
     public var listen: String? = "127.0.0.1:8080"
+    /// `server.token`: the bearer token the control API wants; none: control is off.
+    public var serverToken: String?
+    /// `console.device`: where the status line goes (`auto`: /dev/serial0 or /dev/ttyAMA0
+    /// when present); nil: off.
+    public var consoleDevice: String? = "auto"
+    public var consoleIntervalSeconds = 5.0
     public var start: StartMode = .now
     /// Stop after this much media, in milliseconds.
     public var durationMilliseconds: Int?

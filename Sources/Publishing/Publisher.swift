@@ -163,6 +163,19 @@ public final class Publisher: @unchecked Sendable {
         public var bytes: Int
         public var lastError: String?
 
+        public init(destination: String, pendingSegments: Int, pendingBytes: Int, oldestPendingSeconds: Double?,
+                    streamsPublishing: Int, attempts: Int, failures: Int, bytes: Int, lastError: String?) {
+            self.destination = destination
+            self.pendingSegments = pendingSegments
+            self.pendingBytes = pendingBytes
+            self.oldestPendingSeconds = oldestPendingSeconds
+            self.streamsPublishing = streamsPublishing
+            self.attempts = attempts
+            self.failures = failures
+            self.bytes = bytes
+            self.lastError = lastError
+        }
+
         enum CodingKeys: String, CodingKey {
             case destination, attempts, failures, bytes
             case pendingSegments = "pending_segments", pendingBytes = "pending_bytes"

@@ -18,14 +18,33 @@ public final class WebServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
 
-    /// JSON documents composed by whoever runs the server, by path (`/api/status`,
-    /// `/api/recordings`).
-    private let api: [String: @Sendable () -> [UInt8]]
+    /// A document composed by whoever runs the server, fresh at each request.
+    public struct Endpoint: Sendable {
+        public var contentType: String
+        public var body: @Sendable () -> [UInt8]
+        public init(contentType: String, body: @escaping @Sendable () -> [UInt8]) {
+            self.contentType = contentType
+            self.body = body
+        }
+        public static func json(_ body: @escaping @Sendable () -> [UInt8]) -> Endpoint {
+            Endpoint(contentType: "application/json", body: body)
+        }
+    }
+
+    /// GET documents by path (`/api/status`, `/api/recordings`, `/metrics`).
+    private let api: [String: Endpoint]
+    /// POST actions by path (`/api/record/start`), each answering with a JSON body; only
+    /// with `Authorization: Bearer <token>`, and not at all without a token.
+    private let control: [String: @Sendable () -> [UInt8]]
+    private let token: String?
 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
-    public init(listen address: String, root: String, api: [String: @Sendable () -> [UInt8]] = [:]) throws {
+    public init(listen address: String, root: String, api: [String: Endpoint] = [:],
+                control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil) throws {
         self.root = root
         self.api = api
+        self.control = control
+        self.token = token
         catalog = StreamCatalog(root: root)
         try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
@@ -33,9 +52,16 @@ public final class WebServer: @unchecked Sendable {
         free(real)
         var storage = sockaddr_storage()
         try Self.parse(address, into: &storage)
-        let handler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, _ in
+        let handler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, state in
             let server = Unmanaged<WebServer>.fromOpaque(cls!).takeUnretainedValue()
-            return server.handle(connection!, url: String(cString: url!), method: String(cString: method!))
+            let method = String(cString: method!)
+            // A POST arrives in several calls (headers, then body pieces, then the end);
+            // libmicrohttpd wants the answer only at the end. Control bodies are ignored.
+            if method == "POST" {
+                if state?.pointee == nil { state?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
+                if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
+            }
+            return server.handle(connection!, url: String(cString: url!), method: method)
         }
         daemon = withUnsafePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
@@ -90,12 +116,40 @@ public final class WebServer: @unchecked Sendable {
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
         }
         let reply: Reply
-        if method != "GET" && method != "HEAD" {
+        if method == "POST" {
+            reply = command(url, header: header)
+        } else if method != "GET" && method != "HEAD" {
             reply = Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)), headers: [("Allow", "GET, HEAD")])
         } else {
             reply = route(url, header: header)
         }
         return send(reply, on: connection)
+    }
+
+    /// A control call: refused without a configured token (403) or with the wrong one (401).
+    func command(_ url: String, header: (String) -> String?) -> Reply {
+        let text = { (status: UInt32, message: String) in
+            Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
+        }
+        guard let action = control[url] else {
+            return api[url] != nil || url.hasPrefix("/streams/") ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
+                : text(404, "not found")
+        }
+        guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
+        let given = header("Authorization") ?? ""
+        guard Self.constantTimeEqual(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
+            var reply = text(401, "a bearer token is required")
+            reply.headers.append(("WWW-Authenticate", "Bearer"))
+            return reply
+        }
+        return Reply(status: 200, body: .bytes(action()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
+    }
+
+    /// Compares without stopping at the first difference, so timing says nothing of the token.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<max(a.count, b.count) { difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0) }
+        return difference == 0
     }
 
     func route(_ url: String, header: (String) -> String?) -> Reply {
@@ -107,8 +161,8 @@ public final class WebServer: @unchecked Sendable {
             return Reply(status: 200, body: .bytes(catalog.json()),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
-        if let document = api[url] {
-            return Reply(status: 200, body: .bytes(document()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
+        if let endpoint = api[url] {
+            return Reply(status: 200, body: .bytes(endpoint.body()), headers: [("Content-Type", endpoint.contentType), ("Cache-Control", "no-cache")])
         }
         // Finished recordings only: a `.part` is still being written.
         if url.hasPrefix("/streams/") || url.hasPrefix("/recordings/") && url.hasSuffix(".mp4") { return serveFile(url, header: header) }

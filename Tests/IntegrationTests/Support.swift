@@ -28,11 +28,12 @@ final class Child: @unchecked Sendable {
     private let stdoutDone = DispatchSemaphore(value: 0)
     let stdinPipe: Pipe?
 
-    init(_ executable: String, _ arguments: [String], stdin: Bool = false) throws {
+    init(_ executable: String, _ arguments: [String], stdin: Bool = false, environment: [String: String] = [:]) throws {
         stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("onair-stderr-\(UUID().uuidString)").path
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardOutput = stdoutPipe
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         stdinPipe = stdin ? Pipe() : nil

@@ -34,7 +34,8 @@ final class WebServerTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: root + "/recordings", withIntermediateDirectories: true)
         try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T164233Z-0001.mp4"))
         try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T170000Z-0003.mp4.part"))
-        server = try WebServer(listen: "127.0.0.1:0", root: root, api: ["/api/recordings": { Array("{\"recordings\":[]}".utf8) }])
+        server = try WebServer(listen: "127.0.0.1:0", root: root, api: ["/api/recordings": .json { Array("{\"recordings\":[]}".utf8) }],
+                               control: ["/api/record/start": { Array("{\"state\":\"recording\"}".utf8) }], token: "s3cret")
     }
 
     override func tearDown() {
@@ -76,6 +77,26 @@ final class WebServerTests: XCTestCase {
         XCTAssertEqual(api.header("Content-Type"), "application/json")
         XCTAssertEqual(String(decoding: api.body, as: UTF8.self), "{\"recordings\":[]}")
         XCTAssertEqual(try HTTPClient.request(port: port, "/api/nothing").status, 404)
+    }
+
+    /// Control calls need the token; GET and the wrong method are refused.
+    func testControlNeedsTheBearerToken() throws {
+        let path = "/api/record/start"
+        XCTAssertEqual(try HTTPClient.request(port: port, path, method: "POST").status, 401)
+        let wrong = try HTTPClient.request(port: port, path, method: "POST", headers: ["Authorization": "Bearer nope"])
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertEqual(wrong.header("WWW-Authenticate"), "Bearer")
+        let right = try HTTPClient.request(port: port, path, method: "POST", headers: ["Authorization": "Bearer s3cret"])
+        XCTAssertEqual(right.status, 200)
+        XCTAssertEqual(String(decoding: right.body, as: UTF8.self), "{\"state\":\"recording\"}")
+        XCTAssertEqual(try HTTPClient.request(port: port, path).status, 404, "control is POST only")
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/recordings", method: "POST").status, 405)
+        let open = try WebServer(listen: "127.0.0.1:0", root: root, control: [path: { [] }])
+        defer { open.stop() }
+        XCTAssertEqual(try HTTPClient.request(port: open.port, path, method: "POST", headers: ["Authorization": "Bearer "]).status, 403,
+                       "no token configured: control is off")
+        XCTAssertTrue(WebServer.constantTimeEqual(Array("ab".utf8), Array("ab".utf8)))
+        XCTAssertFalse(WebServer.constantTimeEqual(Array("ab".utf8), Array("abc".utf8)))
     }
 
     func testRangesHeadAndConditionalRequests() throws {

@@ -1,0 +1,121 @@
+import Devices
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// systemd's notify protocol without libsystemd (sd_notify(3)): datagrams to the socket
+/// named by NOTIFY_SOCKET (`@` for the abstract namespace). READY=1 once the deferred
+/// start is done, STATUS= with the console line, WATCHDOG=1 while the pipeline lives.
+struct SystemdNotifier: Sendable {
+    let socketPath: String
+    /// Half of WATCHDOG_USEC, the interval systemd asks pings at; nil without a watchdog.
+    let watchdogInterval: Double?
+
+    init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return nil }
+        socketPath = path
+        watchdogInterval = environment["WATCHDOG_USEC"].flatMap(Double.init).map { $0 / 2_000_000 }
+    }
+
+    @discardableResult
+    func send(_ message: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var path = Array(socketPath.utf8)
+        if path.first == UInt8(ascii: "@") { path[0] = 0 }  // abstract namespace
+        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: path) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
+        let sent = message.withCString { text in
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, text, strlen(text), 0, $0, length) }
+            }
+        }
+        return sent >= 0
+    }
+}
+
+/// The operator's view while the appliance runs: a status line on the serial console
+/// every `console.interval_s` (and a line for each important event), and systemd's
+/// STATUS=/WATCHDOG=1. One thread, woken at the shorter of the two intervals.
+final class OperatorReport: @unchecked Sendable {
+    /// Events worth a console line of their own.
+    static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
+                                         "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
+                                         "performance.lowered", "audio.unavailable", "record.codec"]
+
+    private let console: Int32?
+    private let notifier: SystemdNotifier?
+    private let interval: Double
+    private let snapshot: @Sendable () -> StatusSnapshot
+    private let alive: @Sendable () -> Bool
+    private let done = Completion()
+    private var thread: ThreadHandle?
+    private let lock = NSLockish()
+
+    /// `device`: a path to write lines to (a tty, or any file), or nil.
+    init(device: String?, interval: Double, notifier: SystemdNotifier?, log: Log,
+         snapshot: @escaping @Sendable () -> StatusSnapshot, alive: @escaping @Sendable () -> Bool) {
+        console = device.map { open($0, O_WRONLY | O_CREAT | O_NOCTTY | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644) }.flatMap { $0 >= 0 ? $0 : nil }
+        if let device, console == nil { log("console.unavailable", level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
+        self.notifier = notifier
+        self.interval = interval
+        self.snapshot = snapshot
+        self.alive = alive
+        if console != nil {
+            log.listen { [weak self] event, _, fields in
+                guard OperatorReport.important.contains(event) else { return }
+                self?.write("onair: \(event) " + fields.map { "\($0.0)=\(Log.logfmtValue($0.1))" }.joined(separator: " "))
+            }
+        }
+    }
+
+    deinit { if let console { close(console) } }
+
+    /// The device `console.device = auto` means: the Raspberry Pi's serial alias, else its
+    /// PL011 UART, else none (logs stay on stderr).
+    static func autoDevice(exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String? {
+        ["/dev/serial0", "/dev/ttyAMA0"].first(where: exists)
+    }
+
+    func start() {
+        guard console != nil || notifier != nil else { return }
+        let tick = min(interval, notifier?.watchdogInterval ?? interval)
+        thread = ThreadHandle(name: "onair-report") { [self] in
+            let clock = MonotonicClock()
+            var nextLine = clock.now()
+            var lastFrames = snapshot().framesIn, lastAt = clock.now()
+            while !done.hasFired {
+                let now = clock.now()
+                if now >= nextLine {
+                    let state = snapshot()
+                    let fps = Double(state.framesIn - lastFrames) / max(0.001, Double(now - lastAt) / 1e9)
+                    (lastFrames, lastAt) = (state.framesIn, now)
+                    let line = state.consoleLine(fpsActual: fps)
+                    write(line)
+                    notifier?.send("STATUS=\(line)")
+                    nextLine = now + Int64(interval * 1e9)
+                }
+                if notifier?.watchdogInterval != nil && alive() { notifier?.send("WATCHDOG=1") }
+                _ = done.wait(seconds: tick)
+            }
+        }
+    }
+
+    func stop() {
+        done.signal()
+        thread?.join()
+        thread = nil
+    }
+
+    private func write(_ line: String) {
+        guard let console else { return }
+        // Serial consoles want CR LF; a slow one drops a line rather than stall the run.
+        let text = line + "\r\n"
+        lock.withLock { _ = text.withCString { Glibc.write(console, $0, strlen($0)) } }
+    }
+}

@@ -1,0 +1,145 @@
+import Devices
+import Foundation
+import Publishing
+import Recording
+
+/// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
+/// the console line. Counters only grow; rates are over the last ten seconds.
+final class Telemetry: @unchecked Sendable {
+    private let lock = NSLockish()
+    private let clock = MonotonicClock()
+    let started: Int64
+    private var segments = 0
+    private var segmentBytes = 0
+    private var recentSegments: [(at: Int64, bytes: Int)] = []
+    private var lastErrorText: String?
+
+    init() { started = MonotonicClock().now() }
+
+    func segmentStored(bytes: Int) {
+        let now = clock.now()
+        lock.withLock {
+            segments += 1
+            segmentBytes += bytes
+            recentSegments.append((now, bytes))
+            recentSegments.removeAll { now - $0.at > 10_000_000_000 }
+        }
+    }
+
+    func error(_ text: String) { lock.withLock { lastErrorText = text } }
+
+    struct Counts {
+        var segments: Int
+        var segmentBytes: Int
+        var liveBitsPerSecond: Double
+        var lastError: String?
+        var uptimeSeconds: Double
+    }
+
+    var counts: Counts {
+        let now = clock.now()
+        return lock.withLock {
+            let window = recentSegments.filter { now - $0.at <= 10_000_000_000 }
+            let seconds = min(10, Double(now - started) / 1e9)
+            return Counts(segments: segments, segmentBytes: segmentBytes,
+                          liveBitsPerSecond: seconds > 0 ? Double(window.reduce(0) { $0 + $1.bytes } * 8) / seconds : 0,
+                          lastError: lastErrorText, uptimeSeconds: Double(now - started) / 1e9)
+        }
+    }
+}
+
+/// One look at the whole appliance.
+struct StatusSnapshot: Encodable {
+    var state: String
+    var stream: String?
+    var uptimeSeconds: Double
+    var fps: Int
+    var framesIn: Int
+    var segmentsStored: Int
+    var segmentBytes: Int
+    var liveBitsPerSecond: Double
+    var droppedVideoFrames: Int
+    var droppedAudioChunks: Int
+    var streamsEnded: Int
+    var recordings: Int
+    var recordingBytes: Int64
+    var recordingNowBytes: Int64?
+    var cameraFrames: Int?
+    var cameraDriverDropped: Int?
+    var cameraReopened: Int?
+    var lastError: String?
+    var publish: Publisher.Status?
+    /// The hottest thermal zone, when the board has one.
+    var temperatureC: Double? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case state, stream, fps, recordings, publish
+        case uptimeSeconds = "uptime_seconds", framesIn = "frames_in", segmentsStored = "segments_stored"
+        case segmentBytes = "segment_bytes", liveBitsPerSecond = "live_bits_per_second"
+        case droppedVideoFrames = "dropped_video_frames", droppedAudioChunks = "dropped_audio_chunks"
+        case streamsEnded = "streams_ended", recordingBytes = "recording_bytes", recordingNowBytes = "recording_now_bytes"
+        case cameraFrames = "camera_frames", cameraDriverDropped = "camera_driver_dropped", cameraReopened = "camera_reopened"
+        case lastError = "last_error", temperatureC = "temperature_c"
+    }
+
+    var json: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data("{}".utf8))
+    }
+
+    /// Prometheus text exposition format 0.0.4: `onair_*` counters and gauges.
+    var metrics: String {
+        var lines: [String] = []
+        func metric(_ name: String, _ type: String, _ help: String, _ value: Double?, labels: String = "") {
+            guard let value else { return }
+            lines.append("# HELP onair_\(name) \(help)")
+            lines.append("# TYPE onair_\(name) \(type)")
+            let text = value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+            lines.append("onair_\(name)\(labels) \(text)")
+        }
+        metric("up_seconds", "gauge", "Seconds since onair started.", (uptimeSeconds * 1000).rounded() / 1000)
+        metric("recording", "gauge", "1 while a stream is being recorded.", state == "recording" || state == "finishing" ? 1 : 0)
+        metric("fps_target", "gauge", "The frame rate streams are made at.", Double(fps))
+        metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
+        metric("segments_stored_total", "counter", "Live media segments stored.", Double(segmentsStored))
+        metric("segment_bytes_total", "counter", "Bytes of live media segments stored.", Double(segmentBytes))
+        metric("live_bits_per_second", "gauge", "Live stream bit rate over the last 10 seconds.", liveBitsPerSecond.rounded())
+        metric("dropped_video_frames_total", "counter", "Frames dropped because a thread fell behind.", Double(droppedVideoFrames))
+        metric("dropped_audio_chunks_total", "counter", "Sound chunks dropped because a thread fell behind.", Double(droppedAudioChunks))
+        metric("streams_total", "counter", "Streams ended in this run.", Double(streamsEnded))
+        metric("recordings", "gauge", "Finished local recordings on disk.", Double(recordings))
+        metric("recordings_bytes", "gauge", "Bytes of finished local recordings.", Double(recordingBytes))
+        metric("camera_frames_total", "counter", "Frames delivered by the V4L2 camera.", cameraFrames.map(Double.init))
+        metric("camera_driver_dropped_total", "counter", "Frames the camera driver dropped (sequence gaps).", cameraDriverDropped.map(Double.init))
+        metric("camera_reopened_total", "counter", "Times the camera was reopened after it was lost.", cameraReopened.map(Double.init))
+        if let publish {
+            metric("publish_pending_segments", "gauge", "Segments not yet confirmed by the destination.", Double(publish.pendingSegments))
+            metric("publish_pending_bytes", "gauge", "Bytes not yet confirmed by the destination.", Double(publish.pendingBytes))
+            metric("publish_oldest_pending_seconds", "gauge", "Age of the oldest unconfirmed segment.", publish.oldestPendingSeconds ?? 0)
+            metric("publish_attempts_total", "counter", "Upload requests made.", Double(publish.attempts))
+            metric("publish_failures_total", "counter", "Upload requests that failed.", Double(publish.failures))
+            metric("publish_bytes_total", "counter", "Bytes uploaded and confirmed.", Double(publish.bytes))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The serial console's status line: plain ASCII, one line, readable at 115200 baud.
+    func consoleLine(fpsActual: Double) -> String {
+        func size(_ bytes: Int64) -> String {
+            bytes >= 1 << 30 ? String(format: "%.1fG", Double(bytes) / Double(1 << 30))
+                : bytes >= 1 << 20 ? String(format: "%.1fM", Double(bytes) / Double(1 << 20)) : "\(bytes / 1024)K"
+        }
+        let up = Int(uptimeSeconds)
+        var parts = ["onair:", state, "stream=\(stream ?? "-")", "up=\(up / 3600)h\(String(format: "%02d", up / 60 % 60))m\(String(format: "%02d", up % 60))s",
+                     "fps=\(String(format: "%.1f", fpsActual))/\(fps)", "temp=\(temperatureC.map { String(format: "%.0fC", $0) } ?? "-")", "rate=\(String(format: "%.2f", liveBitsPerSecond / 1e6))M"]
+        parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")
+        if let publish {
+            parts.append("queue=\(publish.pendingSegments)(\(String(format: "%.0f", publish.oldestPendingSeconds ?? 0))s)")
+        }
+        parts.append("rec=\(recordingNowBytes.map(size) ?? "-")")
+        parts.append("dropped=\(droppedVideoFrames)")
+        parts.append("err=\(lastError.map { String($0.prefix(60)) } ?? "-")")
+        return String(parts.joined(separator: " ").unicodeScalars.map { $0.isASCII ? Character($0) : "?" })
+    }
+}
