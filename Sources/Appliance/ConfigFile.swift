@@ -126,6 +126,25 @@ public enum ConfigFile {
         "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try bitrate($1)) },
         "performance.capacity.x265": { $0.performance.capacity[.x265] = $1 == "auto" ? nil : Double(try bitrate($1)) },
         "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try bitrate($1)) },
+        "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
+        "button.active_low": { $0.button.activeLow = try boolean($1) },
+        "button.bias": {
+            guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError("expected pull-up, pull-down or none, got '\($1)'") }
+            $0.button.bias = $1
+        },
+        "button.debounce_ms": { $0.button.debounceMs = try integer($1, 0...1000) },
+        "button.input": { $0.button.input = $1 == "off" ? nil : $1 },
+        "button.keys": {
+            guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError("expected key names such as KEY_RECORD,KEY_SPACE or codes, got '\($1)'") }
+            $0.button.keys = keys
+        },
+        "button.mode": { $0.button.mode = try choice($1, ButtonSettings.Mode.self) },
+        "button.min_hold_ms": { $0.button.minimumHoldMs = try integer($1, 0...60_000) },
+        "button.long_press_s": { $0.button.longPressSeconds = Double(try milliseconds($1, 0...60_000)) / 1000 },
+        "button.long_press": { $0.button.longPress = try choice($1, ButtonSettings.LongPress.self) },
+        "button.shutdown_command": { $0.button.shutdownCommand = $1 },
+        "tally.gpio": { $0.button.tally = $1 == "off" || $1.isEmpty ? nil : $1 },
+        "tally.active_low": { $0.button.tallyActiveLow = try boolean($1) },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
         "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },

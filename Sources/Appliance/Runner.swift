@@ -106,6 +106,25 @@ public enum Runner {
         if configured.performance.capacity[.x264] == nil && configured.encoder != .vaapi && configured.encoder != .v4l2m2m {
             configured.performance.capacity[.x264] = X264Calibration.capacity(dataDirectory: configured.dataDirectory, log: log)
         }
+        // A configured GPIO button or tally that does not open is a configuration error:
+        // said now.
+        var tallyLine: GPIOOutput?
+        if let line = configured.button.tally {
+            do { tallyLine = try GPIOOutput(line: line, activeLow: configured.button.tallyActiveLow) } catch {
+                printError("onair: \(error)")
+                return 2
+            }
+        }
+        var gpioButton: GPIOButton?
+        if let line = configured.button.gpio {
+            do {
+                gpioButton = try GPIOButton(line: line, activeLow: configured.button.activeLow, bias: configured.button.bias,
+                                            debounceMilliseconds: configured.button.debounceMs)
+            } catch {
+                printError("onair: \(error)")
+                return 2
+            }
+        }
         // The camera first: its granted size and rate are what everything else is made for.
         let camera: V4L2Camera?
         let settings: Settings
@@ -171,6 +190,34 @@ public enum Runner {
             alive: { session.error == nil && session.state != .stopped })
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
         report.start()
+        // The record button: GPIO and evdev keys, each edge through the toggle/hold logic.
+        let shutdown = Completion()
+        let buttons = ButtonController(settings: settings.button, log: log) { [button = settings.button] action in
+            switch action {
+            case .start: session.startRecording()
+            case .stop: session.stopRecording()
+            case .toggle: session.toggle()
+            case .longPress:
+                session.stopRecording()
+                if button.longPress == .shutdown { shutdown.signal(); done.signal() }
+            }
+        }
+        gpioButton?.start { edge in buttons.edge(edge, source: "gpio") }
+        let tally = tallyLine.map { line in
+            TallyLight(output: line) { [publisher = pipeline.publisher] in
+                TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
+            }
+        }
+        var keys: EvdevButtons?
+        if let input = settings.button.input {
+            do {
+                keys = try EvdevButtons(device: input == "auto" ? nil : input, keys: settings.button.keys,
+                                        log: { event, fields in log.emit(event, level: .info, fields) })
+                keys?.start { edge in buttons.edge(edge, source: "evdev") }
+            } catch {
+                log("button.unavailable", level: .warn, ("error", "\(error)"))
+            }
+        }
         watchStandardInput(pipeline.session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
@@ -188,6 +235,10 @@ public enum Runner {
 
         done.wait()
         notifier?.send("STOPPING=1")
+        gpioButton?.stop()
+        keys?.stop()
+        tally?.stop()
+        buttons.stop()
         report.stop()
         source.stop()
         gate.join()
@@ -202,6 +253,17 @@ public enum Runner {
             return 1
         }
         log("onair.exit", ("streams", pipeline.session.streamsEnded))
+        if shutdown.hasFired {
+            // A long press asked for power-off: only now, with the uploads drained (or
+            // publish.drain_seconds spent) and every file closed.
+            log("onair.shutdown", ("command", settings.button.shutdownCommand))
+            sync()
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", settings.button.shutdownCommand]
+            try? shell.run()
+            shell.waitUntilExit()
+        }
         return 0
     }
 

@@ -73,6 +73,8 @@ public struct Settings: Sendable, Equatable {
     public var startup = StartupSettings()
     /// What the encoders sustain, and what to do about more.
     public var performance = PerformanceSettings()
+    /// The record button.
+    public var button = ButtonSettings()
 
     public init() {}
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <linux/falloc.h>
 #include "onair_linux.h"
@@ -46,3 +47,70 @@ const unsigned long onair_VIDIOC_QBUF = VIDIOC_QBUF;
 const unsigned long onair_VIDIOC_DQBUF = VIDIOC_DQBUF;
 const unsigned long onair_VIDIOC_STREAMON = VIDIOC_STREAMON;
 const unsigned long onair_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
+
+// GPIO uAPI v2 layouts (<linux/gpio.h>): fixed by the kernel ABI on every architecture.
+_Static_assert(sizeof(struct gpio_v2_line_event) == 48, "gpio_v2_line_event");
+_Static_assert(sizeof(struct gpio_v2_line_attribute) == 16, "gpio_v2_line_attribute");
+_Static_assert(sizeof(struct gpio_v2_line_config_attribute) == 24, "gpio_v2_line_config_attribute");
+_Static_assert(sizeof(struct gpio_v2_line_config) == 272, "gpio_v2_line_config");
+_Static_assert(sizeof(struct gpio_v2_line_request) == 592, "gpio_v2_line_request");
+_Static_assert(sizeof(struct gpio_v2_line_values) == 16, "gpio_v2_line_values");
+_Static_assert(_IOC_SIZE(GPIO_V2_GET_LINE_IOCTL) == sizeof(struct gpio_v2_line_request), "GPIO_V2_GET_LINE_IOCTL");
+_Static_assert(offsetof(struct gpio_v2_line_event, id) == 8, "gpio_v2_line_event.id");
+
+const int onair_gpio_event_size = sizeof(struct gpio_v2_line_event);
+const int onair_input_event_size = sizeof(struct input_event);
+
+static int gpio_request(int chip_fd, uint32_t offset, uint64_t flags, int with_debounce, uint32_t debounce_us,
+                        int with_value, int value, const char *consumer, int *line_fd) {
+    struct gpio_v2_line_request request;
+    memset(&request, 0, sizeof request);
+    request.offsets[0] = offset;
+    request.num_lines = 1;
+    strncpy(request.consumer, consumer, sizeof request.consumer - 1);
+    request.config.flags = flags;
+    unsigned int attrs = 0;
+    if (with_debounce && debounce_us > 0) {
+        request.config.attrs[attrs].attr.id = GPIO_V2_LINE_ATTR_ID_DEBOUNCE;
+        request.config.attrs[attrs].attr.debounce_period_us = debounce_us;
+        request.config.attrs[attrs].mask = 1;
+        attrs++;
+    }
+    if (with_value) {
+        request.config.attrs[attrs].attr.id = GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES;
+        request.config.attrs[attrs].attr.values = value ? 1 : 0;
+        request.config.attrs[attrs].mask = 1;
+        attrs++;
+    }
+    request.config.num_attrs = attrs;
+    int error = onair_ioctl(chip_fd, GPIO_V2_GET_LINE_IOCTL, &request);
+    if (error == 0) *line_fd = request.fd;
+    return error;
+}
+
+int onair_gpio_request_input(int chip_fd, uint32_t offset, int active_low, int bias, uint32_t debounce_us,
+                             const char *consumer, int *line_fd) {
+    uint64_t flags = GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
+    if (active_low) flags |= GPIO_V2_LINE_FLAG_ACTIVE_LOW;
+    if (bias == 1) flags |= GPIO_V2_LINE_FLAG_BIAS_PULL_UP;
+    if (bias == 2) flags |= GPIO_V2_LINE_FLAG_BIAS_PULL_DOWN;
+    if (bias == 3) flags |= GPIO_V2_LINE_FLAG_BIAS_DISABLED;
+    return gpio_request(chip_fd, offset, flags, 1, debounce_us, 0, 0, consumer, line_fd);
+}
+
+int onair_gpio_request_output(int chip_fd, uint32_t offset, int active_low, int value, const char *consumer, int *line_fd) {
+    uint64_t flags = GPIO_V2_LINE_FLAG_OUTPUT | (active_low ? GPIO_V2_LINE_FLAG_ACTIVE_LOW : 0);
+    return gpio_request(chip_fd, offset, flags, 0, 0, 1, value, consumer, line_fd);
+}
+
+int onair_gpio_set(int line_fd, int value) {
+    struct gpio_v2_line_values values = { .bits = value ? 1 : 0, .mask = 1 };
+    return onair_ioctl(line_fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &values);
+}
+
+int onair_evdev_has_key(int fd, unsigned int code) {
+    unsigned long bits[(KEY_MAX + 8 * sizeof(unsigned long)) / (8 * sizeof(unsigned long))];
+    memset(bits, 0, sizeof bits);
+    if (ioctl(fd, EVIOCGBIT(EV_KEY, sizeof bits), bits) < 0) return -errno;
+    return (bits[code / (8 * sizeof(unsigned long))] >> (code % (8 * sizeof(unsigned long)))) & 1;
+}

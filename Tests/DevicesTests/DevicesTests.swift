@@ -92,3 +92,56 @@ final class SyntheticSourceTests: XCTestCase {
         }
     }
 }
+
+/// Button events as the kernel hands them out, from recorded bytes.
+final class ButtonEventTests: XCTestCase {
+    func gpioEvent(_ time: UInt64, _ id: UInt32) -> [UInt8] {
+        var bytes = withUnsafeBytes(of: time.littleEndian) { Array($0) }
+        for field: UInt32 in [id, 17, 1, 1, 0, 0, 0, 0, 0, 0] { bytes += withUnsafeBytes(of: field.littleEndian) { Array($0) } }
+        return bytes
+    }
+
+    func inputEvent(type: UInt16, code: UInt16, value: Int32) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 16)  // struct timeval on LP64
+        bytes += withUnsafeBytes(of: type.littleEndian) { Array($0) }
+        bytes += withUnsafeBytes(of: code.littleEndian) { Array($0) }
+        bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) }
+        return bytes
+    }
+
+    func testGPIOLineEventsAreEdgesWithTheirTimes() {
+        let records = gpioEvent(1_000, 1) + gpioEvent(2_000, 2) + gpioEvent(3_000, 7)
+        XCTAssertEqual(records.count, 3 * 48, "struct gpio_v2_line_event is 48 bytes")
+        let edges = records.withUnsafeBytes { ButtonEvents.gpio($0) }
+        XCTAssertEqual(edges, [ButtonEdge(pressed: true, time: 1_000), ButtonEdge(pressed: false, time: 2_000)])
+    }
+
+    func testEvdevKeysPressAndReleaseOnlyForTheWantedCodes() {
+        let stream = inputEvent(type: 4, code: 4, value: 57)            // EV_MSC scan code
+            + inputEvent(type: 1, code: 57, value: 1)                    // KEY_SPACE down
+            + inputEvent(type: 0, code: 0, value: 0)                     // SYN_REPORT
+            + inputEvent(type: 1, code: 57, value: 2)                    // autorepeat
+            + inputEvent(type: 1, code: 30, value: 1)                    // KEY_A: not ours
+            + inputEvent(type: 1, code: 57, value: 0)                    // KEY_SPACE up
+        let events = stream.withUnsafeBytes { ButtonEvents.evdev($0, keys: [57, 167]) }
+        XCTAssertEqual(events.map(\.code), [57, 57])
+        XCTAssertEqual(events.map(\.pressed), [true, false])
+        XCTAssertEqual(ButtonEvents.parseKeys("KEY_RECORD, key_space,300"), [167, 57, 300])
+        XCTAssertNil(ButtonEvents.parseKeys("KEY_NOPE"))
+    }
+
+    func testDebounceDropsChatter() {
+        var debouncer = Debouncer(periodNanoseconds: 20_000_000)
+        let edges = [(true, 0), (false, 3), (true, 5), (false, 100), (false, 150), (true, 300)].map {
+            ButtonEdge(pressed: $0.0, time: Int64($0.1) * 1_000_000)
+        }
+        XCTAssertEqual(edges.filter { debouncer.accept($0) }.map(\.time), [0, 100_000_000, 300_000_000])
+    }
+
+    func testAGPIOChipThatIsNoneIsOneClearError() {
+        XCTAssertThrowsError(try GPIOButton(line: "/dev/null:3", activeLow: true, bias: "pull-up", debounceMilliseconds: 20)) {
+            XCTAssertEqual("\($0)", "button.gpio /dev/null:3: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device")
+        }
+        XCTAssertThrowsError(try GPIOButton(line: "gpiochip0", activeLow: true, bias: "none", debounceMilliseconds: 0))
+    }
+}

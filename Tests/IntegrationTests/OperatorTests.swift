@@ -86,3 +86,54 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.hasPrefix("onair: stream.ended id=") }, "\(lines)")
     }
 }
+
+/// The record button through the real evdev read path: a FIFO stands in for the device
+/// node, fed with input_event records as the kernel writes them.
+final class ButtonTests: XCTestCase {
+    func key(_ code: UInt16, _ value: Int32) -> Data {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        bytes += withUnsafeBytes(of: UInt16(1).littleEndian) { Array($0) }
+        bytes += withUnsafeBytes(of: code.littleEndian) { Array($0) }
+        bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) }
+        return Data(bytes)
+    }
+
+    func testHoldToRecordAndALongPressThatShutsDown() throws {
+        let out = try temporaryDirectory("button")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let fifo = out + "/event0"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        // Hold mode: down starts, up stops (after the 500 ms minimum).
+        let hold = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", out, "--set", "video.quality=low",
+                                             "--start", "button", "--set", "button.input=\(fifo)", "--set", "button.keys=KEY_SPACE",
+                                             "--set", "button.mode=hold", "--set", "button.min_hold_ms=500"])
+        XCTAssertNotNil(hold.waitForLog("event=deferred_start.done"), hold.stderr)
+        let writer = try XCTUnwrap(FileHandle(forWritingAtPath: fifo))
+        writer.write(key(57, 1))
+        XCTAssertNotNil(hold.waitForLog("event=stream.started"), hold.stderr)
+        Thread.sleep(forTimeInterval: 1.5)
+        writer.write(key(57, 0))
+        XCTAssertNotNil(hold.waitForLog("event=stream.ended"), hold.stderr)
+        hold.signal(SIGTERM)
+        XCTAssertEqual(hold.wait().status, 0, hold.stderr)
+        writer.closeFile()
+        XCTAssertTrue(hold.stderr.contains("event=button.pressed source=evdev"), hold.stderr)
+
+        // Toggle mode with a long press that shuts down: the stream is finished first, then
+        // the shutdown command runs.
+        let marker = out + "/powered-off"
+        let toggle = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", out, "--set", "video.quality=low",
+                                               "--start", "button", "--set", "button.input=\(fifo)", "--set", "button.keys=KEY_SPACE",
+                                               "--set", "button.long_press=shutdown", "--set", "button.long_press_s=1",
+                                               "--set", "button.shutdown_command=touch \(marker)"])
+        XCTAssertNotNil(toggle.waitForLog("event=deferred_start.done"), toggle.stderr)
+        let again = try XCTUnwrap(FileHandle(forWritingAtPath: fifo))
+        again.write(key(57, 1))  // down: starts at once; held: after 1 s, the long press
+        XCTAssertEqual(toggle.wait(seconds: 60).status, 0, toggle.stderr)
+        again.closeFile()
+        for event in ["stream.started", "button.long_press", "stream.ended", "onair.shutdown"] {
+            XCTAssertTrue(toggle.stderr.contains("event=\(event)"), "\(event): \(toggle.stderr)")
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the shutdown command ran")
+    }
+}

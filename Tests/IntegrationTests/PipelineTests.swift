@@ -274,7 +274,12 @@ final class PipelineTests: XCTestCase {
             // A device that is no camera: the real ioctl path answers, and says which call.
             (["run", "--listen", "off", "--source", "v4l2", "--set", "video.device=/dev/null"],
              "onair: /dev/null: VIDIOC_QUERYCAP: Inappropriate ioctl for device"),
-            (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path")
+            (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path"),
+            (["run", "--listen", "off", "--set", "button.gpio=/dev/null:3"],
+             "onair: button.gpio /dev/null:3: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
+            (["run", "--listen", "off", "--set", "tally.gpio=/dev/null:4"],
+             "onair: tally.gpio /dev/null:4: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
+            (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)

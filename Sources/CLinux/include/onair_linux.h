@@ -5,6 +5,8 @@
 #define ONAIR_LINUX_H
 #include <stdint.h>
 #include <linux/videodev2.h>
+#include <linux/gpio.h>
+#include <linux/input.h>
 
 /// fallocate(2) with FALLOC_FL_KEEP_SIZE: reserves blocks past the end of the file
 /// without changing its size, so readers and crash recovery never see the reservation.
@@ -28,4 +30,26 @@ extern const unsigned long onair_VIDIOC_QBUF;
 extern const unsigned long onair_VIDIOC_DQBUF;
 extern const unsigned long onair_VIDIOC_STREAMON;
 extern const unsigned long onair_VIDIOC_STREAMOFF;
+
+/// GPIO character device uAPI v2 (Documentation/userspace-api/gpio/chardev.rst): asks
+/// `chip_fd` for one input line with edge events on both edges, the given bias
+/// (0 none, 1 pull-up, 2 pull-down, 3 disabled), active-low, and a hardware debounce
+/// period (0: none). The line's event fd comes back in `line_fd`. Returns 0 or an errno.
+int onair_gpio_request_input(int chip_fd, uint32_t offset, int active_low, int bias, uint32_t debounce_us,
+                             const char *consumer, int *line_fd);
+
+/// Requests one output line (a tally light), initially `value`; its fd in `line_fd`.
+int onair_gpio_request_output(int chip_fd, uint32_t offset, int active_low, int value, const char *consumer, int *line_fd);
+
+/// Sets an output line requested by onair_gpio_request_output.
+int onair_gpio_set(int line_fd, int value);
+
+/// Size of one struct gpio_v2_line_event as read(2) returns it.
+extern const int onair_gpio_event_size;
+
+/// evdev: whether the device reports key `code` (EVIOCGBIT(EV_KEY)). 1, 0, or -errno.
+int onair_evdev_has_key(int fd, unsigned int code);
+
+/// Size of one struct input_event on this ABI.
+extern const int onair_input_event_size;
 #endif

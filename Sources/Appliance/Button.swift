@@ -1,0 +1,190 @@
+import Devices
+import Foundation
+import Publishing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `button.*`: where presses come from and what they mean.
+public struct ButtonSettings: Sendable, Equatable {
+    public enum Mode: String, Sendable, CaseIterable {
+        /// A press starts, the next one stops.
+        case toggle
+        /// Records while held (the talk's "touch and hold"), at least `minimumHoldMs`.
+        case hold
+    }
+    public enum LongPress: String, Sendable, CaseIterable { case stop, shutdown }
+    /// `gpiochipN:LINE`.
+    public var gpio: String?
+    public var activeLow = true
+    public var bias = "pull-up"
+    public var debounceMs = 20
+    /// `auto`: every keyboard-like evdev device; a path; nil: none.
+    public var input: String? = "auto"
+    public var keys: Set<UInt16> = [167]  // KEY_RECORD
+    public var mode: Mode = .toggle
+    public var minimumHoldMs = 1000
+    public var longPressSeconds = 3.0
+    public var longPress: LongPress = .stop
+    /// Run after a long-press shutdown has drained the uploads.
+    public var shutdownCommand = "systemctl poweroff"
+    /// `tally.gpio`: the light that says what the appliance is doing.
+    public var tally: String?
+    public var tallyActiveLow = false
+    public init() {}
+}
+
+/// What presses and releases mean, on one clock (pure, so a manual clock tests it).
+/// toggle: a press acts at once (the moment is not lost to a slow finger); holding for
+/// `long_press_s` is a long press (stop, and shut down if so configured). hold: press
+/// starts, release stops, but not before `min_hold_ms` after the press, so a tap still
+/// records something usable.
+struct ButtonLogic {
+    enum Action: Equatable { case start, stop, toggle, longPress }
+
+    let mode: ButtonSettings.Mode
+    let minimumHold: Int64
+    let longPress: Int64
+    private var pressedAt: Int64?
+    private var longFired = false
+    private var stopDue: Int64?
+
+    init(mode: ButtonSettings.Mode, minimumHoldMs: Int, longPressSeconds: Double) {
+        self.mode = mode
+        minimumHold = Int64(minimumHoldMs) * 1_000_000
+        longPress = Int64(longPressSeconds * 1e9)
+    }
+
+    mutating func press(at now: Int64) -> [Action] {
+        guard pressedAt == nil else { return [] }
+        pressedAt = now
+        longFired = false
+        switch mode {
+        case .toggle: return [.toggle]
+        case .hold:
+            if stopDue != nil { stopDue = nil; return [] }  // pressed again inside the minimum: keep going
+            return [.start]
+        }
+    }
+
+    mutating func release(at now: Int64) -> [Action] {
+        guard let pressed = pressedAt else { return [] }
+        pressedAt = nil
+        guard mode == .hold else { return [] }
+        if now - pressed >= minimumHold { return [.stop] }
+        stopDue = pressed + minimumHold
+        return []
+    }
+
+    /// Time passing: a held toggle button reaching the long press, a short hold's stop.
+    mutating func tick(at now: Int64) -> [Action] {
+        if mode == .toggle, let pressed = pressedAt, !longFired, longPress > 0, now - pressed >= longPress {
+            longFired = true
+            return [.longPress]
+        }
+        if let due = stopDue, now >= due {
+            stopDue = nil
+            return [.stop]
+        }
+        return []
+    }
+
+    /// When `tick` next has something to say, if anything.
+    var nextDeadline: Int64? {
+        if mode == .toggle, let pressed = pressedAt, !longFired, longPress > 0 { return pressed + longPress }
+        return stopDue
+    }
+}
+
+/// Edges from every button source → ButtonLogic → the session. Thread-safe: GPIO and
+/// evdev threads call `edge`; a timer thread of its own runs the deadlines.
+final class ButtonController: @unchecked Sendable {
+    private let lock = NSLockish()
+    private var logic: ButtonLogic
+    private let clock = MonotonicClock()
+    private let act: @Sendable (ButtonLogic.Action) -> Void
+    private let log: Log
+    private var thread: ThreadHandle?
+    private let done = Completion()
+
+    init(settings: ButtonSettings, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
+        logic = ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds)
+        self.log = log
+        self.act = act
+        thread = ThreadHandle(name: "onair-button") { [self] in
+            while !done.hasFired {
+                let due = lock.withLock { logic.nextDeadline }
+                _ = done.wait(seconds: due.map { max(0.001, Double($0 - clock.now()) / 1e9) } ?? 0.5)
+                for action in lock.withLock({ logic.tick(at: clock.now()) }) { perform(action, source: "timer") }
+            }
+        }
+    }
+
+    func edge(_ edge: ButtonEdge, source: String) {
+        let actions = lock.withLock { edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time) }
+        if edge.pressed { log("button.pressed", ("source", source)) } else { log("button.released", ("source", source)) }
+        for action in actions { perform(action, source: source) }
+    }
+
+    private func perform(_ action: ButtonLogic.Action, source: String) {
+        if action == .longPress { log("button.long_press", ("source", source)) }
+        act(action)
+    }
+
+    func stop() {
+        done.signal()
+        thread?.join()
+        thread = nil
+    }
+}
+
+/// The tally light's language: on while recording, a slow blink (1 Hz) while armed with
+/// uploads still to catch up, a fast blink (4 Hz) when something needs attention (the
+/// session failed, or the destination has not confirmed anything for 30 s).
+enum TallyPattern: Equatable {
+    case off, on, slowBlink, fastBlink
+
+    static func of(state: Session.State, publish: Publisher.Status?, failed: Bool) -> TallyPattern {
+        if failed || (publish?.oldestPendingSeconds ?? 0) > 30 { return .fastBlink }
+        if state == .recording || state == .finishing { return .on }
+        if (publish?.pendingSegments ?? 0) > 0 { return .slowBlink }
+        return .off
+    }
+
+    /// Lit or not at `milliseconds` on any clock.
+    func lit(at milliseconds: Int64) -> Bool {
+        switch self {
+        case .off: return false
+        case .on: return true
+        case .slowBlink: return milliseconds % 1000 < 500
+        case .fastBlink: return milliseconds % 250 < 125
+        }
+    }
+}
+
+/// Drives the tally line from the appliance's state, eight times a second.
+final class TallyLight: @unchecked Sendable {
+    private let output: GPIOOutput
+    private let done = Completion()
+    private var thread: ThreadHandle?
+
+    init(output: GPIOOutput, pattern: @escaping @Sendable () -> TallyPattern) {
+        self.output = output
+        thread = ThreadHandle(name: "onair-tally") { [self] in
+            let clock = MonotonicClock()
+            var last: Bool?
+            while !done.hasFired {
+                let lit = pattern().lit(at: clock.now() / 1_000_000)
+                if lit != last { output.set(lit); last = lit }
+                _ = done.wait(seconds: 0.0625)
+            }
+            output.set(false)
+        }
+    }
+
+    func stop() {
+        done.signal()
+        thread?.join()
+        thread = nil
+    }
+}

@@ -1,0 +1,155 @@
+import CLinux
+import Media
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Drops the chatter of a mechanical contact: an edge within `period` of the last one
+/// accepted, or one that repeats the state, is not a press or a release.
+public struct Debouncer: Sendable {
+    public let period: Int64
+    private var last: ButtonEdge?
+    public init(periodNanoseconds: Int64) { period = periodNanoseconds }
+    public mutating func accept(_ edge: ButtonEdge) -> Bool {
+        if let last, last.pressed == edge.pressed || edge.time - last.time < period { return false }
+        last = edge
+        return true
+    }
+}
+
+/// A button on a GPIO line, through the character device uAPI v2: edge events on both
+/// edges with the kernel's debounce; when the chip cannot debounce, onair does.
+public final class GPIOButton: @unchecked Sendable {
+    public let description: String
+    private let lineFD: Int32
+    private var debouncer: Debouncer
+    private let lock = NSLockish()
+    private var stopped = false
+    private var thread: ThreadHandle?
+
+    /// `line`: `gpiochipN:OFFSET`. `bias`: pull-up, pull-down or none.
+    public init(line: String, activeLow: Bool, bias: String, debounceMilliseconds: Int) throws {
+        let parts = line.split(separator: ":")
+        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("button.gpio \(line): expected gpiochipN:LINE") }
+        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
+        description = "\(chip):\(offset)"
+        let chipFD = open(chip, O_RDWR | O_CLOEXEC)
+        guard chipFD >= 0 else { throw DeviceError("button.gpio \(chip): \(errorText(errno))") }
+        defer { close(chipFD) }
+        let biasCode: Int32 = ["none": 3, "pull-up": 1, "pull-down": 2][bias] ?? 0
+        var fd: Int32 = -1
+        var result = onair_gpio_request_input(chipFD, offset, activeLow ? 1 : 0, biasCode, UInt32(debounceMilliseconds * 1000), "onair", &fd)
+        var software = false
+        if result == EINVAL && debounceMilliseconds > 0 {
+            result = onair_gpio_request_input(chipFD, offset, activeLow ? 1 : 0, biasCode, 0, "onair", &fd)
+            software = true
+        }
+        guard result == 0 else { throw DeviceError("button.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(errorText(result))") }
+        lineFD = fd
+        // The kernel's debounce already filtered; onair's own only when it could not.
+        debouncer = Debouncer(periodNanoseconds: software ? Int64(debounceMilliseconds) * 1_000_000 : 0)
+    }
+
+    deinit { close(lineFD) }
+
+    public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
+        thread = ThreadHandle(name: "onair-gpio") { [self] in
+            var buffer = [UInt8](repeating: 0, count: Int(onair_gpio_event_size) * 16)
+            while !lock.withLock({ stopped }) {
+                var descriptor = pollfd(fd: lineFD, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 200) > 0 else { continue }
+                let n = buffer.withUnsafeMutableBytes { read(lineFD, $0.baseAddress, $0.count) }
+                guard n > 0 else { if errno == EINTR || errno == EAGAIN { continue } else { return } }
+                let edges = buffer.withUnsafeBytes { ButtonEvents.gpio(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                for edge in edges where debouncer.accept(edge) { handler(edge) }
+            }
+        }
+    }
+
+    public func stop() {
+        lock.withLock { stopped = true }
+        thread?.join()
+        thread = nil
+    }
+}
+
+/// Record keys on evdev devices: a named one, or (`auto`) every device that reports one
+/// of the keys, looked for again every two seconds so a keyboard plugged in later works.
+public final class EvdevButtons: @unchecked Sendable {
+    public let keys: Set<UInt16>
+    private let device: String?
+    private let lock = NSLockish()
+    private var stopped = false
+    private var thread: ThreadHandle?
+    private let clock: MediaClock
+    private let log: @Sendable (String, [(String, Any)]) -> Void
+
+    /// `device`: a path, or nil for every keyboard-like device.
+    public init(device: String?, keys: Set<UInt16>, clock: MediaClock = MonotonicClock(),
+                log: @escaping @Sendable (String, [(String, Any)]) -> Void) throws {
+        self.device = device
+        self.keys = keys
+        self.clock = clock
+        self.log = log
+        if let device, access(device, R_OK) != 0 { throw DeviceError("button.input \(device): \(errorText(errno))") }
+    }
+
+    public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
+        thread = ThreadHandle(name: "onair-evdev") { [self] in run(handler) }
+    }
+
+    public func stop() {
+        lock.withLock { stopped = true }
+        thread?.join()
+        thread = nil
+    }
+
+    private func candidates() -> [String] {
+        if let device { return [device] }
+        var paths: [String] = []
+        if let dir = opendir("/dev/input") {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name.hasPrefix("event") { paths.append("/dev/input/" + name) }
+            }
+            closedir(dir)
+        }
+        return paths.sorted()
+    }
+
+    private func run(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
+        var open: [String: Int32] = [:]
+        var nextScan: Int64 = 0
+        var buffer = [UInt8](repeating: 0, count: Int(onair_input_event_size) * 64)
+        defer { for fd in open.values { close(fd) } }
+        while !lock.withLock({ stopped }) {
+            if clock.now() >= nextScan {
+                for path in candidates() where open[path] == nil {
+                    let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                    guard fd >= 0 else { continue }
+                    // A named device is taken as it is; among all, only those with the keys.
+                    if device == nil && !keys.contains(where: { onair_evdev_has_key(fd, UInt32($0)) == 1 }) { close(fd); continue }
+                    open[path] = fd
+                    log("button.input", [("device", path), ("keys", keys.sorted().map(String.init).joined(separator: ","))])
+                }
+                nextScan = clock.now() + 2_000_000_000
+            }
+            var descriptors = open.values.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            guard !descriptors.isEmpty else { clock.sleep(until: clock.now() + 200_000_000); continue }
+            guard poll(&descriptors, nfds_t(descriptors.count), 200) > 0 else { continue }
+            for descriptor in descriptors where descriptor.revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(descriptor.fd, $0.baseAddress, $0.count) }
+                if n <= 0 {
+                    if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+                    // Unplugged (ENODEV) or a writer gone: let it go; a rescan finds it again.
+                    if let path = open.first(where: { $0.value == descriptor.fd })?.key { open[path] = nil }
+                    close(descriptor.fd)
+                    continue
+                }
+                let now = clock.now()
+                let events = buffer.withUnsafeBytes { ButtonEvents.evdev(UnsafeRawBufferPointer(rebasing: $0[0..<n]), keys: keys) }
+                for event in events { handler(ButtonEdge(pressed: event.pressed, time: now)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One GPIO output line (a tally light) through the uAPI v2.
+public final class GPIOOutput: @unchecked Sendable {
+    public let description: String
+    private let lineFD: Int32
+
+    /// `line`: `gpiochipN:OFFSET`; starts off.
+    public init(line: String, activeLow: Bool) throws {
+        let parts = line.split(separator: ":")
+        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("tally.gpio \(line): expected gpiochipN:LINE") }
+        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
+        description = "\(chip):\(offset)"
+        let chipFD = open(chip, O_RDWR | O_CLOEXEC)
+        guard chipFD >= 0 else { throw DeviceError("tally.gpio \(chip): \(errorText(errno))") }
+        defer { close(chipFD) }
+        var fd: Int32 = -1
+        let result = onair_gpio_request_output(chipFD, offset, activeLow ? 1 : 0, 0, "onair-tally", &fd)
+        guard result == 0 else { throw DeviceError("tally.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(errorText(result))") }
+        lineFD = fd
+    }
+
+    deinit {
+        _ = onair_gpio_set(lineFD, 0)
+        close(lineFD)
+    }
+
+    public func set(_ on: Bool) { _ = onair_gpio_set(lineFD, on ? 1 : 0) }
+}
