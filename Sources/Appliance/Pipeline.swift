@@ -16,6 +16,9 @@ final class Pipeline: @unchecked Sendable {
     let microphone: ALSAMicrophone?
     private(set) var server: WebServer?
     let telemetry = Telemetry()
+    let history = History()
+    private let sampling = Completion()
+    private var sampler: ThreadHandle?
     let recordings: Recordings
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
@@ -121,12 +124,25 @@ final class Pipeline: @unchecked Sendable {
                 server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
                     "/api/status": .json { snapshot().json },
                     "/api/recordings": .json { Runner.recordingsJSON(recordings) },
-                    "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) }
+                    "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
+                    "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
+                    "/status/plots.svg": .init(contentType: "image/svg+xml") { [history] in Array(StatusPage.svg(history.all).utf8) }
                 ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken)
                 log("server.listening", ("url", "http://\(Runner.displayHost(listen)):\(server!.port)/"))
             } catch {
                 session.shutdown()
                 throw StartError(description: "\(error)", status: 2)
+            }
+        }
+        // The /status plots: a sample every five seconds.
+        sampler = ThreadHandle(name: "onair-history") { [unowned self] in
+            var last = (frames: session.framesIn, at: MonotonicClock().now())
+            while !sampling.wait(seconds: 5) {
+                let now = MonotonicClock().now(), state = snapshot()
+                let fps = Double(state.framesIn - last.frames) / max(0.001, Double(now - last.at) / 1e9)
+                last = (state.framesIn, now)
+                history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
+                                  bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
             }
         }
         if let microphone {
@@ -156,6 +172,8 @@ final class Pipeline: @unchecked Sendable {
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to
     /// publish.drain_seconds) and stops the server. Returns the session's failure, if any.
     func stop() -> Error? {
+        sampling.signal()
+        sampler?.join()
         session.shutdown()
         if let microphone {
             microphone.stop()

@@ -602,3 +602,37 @@ final class TallyPatternTests: XCTestCase {
         XCTAssertEqual((0..<4).map { TallyPattern.fastBlink.lit(at: Int64($0) * 125) }, [true, false, true, false])
     }
 }
+
+/// /status: the page and its plots.
+final class StatusPageTests: XCTestCase {
+    func testPlotsHoldTheLastTenMinutesScaledToTheirRange() {
+        let history = History()
+        for i in 0..<130 {
+            history.add(.init(seconds: Double(i * 5), fps: i < 100 ? 30 : 24, temperatureC: nil,
+                              bitsPerSecond: 1_500_000 + Double(i % 3) * 10_000, queue: i % 4))
+        }
+        let samples = history.all
+        XCTAssertEqual(samples.count, 120, "ten minutes at one sample per 5 s")
+        XCTAssertEqual(samples.first?.seconds, 50)
+        let svg = StatusPage.svg(samples)
+        XCTAssertTrue(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        XCTAssertEqual(svg.components(separatedBy: "<polyline").count - 1, 3, "no line where there is no sensor")
+        XCTAssertTrue(svg.contains("frame rate: 24.0 fps"))
+        XCTAssertTrue(svg.contains("temperature: no data"))
+        XCTAssertTrue(svg.contains("upload queue: 1 segments"))
+        let firstLine = svg.components(separatedBy: "points=\"")[1].components(separatedBy: "\"")[0]
+        XCTAssertEqual(firstLine.split(separator: " ").count, 120)
+        XCTAssertTrue(firstLine.hasPrefix("0.0,"), "the oldest sample at the left edge")
+    }
+
+    func testThePageEscapesWhatItShows() {
+        let status = StatusSnapshot(state: "armed", stream: nil, uptimeSeconds: 3700, fps: 30, framesIn: 0, segmentsStored: 0,
+                                    segmentBytes: 0, liveBitsPerSecond: 0, droppedVideoFrames: 0, droppedAudioChunks: 0,
+                                    streamsEnded: 0, recordings: 0, recordingBytes: 0, recordingNowBytes: nil, cameraFrames: nil,
+                                    cameraDriverDropped: nil, cameraReopened: nil, lastError: "<script>x</script>", publish: nil)
+        let page = StatusPage.html(status)
+        XCTAssertTrue(page.contains("<td>&lt;script&gt;x&lt;/script&gt;</td>"))
+        XCTAssertTrue(page.contains("<td>1 h 1 min</td>"))
+        XCTAssertTrue(page.contains("src=\"/status/plots.svg\""))
+    }
+}

@@ -1,0 +1,92 @@
+import Devices
+import Foundation
+
+/// The last ten minutes, one sample every five seconds, for the /status plots.
+final class History: @unchecked Sendable {
+    struct Sample: Equatable {
+        var seconds: Double       // since onair started
+        var fps: Double
+        var temperatureC: Double?
+        var bitsPerSecond: Double
+        var queue: Int
+    }
+    static let capacity = 120
+    private let lock = NSLockish()
+    private var samples: [Sample] = []
+
+    func add(_ sample: Sample) {
+        lock.withLock {
+            samples.append(sample)
+            if samples.count > Self.capacity { samples.removeFirst(samples.count - Self.capacity) }
+        }
+    }
+
+    var all: [Sample] { lock.withLock { samples } }
+}
+
+/// `/status`: the state at a glance, the live stream, and plots of the last ten minutes
+/// drawn by onair itself as SVG (no scripts from anywhere else).
+enum StatusPage {
+    static func html(_ status: StatusSnapshot) -> String {
+        let rows: [(String, String)] = [
+            ("state", status.state), ("stream", status.stream ?? "none"),
+            ("up", "\(Int(status.uptimeSeconds) / 3600) h \(Int(status.uptimeSeconds) / 60 % 60) min"),
+            ("live bit rate", String(format: "%.2f Mb/s", status.liveBitsPerSecond / 1e6)),
+            ("segments stored", "\(status.segmentsStored)"),
+            ("upload queue", status.publish.map { "\($0.pendingSegments) segments" } ?? "no destination"),
+            ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
+            ("last error", status.lastError ?? "none")
+        ]
+        let table = rows.map { "<tr><th>\(escape($0.0))</th><td>\(escape($0.1))</td></tr>" }.joined()
+        return """
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>onair status</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <style>body{font:14px system-ui,sans-serif;margin:1em;background:#111;color:#eee}th{text-align:left;padding-right:1em;color:#aaa}
+        iframe{border:0;width:100%;max-width:640px;aspect-ratio:16/9}img{width:100%;max-width:640px;display:block;margin-top:1em}</style>
+        </head><body><h1>onair</h1><table id="status">\(table)</table>
+        <iframe src="/" title="live stream"></iframe>
+        <img id="plots" src="/status/plots.svg" alt="frame rate, temperature, bit rate and upload queue over the last ten minutes">
+        <script>setInterval(function(){document.getElementById('plots').src='/status/plots.svg?'+Date.now();
+        fetch('/api/status').then(function(r){return r.json()}).then(function(s){document.title='onair: '+s.state})},5000)</script>
+        </body></html>
+        """
+    }
+
+    /// Four stacked plots, each scaled to its own range, with the latest value printed.
+    static func svg(_ samples: [History.Sample]) -> String {
+        let width = 600.0, plotHeight = 90.0, gap = 30.0
+        let series: [(String, String, [Double?], (Double) -> String)] = [
+            ("frame rate", "#6cf", samples.map(\.fps), { String(format: "%.1f fps", $0) }),
+            ("temperature", "#f96", samples.map(\.temperatureC), { String(format: "%.0f °C", $0) }),
+            ("live bit rate", "#9e6", samples.map(\.bitsPerSecond), { String(format: "%.2f Mb/s", $0 / 1e6) }),
+            ("upload queue", "#fc6", samples.map { Double($0.queue) }, { String(format: "%.0f segments", $0) })
+        ]
+        var body = ""
+        for (index, (name, colour, values, label)) in series.enumerated() {
+            let top = Double(index) * (plotHeight + gap) + gap
+            let known = values.compactMap { $0 }
+            let low = min(0, known.min() ?? 0), high = max(known.max() ?? 1, low + 1e-9)
+            let latest = known.last.map(label) ?? "no data"
+            body += "<text x=\"0\" y=\"\(fmt(top - 8))\" fill=\"#aaa\">\(escape(name)): \(escape(latest))</text>"
+            body += "<rect x=\"0\" y=\"\(fmt(top))\" width=\"\(fmt(width))\" height=\"\(fmt(plotHeight))\" fill=\"#1b1b1b\"/>"
+            let step = width / Double(max(1, History.capacity - 1))
+            let offset = Double(History.capacity - values.count) * step
+            let points = values.enumerated().compactMap { i, v in
+                v.map { "\(fmt(offset + Double(i) * step)),\(fmt(top + plotHeight - ($0 - low) / (high - low) * plotHeight))" }
+            }
+            if !points.isEmpty {
+                body += "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\" points=\"\(points.joined(separator: " "))\"/>"
+            }
+        }
+        let height = 4 * (plotHeight + gap) + 10
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(fmt(width)) \(fmt(height))\" font-family=\"sans-serif\" "
+            + "font-size=\"13\"><rect width=\"100%\" height=\"100%\" fill=\"#111\"/>\(body)</svg>\n"
+    }
+
+    static func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}
