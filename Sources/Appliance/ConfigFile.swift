@@ -145,6 +145,17 @@ public enum ConfigFile {
         "button.shutdown_command": { $0.button.shutdownCommand = $1 },
         "tally.gpio": { $0.button.tally = $1 == "off" || $1.isEmpty ? nil : $1 },
         "tally.active_low": { $0.button.tallyActiveLow = try boolean($1) },
+        "thermal.sensor": { $0.thermal.sensor = $1 == "off" ? nil : $1 },
+        "thermal.fps_steps": {
+            let steps = $1.split(separator: ",").compactMap { Int($0.trimmingWhitespace()) }
+            guard !steps.isEmpty, steps.count == $1.split(separator: ",").count, steps.allSatisfy({ (1...240).contains($0) }) else {
+                throw ConfigError("expected frame rates such as 30,24,20,15,10, got '\($1)'")
+            }
+            $0.thermal.fpsSteps = steps
+        },
+        "thermal.hot_c": { $0.thermal.hotC = Double(try integer($1, 30...120)) },
+        "thermal.cool_c": { $0.thermal.coolC = Double(try integer($1, 20...110)) },
+        "thermal.dwell_s": { $0.thermal.dwellSeconds = Double(try milliseconds($1, 500...600_000)) / 1000 },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
         "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },

@@ -18,6 +18,8 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         case begin(StreamStart)
         /// The stream ends here.
         case finish
+        /// Outputs change to this frame rate at their next keyframe boundary.
+        case rate(Int)
     }
     enum Kind { case video, audio, control }
     public enum Policy: Sendable { case dropOldest, block }
@@ -61,7 +63,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         switch item {
         case .video: return .video
         case .audio: return .audio
-        case .begin, .finish: return .control
+        case .begin, .finish, .rate: return .control
         }
     }
 
@@ -69,7 +71,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         switch item {
         case .video(let frame): return frame.held
         case .audio(let chunk): return chunk.held
-        case .begin, .finish: return false
+        case .begin, .finish, .rate: return false
         }
     }
 

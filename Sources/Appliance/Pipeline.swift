@@ -166,7 +166,7 @@ final class Pipeline: @unchecked Sendable {
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
             cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
-            publish: publisher?.status)
+            publish: publisher?.status, temperatureC: counts.temperatureC)
     }
 
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to

@@ -203,6 +203,9 @@ public enum Runner {
             }
         }
         gpioButton?.start { edge in buttons.edge(edge, source: "gpio") }
+        let telemetry = pipeline.telemetry
+        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
+                                   temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })
         let tally = tallyLine.map { line in
             TallyLight(output: line) { [publisher = pipeline.publisher] in
                 TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
@@ -238,6 +241,7 @@ public enum Runner {
         gpioButton?.stop()
         keys?.stop()
         tally?.stop()
+        thermal.stop()
         buttons.stop()
         report.stop()
         source.stop()

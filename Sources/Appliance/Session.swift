@@ -11,7 +11,7 @@ import Publishing
 /// hands the same ones to each output (live HLS, the recording), each on its own thread.
 public final class Session: @unchecked Sendable {
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
-    enum Command { case start, stop, toggle }
+    enum Command { case start, stop, toggle, rate(Int) }
 
     public let settings: Settings
     public let queue: MediaQueue
@@ -126,6 +126,8 @@ public final class Session: @unchecked Sendable {
     public func startRecording() { post(.start) }
     public func stopRecording() { post(.stop) }
     public func toggle() { post(.toggle) }
+    /// The thermal ladder's frame rate; the outputs change at their next segment boundary.
+    public func setRate(_ fps: Int) { post(.rate(fps)) }
 
     /// Finishes any stream in progress with what has been captured, lets every output
     /// write it out, then ends the threads.
@@ -157,6 +159,7 @@ public final class Session: @unchecked Sendable {
         case .start: recordingRequested = true
         case .stop: recordingRequested = false
         case .toggle: recordingRequested = !(recordingRequested)
+        case .rate(let fps): send(.rate(fps)); return
         }
         if recordingRequested && state == .armed { set(.recording) }
         if !recordingRequested && state == .recording {
@@ -208,7 +211,7 @@ public final class Session: @unchecked Sendable {
             audioEndNs = max(audioEndNs, chunk.captureTime - origin
                              + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds))
             if state == .finishing && audioEndTicks >= videoEndTicks { finishStream() }
-        case .begin, .finish:
+        case .begin, .finish, .rate:
             break
         }
     }

@@ -75,6 +75,8 @@ public struct Settings: Sendable, Equatable {
     public var performance = PerformanceSettings()
     /// The record button.
     public var button = ButtonSettings()
+    /// Lowering the frame rate instead of overheating.
+    public var thermal = ThermalSettings()
 
     public init() {}
 

@@ -118,7 +118,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
                 switch item {
                 case .video(var frame): frame.held = true; item = .video(frame)
                 case .audio(var chunk): chunk.held = true; item = .audio(chunk)
-                case .begin, .finish: break
+                case .begin, .finish, .rate: break
                 }
                 queue.push(item)
             }

@@ -13,6 +13,9 @@ final class Telemetry: @unchecked Sendable {
     private var segmentBytes = 0
     private var recentSegments: [(at: Int64, bytes: Int)] = []
     private var lastErrorText: String?
+    private var temperature: Double?
+
+    func temperature(_ celsius: Double?) { lock.withLock { temperature = celsius } }
 
     init() { started = MonotonicClock().now() }
 
@@ -34,6 +37,7 @@ final class Telemetry: @unchecked Sendable {
         var liveBitsPerSecond: Double
         var lastError: String?
         var uptimeSeconds: Double
+        var temperatureC: Double?
     }
 
     var counts: Counts {
@@ -43,7 +47,7 @@ final class Telemetry: @unchecked Sendable {
             let seconds = min(10, Double(now - started) / 1e9)
             return Counts(segments: segments, segmentBytes: segmentBytes,
                           liveBitsPerSecond: seconds > 0 ? Double(window.reduce(0) { $0 + $1.bytes } * 8) / seconds : 0,
-                          lastError: lastErrorText, uptimeSeconds: Double(now - started) / 1e9)
+                          lastError: lastErrorText, uptimeSeconds: Double(now - started) / 1e9, temperatureC: temperature)
         }
     }
 }

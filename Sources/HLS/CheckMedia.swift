@@ -63,6 +63,9 @@ extension StreamChecker {
             let actual = Double(videoTraf.duration) / ts
             // S8, S9
             if firstVideoTime == nil || entry.discontinuity {
+                // S17 holds per discontinuity domain: one frame rate in each.
+                if frameDurations.count > 1 { error("S17", path, "frame durations vary: \(frameDurations.sorted())") }
+                frameDurations = []
                 firstVideoTime = videoTraf.baseDecodeTime
                 domainStart = playlistTime
                 lastIDRTime = nil
@@ -99,7 +102,10 @@ extension StreamChecker {
                     lastIDRTime = time
                 }
                 let isLastSample = index == p.segments.count - 1 && n == videoTraf.samples.count - 1
-                if !isLastSample { frameDurations.insert(sample.duration) }
+                // The last frame of a domain or of the stream gets a nominal duration.
+                let beforeDiscontinuity = index + 1 < p.segments.count && p.segments[index + 1].discontinuity
+                let isLastOfDomain = (isLastSample || beforeDiscontinuity) && n == videoTraf.samples.count - 1
+                if !isLastOfDomain { frameDurations.insert(sample.duration) }
                 minFrameDuration = min(minFrameDuration ?? sample.duration, sample.duration)
             }
             // S13–S15

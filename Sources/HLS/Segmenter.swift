@@ -53,8 +53,9 @@ public struct Segmenter {
     public let grid: SegmentGrid
     public let tracks: Tracks
     public let timeline: Timeline
-    /// Duration given to the very last frame, whose successor never comes.
-    public let nominalFrameDuration: Int64
+    /// Duration given to the very last frame, whose successor never comes (and to the
+    /// last one before a discontinuity); follows the frame rate when it changes.
+    public var nominalFrameDuration: Int64
     /// HLS segments start with an IDR (RFC 8216bis §6.2.3 wants them independent); the
     /// fragments of a recording file may start at any frame.
     public let cutsOnlyAtSync: Bool

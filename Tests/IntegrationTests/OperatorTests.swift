@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import HLS
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -141,5 +142,42 @@ final class ButtonTests: XCTestCase {
             XCTAssertTrue(toggle.stderr.contains("event=\(event)"), "\(event): \(toggle.stderr)")
         }
         XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the shutdown command ran")
+    }
+}
+
+/// Lowering the frame rate instead of overheating, with a sensor file the test heats up.
+final class ThermalTests: XCTestCase {
+    func testAHotSensorLowersTheFrameRateAtASegmentBoundary() throws {
+        let out = try temporaryDirectory("thermal")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let sensor = out + "/temp"
+        try "45000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", out, "--duration", "10",
+                                              "--set", "video.quality=low", "--set", "thermal.sensor=\(sensor)",
+                                              "--set", "thermal.dwell_s=1", "--set", "thermal.fps_steps=30,24"])
+        XCTAssertNotNil(onair.waitForLog("event=segment.stored"), onair.stderr)
+        try "91000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=thermal.step from=30 to=24 temp_c=91.0 reason=hot"), onair.stderr)
+        let rate = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=stream.rate") }.map(String.init))
+        let frame = try XCTUnwrap(logValue(rate, "frame").flatMap(Int.init))
+        XCTAssertEqual(frame % 60, 0, "the new rate starts at a segment boundary (2 s = 60 frames at 30 fps)")
+        let stream = out + "/streams/" + (try FileManager.default.contentsOfDirectory(atPath: out + "/streams")[0])
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: stream + "/" + $0).map { Array($0) } }, [],
+                       "one frame rate per discontinuity domain")
+        let playlist = try String(contentsOfFile: stream + "/playlist.m3u8", encoding: .utf8)
+        XCTAssertEqual(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count, 2)
+        // The live stream's and the recording's frame durations: 1/30 s, then 1/24 s.
+        for input in [stream + "/index.m3u8", out + "/recordings/" + URL(fileURLWithPath: stream).lastPathComponent + ".mp4"] {
+            let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts",
+                                                         "-of", "csv=p=0", input])
+            let pts = String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
+            let durations = zip(pts, pts.dropFirst()).map { $1 - $0 }  // from the timestamps, as a player sees them
+            XCTAssertEqual(Array(durations.prefix(frame)), Array(repeating: 3000, count: frame), input)
+            XCTAssertTrue(durations.dropFirst(frame).allSatisfy { $0 == 3750 }, "\(input): \(durations.dropFirst(frame))")
+            XCTAssertGreaterThan(durations.count, frame + 10)
+            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", input, "-f", "null", "-"])
+            XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
+        }
     }
 }

@@ -279,7 +279,8 @@ final class PipelineTests: XCTestCase {
              "onair: button.gpio /dev/null:3: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
             (["run", "--listen", "off", "--set", "tally.gpio=/dev/null:4"],
              "onair: tally.gpio /dev/null:4: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
-            (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names")
+            (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names"),
+            (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)

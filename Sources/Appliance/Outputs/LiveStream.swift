@@ -100,6 +100,16 @@ final class LiveStream {
     }
 
     func encode(_ frame: VideoFrame) throws {
+        if encoder.rateChangeDue(frame) {
+            // A new frame rate starts a new discontinuity domain (HLS_RULES S17: one rate
+            // per domain); the timeline runs on without a gap.
+            let from = encoder.fps
+            try store(segmenter.discontinuity())
+            for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(origin.moved(video: sample))) }
+            segmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
+            log("stream.rate", ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
+            return
+        }
         if frame.discontinuity && framesEncoded > 0 {
             // EXT-X-DISCONTINUITY rather than a broken timeline: close the segment, start
             // the next at this frame with an IDR. (The encoder holds no frames back: no
@@ -114,6 +124,9 @@ final class LiveStream {
     func encode(_ chunk: AudioChunk) throws {
         for sample in try encoder.encode(chunk) { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
     }
+
+    /// The thermal ladder's new rate, from the next segment on.
+    func requestRate(_ fps: Int) { encoder.requestRate(fps) }
 
     /// Drains both encoders, writes the last segment and ENDLIST.
     func finish() throws {

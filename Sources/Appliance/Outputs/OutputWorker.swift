@@ -15,6 +15,8 @@ protocol StreamOutput: AnyObject {
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws
+    /// The thermal ladder: a new frame rate from the next segment boundary.
+    func setRate(_ fps: Int)
     func finish() throws
 }
 
@@ -64,6 +66,8 @@ final class OutputWorker: @unchecked Sendable {
                     }
                 case .audio(let chunk):
                     if active { try output.encode(chunk) } else if pending != nil { early.append(chunk) } else { try output.prime(chunk) }
+                case .rate(let fps):
+                    output.setRate(fps)
                 case .finish:
                     pending = nil
                     early = []

@@ -75,6 +75,7 @@ func openAudioEncoder(_ settings: Settings) throws -> AACEncoder? {
 protocol EncodedStream: AnyObject {
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws
+    func requestRate(_ fps: Int)
     func finish() throws
 }
 
@@ -96,6 +97,8 @@ final class EncodingOutput: StreamOutput {
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
     private var stream: EncodedStream?
     private var preroll: Preroll?
+    /// The thermal ladder's rate, for this stream and the ones after it.
+    private var rate: Int?
 
     private init(name: String, requested: VideoEncoderKind, settings: Settings, log: Log, encoderSettings: VideoEncoderSettings,
                  makeEncoder: @escaping (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder,
@@ -165,12 +168,18 @@ final class EncodingOutput: StreamOutput {
             let opened = try encoders.take(encoderSettings, audio: settings, log: log)
             origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.wallClockMs, opened.video, opened.audio))
         }
+        if let rate { origin.encoder.requestRate(rate) }
         stream = try makeStream(start, origin)
         try stream?.encode(firstFrame)
     }
 
     func encode(_ frame: VideoFrame) throws { try stream?.encode(frame) }
     func encode(_ chunk: AudioChunk) throws { try stream?.encode(chunk) }
+    func setRate(_ fps: Int) {
+        rate = fps
+        stream?.requestRate(fps)
+        preroll?.encoder.requestRate(fps)
+    }
     func finish() throws {
         defer { stream = nil }
         try stream?.finish()

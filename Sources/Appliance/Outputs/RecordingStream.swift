@@ -70,12 +70,20 @@ final class RecordingStream {
         // The file has no discontinuities: the last picture stays up through the gap
         // (one long sample) while the sound goes on.
         if frame.discontinuity { encoder.resync() }
+        if encoder.rateChangeDue(frame) {
+            for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(origin.moved(video: sample))) }
+            fragmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
+            return
+        }
         for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(origin.moved(video: sample))) }
     }
 
     func encode(_ chunk: AudioChunk) throws {
         for sample in try encoder.encode(chunk) { try store(fragmenter.appendAudio(origin.moved(audio: sample))) }
     }
+
+    /// The recording changes rate with the live stream (no discontinuity in a file).
+    func requestRate(_ fps: Int) { encoder.requestRate(fps) }
 
     /// The last fragment, then the progressive MP4.
     func finish() throws {

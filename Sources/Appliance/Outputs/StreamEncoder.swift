@@ -7,7 +7,12 @@ import Media
 /// encode through one of these, each with its own encoders and profile.
 final class StreamEncoder {
     let timeline: Timeline
-    let fps: Int
+    /// The frame rate of the grid now; `requestRate` changes it at a keyframe boundary.
+    private(set) var fps: Int
+    /// Where the current rate's grid begins: a tick on the stream timeline (90 kHz) and
+    /// the capture time it stands for. The stream start, until the rate changes.
+    private var epoch: (ticks: Int64, time: Int64)
+    private var pendingRate: Int?
     let rotation: Rotation
     let video: VideoEncoder
     let audio: AACEncoder?
@@ -29,6 +34,7 @@ final class StreamEncoder {
     init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: VideoEncoder, audio: AACEncoder?) {
         self.timeline = timeline
         self.fps = fps
+        epoch = (timeline.startTicks(timescale: Timescale.video), timeline.origin)
         self.rotation = rotation
         self.video = video
         self.audio = audio
@@ -46,7 +52,16 @@ final class StreamEncoder {
     /// repeating the picture before (all skip blocks for x264), so timing stays exact and
     /// A/V sync stays within half a frame. Returns the video samples that came out.
     func encode(_ frame: VideoFrame) throws -> [EncodedSample] {
-        let slot = Self.slot(captureTime: frame.captureTime, origin: timeline.origin, fps: fps)
+        if rateChangeDue(frame), let rate = pendingRate, let boundary = nextBoundary {
+            // The new rate's grid starts exactly at the boundary, where an IDR goes.
+            epoch = (boundary, timeline.origin + rescale(boundary - timeline.startTicks(timescale: Timescale.video),
+                                                         from: Timescale.video, to: Timescale.nanoseconds))
+            fps = rate
+            pendingRate = nil
+            lastSlot = nil
+            lastInput = nil
+        }
+        let slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
         if let last = lastSlot, slot <= last {
             framesSkipped += 1
             return []
@@ -65,12 +80,41 @@ final class StreamEncoder {
     }
 
     private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
-        let ticks = timeline.startTicks(timescale: Timescale.video) + rescale(slot, from: Int64(fps), to: Timescale.video)
+        let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
         let samples = try video.encode(input, ticks: ticks, keyframe: planner.needsKeyframe(at: ticks))
         lastSlot = slot
         framesEncoded += 1
-        videoEndTicks = rescale(slot + 1, from: Int64(fps), to: Timescale.video)
+        videoEndTicks = epoch.ticks - timeline.startTicks(timescale: Timescale.video) + rescale(slot + 1, from: Int64(fps), to: Timescale.video)
         return samples
+    }
+
+    /// Asks for another frame rate (the thermal ladder). It takes effect at the next
+    /// keyframe boundary, so a live segment never mixes two rates; before the first frame,
+    /// at once.
+    func requestRate(_ rate: Int) {
+        guard rate != fps || pendingRate != nil else { return }
+        if lastSlot == nil && framesEncoded == 0 {
+            fps = rate
+            pendingRate = nil
+        } else {
+            pendingRate = rate == fps ? nil : rate
+        }
+    }
+
+    /// The first keyframe boundary after what has been encoded (absolute 90 kHz ticks).
+    private var nextBoundary: Int64? {
+        guard framesEncoded > 0 else { return nil }
+        let grid = planner.grid
+        let last = timeline.startTicks(timescale: Timescale.video) + videoEndTicks - 1
+        return grid.start + (grid.slot(last) + 1) * grid.segmentTicks
+    }
+
+    /// Whether `frame` is the first at the new rate: a rate is pending and the frame falls
+    /// at or past the next boundary.
+    func rateChangeDue(_ frame: VideoFrame) -> Bool {
+        guard pendingRate != nil, let boundary = nextBoundary else { return false }
+        let slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
+        return epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video) >= boundary
     }
 
     /// Encodes a chunk of sound where its capture time puts it: trimmed to start no
