@@ -17,6 +17,19 @@ public struct Debouncer: Sendable {
     }
 }
 
+/// `gpiochipN:LINE` (or `/path:LINE`): the chip opened, the line's offset, and a name for
+/// messages.
+enum GPIOChip {
+    static func open(_ line: String, key: String) throws -> (fd: Int32, offset: UInt32, description: String) {
+        let parts = line.split(separator: ":")
+        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("\(key) \(line): expected gpiochipN:LINE") }
+        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
+        let fd = Glibc.open(chip, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw DeviceError("\(key) \(chip): \(errorText(errno))") }
+        return (fd, offset, "\(chip):\(offset)")
+    }
+}
+
 /// A button on a GPIO line, through the character device uAPI v2: edge events on both
 /// edges with the kernel's debounce; when the chip cannot debounce, onair does.
 public final class GPIOButton: @unchecked Sendable {
@@ -29,12 +42,8 @@ public final class GPIOButton: @unchecked Sendable {
 
     /// `line`: `gpiochipN:OFFSET`. `bias`: pull-up, pull-down or none.
     public init(line: String, activeLow: Bool, bias: String, debounceMilliseconds: Int) throws {
-        let parts = line.split(separator: ":")
-        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("button.gpio \(line): expected gpiochipN:LINE") }
-        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
-        description = "\(chip):\(offset)"
-        let chipFD = open(chip, O_RDWR | O_CLOEXEC)
-        guard chipFD >= 0 else { throw DeviceError("button.gpio \(chip): \(errorText(errno))") }
+        let (chipFD, offset, name) = try GPIOChip.open(line, key: "button.gpio")
+        description = name
         defer { close(chipFD) }
         let biasCode: Int32 = ["none": 3, "pull-up": 1, "pull-down": 2][bias] ?? 0
         var fd: Int32 = -1

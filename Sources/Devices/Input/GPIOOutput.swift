@@ -10,12 +10,8 @@ public final class GPIOOutput: @unchecked Sendable {
 
     /// `line`: `gpiochipN:OFFSET`; starts off.
     public init(line: String, activeLow: Bool) throws {
-        let parts = line.split(separator: ":")
-        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("tally.gpio \(line): expected gpiochipN:LINE") }
-        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
-        description = "\(chip):\(offset)"
-        let chipFD = open(chip, O_RDWR | O_CLOEXEC)
-        guard chipFD >= 0 else { throw DeviceError("tally.gpio \(chip): \(errorText(errno))") }
+        let (chipFD, offset, name) = try GPIOChip.open(line, key: "tally.gpio")
+        description = name
         defer { close(chipFD) }
         var fd: Int32 = -1
         let result = onair_gpio_request_output(chipFD, offset, activeLow ? 1 : 0, 0, "onair-tally", &fd)
