@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
 # Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
-BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libswscale-dev libmicrohttpd-dev libcurl4-openssl-dev libasound2-dev
+BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libswscale-dev libmicrohttpd-dev libcurl4-openssl-dev libasound2-dev libdrm-dev
 # Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively,
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI).

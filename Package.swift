@@ -15,6 +15,8 @@ let package = Package(
                        providers: [.apt(["libavcodec-dev", "libavutil-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
                        providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CDRM", path: "Sources/CDRM", pkgConfig: "libdrm",
+                       providers: [.apt(["libdrm-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
@@ -30,7 +32,7 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media", "CALSA", "CLinux"]),
+        .target(name: "Devices", dependencies: ["Media", "CALSA", "CLinux", "CDRM"]),
         .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
         .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "CLinux"]),
         .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),

@@ -156,6 +156,10 @@ public enum ConfigFile {
         "thermal.hot_c": { $0.thermal.hotC = Double(try integer($1, 30...120)) },
         "thermal.cool_c": { $0.thermal.coolC = Double(try integer($1, 20...110)) },
         "thermal.dwell_s": { $0.thermal.dwellSeconds = Double(try milliseconds($1, 500...600_000)) / 1000 },
+        "preview.device": {
+            guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got '\($1)'") }
+            $0.previewDevice = $1 == "off" ? nil : $1
+        },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
         "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },

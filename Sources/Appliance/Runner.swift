@@ -138,7 +138,27 @@ public enum Runner {
         let source: VideoSource = camera ?? SyntheticSource(
             width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
             audio: settings.audioEnabled && audioDevice == "auto" ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
-        let preview = FirstFramePreview(log: log)
+        // The screen, when there is one (auto finds none on a headless board or a server:
+        // the first captured frame counts as presented then).
+        let sessionBox = SessionBox()
+        var display: DisplayPreview?
+        if let device = settings.previewDevice {
+            do {
+                if let screen = try DRMDisplay.open(device == "auto" ? nil : device) {
+                    display = DisplayPreview(display: screen, log: log) { sessionBox.recording }
+                } else {
+                    log("preview.none", ("reason", "no connected display"), ("note", "headless"))
+                }
+            } catch {
+                if device != "auto" {
+                    camera?.stop()
+                    printError("onair: \(error)")
+                    return 2
+                }
+                log("preview.none", level: .warn, ("reason", "\(error)"))
+            }
+        }
+        let preview: PreviewSink = display ?? FirstFramePreview(log: log)
         // With --pace fast the source waits for room, so two frames are enough to hold: a
         // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
         let fast = settings.pace == .fast && camera == nil
@@ -152,6 +172,7 @@ public enum Runner {
             } else if !waitForStartSignal(signals, log: log) {
                 gate.close()
                 source.stop()
+                display?.stop()
                 log("onair.exit", ("streams", 0))
                 return 0
             }
@@ -169,11 +190,13 @@ public enum Runner {
         } catch let error as Pipeline.StartError {
             gate.close()
             source.stop()
+            display?.stop()
             printError("onair: \(error)")
             return error.status
         } catch {
             gate.close()
             source.stop()
+            display?.stop()
             printError("onair: \(error)")
             return 1
         }
@@ -203,6 +226,7 @@ public enum Runner {
             }
         }
         gpioButton?.start { edge in buttons.edge(edge, source: "gpio") }
+        sessionBox.set(session)
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
                                    temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })
@@ -238,6 +262,7 @@ public enum Runner {
 
         done.wait()
         notifier?.send("STOPPING=1")
+        defer { display?.stop() }
         gpioButton?.stop()
         keys?.stop()
         tally?.stop()
@@ -387,5 +412,16 @@ final class Completion: @unchecked Sendable {
         defer { pthread_mutex_unlock(&mutex) }
         while !fired { if pthread_cond_timedwait(&condition, &mutex, &deadline) != 0 { break } }
         return fired
+    }
+}
+
+/// The session for whoever is made before it (the preview's recording indicator).
+final class SessionBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var session: Session?
+    func set(_ session: Session) { lock.withLock { self.session = session } }
+    var recording: Bool {
+        let state = lock.withLock { session?.state }
+        return state == .recording || state == .finishing
     }
 }

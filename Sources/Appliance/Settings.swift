@@ -75,6 +75,9 @@ public struct Settings: Sendable, Equatable {
     public var performance = PerformanceSettings()
     /// The record button.
     public var button = ButtonSettings()
+    /// `preview.device`: `auto` (the first card with a connected display; none: headless),
+    /// a card node, or nil (off).
+    public var previewDevice: String? = "auto"
     /// Lowering the frame rate instead of overheating.
     public var thermal = ThermalSettings()
 

@@ -9,6 +9,8 @@ import Glibc
 /// in here; until then "presented" means handed to this sink.
 protocol PreviewSink: AnyObject, Sendable {
     func present(_ frame: VideoFrame)
+    /// Returns once the first frame is presented (on a screen: after its flip).
+    func waitForFirstFrame()
 }
 
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).

@@ -352,6 +352,7 @@ final class StartupGateTests: XCTestCase {
         let lock = NSLock()
         var frames: [Int64] = []
         func present(_ frame: VideoFrame) { lock.withLock { frames.append(frame.index) } }
+        func waitForFirstFrame() {}
     }
 
     static func frame(_ index: Int64) -> VideoFrame {
@@ -676,5 +677,22 @@ final class ThermalLadderTests: XCTestCase {
         try "48312\n".write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertEqual(ThermalWatch.read(path), 48.312)
         XCTAssertNil(ThermalWatch.read(path + ".missing"))
+    }
+}
+
+final class PreviewBorderTests: XCTestCase {
+    func testTheRecordingIndicatorIsARedFrameAroundTheScreen() {
+        let width = 40, height = 30, pitch = width * 4 + 16  // a driver's padded pitch
+        var memory = [UInt8](repeating: 0, count: pitch * height)
+        memory.withUnsafeMutableBytes { DisplayPreview.drawBorder($0.baseAddress!, pitch: pitch, width: width, height: height, colour: 0x00E0_2020) }
+        func pixel(_ x: Int, _ y: Int) -> UInt32 {
+            memory.withUnsafeBytes { $0.load(fromByteOffset: y * pitch + x * 4, as: UInt32.self) }
+        }
+        XCTAssertEqual(pixel(0, 0), 0x00E0_2020)
+        XCTAssertEqual(pixel(39, 29), 0x00E0_2020)
+        XCTAssertEqual(pixel(7, 15), 0x00E0_2020, "8 pixels thick")
+        XCTAssertEqual(pixel(8, 15), 0, "the picture inside is left alone")
+        XCTAssertEqual(pixel(20, 8), 0)
+        XCTAssertEqual(memory[width * 4], 0, "the pitch padding is not drawn on")
     }
 }

@@ -192,3 +192,18 @@ final class MJPEGDecoderTests: XCTestCase {
         XCTAssertThrowsError(try [UInt8](repeating: 0xFF, count: 100).withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) })
     }
 }
+
+final class PictureConverterTests: XCTestCase {
+    /// The synthetic picture's white and black index blocks come out white and black in
+    /// XRGB8888, scaled to half size.
+    func testI420ToXRGBScaled() {
+        let pattern = SyntheticPattern(width: 1280, height: 720, fps: 30)
+        let frame = pattern.frame(index: 1, captureTime: 0)  // block 31 (bit 0) white, block 30 black
+        let width = 640, height = 360, pitch = width * 4
+        var pixels = [UInt8](repeating: 0x55, count: pitch * height)
+        pixels.withUnsafeMutableBytes { PictureConverter().draw(frame, into: $0.baseAddress!, pitch: pitch, width: width, height: height) }
+        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(pixels[(y * pitch + x * 4)..<(y * pitch + x * 4 + 3)]) }
+        XCTAssertTrue(pixel(31 * 20 + 10, 5).allSatisfy { $0 > 240 }, "white: \(pixel(31 * 20 + 10, 5))")
+        XCTAssertTrue(pixel(30 * 20 + 10, 5).allSatisfy { $0 < 20 }, "black: \(pixel(30 * 20 + 10, 5))")
+    }
+}

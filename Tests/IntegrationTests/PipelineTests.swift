@@ -280,7 +280,9 @@ final class PipelineTests: XCTestCase {
             (["run", "--listen", "off", "--set", "tally.gpio=/dev/null:4"],
              "onair: tally.gpio /dev/null:4: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
             (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names"),
-            (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates")
+            (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates"),
+            (["run", "--listen", "off", "--source", "synthetic", "--set", "preview.device=/dev/null"],
+             "onair: preview.device /dev/null: not a KMS display")
         ]
         for (arguments, message) in cases {
             let child = try Child(onairBinary(), arguments)
