@@ -145,7 +145,7 @@ public enum Runner {
         if let device = settings.previewDevice {
             do {
                 if let screen = try DRMDisplay.open(device == "auto" ? nil : device) {
-                    display = DisplayPreview(display: screen, log: log) { sessionBox.recording }
+                    display = DisplayPreview(display: screen, log: log) { (sessionBox.recording, sessionBox.uplinkFailing) }
                 } else {
                     log("preview.none", ("reason", "no connected display"), ("note", "headless"))
                 }
@@ -226,7 +226,7 @@ public enum Runner {
             }
         }
         gpioButton?.start { edge in buttons.edge(edge, source: "gpio") }
-        sessionBox.set(session)
+        sessionBox.set(session, publisher: pipeline.publisher)
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
                                    temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })
@@ -419,7 +419,10 @@ final class Completion: @unchecked Sendable {
 final class SessionBox: @unchecked Sendable {
     private let lock = NSLock()
     private var session: Session?
-    func set(_ session: Session) { lock.withLock { self.session = session } }
+    private var publisher: Publisher?
+    func set(_ session: Session, publisher: Publisher?) { lock.withLock { self.session = session; self.publisher = publisher } }
+    /// Nothing confirmed by the destination for 30 s (the tally's fast blink, too).
+    var uplinkFailing: Bool { (lock.withLock { publisher }?.status.oldestPendingSeconds ?? 0) > 30 }
     var recording: Bool {
         let state = lock.withLock { session?.state }
         return state == .recording || state == .finishing
