@@ -6,11 +6,18 @@ public enum PixelConversion {
     /// plane) into `planes` (I420, tightly packed). False when the buffer is too short.
     public static func toI420(_ source: UnsafeRawBufferPointer, format: FourCC, width: Int, height: Int, stride: Int,
                               into planes: inout [UInt8]) -> Bool {
+        planes.withUnsafeMutableBufferPointer { toI420(source, format: format, width: width, height: height, stride: stride, into: $0) }
+    }
+
+    /// The same into memory the caller owns (a frame's new, uninitialised planes: no
+    /// second copy, no zero fill).
+    public static func toI420(_ source: UnsafeRawBufferPointer, format: FourCC, width: Int, height: Int, stride: Int,
+                              into out: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         let lumaSize = width * height, chromaWidth = width / 2, chromaHeight = height / 2
-        guard planes.count == lumaSize + 2 * chromaWidth * chromaHeight, let src = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+        guard out.count == lumaSize + 2 * chromaWidth * chromaHeight, let src = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
             return false
         }
-        return planes.withUnsafeMutableBufferPointer { out -> Bool in
+        do {  // the one pass
             let y = out.baseAddress!, u = y + lumaSize, v = u + chromaWidth * chromaHeight
             switch format {
             case .yu12, .nv12:

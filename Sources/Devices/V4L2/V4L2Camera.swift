@@ -193,7 +193,7 @@ public final class V4L2Camera: @unchecked Sendable {
 
     private func run(_ sink: CaptureSink) {
         guard let format = opened?.granted else { return }
-        var planes = [UInt8](repeating: 0, count: VideoFrame.byteCount(width: format.width, height: format.height))
+        let pictureSize = VideoFrame.byteCount(width: format.width, height: format.height)
         var lastTimestamp: Int64?
         var lastSequence: UInt32?
         var lastFrameAt = clock.now()
@@ -267,16 +267,26 @@ public final class V4L2Camera: @unchecked Sendable {
                 let data = lock.withLock { mapped.indices.contains(buffer.index) ? mapped[buffer.index] : nil }
                 guard let data else { continue }
                 let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
+                // Each frame gets planes of its own, written once: reusing one array would
+                // make copy-on-write copy the previous picture first (the frame still holds it).
+                let planes: [UInt8]
                 if format.format == .mjpeg, let decoder {
-                    guard let decoded = try? decoder(used, Size(format.width, format.height)), decoded.count == planes.count else {
+                    guard let decoded = try? decoder(used, Size(format.width, format.height)), decoded.count == pictureSize else {
                         lock.withLock { stats.corruptBuffers += 1 }
                         continue
                     }
                     planes = decoded
-                } else if !PixelConversion.toI420(used, format: format.format, width: format.width, height: format.height,
-                                                  stride: format.bytesPerLine, into: &planes) {
-                    lock.withLock { stats.corruptBuffers += 1 }
-                    continue
+                } else {
+                    var converted = false
+                    planes = [UInt8](unsafeUninitializedCapacity: pictureSize) { buffer, count in
+                        converted = PixelConversion.toI420(used, format: format.format, width: format.width, height: format.height,
+                                                           stride: format.bytesPerLine, into: buffer)
+                        count = pictureSize
+                    }
+                    guard converted else {
+                        lock.withLock { stats.corruptBuffers += 1 }
+                        continue
+                    }
                 }
                 let index = lock.withLock { () -> Int in
                     stats.copies += 1
