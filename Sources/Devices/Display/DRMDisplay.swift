@@ -38,8 +38,7 @@ public final class DRMDisplay: @unchecked Sendable {
     /// when there is none: the appliance runs headless).
     public static func open(_ device: String?) throws -> DRMDisplay? {
         if let device { return try DRMDisplay(path: device) }
-        let cards = ((try? FileManager_contents("/dev/dri")) ?? []).filter { $0.hasPrefix("card") }.sorted()
-        for card in cards { if let display = try? DRMDisplay(path: "/dev/dri/" + card) { return display } }
+        for card in deviceNodes(in: "/dev/dri", prefix: "card") { if let display = try? DRMDisplay(path: card) { return display } }
         return nil
     }
 
@@ -185,14 +184,4 @@ public func letterbox(source: (width: Int, height: Int), target: (width: Int, he
     width &= ~1
     height &= ~1
     return (((target.width - width) / 2) & ~1, ((target.height - height) / 2) & ~1, width, height)
-}
-
-private func FileManager_contents(_ directory: String) throws -> [String] {
-    guard let dir = opendir(directory) else { return [] }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-        names.append(withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
-    }
-    return names
 }

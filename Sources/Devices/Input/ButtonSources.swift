@@ -115,15 +115,7 @@ public final class EvdevButtons: @unchecked Sendable {
 
     private func candidates() -> [String] {
         if let device { return [device] }
-        var paths: [String] = []
-        if let dir = opendir("/dev/input") {
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name.hasPrefix("event") { paths.append("/dev/input/" + name) }
-            }
-            closedir(dir)
-        }
-        return paths.sorted()
+        return deviceNodes(in: "/dev/input", prefix: "event")
     }
 
     private func run(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {

@@ -82,16 +82,7 @@ public final class V4L2Camera: @unchecked Sendable {
     }
 
     /// /dev/video0, /dev/video1, … in numeric order.
-    public static func deviceNodes() -> [String] {
-        var nodes: [(Int, String)] = []
-        guard let dir = opendir("/dev") else { return [] }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix("video"), let number = Int(name.dropFirst(5)) { nodes.append((number, "/dev/" + name)) }
-        }
-        return nodes.sorted { $0.0 < $1.0 }.map(\.1)
-    }
+    public static func deviceNodes() -> [String] { Devices.deviceNodes(in: "/dev", prefix: "video") }
 
     public var statistics: Statistics { lock.withLock { stats } }
 
