@@ -137,6 +137,9 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     }
 
     func streamOn() throws { try lock.withLock { try enter("STREAMON"); streaming = true } }
+    /// Buffers queued or filled: the ones the driver holds.
+    var ownedByDriver: Int { lock.withLock { queued.count + filled.count } }
+
     func streamOff() throws { try lock.withLock { try enter("STREAMOFF"); streaming = false; queued = []; filled = [] } }
     func close() { lock.withLock { closed = true; streaming = false } }
 
@@ -416,5 +419,64 @@ final class V4L2CameraTests: XCTestCase {
         XCTAssertEqual(v4l2.statistics.reopened, 1)
         XCTAssertEqual(first.violations, [])
         XCTAssertEqual(back.violations, [])
+    }
+
+    /// Zero copy: buffers are lent (as DMABUFs) after their picture was copied for the
+    /// pipeline, never so many that the driver holds fewer than two, and go back to the
+    /// driver only when the consumer gives them back (a loan from before a stop is ignored).
+    func testBuffersAreLentAndComeBackOnlyWhenReleased() throws {
+        final class Keeper: SharedBufferConsumer, @unchecked Sendable {
+            let lock = NSLock()
+            var kept: [SharedBuffer] = []
+            var accept = true
+            func offer(_ buffer: SharedBuffer) -> Bool {
+                lock.withLock {
+                    if accept { kept.append(buffer) }
+                    return accept
+                }
+            }
+        }
+        var device: FakeVideoDevice?
+        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30),
+                              openDevice: { path in
+                                  let made = FakeVideoDevice(path: path, mode: self.camera)
+                                  device = made
+                                  return made
+                              }, log: { _, _ in })
+        let opened = try v4l2.open()
+        XCTAssertEqual(opened.buffers, 4)
+        XCTAssertTrue(v4l2.sharesBuffers)
+        let keeper = Keeper()
+        v4l2.share(with: keeper)
+        let sink = FrameSink()
+        v4l2.start(into: sink)
+        let fake = try XCTUnwrap(device)
+        func deliver(_ n: Int) {
+            while !fake.deliver(timestamp: 1_000_000_000 + Int64(n) * 33_333_333, sequence: UInt32(n), fill: Self.flat(UInt8(16 + n))) { usleep(1000) }
+            _ = sink.wait(for: n + 1)
+            usleep(20_000)  // the offer follows the frame
+        }
+        for n in 0..<3 { deliver(n) }
+        XCTAssertEqual(keeper.lock.withLock { keeper.kept.map(\.frameIndex) }, [0, 1], "the third stays with the driver: two lent of four")
+        XCTAssertEqual(fake.ownedByDriver, 2)
+        let first = keeper.lock.withLock { keeper.kept[0] }
+        XCTAssertEqual(first.format.format, .yuyv)
+        XCTAssertGreaterThanOrEqual(first.fd, 0)
+        v4l2.release(first)
+        XCTAssertEqual(fake.ownedByDriver, 3, "back to the driver")
+        v4l2.release(first)
+        XCTAssertEqual(fake.ownedByDriver, 3, "a second release of the same loan does nothing")
+        keeper.lock.withLock { keeper.accept = false }
+        deliver(3)
+        XCTAssertEqual(fake.ownedByDriver, 3, "refused: queued again at once")
+        keeper.lock.withLock { keeper.accept = true }
+        deliver(4)
+        XCTAssertEqual(keeper.lock.withLock { keeper.kept.map(\.frameIndex) }, [0, 1, 4])
+        let late = keeper.lock.withLock { keeper.kept[1] }
+        v4l2.stop()
+        v4l2.release(late)
+        XCTAssertEqual(sink.wait(for: 5).count, 5, "every frame still reached the pipeline")
+        XCTAssertEqual(v4l2.statistics.copiesPerFrame, 1.0)
+        XCTAssertEqual(fake.violations, [], "no buffer queued twice, nothing after close")
     }
 }

@@ -65,6 +65,11 @@ public final class V4L2Camera: @unchecked Sendable {
     private var device: VideoDevice?
     private var mapped: [UnsafeRawBufferPointer] = []
     private var exported: [Int32] = []
+    private var consumer: SharedBufferConsumer?
+    /// Buffers lent to the consumer, by index, in this streaming session.
+    private var lent = Set<Int>()
+    /// Counts streaming sessions: a buffer lent before a reopen is not the driver's any more.
+    private var generation = 0
     private var stopped = false
     private var thread: ThreadHandle?
     private var stats = Statistics()
@@ -85,6 +90,33 @@ public final class V4L2Camera: @unchecked Sendable {
     public static func deviceNodes() -> [String] { Devices.deviceNodes(in: "/dev", prefix: "video") }
 
     public var statistics: Statistics { lock.withLock { stats } }
+
+    /// Lends each captured buffer (as a DMABUF) to `consumer` after its picture has been
+    /// copied out for the pipeline, while at least two stay with the driver: capture never
+    /// waits for the consumer. Without exported DMABUFs nothing is offered.
+    public func share(with consumer: SharedBufferConsumer) { lock.withLock { self.consumer = consumer } }
+
+    /// Gives a lent buffer back to the driver (a buffer of an earlier streaming session
+    /// is forgotten: its device was closed).
+    public func release(_ buffer: SharedBuffer) {
+        lock.withLock {
+            guard buffer.generation == generation, lent.remove(buffer.index) != nil, let device else { return }
+            try? device.queueBuffer(buffer.index)
+        }
+    }
+
+    /// Whether buffers can be lent at all: the driver exported one DMABUF per buffer.
+    public var sharesBuffers: Bool { lock.withLock { !exported.isEmpty && exported.count == (opened?.buffers ?? -1) } }
+
+    /// The buffer at `index` as a loan to the consumer, registered as lent; nil when there
+    /// is no consumer, no DMABUF, or lending it would leave the driver fewer than two.
+    private func lend(_ index: Int, format: GrantedFormat, frame: Int64) -> (SharedBufferConsumer, SharedBuffer)? {
+        lock.withLock {
+            guard let consumer, exported.indices.contains(index), lent.count + 2 < exported.count else { return nil }
+            lent.insert(index)
+            return (consumer, SharedBuffer(index: index, generation: generation, fd: exported[index], format: format, frameIndex: frame))
+        }
+    }
 
     /// Opens and configures the camera, and starts streaming; frames flow once `start`
     /// gives them somewhere to go. Errors name the device and the call that failed.
@@ -159,7 +191,13 @@ public final class V4L2Camera: @unchecked Sendable {
 
     private func teardown() {
         let (device, fds) = lock.withLock { () -> (VideoDevice?, [Int32]) in
-            defer { self.device = nil; mapped = []; exported = [] }
+            defer {
+                self.device = nil
+                mapped = []
+                exported = []
+                lent = []
+                generation += 1
+            }
             return (self.device, exported)
         }
         for fd in fds { Glibc.close(fd) }
@@ -228,7 +266,8 @@ public final class V4L2Camera: @unchecked Sendable {
                 }
                 guard let buffer = try device.dequeueBuffer() else { continue }
                 lastFrameAt = clock.now()
-                defer { try? device.queueBuffer(buffer.index) }
+                var lentOut = false
+                defer { if !lentOut { try? device.queueBuffer(buffer.index) } }
                 if let last = lastSequence, buffer.sequence > last &+ 1 {
                     lock.withLock { stats.driverDropped += Int(buffer.sequence - last - 1) }
                 }
@@ -288,6 +327,10 @@ public final class V4L2Camera: @unchecked Sendable {
                 frame.discontinuity = discontinuity
                 discontinuity = false
                 sink.capture(frame)
+                if let (consumer, loan) = lend(buffer.index, format: format, frame: frame.index) {
+                    lentOut = consumer.offer(loan)
+                    if !lentOut { lock.withLock { _ = lent.remove(buffer.index) } }
+                }
             } catch {
                 let lost = (error as? VideoDeviceError)?.isDeviceLost ?? false
                 log("camera.lost", [("device", device.path), ("error", "\(error)"), ("reopen", true), ("device_gone", lost)])
@@ -297,6 +340,25 @@ public final class V4L2Camera: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A capture buffer lent to a zero-copy consumer (the display's overlay plane): the
+/// driver does not get it back until `V4L2Camera.release`.
+public struct SharedBuffer: Sendable, Equatable {
+    public var index: Int
+    /// The camera's streaming session: a reopened camera has new buffers.
+    public var generation: Int
+    /// The buffer's DMABUF, owned by the camera: valid during `offer`, and until the
+    /// camera is stopped or loses the device; import it (or dup it) at once.
+    public var fd: Int32
+    public var format: GrantedFormat
+    public var frameIndex: Int64
+}
+
+public protocol SharedBufferConsumer: AnyObject, Sendable {
+    /// Called on the capture thread. True: the consumer keeps the buffer and gives it back
+    /// with `V4L2Camera.release`; false: the camera queues it again at once.
+    func offer(_ buffer: SharedBuffer) -> Bool
 }
 
 public struct CameraError: Error, CustomStringConvertible, Equatable {
