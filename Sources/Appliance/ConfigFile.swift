@@ -160,6 +160,10 @@ public enum ConfigFile {
             guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got '\($1)'") }
             $0.previewDevice = $1 == "off" ? nil : $1
         },
+        "preview.modeset": {
+            guard $1 == "auto" || $1 == "legacy" else { throw ConfigError("expected auto or legacy, got '\($1)'") }
+            $0.previewAtomic = $1 == "auto"
+        },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
         "startup.buffer_seconds": { $0.startup.bufferSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.enabled": { $0.record.enabled = try boolean($1) },

@@ -144,8 +144,21 @@ public enum Runner {
         var display: DisplayPreview?
         if let device = settings.previewDevice {
             do {
-                if let screen = try DRMDisplay.open(device == "auto" ? nil : device) {
-                    display = DisplayPreview(display: screen, log: log) { (sessionBox.recording, sessionBox.uplinkFailing) }
+                // The camera's own buffers can go on an overlay when it lends them (DMABUFs)
+                // in a format the pipeline does not have to decode.
+                let granted = camera?.opened?.granted.format
+                let lends = camera?.sharesBuffers == true && granted != .mjpeg
+                if let screen = try DRMDisplay.open(device == "auto" ? nil : device, picture: (settings.captureWidth, settings.captureHeight),
+                                                    camera: lends ? granted : nil, atomic: settings.previewAtomic,
+                                                    log: { event, fields in log.emit(event, level: .warn, fields) }) {
+                    let preview = DisplayPreview(display: screen, log: log) {
+                        DRMDisplay.Indicators(recording: sessionBox.recording, uplinkFailing: sessionBox.uplinkFailing)
+                    }
+                    if let camera, screen.importsCameraBuffers {
+                        screen.giveBack = { camera.release($0) }
+                        camera.share(with: preview)
+                    }
+                    display = preview
                 } else {
                     log("preview.none", ("reason", "no connected display"), ("note", "headless"))
                 }

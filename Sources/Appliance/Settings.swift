@@ -78,6 +78,8 @@ public struct Settings: Sendable, Equatable {
     /// `preview.device`: `auto` (the first card with a connected display; none: headless),
     /// a card node, or nil (off).
     public var previewDevice: String? = "auto"
+    /// `preview.modeset`: `auto` (atomic when the driver has it) or `legacy`.
+    public var previewAtomic = true
     /// Lowering the frame rate instead of overheating.
     public var thermal = ThermalSettings()
 

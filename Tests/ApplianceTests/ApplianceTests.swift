@@ -679,32 +679,3 @@ final class ThermalLadderTests: XCTestCase {
         XCTAssertNil(ThermalWatch.read(path + ".missing"))
     }
 }
-
-final class PreviewBorderTests: XCTestCase {
-    func testTheRecordingIndicatorIsARedFrameAroundTheScreen() {
-        let width = 40, height = 30, pitch = width * 4 + 16  // a driver's padded pitch
-        var memory = [UInt8](repeating: 0, count: pitch * height)
-        memory.withUnsafeMutableBytes { DisplayPreview.drawBorder($0.baseAddress!, pitch: pitch, width: width, height: height, colour: 0x00E0_2020) }
-        func pixel(_ x: Int, _ y: Int) -> UInt32 {
-            memory.withUnsafeBytes { $0.load(fromByteOffset: y * pitch + x * 4, as: UInt32.self) }
-        }
-        XCTAssertEqual(pixel(0, 0), 0x00E0_2020)
-        XCTAssertEqual(pixel(39, 29), 0x00E0_2020)
-        XCTAssertEqual(pixel(7, 15), 0x00E0_2020, "8 pixels thick")
-        XCTAssertEqual(pixel(8, 15), 0, "the picture inside is left alone")
-        XCTAssertEqual(pixel(20, 8), 0)
-        XCTAssertEqual(memory[width * 4], 0, "the pitch padding is not drawn on")
-    }
-
-    func testTheUplinkWarningIsAnAmberSquareTopRight() {
-        let width = 640, height = 360, pitch = width * 4
-        var memory = [UInt8](repeating: 0, count: pitch * height)
-        memory.withUnsafeMutableBytes { DisplayPreview.drawUplinkWarning($0.baseAddress!, pitch: pitch, width: width, height: height) }
-        func pixel(_ x: Int, _ y: Int) -> UInt32 { memory.withUnsafeBytes { $0.load(fromByteOffset: y * pitch + x * 4, as: UInt32.self) } }
-        XCTAssertEqual(pixel(width - 17, 16), 0x00F0_A000)
-        XCTAssertEqual(pixel(width - 48, 47), 0x00F0_A000)
-        XCTAssertEqual(pixel(width - 16, 16), 0, "a margin to the edge")
-        XCTAssertEqual(pixel(width - 49, 16), 0)
-        XCTAssertEqual(pixel(10, 10), 0)
-    }
-}

@@ -145,19 +145,3 @@ final class ButtonEventTests: XCTestCase {
         XCTAssertThrowsError(try GPIOButton(line: "gpiochip0", activeLow: true, bias: "none", debounceMilliseconds: 0))
     }
 }
-
-final class DisplayTests: XCTestCase {
-    func testLetterboxAndPillarbox() {
-        XCTAssertEqual(letterbox(source: (1280, 720), target: (1920, 1080)).width, 1920, "same aspect: the whole screen")
-        let box = letterbox(source: (1280, 720), target: (1024, 768))
-        XCTAssertEqual([box.x, box.y, box.width, box.height], [0, 96, 1024, 576], "bars above and below")
-        let pillar = letterbox(source: (480, 854), target: (1280, 720))
-        XCTAssertEqual([pillar.x, pillar.y, pillar.width, pillar.height], [438, 0, 404, 720], "a portrait camera: bars at the sides")
-    }
-
-    func testANodeThatIsNoDisplayIsOneClearError() {
-        XCTAssertThrowsError(try DRMDisplay.open("/dev/null")) {
-            XCTAssertTrue("\($0)".hasPrefix("preview.device /dev/null: not a KMS display"), "\($0)")
-        }
-    }
-}

@@ -1,64 +1,145 @@
 import CDRM
+import Media
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The attached screen through DRM/KMS (libdrm), the legacy way every driver has: the
-/// connector's preferred mode on its CRTC, two XRGB8888 dumb buffers, page flips paced by
-/// vblank. Opening takes the display (DRM master); closing gives back what was there.
+/// The attached screen through DRM/KMS (libdrm). Opening takes the display (DRM master),
+/// sets the connector's preferred mode and picks the planes (`PlanePlan`): the camera's
+/// own DMABUFs on an overlay plane when one takes their format, else an overlay in a YUV
+/// format the frames are copied into, else the primary plane with frames converted to
+/// XRGB8888. Atomic modesetting when the driver has it (each change tested first, then
+/// applied at a vblank), legacy SetCrtc/SetPlane/PageFlip otherwise. A layout the driver
+/// refuses falls back to the next one, said in the log. Closing gives back what was there.
 public final class DRMDisplay: @unchecked Sendable {
+    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     public struct Mode: Sendable, Equatable, CustomStringConvertible {
         public var width: Int
         public var height: Int
         public var refresh: Int
         public var description: String { "\(width)x\(height)@\(refresh)" }
     }
-    struct Buffer {
-        var handle: UInt32
-        var framebuffer: UInt32
-        var pitch: Int
-        var size: Int
-        var memory: UnsafeMutableRawPointer
+    /// What the screen shows around the picture.
+    public struct Indicators: Sendable, Equatable {
+        public var recording: Bool
+        public var uplinkFailing: Bool
+        public init(recording: Bool, uplinkFailing: Bool) {
+            self.recording = recording
+            self.uplinkFailing = uplinkFailing
+        }
     }
+    /// Draws a frame as XRGB8888 into (memory, pitch, width, height).
+    public typealias Convert = (VideoFrame, UnsafeMutableRawPointer, Int, Int, Int) -> Void
 
     public let path: String
     public let connectorName: String
     public let mode: Mode
+    public let atomic: Bool
+    public private(set) var plan: PlanePlan
+    /// The picture size the planes were made for.
+    public let picture: (width: Int, height: Int)
+    /// Pictures shown (flips completed).
+    public private(set) var shown = 0
+    /// Given back the camera's lent buffers once they are off the screen.
+    public var giveBack: (@Sendable (SharedBuffer) -> Void)?
+
     private let fd: Int32
+    private let log: Log
     private let crtcID: UInt32
     private var connectorID: UInt32
+    private var modeInfo: drmModeModeInfo
+    private var modeBlob: UInt32 = 0
+    private var properties: (connector: KMSProperties, crtc: KMSProperties, primary: KMSProperties, overlay: KMSProperties)?
     private var saved: UnsafeMutablePointer<drmModeCrtc>?
-    private var buffers: [Buffer] = []
-    private var back = 1
+    /// Two XRGB8888 buffers for the primary plane (the picture, or only the indicators
+    /// around an overlay) and what each one shows.
+    private var primaries: [Framebuffer] = []
+    private var primaryShows: [Indicators?] = [nil, nil]
+    private var primaryFront = 0
+    /// Two buffers in the overlay's format, when frames are copied.
+    private var overlays: [Framebuffer] = []
+    private var overlayFront = 0
+    /// Imported camera buffers by (generation, index), made on the capture thread: under
+    /// `lock`, with `importing` and the reason an import failed.
+    private let lock = NSLockish()
+    private var imported: [Int: Framebuffer] = [:]
+    private var importing = false
+    private var importFailure: String?
+    private var onScreen: SharedBuffer?
     private let flipDone = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
     /// Set once the display is taken; a failed init leaves nothing for deinit to undo.
     private var ready = false
 
     /// `device`: a card node, or nil for the first card with a connected connector (nil
-    /// when there is none: the appliance runs headless).
-    public static func open(_ device: String?) throws -> DRMDisplay? {
-        if let device { return try DRMDisplay(path: device) }
-        for card in deviceNodes(in: "/dev/dri", prefix: "card") { if let display = try? DRMDisplay(path: card) { return display } }
+    /// when there is none: the appliance runs headless). `picture`: the camera's size;
+    /// `camera`: the format of its shareable buffers (nil when it cannot lend them).
+    public static func open(_ device: String?, picture: (width: Int, height: Int), camera: FourCC?, atomic: Bool = true,
+                            log: @escaping Log) throws -> DRMDisplay? {
+        if let device { return try DRMDisplay(path: device, picture: picture, camera: camera, allowAtomic: atomic, log: log) }
+        for card in deviceNodes(in: "/dev/dri", prefix: "card") {
+            if let display = try? DRMDisplay(path: card, picture: picture, camera: camera, allowAtomic: atomic, log: log) { return display }
+        }
         return nil
     }
 
-    init(path: String) throws {
+    init(path: String, picture: (width: Int, height: Int), camera: FourCC?, allowAtomic: Bool, log: @escaping Log) throws {
         self.path = path
+        self.picture = picture
+        self.log = log
         let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw DeviceError("preview.device \(path): \(String(cString: strerror(errno)))") }
         self.fd = fd
         var ok = false
         defer { if !ok { Glibc.close(fd) } }
+        // Universal planes list the primary and cursor planes too; atomic implies them.
+        let universal = drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_UNIVERSAL_PLANES), 1) == 0
+        atomic = allowAtomic && universal && drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_ATOMIC), 1) == 0
+        let output = try Self.findOutput(fd: fd, path: path)
+        connectorID = output.connector
+        crtcID = output.crtc
+        connectorName = output.name
+        modeInfo = output.mode
+        mode = Mode(width: Int(output.mode.hdisplay), height: Int(output.mode.vdisplay), refresh: Int(output.mode.vrefresh))
+        let planes = universal ? Self.planes(fd: fd) : []
+        plan = PlanePlan.choose(planes: planes, crtcIndex: output.crtcIndex, crtcID: crtcID, camera: camera)
+            ?? PlanePlan(primary: 0, overlay: nil, picture: .converted, reason: "the driver lists no primary plane")
+        importing = plan.picture == .imported(camera ?? .xrgb8888)
+        if plan.primary == 0 || !atomic {
+            // Legacy calls name the CRTC, not its primary plane.
+            properties = nil
+        } else {
+            properties = (KMSProperties(fd: fd, object: connectorID, type: UInt32(DRM_MODE_OBJECT_CONNECTOR)),
+                          KMSProperties(fd: fd, object: crtcID, type: UInt32(DRM_MODE_OBJECT_CRTC)),
+                          KMSProperties(fd: fd, object: plan.primary, type: UInt32(DRM_MODE_OBJECT_PLANE)),
+                          KMSProperties(fd: fd, object: plan.overlay ?? 0, type: UInt32(DRM_MODE_OBJECT_PLANE)))
+        }
+        saved = drmModeGetCrtc(fd, crtcID)
+        _ = drmSetMaster(fd)  // may already be master; the mode set says if not
+        do {
+            for _ in 0..<2 { primaries.append(try Framebuffer.dumb(fd: fd, format: .xrgb8888, width: mode.width, height: mode.height)) }
+            try setMode()
+        } catch {
+            release()
+            throw DeviceError("preview.device \(path): \(error)")
+        }
+        flipDone.pointee = 1
+        ok = true
+        ready = true
+    }
+
+    /// The first connected connector, its preferred mode (else the first: drivers list the
+    /// best first) and the CRTC driving it (or the first one its encoder can drive).
+    private static func findOutput(fd: Int32, path: String) throws
+        -> (connector: UInt32, mode: drmModeModeInfo, crtc: UInt32, crtcIndex: Int, name: String) {
         guard let resources = drmModeGetResources(fd) else {
             throw DeviceError("preview.device \(path): not a KMS display (\(String(cString: strerror(errno))))")
         }
         defer { drmModeFreeResources(resources) }
-        var found: (connector: UInt32, mode: drmModeModeInfo, crtc: UInt32, name: String)?
+        let crtcs = (0..<Int(resources.pointee.count_crtcs)).map { resources.pointee.crtcs[$0] }
         for i in 0..<Int(resources.pointee.count_connectors) {
-            guard found == nil, let connector = drmModeGetConnector(fd, resources.pointee.connectors[i]) else { continue }
+            guard let connector = drmModeGetConnector(fd, resources.pointee.connectors[i]) else { continue }
             defer { drmModeFreeConnector(connector) }
             guard onair_drm_connected(connector) != 0, connector.pointee.count_modes > 0 else { continue }
-            // The preferred mode, else the first (drivers list the best first).
             let modes = (0..<Int(connector.pointee.count_modes)).map { connector.pointee.modes[$0] }
             let mode = modes.first { $0.type & UInt32(DRM_MODE_TYPE_PREFERRED) != 0 } ?? modes[0]
             var crtc: UInt32 = 0
@@ -67,76 +148,244 @@ public final class DRMDisplay: @unchecked Sendable {
                 drmModeFreeEncoder(encoder)
             }
             if crtc == 0, connector.pointee.count_encoders > 0, let encoder = drmModeGetEncoder(fd, connector.pointee.encoders[0]) {
-                // No CRTC yet: the first one this encoder can drive.
-                for c in 0..<Int(resources.pointee.count_crtcs) where encoder.pointee.possible_crtcs & (1 << c) != 0 {
-                    crtc = resources.pointee.crtcs[c]
-                    break
-                }
+                crtc = crtcs.indices.first { encoder.pointee.possible_crtcs & (1 << UInt32($0)) != 0 }.map { crtcs[$0] } ?? 0
                 drmModeFreeEncoder(encoder)
             }
+            guard crtc != 0, let index = crtcs.firstIndex(of: crtc) else { continue }
             let type = String(cString: drmModeGetConnectorTypeName(connector.pointee.connector_type))
-            if crtc != 0 { found = (connector.pointee.connector_id, mode, crtc, "\(type)-\(connector.pointee.connector_type_id)") }
+            return (connector.pointee.connector_id, mode, crtc, index, "\(type)-\(connector.pointee.connector_type_id)")
         }
-        guard let found else { throw DeviceError("preview.device \(path): no connected display") }
-        connectorID = found.connector
-        crtcID = found.crtc
-        connectorName = found.name
-        mode = Mode(width: Int(found.mode.hdisplay), height: Int(found.mode.vdisplay), refresh: Int(found.mode.vrefresh))
-        saved = drmModeGetCrtc(fd, crtcID)
-        _ = drmSetMaster(fd)  // may already be master; SetCrtc says if not
-        for _ in 0..<2 { buffers.append(try makeBuffer()) }
+        throw DeviceError("preview.device \(path): no connected display")
+    }
+
+    /// Every plane with its type, CRTCs and formats (DRM_IOCTL_MODE_GETPLANERESOURCES).
+    private static func planes(fd: Int32) -> [DisplayPlane] {
+        guard let resources = drmModeGetPlaneResources(fd) else { return [] }
+        defer { drmModeFreePlaneResources(resources) }
+        return (0..<Int(resources.pointee.count_planes)).compactMap { i in
+            guard let plane = drmModeGetPlane(fd, resources.pointee.planes[i]) else { return nil }
+            defer { drmModeFreePlane(plane) }
+            let id = plane.pointee.plane_id
+            let type = KMSProperties.value(fd: fd, object: id, type: UInt32(DRM_MODE_OBJECT_PLANE), name: "type")
+            return DisplayPlane(id: id, kind: type.flatMap(DisplayPlane.Kind.init(rawValue:)) ?? .overlay,
+                                possibleCRTCs: plane.pointee.possible_crtcs,
+                                formats: (0..<Int(plane.pointee.count_formats)).map { FourCC(rawValue: plane.pointee.formats[$0]) },
+                                crtcID: plane.pointee.crtc_id)
+        }
+    }
+
+    /// Where the picture goes: letterboxed into the whole screen on the primary plane;
+    /// on an overlay, inside the 8-pixel edge strip the primary plane keeps for the
+    /// recording frame.
+    public var pictureBox: (x: Int, y: Int, width: Int, height: Int) {
+        guard plan.overlay != nil else { return letterbox(source: picture, target: (mode.width, mode.height)) }
+        let inset = ScreenIndicators.thickness
+        let box = letterbox(source: picture, target: (mode.width - 2 * inset, mode.height - 2 * inset))
+        return (box.x + inset, box.y + inset, box.width, box.height)
+    }
+
+    /// Sets the mode with the plan's planes; an overlay layout the driver refuses falls
+    /// back to the next one (copied, then converted).
+    private func setMode() throws {
+        if case .copied(let format) = plan.picture {
+            do {
+                for _ in 0..<2 { overlays.append(try Framebuffer.dumb(fd: fd, format: format, width: picture.width, height: picture.height)) }
+            } catch {
+                fallBack("overlay buffers: \(error)", to: .converted)
+            }
+        }
+        while true {
+            let overlay = plan.overlay == nil ? nil : overlays.first
+            let result = atomic ? atomicModeset(overlay: overlay) : legacyModeset(overlay: overlay)
+            if result == 0 { return }
+            guard plan.overlay != nil else {
+                throw DeviceError("setting \(mode) on \(connectorName): \(String(cString: strerror(-result)))")
+            }
+            fallBack("the driver refused the overlay (\(String(cString: strerror(-result))))", to: .converted)
+        }
+    }
+
+    private func atomicModeset(overlay: Framebuffer?) -> Int32 {
+        guard let properties, let request = AtomicRequest() else { return -ENOMEM }
+        if modeBlob == 0 { _ = drmModeCreatePropertyBlob(fd, &modeInfo, MemoryLayout<drmModeModeInfo>.size, &modeBlob) }
+        request.set(connectorID, properties.connector, "CRTC_ID", UInt64(crtcID))
+        request.set(crtcID, properties.crtc, "MODE_ID", UInt64(modeBlob))
+        request.set(crtcID, properties.crtc, "ACTIVE", 1)
+        request.plane(plan.primary, properties.primary, crtc: crtcID, framebuffer: primaries[0].id,
+                      source: (mode.width, mode.height), onto: (0, 0, mode.width, mode.height))
+        if let overlay, let plane = plan.overlay {
+            request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: overlay.id, source: picture, onto: pictureBox)
+        }
+        let tested = request.commit(fd: fd, test: true, modeset: true)
+        guard tested == 0 else { return tested }
+        return request.commit(fd: fd, modeset: true)
+    }
+
+    private func legacyModeset(overlay: Framebuffer?) -> Int32 {
         var connector = connectorID
-        var modeInfo = found.mode
-        let result = drmModeSetCrtc(fd, crtcID, buffers[0].framebuffer, 0, 0, &connector, 1, &modeInfo)
-        guard result == 0 else {
-            release()
-            throw DeviceError("preview.device \(path): setting \(mode) on \(connectorName): \(String(cString: strerror(-result)))")
-        }
-        flipDone.pointee = 1
-        ok = true
-        ready = true
+        let result = drmModeSetCrtc(fd, crtcID, primaries[0].id, 0, 0, &connector, 1, &modeInfo)
+        guard result == 0 else { return result < 0 ? result : -errno }
+        guard let overlay, let plane = plan.overlay else { return 0 }
+        return setPlane(plane, framebuffer: overlay.id)
     }
 
-    private func makeBuffer() throws -> Buffer {
-        var handle: UInt32 = 0, pitch: UInt32 = 0, size: UInt64 = 0
-        let created = onair_drm_create_dumb(fd, UInt32(mode.width), UInt32(mode.height), 32, &handle, &pitch, &size)
-        guard created == 0 else { throw DeviceError("preview.device \(path): dumb buffer: \(String(cString: strerror(created)))") }
-        var framebuffer: UInt32 = 0
-        var handles: (UInt32, UInt32, UInt32, UInt32) = (handle, 0, 0, 0)
-        var pitches: (UInt32, UInt32, UInt32, UInt32) = (pitch, 0, 0, 0)
-        var offsets: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
-        let added = withUnsafePointer(to: &handles) { h in withUnsafePointer(to: &pitches) { p in withUnsafePointer(to: &offsets) { o in
-            h.withMemoryRebound(to: UInt32.self, capacity: 4) { h in p.withMemoryRebound(to: UInt32.self, capacity: 4) { p in
-                o.withMemoryRebound(to: UInt32.self, capacity: 4) { o in
-                    drmModeAddFB2(fd, UInt32(mode.width), UInt32(mode.height), onair_drm_format_xrgb8888(), h, p, o, &framebuffer, 0)
-                } } } } } }
-        guard added == 0 else {
-            onair_drm_destroy_dumb(fd, handle)
-            throw DeviceError("preview.device \(path): AddFB2 XRGB8888: \(String(cString: strerror(-added)))")
-        }
-        var offset: UInt64 = 0
-        guard onair_drm_map_dumb(fd, handle, &offset) == 0,
-              let memory = mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(offset)), memory != MAP_FAILED else {
-            throw DeviceError("preview.device \(path): mapping a dumb buffer: \(String(cString: strerror(errno)))")
-        }
-        memset(memory, 0, Int(size))  // black
-        return Buffer(handle: handle, framebuffer: framebuffer, pitch: Int(pitch), size: Int(size), memory: memory)
+    private func setPlane(_ plane: UInt32, framebuffer: UInt32) -> Int32 {
+        let box = pictureBox
+        let result = drmModeSetPlane(fd, plane, framebuffer == 0 ? 0 : crtcID, framebuffer, 0, Int32(box.x), Int32(box.y),
+                                     UInt32(box.width), UInt32(box.height), 0, 0,
+                                     UInt32(picture.width) << 16, UInt32(picture.height) << 16)
+        return result == 0 ? 0 : (result < 0 && result != -1 ? result : -errno)
     }
 
-    /// Draws into the back buffer and flips to it at the next vblank, waiting up to a
-    /// frame for the flip before (a flip still pending means this picture is dropped:
-    /// false). True once the flip that shows it has completed.
-    public func show(_ draw: (UnsafeMutableRawPointer, _ pitch: Int, _ width: Int, _ height: Int) -> Void) -> Bool {
+    /// Drops to a plainer layout (the overlay off), says why, and hands back any camera
+    /// buffer on the screen.
+    private func fallBack(_ reason: String, to picture: PlanePlan.Picture) {
+        let before = plan
+        if let plane = plan.overlay, ready {
+            if atomic, let properties, let request = AtomicRequest() {
+                request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: 0, source: (0, 0), onto: (0, 0, 0, 0))
+                _ = request.commit(fd: fd)
+            } else {
+                _ = setPlane(plane, framebuffer: 0)
+            }
+        }
+        plan.picture = picture
+        if case .converted = picture { plan.overlay = nil }
+        lock.withLock { importing = false }
+        plan.reason = reason
+        if let buffer = takeOnScreen() { giveBack?(buffer) }
+        primaryShows = [nil, nil]
+        log("preview.fallback", [("from", before.description), ("to", plan.description), ("reason", reason)])
+    }
+
+    private func takeOnScreen() -> SharedBuffer? { lock.withLock { defer { onScreen = nil }; return onScreen } }
+
+    /// Whether the camera's lent buffers are what the overlay shows.
+    public var importsCameraBuffers: Bool { lock.withLock { importing } }
+
+    /// Makes (once) the framebuffer for a lent camera buffer; call it while the loan's fd
+    /// is valid (in `SharedBufferConsumer.offer`). A buffer the driver cannot scan out
+    /// ends zero copy: the display falls back to copying frames (false).
+    public func prepare(_ buffer: SharedBuffer) -> Bool {
+        lock.withLock {
+            guard importing else { return false }
+            let key = buffer.generation << 8 | buffer.index
+            if imported[key] != nil { return true }
+            // A reopened camera has new buffers: the old ones' framebuffers go (the one on
+            // the screen stays until it is replaced).
+            let shown = onScreen.map { $0.generation << 8 | $0.index }
+            for (old, framebuffer) in imported where old >> 8 < buffer.generation && old != shown {
+                framebuffer.destroy(fd: fd)
+                imported[old] = nil
+            }
+            do {
+                imported[key] = try Framebuffer.imported(fd: fd, dmabuf: buffer.fd, format: buffer.format.format, width: buffer.format.width,
+                                                         height: buffer.format.height, pitch: buffer.format.bytesPerLine)
+                return true
+            } catch {
+                importing = false
+                importFailure = "\(error)"
+                return false
+            }
+        }
+    }
+
+    /// Shows the next picture: `buffer` (a prepared camera buffer, when importing; the
+    /// display gives it back once it is off the screen, or at once if it is not shown),
+    /// else `frame`. Waits up to a frame for the previous flip (a flip still pending drops
+    /// this picture: false). True once the flip that shows it has completed.
+    public func show(frame: VideoFrame?, buffer: SharedBuffer?, indicators: Indicators, convert: Convert) -> Bool {
+        var shownBuffer: SharedBuffer?
+        defer { if let buffer, buffer != shownBuffer { giveBack?(buffer) } }
         if flipDone.pointee == 0 && !waitForFlip(milliseconds: 50) { return false }
-        let buffer = buffers[back]
-        draw(buffer.memory, buffer.pitch, mode.width, mode.height)
-        flipDone.pointee = 0
-        guard drmModePageFlip(fd, crtcID, buffer.framebuffer, onair_drm_page_flip_event(), flipDone) == 0 else {
-            flipDone.pointee = 1
+        if let failure = lock.withLock({ () -> String? in defer { importFailure = nil }; return importFailure }) {
+            fallBack(failure, to: .converted)
+        }
+        let primaryBack = 1 - primaryFront
+        var primary: Framebuffer?
+        var overlay: Framebuffer?
+        switch plan.picture {
+        case .converted:
+            guard let frame else { return false }
+            let target = primaries[primaryBack]
+            guard let memory = target.memory else { return false }
+            let box = pictureBox
+            // The bars stay black (the box never moves); the edge strip is redrawn each time.
+            convert(frame, memory + box.y * target.pitch + box.x * 4, target.pitch, box.width, box.height)
+            ScreenIndicators.draw(indicators, into: memory, pitch: target.pitch, width: mode.width, height: mode.height)
+            primary = target
+        case .copied:
+            guard let frame, frame.width == picture.width, frame.height == picture.height else { return false }
+            let target = overlays[1 - overlayFront]
+            let copied = frame.planes.withUnsafeBytes {
+                PixelConversion.fromI420($0, width: frame.width, height: frame.height, format: target.format, pitch: target.pitch, into: target.memory!)
+            }
+            guard copied else { return false }
+            overlay = target
+        case .imported:
+            guard let buffer, let target = lock.withLock({ imported[buffer.generation << 8 | buffer.index] }) else { return false }
+            overlay = target
+            shownBuffer = buffer
+        }
+        if plan.overlay != nil && primaryShows[primaryFront] != indicators {
+            // Around an overlay the primary plane holds only the indicators: redrawn when they change.
+            let target = primaries[primaryBack]
+            if let memory = target.memory {
+                memset(memory, 0, target.size)
+                ScreenIndicators.draw(indicators, into: memory, pitch: target.pitch, width: mode.width, height: mode.height)
+                primaryShows[primaryBack] = indicators
+                primary = target
+            }
+        }
+        guard flip(primary: primary, overlay: overlay) else {
+            shownBuffer = nil
             return false
         }
-        back = 1 - back
-        return waitForFlip(milliseconds: 100)
+        if primary != nil { primaryFront = primaryBack }
+        if overlay != nil, case .copied = plan.picture { overlayFront = 1 - overlayFront }
+        if let shownBuffer {
+            if let previous = lock.withLock({ () -> SharedBuffer? in defer { onScreen = shownBuffer }; return onScreen }) {
+                giveBack?(previous)
+            }
+        }
+        shown += 1
+        return true
+    }
+
+    /// Puts the new buffers on the screen at the next vblank and waits for it.
+    private func flip(primary: Framebuffer?, overlay: Framebuffer?) -> Bool {
+        if atomic, let properties, let request = AtomicRequest() {
+            if let primary { request.set(plan.primary, properties.primary, "FB_ID", UInt64(primary.id)) }
+            if let overlay, let plane = plan.overlay {
+                // The first imported buffer switches the plane on, so give it all of its state.
+                request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: overlay.id, source: picture, onto: pictureBox)
+            }
+            flipDone.pointee = 0
+            let result = request.commit(fd: fd, event: UnsafeMutableRawPointer(flipDone))
+            guard result == 0 else {
+                flipDone.pointee = 1
+                if result != -EBUSY, overlay != nil { fallBack("the driver refused a flip (\(String(cString: strerror(-result))))", to: .converted) }
+                return false
+            }
+            return waitForFlip(milliseconds: 100)
+        }
+        if let primary {
+            flipDone.pointee = 0
+            guard drmModePageFlip(fd, crtcID, primary.id, onair_drm_page_flip_event(), flipDone) == 0 else {
+                flipDone.pointee = 1
+                return false
+            }
+            guard waitForFlip(milliseconds: 100) else { return false }
+        }
+        if let overlay, let plane = plan.overlay {
+            // Legacy SetPlane returns once the plane is updated (drivers wait for the vblank).
+            let result = setPlane(plane, framebuffer: overlay.id)
+            guard result == 0 else {
+                fallBack("SetPlane failed (\(String(cString: strerror(-result))))", to: .converted)
+                return false
+            }
+        }
+        return true
     }
 
     private func waitForFlip(milliseconds: Int32) -> Bool {
@@ -146,20 +395,35 @@ public final class DRMDisplay: @unchecked Sendable {
     }
 
     private func release() {
+        if let plane = plan.overlay {
+            if atomic, let properties, let request = AtomicRequest() {
+                request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: 0, source: (0, 0), onto: (0, 0, 0, 0))
+                _ = request.commit(fd: fd)
+            } else {
+                _ = setPlane(plane, framebuffer: 0)
+            }
+        }
         if let saved {
-            // Give the screen back as it was (the console, a splash).
+            // Give the screen back as it was (the console, a splash), or dark if it was.
             var connector = connectorID
             var mode = saved.pointee.mode
-            _ = drmModeSetCrtc(fd, saved.pointee.crtc_id, saved.pointee.buffer_id, saved.pointee.x, saved.pointee.y, &connector, 1, &mode)
+            if saved.pointee.buffer_id != 0 {
+                _ = drmModeSetCrtc(fd, saved.pointee.crtc_id, saved.pointee.buffer_id, saved.pointee.x, saved.pointee.y, &connector, 1, &mode)
+            } else {
+                _ = drmModeSetCrtc(fd, saved.pointee.crtc_id, 0, 0, 0, nil, 0, nil)
+            }
             drmModeFreeCrtc(saved)
             self.saved = nil
         }
-        for buffer in buffers {
-            munmap(buffer.memory, buffer.size)
-            _ = drmModeRmFB(fd, buffer.framebuffer)
-            onair_drm_destroy_dumb(fd, buffer.handle)
+        if let buffer = takeOnScreen() { giveBack?(buffer) }
+        let cameraBuffers = lock.withLock { () -> [Framebuffer] in
+            defer { imported = [:]; importing = false }
+            return Array(imported.values)
         }
-        buffers = []
+        for buffer in primaries + overlays + cameraBuffers { buffer.destroy(fd: fd) }
+        primaries = []
+        overlays = []
+        if modeBlob != 0 { _ = drmModeDestroyPropertyBlob(fd, modeBlob) }
         _ = drmDropMaster(fd)
     }
 

@@ -1,6 +1,7 @@
-/// Camera buffers → I420, the one picture layout the pipeline carries. Each is one pass
-/// over the source (the one copy a frame costs when it leaves the driver's buffer),
-/// honouring the driver's line stride (`bytesperline`).
+/// Camera buffers → I420, the one picture layout the pipeline carries, and back into a
+/// display plane's YUV buffer. Each is one pass over the source (the one copy a frame
+/// costs when it leaves the driver's buffer), honouring the line stride (`bytesperline`,
+/// a dumb buffer's pitch).
 public enum PixelConversion {
     /// Converts `source` (`format`, `width`×`height`, `stride` bytes per line of the first
     /// plane) into `planes` (I420, tightly packed). False when the buffer is too short.
@@ -63,5 +64,48 @@ public enum PixelConversion {
                 return false
             }
         }
+    }
+
+    /// I420 `planes` (tightly packed, `width`×`height`) into `out`, a buffer in `format`
+    /// whose luma rows are `pitch` bytes apart (planes laid out as `yuvLayout` says). False
+    /// for a format that is not NV12, YU12, YUYV or UYVY.
+    public static func fromI420(_ planes: UnsafeRawBufferPointer, width: Int, height: Int, format: FourCC, pitch: Int,
+                                into out: UnsafeMutableRawPointer) -> Bool {
+        let lumaSize = width * height, chromaWidth = width / 2, chromaHeight = height / 2
+        guard planes.count >= lumaSize + 2 * chromaWidth * chromaHeight, let base = planes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+              let layout = yuvLayout(format, pitch: pitch, height: height) else { return false }
+        let y = base, u = y + lumaSize, v = u + chromaWidth * chromaHeight
+        let dst = out.assumingMemoryBound(to: UInt8.self)
+        switch format {
+        case .yu12, .nv12:
+            for row in 0..<height { (dst + row * pitch).update(from: y + row * width, count: width) }
+            if format == .yu12 {
+                let du = dst + layout.offsets[1], dv = dst + layout.offsets[2], chromaPitch = layout.pitches[1]
+                for row in 0..<chromaHeight {
+                    (du + row * chromaPitch).update(from: u + row * chromaWidth, count: chromaWidth)
+                    (dv + row * chromaPitch).update(from: v + row * chromaWidth, count: chromaWidth)
+                }
+            } else {
+                for row in 0..<chromaHeight {
+                    let line = dst + layout.offsets[1] + row * pitch
+                    for x in 0..<chromaWidth {
+                        line[2 * x] = u[row * chromaWidth + x]
+                        line[2 * x + 1] = v[row * chromaWidth + x]
+                    }
+                }
+            }
+        default:  // .yuyv, .uyvy: each chroma row serves two luma rows
+            let lumaOffset = format == .yuyv ? 0 : 1, uOffset = format == .yuyv ? 1 : 0, vOffset = uOffset + 2
+            for row in 0..<height {
+                let line = dst + row * pitch, luma = y + row * width
+                let cu = u + (row / 2) * chromaWidth, cv = v + (row / 2) * chromaWidth
+                for x in 0..<width { line[2 * x + lumaOffset] = luma[x] }
+                for x in 0..<chromaWidth {
+                    line[4 * x + uOffset] = cu[x]
+                    line[4 * x + vOffset] = cv[x]
+                }
+            }
+        }
+        return true
     }
 }
