@@ -2,7 +2,7 @@ import Foundation
 
 /// What the command line asked for.
 public enum Invocation: Equatable {
-    case run(Settings, configFile: String?)
+    case run(Settings, configFiles: [String])
     case validate(directory: String)
     case version
     case help(String)
@@ -35,7 +35,7 @@ public enum CommandLineParser {
     }
 
     static func parseRun(_ arguments: [String], readFile: (String) throws -> String) throws -> Invocation {
-        var configFile: String?
+        var configFiles: [String] = []
         var overrides: [ConfigFile.Entry] = []
         var flags: [ConfigFile.Entry] = []
         var i = 0
@@ -53,7 +53,7 @@ public enum CommandLineParser {
             }
             switch argument {
             case "--help", "-h": return .help(runUsage)
-            case "--config": configFile = try inline ?? value(argument)
+            case "--config": configFiles.append(try inline ?? value(argument))
             case "--set": overrides.append(try ConfigFile.override(inline ?? value(argument)))
             default:
                 guard let key = runFlags[argument] else { throw ConfigError("unknown flag '\(argument)' (see 'onair run --help')") }
@@ -62,7 +62,9 @@ public enum CommandLineParser {
             i += 1
         }
         var settings = Settings()
-        if let configFile {
+        // Several files apply in order, later ones winning: a board's defaults, then the
+        // owner's onair.conf.
+        for configFile in configFiles {
             let text: String
             do { text = try readFile(configFile) } catch { throw ConfigError("--config \(configFile): cannot read the file") }
             try ConfigFile.apply(try ConfigFile.parse(text, file: configFile), to: &settings)
@@ -74,7 +76,7 @@ public enum CommandLineParser {
                 throw ConfigError(error.description.replacingOccurrences(of: "\(flag.origin): \(flag.key): ", with: "\(flag.origin): "))
             }
         }
-        return .run(settings, configFile: configFile)
+        return .run(settings, configFiles: configFiles)
     }
 
     public static let usage = """
@@ -91,7 +93,7 @@ public enum CommandLineParser {
     public static let runUsage = """
     Usage: onair run [options]
 
-      --config FILE                read settings from FILE (onair.conf format)
+      --config FILE                read settings from FILE (onair.conf format); repeatable, later files win
       --set KEY=VALUE              set one config key (repeatable), e.g. --set video.fps=25
       --source auto|synthetic|v4l2 where frames come from (default auto: the first V4L2 camera, else synthetic)
       --out DIR                    data directory (default ./var); streams go to DIR/streams/<id>/

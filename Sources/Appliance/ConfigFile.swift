@@ -122,10 +122,10 @@ public enum ConfigFile {
         "publish.s3.secret_key": { $0.publish.s3SecretKey = $1 },
         "publish.s3.path_style": { $0.publish.s3PathStyle = try boolean($1) },
         "performance.overload": { $0.performance.overload = try choice($1, PerformanceSettings.Overload.self) },
-        "performance.capacity.x264": { $0.performance.capacity[.x264] = $1 == "auto" ? nil : Double(try bitrate($1)) },
-        "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try bitrate($1)) },
-        "performance.capacity.x265": { $0.performance.capacity[.x265] = $1 == "auto" ? nil : Double(try bitrate($1)) },
-        "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try bitrate($1)) },
+        "performance.capacity.x264": { $0.performance.capacity[.x264] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
+        "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
+        "performance.capacity.x265": { $0.performance.capacity[.x265] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
+        "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
         "button.active_low": { $0.button.activeLow = try boolean($1) },
         "button.bias": {
@@ -220,14 +220,26 @@ public enum ConfigFile {
 
     /// Bits per second: `1500000`, `1500k` and `1.5M` are the same.
     public static func bitrate(_ value: String) throws -> Int {
-        let bad = ConfigError("expected bits per second like 1500000, 1500k or 1.5M, got '\(value)'")
+        try scaled(value, 1000...100_000_000, "bits per second like 1500000, 1500k or 1.5M")
+    }
+
+    /// An encoder's capacity in pixels per second: `62208000` and `62.208M` are the same,
+    /// and a hardware encoder's can reach billions.
+    static func pixelRate(_ value: String) throws -> Int {
+        try scaled(value, 1000...100_000_000_000, "pixels per second like 62208000 or 120M")
+    }
+
+    /// A number with an optional k or M suffix, within `range`.
+    private static func scaled(_ value: String, _ range: ClosedRange<Int>, _ expected: String) throws -> Int {
         var number = Substring(value)
         var scale = 1
         if let last = number.last, "kKmM".contains(last) {
             scale = "kK".contains(last) ? 1000 : 1_000_000
             number = number.dropLast()
         }
-        guard let scaled = try decimal(String(number), scale: scale), scaled >= 1000, scaled <= 100_000_000 else { throw bad }
+        guard let scaled = try decimal(String(number), scale: scale), range.contains(scaled) else {
+            throw ConfigError("expected \(expected), got '\(value)'")
+        }
         return scaled
     }
 

@@ -85,13 +85,35 @@ final class CommandLineTests: XCTestCase {
         let invocation = try CommandLineParser.parse(
             ["run", "--config", "a.conf", "--set", "video.fps=50", "--listen", "off", "--duration=12", "--pace", "fast", "--out", "/tmp/x"],
             readFile: { _ in config })
-        guard case .run(let s, let file) = invocation else { return XCTFail("\(invocation)") }
-        XCTAssertEqual(file, "a.conf")
+        guard case .run(let s, let files) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(files, ["a.conf"])
         XCTAssertEqual(s.fps, 50)
         XCTAssertNil(s.listen)
         XCTAssertEqual(s.durationMilliseconds, 12_000)
         XCTAssertEqual(s.pace, .fast)
         XCTAssertEqual(s.dataDirectory, "/tmp/x")
+    }
+
+    /// A board's defaults, then the owner's file: later files win, key by key.
+    func testEncoderCapacityIsAPixelRateBeyondAnyBitRate() throws {
+        var settings = Settings()
+        try ConfigFile.apply(try ConfigFile.parse("[performance]\ncapacity.vaapi = 500M\n", file: "b.conf"), to: &settings)
+        XCTAssertEqual(settings.performance.capacity[.vaapi], 500_000_000)
+        XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[performance]\ncapacity.x264 = fast\n", file: "b.conf"), to: &settings)) {
+            XCTAssertEqual("\($0)", "b.conf:2: performance.capacity.x264: expected pixels per second like 62208000 or 120M, got 'fast'")
+        }
+    }
+
+    func testConfigFilesApplyInOrder() throws {
+        let files = ["/usr/share/onair/board.conf": "[video]\nfps = 15\nwidth = 320\nheight = 180\n",
+                     "/boot/firmware/onair.conf": "[video]\nfps = 25\n[publish]\nurl = http://10.0.2.2:8081/live/\n"]
+        let invocation = try CommandLineParser.parse(["run", "--config", "/usr/share/onair/board.conf", "--config", "/boot/firmware/onair.conf"],
+                                                     readFile: { files[$0] ?? "" })
+        guard case .run(let s, let names) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(names.count, 2)
+        XCTAssertEqual(s.fps, 25, "the owner's file wins")
+        XCTAssertEqual(s.width, 320, "the board's value stays where the owner says nothing")
+        XCTAssertEqual(s.publish.url, "http://10.0.2.2:8081/live/")
     }
 
     func testErrorsNameTheFlag() {
@@ -677,5 +699,20 @@ final class ThermalLadderTests: XCTestCase {
         try "48312\n".write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertEqual(ThermalWatch.read(path), 48.312)
         XCTAssertNil(ThermalWatch.read(path + ".missing"))
+    }
+}
+
+/// Every board's defaults (board/*/onair.conf, installed in its image) are valid settings.
+final class BoardConfigTests: XCTestCase {
+    func testEveryBoardsDefaultsParse() throws {
+        let boards = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../board").standardized
+        let names = try FileManager.default.contentsOfDirectory(atPath: boards.path).filter { !$0.hasSuffix(".md") }.sorted()
+        XCTAssertEqual(names, ["qemu-x86_64", "rpi4", "rpi5", "x86-vaapi"])
+        for name in names {
+            let path = boards.appendingPathComponent(name).appendingPathComponent("onair.conf").path
+            var settings = Settings()
+            XCTAssertNoThrow(try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &settings),
+                             name)
+        }
     }
 }
