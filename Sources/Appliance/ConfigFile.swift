@@ -160,6 +160,21 @@ public enum ConfigFile {
             guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got '\($1)'") }
             $0.previewDevice = $1 == "off" ? nil : $1
         },
+        "video.preset": {
+            let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow"]
+            guard presets.contains($1) else { throw ConfigError("expected one of \(presets.joined(separator: ", ")), got '\($1)'") }
+            $0.softwarePreset = $1
+        },
+        "preview.mode": {
+            if $1 == "auto" { $0.previewMode = nil; return }
+            let parts = $1.split(separator: "@")
+            let size = parts.first.map { $0.split(separator: "x").compactMap { Int($0) } } ?? []
+            guard parts.count <= 2, size.count == 2, size.allSatisfy({ (1...16384).contains($0) }),
+                  let refresh = parts.count == 2 ? Int(parts[1]) : 0 else {
+                throw ConfigError("expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got '\($1)'")
+            }
+            $0.previewMode = DRMDisplay.Mode(width: size[0], height: size[1], refresh: refresh)
+        },
         "preview.modeset": {
             guard $1 == "auto" || $1 == "legacy" else { throw ConfigError("expected auto or legacy, got '\($1)'") }
             $0.previewAtomic = $1 == "auto"

@@ -33,9 +33,12 @@ public final class Log: @unchecked Sendable {
         lock.withLock { listeners.append(listener) }
     }
 
+    /// Milliseconds since process start (the `t_ms` of a line logged now), to 0.1 ms.
+    public var elapsedMilliseconds: Double { Double((clock.now() - origin) / 100_000) / 10 }
+
     public func emit(_ event: String, level: Level, _ fields: [(String, Any)]) {
         defer { for listener in lock.withLock({ listeners }) { listener(event, level, fields) } }
-        let elapsed = Double((clock.now() - origin) / 100_000) / 10
+        let elapsed = elapsedMilliseconds
         let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event)] + fields
         let line: String
         switch format {

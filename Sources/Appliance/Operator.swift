@@ -46,9 +46,11 @@ final class OperatorReport: @unchecked Sendable {
     /// Events worth a console line of their own.
     static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
                                          "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
-                                         "performance.lowered", "audio.unavailable", "record.codec"]
+                                         "performance.lowered", "audio.unavailable", "record.codec", "deferred_start.done",
+                                         "thermal.step", "preview.fallback", "recording.recovered"]
 
-    private let console: Int32?
+    private let device: String?
+    private var console: Int32?
     private let notifier: SystemdNotifier?
     private let interval: Double
     private let snapshot: @Sendable () -> StatusSnapshot
@@ -60,7 +62,8 @@ final class OperatorReport: @unchecked Sendable {
     /// `device`: a path to write lines to (a tty, or any file), or nil.
     init(device: String?, interval: Double, notifier: SystemdNotifier?, log: Log,
          snapshot: @escaping @Sendable () -> StatusSnapshot, alive: @escaping @Sendable () -> Bool) {
-        console = device.map { open($0, O_WRONLY | O_CREAT | O_NOCTTY | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644) }.flatMap { $0 >= 0 ? $0 : nil }
+        self.device = device
+        console = device.flatMap(Self.open)
         if let device, console == nil { log("console.unavailable", level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
         self.notifier = notifier
         self.interval = interval
@@ -75,6 +78,11 @@ final class OperatorReport: @unchecked Sendable {
     }
 
     deinit { if let console { close(console) } }
+
+    private static func open(_ path: String) -> Int32? {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_NOCTTY | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644)
+        return fd >= 0 ? fd : nil
+    }
 
     /// The device `console.device = auto` means: the Raspberry Pi's serial alias, else its
     /// PL011 UART, else none (logs stay on stderr).
@@ -113,9 +121,17 @@ final class OperatorReport: @unchecked Sendable {
     }
 
     private func write(_ line: String) {
-        guard let console else { return }
         // Serial consoles want CR LF; a slow one drops a line rather than stall the run.
         let text = line + "\r\n"
-        lock.withLock { _ = text.withCString { Glibc.write(console, $0, strlen($0)) } }
+        lock.withLock {
+            guard let fd = self.console else { return }
+            if text.withCString({ Glibc.write(fd, $0, strlen($0)) }) < 0 && errno == EIO, let device {
+                // A getty starting on the same tty hangs it up (vhangup): every file opened
+                // on it before then fails with EIO from then on. Open it again.
+                close(fd)
+                self.console = Self.open(device)
+                if let again = self.console { _ = text.withCString { Glibc.write(again, $0, strlen($0)) } }
+            }
+        }
     }
 }

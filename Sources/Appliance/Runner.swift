@@ -141,6 +141,7 @@ public enum Runner {
         // The screen, when there is one (auto finds none on a headless board or a server:
         // the first captured frame counts as presented then).
         let sessionBox = SessionBox()
+        let firstFrame = FirstFrameTime(log: log)
         var display: DisplayPreview?
         if let device = settings.previewDevice {
             do {
@@ -149,7 +150,7 @@ public enum Runner {
                 let granted = camera?.opened?.granted.format
                 let lends = camera?.sharesBuffers == true && granted != .mjpeg
                 if let screen = try DRMDisplay.open(device == "auto" ? nil : device, picture: (settings.captureWidth, settings.captureHeight),
-                                                    camera: lends ? granted : nil, atomic: settings.previewAtomic,
+                                                    camera: lends ? granted : nil, mode: settings.previewMode, atomic: settings.previewAtomic,
                                                     log: { event, fields in log.emit(event, level: .warn, fields) }) {
                     let preview = DisplayPreview(display: screen, log: log) {
                         DRMDisplay.Indicators(recording: sessionBox.recording, uplinkFailing: sessionBox.uplinkFailing)
@@ -214,8 +215,6 @@ public enum Runner {
             return 1
         }
         gate.open(into: pipeline.session.queue)
-        log("deferred_start.done", ("mode", deferred.rawValue))
-        if deferred == .off { startSource(source, into: gate, settings: settings, log: log) }
         // The operator's view: the serial console's status line, and systemd's READY=1.
         let notifier = SystemdNotifier()
         let session = pipeline.session
@@ -224,6 +223,10 @@ public enum Runner {
             interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
             snapshot: { [pipeline] in pipeline.snapshot() },
             alive: { session.error == nil && session.state != .stopped })
+        // The start-up's two times since the process started, on the console as well.
+        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", firstFrame.milliseconds.map { "\($0)" } ?? "none"),
+            ("done_ms", log.elapsedMilliseconds))
+        if deferred == .off { startSource(source, into: gate, settings: settings, log: log) }
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
         report.start()
         // The record button: GPIO and evdev keys, each edge through the toggle/hold logic.

@@ -141,3 +141,18 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
         }
     }
 }
+
+/// When `preview.first_frame` was logged, in the log's milliseconds since process start.
+final class FirstFrameTime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Double?
+
+    init(log: Log) {
+        log.listen { [weak self, log] event, _, _ in
+            guard event == "preview.first_frame", let self else { return }
+            self.lock.withLock { if self.value == nil { self.value = log.elapsedMilliseconds } }
+        }
+    }
+
+    var milliseconds: Double? { lock.withLock { value } }
+}

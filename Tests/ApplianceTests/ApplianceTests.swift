@@ -542,14 +542,15 @@ final class OutputIndependenceTests: XCTestCase {
 
 /// The status snapshot as /metrics and the console show it.
 final class StatusSnapshotTests: XCTestCase {
-    let snapshot = StatusSnapshot(state: "recording", stream: "20261202T164233Z-3f9a", uptimeSeconds: 3725.5, fps: 30, framesIn: 1800,
+    let snapshot = StatusSnapshotTests.sample()
+    static func sample() -> StatusSnapshot { StatusSnapshot(state: "recording", stream: "20261202T164233Z-3f9a", uptimeSeconds: 3725.5, fps: 30, framesIn: 1800,
                                   segmentsStored: 30, segmentBytes: 11_250_000, liveBitsPerSecond: 1_520_000, droppedVideoFrames: 2,
                                   droppedAudioChunks: 0, streamsEnded: 1, recordings: 3, recordingBytes: 250_000_000,
                                   recordingNowBytes: 37_748_736, cameraFrames: nil, cameraDriverDropped: nil, cameraReopened: nil,
                                   lastError: "upload.failed url=http://origin/ reason=\"timeout\"",
                                   publish: .init(destination: "http://origin/", pendingSegments: 3, pendingBytes: 1_125_000,
                                                  oldestPendingSeconds: 6.2, streamsPublishing: 1, attempts: 40, failures: 7,
-                                                 bytes: 10_125_000, lastError: "timeout"))
+                                                 bytes: 10_125_000, lastError: "timeout")) }
 
     func testConsoleLine() {
         XCTAssertEqual(snapshot.consoleLine(fpsActual: 29.97),
@@ -714,5 +715,56 @@ final class BoardConfigTests: XCTestCase {
             XCTAssertNoThrow(try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &settings),
                              name)
         }
+        var qemu = Settings()
+        let path = boards.appendingPathComponent("qemu-x86_64/onair.conf").path
+        try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &qemu)
+        XCTAssertEqual(qemu.previewMode, DRMDisplay.Mode(width: 640, height: 480, refresh: 0))
+        XCTAssertEqual(qemu.softwarePreset, "ultrafast")
+        XCTAssertEqual(qemu.button.keys, [57], "KEY_SPACE")
+        XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[preview]\nmode = big\n", file: "x.conf"), to: &qemu)) {
+            XCTAssertEqual("\($0)", "x.conf:2: preview.mode: expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got 'big'")
+        }
+    }
+}
+
+/// The serial console is shared with the login prompt: agetty hangs the tty up when it
+/// starts, which makes every file opened on it before fail with EIO. The status lines
+/// must go on after that.
+final class ConsoleHangupTests: XCTestCase {
+    func testLinesContinueAfterTheTTYIsHungUp() throws {
+        // A pseudo-terminal by hand (tty_ioctl(4)): /dev/ptmx, unlock, its number.
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        XCTAssertGreaterThanOrEqual(master, 0)
+        defer { close(master) }
+        var unlock: Int32 = 0, number: UInt32 = 0
+        XCTAssertEqual(ioctl(master, UInt(0x4004_5431) /* TIOCSPTLCK */, &unlock), 0)
+        XCTAssertEqual(ioctl(master, UInt(0x8004_5430) /* TIOCGPTN */, &number), 0)
+        let slave = "/dev/pts/\(number)"
+        // Keep the line open from this side too, so the hang-up leaves a tty to reopen.
+        let keeper = open(slave, O_RDWR | O_NOCTTY)
+        defer { close(keeper) }
+        let log = Log(format: .logfmt, write: { _ in })
+        let snapshot = StatusSnapshotTests.sample()
+        let report = OperatorReport(device: slave, interval: 3600, notifier: nil, log: log,
+                                    snapshot: { [snapshot] in snapshot }, alive: { true })
+        fcntl(master, F_SETFL, O_NONBLOCK)
+        func readUntil(_ word: String) -> String {
+            var text = ""
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            for _ in 0..<100 where !text.contains(word) {
+                let n = read(master, &buffer, buffer.count)
+                if n > 0 { text += String(decoding: buffer[0..<n], as: UTF8.self) } else { usleep(10_000) }
+            }
+            return text
+        }
+        log("stream.started", ("id", "first"))
+        let before = readUntil("first")
+        // What agetty does when it starts on the tty (it flushes what was not yet read).
+        XCTAssertEqual(ioctl(keeper, UInt(0x5437) /* TIOCVHANGUP */), 0, String(cString: strerror(errno)))
+        log("stream.started", ("id", "second"))
+        let after = readUntil("second")
+        withExtendedLifetime(report) {}
+        XCTAssertTrue(before.contains("onair: stream.started id=first"), before)
+        XCTAssertTrue(after.contains("onair: stream.started id=second"), "after the hang-up: \(after)")
     }
 }

@@ -36,6 +36,9 @@ final class StartupTests: XCTestCase {
         let t = times(onair.stderr, events)
         XCTAssertFalse(t.contains(-1), onair.stderr)
         XCTAssertEqual(t, t.sorted(), "in the talk's order: \(zip(events, t).map { "\($0)=\($1)" })")
+        // The two start-up times, for the console and the system test.
+        let done = onair.stderr.split(separator: "\n").first { $0.contains("event=deferred_start.done") }.map(String.init) ?? ""
+        XCTAssertNotNil(done.range(of: #"first_frame_ms=[0-9.]+ done_ms=[0-9.]+"#, options: .regularExpression), done)
         XCTAssertEqual(try firstFrameIndex(out), 0, "--start now: the camera's first frame, held while the encoders opened")
     }
 

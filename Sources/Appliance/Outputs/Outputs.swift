@@ -117,8 +117,12 @@ final class EncodingOutput: StreamOutput {
         let size = settings.encodedSize
         return EncodingOutput(
             name: "live", requested: settings.encoder, settings: settings, log: log,
-            encoderSettings: VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
-                                                  bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval),
+            encoderSettings: {
+                var encoder = VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
+                                                   bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval)
+                encoder.x264Preset = settings.softwarePreset
+                return encoder
+            }(),
             makeEncoder: { frame, wallClock, video, audio in
                 LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, settings: settings, video: video, audio: audio)
             },
@@ -135,6 +139,7 @@ final class EncodingOutput: StreamOutput {
                 var encoder = VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
                                                    keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps)
                 encoder.codec = settings.record.codec
+                encoder.x264Preset = settings.softwarePreset
                 return encoder
             }(),
             makeEncoder: { frame, wallClock, video, audio in

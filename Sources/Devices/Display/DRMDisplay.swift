@@ -16,7 +16,13 @@ public final class DRMDisplay: @unchecked Sendable {
     public struct Mode: Sendable, Equatable, CustomStringConvertible {
         public var width: Int
         public var height: Int
+        /// Hz; 0 in a request: any.
         public var refresh: Int
+        public init(width: Int, height: Int, refresh: Int) {
+            self.width = width
+            self.height = height
+            self.refresh = refresh
+        }
         public var description: String { "\(width)x\(height)@\(refresh)" }
     }
     /// What the screen shows around the picture.
@@ -73,16 +79,19 @@ public final class DRMDisplay: @unchecked Sendable {
     /// `device`: a card node, or nil for the first card with a connected connector (nil
     /// when there is none: the appliance runs headless). `picture`: the camera's size;
     /// `camera`: the format of its shareable buffers (nil when it cannot lend them).
-    public static func open(_ device: String?, picture: (width: Int, height: Int), camera: FourCC?, atomic: Bool = true,
+    /// `mode`: the display mode to use instead of the connector's preferred one.
+    public static func open(_ device: String?, picture: (width: Int, height: Int), camera: FourCC?, mode: Mode? = nil, atomic: Bool = true,
                             log: @escaping Log) throws -> DRMDisplay? {
-        if let device { return try DRMDisplay(path: device, picture: picture, camera: camera, allowAtomic: atomic, log: log) }
+        if let device { return try DRMDisplay(path: device, picture: picture, camera: camera, mode: mode, allowAtomic: atomic, log: log) }
         for card in deviceNodes(in: "/dev/dri", prefix: "card") {
-            if let display = try? DRMDisplay(path: card, picture: picture, camera: camera, allowAtomic: atomic, log: log) { return display }
+            if let display = try? DRMDisplay(path: card, picture: picture, camera: camera, mode: mode, allowAtomic: atomic, log: log) {
+                return display
+            }
         }
         return nil
     }
 
-    init(path: String, picture: (width: Int, height: Int), camera: FourCC?, allowAtomic: Bool, log: @escaping Log) throws {
+    init(path: String, picture: (width: Int, height: Int), camera: FourCC?, mode wanted: Mode?, allowAtomic: Bool, log: @escaping Log) throws {
         self.path = path
         self.picture = picture
         self.log = log
@@ -94,7 +103,7 @@ public final class DRMDisplay: @unchecked Sendable {
         // Universal planes list the primary and cursor planes too; atomic implies them.
         let universal = drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_UNIVERSAL_PLANES), 1) == 0
         atomic = allowAtomic && universal && drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_ATOMIC), 1) == 0
-        let output = try Self.findOutput(fd: fd, path: path)
+        let output = try Self.findOutput(fd: fd, path: path, mode: wanted)
         connectorID = output.connector
         crtcID = output.crtc
         connectorName = output.name
@@ -128,8 +137,9 @@ public final class DRMDisplay: @unchecked Sendable {
     }
 
     /// The first connected connector, its preferred mode (else the first: drivers list the
-    /// best first) and the CRTC driving it (or the first one its encoder can drive).
-    private static func findOutput(fd: Int32, path: String) throws
+    /// best first) or the one asked for, and the CRTC driving it (or the first one its
+    /// encoder can drive).
+    private static func findOutput(fd: Int32, path: String, mode wanted: Mode?) throws
         -> (connector: UInt32, mode: drmModeModeInfo, crtc: UInt32, crtcIndex: Int, name: String) {
         guard let resources = drmModeGetResources(fd) else {
             throw DeviceError("preview.device \(path): not a KMS display (\(String(cString: strerror(errno))))")
@@ -141,7 +151,20 @@ public final class DRMDisplay: @unchecked Sendable {
             defer { drmModeFreeConnector(connector) }
             guard onair_drm_connected(connector) != 0, connector.pointee.count_modes > 0 else { continue }
             let modes = (0..<Int(connector.pointee.count_modes)).map { connector.pointee.modes[$0] }
-            let mode = modes.first { $0.type & UInt32(DRM_MODE_TYPE_PREFERRED) != 0 } ?? modes[0]
+            let type = String(cString: drmModeGetConnectorTypeName(connector.pointee.connector_type))
+            let name = "\(type)-\(connector.pointee.connector_type_id)"
+            let mode: drmModeModeInfo
+            if let wanted {
+                let offered = modes.map { Mode(width: Int($0.hdisplay), height: Int($0.vdisplay), refresh: Int($0.vrefresh)) }
+                guard let index = offered.firstIndex(where: { $0.width == wanted.width && $0.height == wanted.height
+                    && (wanted.refresh == 0 || $0.refresh == wanted.refresh) }) else {
+                    throw DeviceError("preview.mode \(wanted.width)x\(wanted.height)\(wanted.refresh > 0 ? "@\(wanted.refresh)" : ""): "
+                        + "\(name) on \(path) offers \(Array(Set(offered.map(\.description))).sorted().prefix(12).joined(separator: ", "))")
+                }
+                mode = modes[index]
+            } else {
+                mode = modes.first { $0.type & UInt32(DRM_MODE_TYPE_PREFERRED) != 0 } ?? modes[0]
+            }
             var crtc: UInt32 = 0
             if connector.pointee.encoder_id != 0, let encoder = drmModeGetEncoder(fd, connector.pointee.encoder_id) {
                 crtc = encoder.pointee.crtc_id
@@ -152,8 +175,7 @@ public final class DRMDisplay: @unchecked Sendable {
                 drmModeFreeEncoder(encoder)
             }
             guard crtc != 0, let index = crtcs.firstIndex(of: crtc) else { continue }
-            let type = String(cString: drmModeGetConnectorTypeName(connector.pointee.connector_type))
-            return (connector.pointee.connector_id, mode, crtc, index, "\(type)-\(connector.pointee.connector_type_id)")
+            return (connector.pointee.connector_id, mode, crtc, index, name)
         }
         throw DeviceError("preview.device \(path): no connected display")
     }
