@@ -26,13 +26,16 @@ struct ThermalLadder {
     private var coolSince: Int64?
     private var lastChange: Int64?
 
-    /// Starts at the highest step not above `fps`.
+    /// Starts at `fps`, the configured rate, which is also the top: the ladder lowers the
+    /// rate and restores it, never raises it past what the camera was opened at (a board
+    /// set to 15 fps on a 30,24,… ladder would otherwise climb to 30 when cool, and repeat
+    /// every other picture).
     init(steps: [Int], fps: Int, hot: Double, cool: Double, dwellSeconds: Double) {
-        self.steps = steps.sorted(by: >)
+        self.steps = [fps] + Set(steps.filter { $0 < fps }).sorted(by: >)
         self.hot = hot
         self.cool = cool
         dwell = Int64(dwellSeconds * 1e9)
-        index = self.steps.firstIndex { $0 <= fps } ?? 0
+        index = 0
     }
 
     var fps: Int { steps[index] }

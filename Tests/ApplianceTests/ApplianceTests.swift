@@ -686,12 +686,23 @@ final class ThermalLadderTests: XCTestCase {
 
     func testEncoderBacklogCountsAsHeatAndTheLadderHasEnds() {
         var ladder = ThermalLadder(steps: [10, 30, 15], fps: 25, hot: 80, cool: 70, dwellSeconds: 1)
-        XCTAssertEqual(ladder.fps, 15, "the highest step not above the configured rate")
+        XCTAssertEqual(ladder.steps, [25, 15, 10], "the configured rate on top, then the steps below it")
+        XCTAssertEqual(ladder.fps, 25)
         XCTAssertNil(ladder.observe(temperature: nil, pressure: true, at: 0))
         XCTAssertEqual(ladder.observe(temperature: nil, pressure: true, at: s)?.reason, "encoder backlog")
+        XCTAssertEqual(ladder.fps, 15)
+        XCTAssertNotNil(ladder.observe(temperature: 95, pressure: false, at: 3 * s))
         XCTAssertEqual(ladder.fps, 10)
         XCTAssertNil(ladder.observe(temperature: 95, pressure: false, at: 10 * s), "the bottom of the ladder")
         XCTAssertNil(ladder.observe(temperature: 95, pressure: false, at: 20 * s))
+    }
+
+    /// A board opened at 15 fps on the default ladder stays at 15 when cool: found on the
+    /// qemu board, which climbed to 30 and repeated every other picture.
+    func testCoolNeverRaisesTheRateAboveTheConfiguredOne() {
+        var ladder = ThermalLadder(steps: [30, 24, 20, 15, 10], fps: 15, hot: 80, cool: 70, dwellSeconds: 1)
+        for t in 0..<60 { XCTAssertNil(ladder.observe(temperature: 50, pressure: false, at: Int64(t) * s)) }
+        XCTAssertEqual(ladder.fps, 15)
     }
 
     func testTheSensorFileIsMillidegrees() throws {
@@ -718,9 +729,10 @@ final class BoardConfigTests: XCTestCase {
         var qemu = Settings()
         let path = boards.appendingPathComponent("qemu-x86_64/onair.conf").path
         try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &qemu)
-        XCTAssertEqual(qemu.previewMode, DRMDisplay.Mode(width: 640, height: 480, refresh: 0))
         XCTAssertEqual(qemu.softwarePreset, "ultrafast")
         XCTAssertEqual(qemu.button.keys, [57], "KEY_SPACE")
+        try ConfigFile.apply(try ConfigFile.parse("[preview]\nmode = 640x480\n", file: "x.conf"), to: &qemu)
+        XCTAssertEqual(qemu.previewMode, DRMDisplay.Mode(width: 640, height: 480, refresh: 0))
         XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[preview]\nmode = big\n", file: "x.conf"), to: &qemu)) {
             XCTAssertEqual("\($0)", "x.conf:2: preview.mode: expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got 'big'")
         }
