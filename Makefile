@@ -11,7 +11,12 @@ BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libswscale-dev libmicrohtt
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI).
 TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv
+# Images and the system test: the root file system from Debian packages (mmdebstrap),
+# partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
+# OVMF to boot the result.
+IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf
 DEBS := $(BUILD_DEBS) $(TEST_DEBS)
+BOARD ?= qemu-x86_64
 
 RELEASE_BIN := .build/release/onair
 SWIFT_RELEASE := swift build -c release --static-swift-stdlib
@@ -19,12 +24,12 @@ SWIFT_RELEASE := swift build -c release --static-swift-stdlib
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps image-deps build run test bench image vm-test clean
 
 all: build
 
-deps:
-	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps image-deps: 
+	@missing=$$(for p in $(if $(filter image-deps,$@),$(IMAGE_DEBS),$(DEBS)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
@@ -51,6 +56,15 @@ $(MOTO):
 
 bench: build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
+
+# A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
+image: build image-deps
+	image/build.sh $(BOARD) $(RELEASE_BIN) out
+
+# The system test: boots the qemu-x86_64 image under QEMU, presses the button, watches the
+# serial console, cuts the power (scripts/vm_test.py says what it checks).
+vm-test: image
+	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) BOARD=$(BOARD) python3 scripts/vm_test.py
 
 clean:
 	rm -rf .build var out

@@ -1,0 +1,170 @@
+#!/bin/bash
+# make image BOARD=NAME: builds out/onair-NAME.img (+ .bmap and .sha256) from Debian
+# packages, as root, without Docker, loop devices or mounts: mmdebstrap makes the root file
+# system in a folder, mkfs.ext4 -d and mkfs.vfat + mtools make the partitions as files, and
+# sfdisk lays them out in the image file.
+#
+#   image/build.sh BOARD ONAIR_BINARY OUTDIR
+#
+# Partitions: 1) FAT boot partition (ONAIR-BOOT): onair.conf for the owner, and the EFI
+# loader + kernel (efi boards) or the Raspberry Pi firmware (rpi boards); 2) the root file
+# system (onair-root), mounted read-only; 3) the data partition (onair-data) for streams,
+# spool, recordings and the journal, grown to fill the disk at boot and checked every boot.
+set -euo pipefail
+
+board=${1:?board name}
+binary=${2:?onair binary}
+out=$(mkdir -p "${3:-out}" && cd "${3:-out}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+boarddir=$repo/board/$board
+[ -f "$boarddir/board.conf" ] || { echo "make image: no board '$board' (boards: $(ls "$repo/board" | grep -v '\.md$' | tr '\n' ' '))" >&2; exit 2; }
+ARCH= SUITE= BOOT= PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= CONFIG_TXT=
+# shellcheck source=/dev/null
+. "$boarddir/board.conf"
+
+# The binary must be for the board's architecture (an arm64 build comes with part 6).
+case "$ARCH" in amd64) want="x86-64" ;; arm64) want="aarch64" ;; *) echo "make image: board $board: unknown ARCH '$ARCH'" >&2; exit 2 ;; esac
+if [ ! -f "$binary" ] || ! file -b "$binary" | grep -q "$want"; then
+    echo "make image BOARD=$board: needs an $ARCH ($want) build of onair, and $binary is $( [ -f "$binary" ] && file -b "$binary" | cut -d, -f1-2 || echo missing)." >&2
+    [ "$ARCH" = arm64 ] && echo "make image BOARD=$board: the arm64 build of onair is part 6 (make build ARCH=arm64); no image was made." >&2
+    exit 2
+fi
+[ "$BOOT" = efi ] || { echo "make image BOARD=$board: BOOT=$BOOT images are part 6; no image was made." >&2; exit 2; }
+
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}
+export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
+work=$out/work-$board
+image=$out/onair-$board.img
+rm -rf "$work" "$image" "$image.bmap" "$image.sha256"
+mkdir -p "$work"
+root=$work/root
+# Packages downloaded once per machine, not per build.
+cache=${ONAIR_IMAGE_CACHE:-/var/cache/onair-image/$SUITE-$ARCH}
+mkdir -p "$cache"
+
+say() { echo "make image: $*"; }
+serial_device=${SERIAL%%,*}
+serial_speed=${SERIAL##*,}
+
+# 1. The root file system: what onair links, systemd, the board's kernel and drivers.
+runtime="libavcodec59 libavutil57 libswscale6 libva2 libva-drm2 libdrm2 libasound2 libcurl4 libmicrohttpd12"
+system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools cloud-guest-utils fdisk ca-certificates"
+[ "$BOOT" = efi ] && system="$system systemd-boot-efi"
+say "root file system ($SUITE $ARCH: $PACKAGES)"
+mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" \
+    --include="$(echo "$runtime $system $PACKAGES" | tr ' ' ',')" \
+    --aptopt='APT::Install-Recommends "false"' \
+    --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$cache' -name '*.deb' -exec cp -t \"\$1/var/cache/apt/archives\" {} + || true" \
+    --customize-hook="find \"\$1/var/cache/apt/archives\" -name '*.deb' -exec cp -nt '$cache' {} +" \
+    --skip=download/empty \
+    "$SUITE" "$root"
+
+say "onair and its services"
+install -D -m 0755 "$binary" "$root/usr/bin/onair"
+strip --strip-unneeded "$root/usr/bin/onair" 2>/dev/null || true
+install -D -m 0644 "$boarddir/onair.conf" "$root/usr/share/onair/board.conf"
+install -D -m 0644 "$here/rootfs/onair.service" "$root/etc/systemd/system/onair.service"
+install -D -m 0644 "$here/rootfs/onair-grow-data.service" "$root/etc/systemd/system/onair-grow-data.service"
+install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
+install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
+for unit in $SERVICES; do install -D -m 0644 "$boarddir/$unit" "$root/etc/systemd/system/$unit"; done
+for pair in $INSTALL; do install -D -m 0755 "$boarddir/${pair%%:*}" "$root/${pair#*:}"; done
+
+# Read-only root: what must be written lives in /run (tmpfs), /data or a tmpfs of its own.
+cat > "$root/etc/fstab" <<EOF
+# The root file system is read-only so a power cut cannot corrupt it (onair.service
+# writes only to /data). /data is checked at every boot (tune2fs -c 1) and grown to fill
+# the disk (onair-grow-data.service).
+LABEL=onair-root   /               ext4   ro,noatime                    0 1
+LABEL=ONAIR-BOOT   /boot/firmware  vfat   ro,fmask=0133,dmask=0022      0 2
+LABEL=onair-data   /data           ext4   noatime,commit=1              0 2
+/data/journal      /var/log/journal none  bind,x-systemd.requires-mounts-for=/data 0 0
+tmpfs              /tmp            tmpfs  mode=1777,size=64m            0 0
+tmpfs              /var/tmp        tmpfs  mode=1777,size=16m            0 0
+tmpfs              /var/lib/systemd tmpfs mode=0755,size=8m             0 0
+tmpfs              /var/cache      tmpfs  mode=0755,size=8m             0 0
+EOF
+mkdir -p "$root/boot/firmware" "$root/data" "$root/var/log/journal"
+echo onair > "$root/etc/hostname"
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tonair\n' > "$root/etc/hosts"
+: > "$root/etc/machine-id"  # empty: systemd makes a transient one on the read-only root
+ln -sf /run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
+# The operator's root login on the serial console (no password: whoever holds the serial
+# cable holds the board; set one with passwd on a writable root if that is not so).
+chroot "$root" passwd -qd root
+printf '%s\n' $MODULES > "$root/etc/modules-load.d/onair.conf"
+[ -n "$MODPROBE_OPTIONS" ] && printf '%s\n' "$MODPROBE_OPTIONS" > "$root/etc/modprobe.d/onair.conf"
+# journald keeps its files on /data (bind-mounted at /var/log/journal), bounded.
+mkdir -p "$root/etc/systemd/journald.conf.d"
+printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
+systemctl --root="$root" enable onair.service onair-grow-data.service systemd-networkd.service systemd-resolved.service \
+    systemd-timesyncd.service $SERVICES >/dev/null 2>&1
+# The status lines and the login share the console: no kernel chatter over them.
+mkdir -p "$root/etc/sysctl.d"
+echo 'kernel.printk = 3 4 1 3' > "$root/etc/sysctl.d/10-onair-console.conf"
+
+# 2. The boot partition: the owner's onair.conf, and the EFI loader with the kernel.
+boot=$work/boot
+mkdir -p "$boot"
+install -m 0644 "$here/onair.conf" "$boot/onair.conf"
+kernel=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)
+initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)
+if [ "$BOOT" = efi ]; then
+    efi_name=$( [ "$ARCH" = amd64 ] && echo BOOTX64.EFI || echo BOOTAA64.EFI )
+    efi_stub=$( [ "$ARCH" = amd64 ] && echo systemd-bootx64.efi || echo systemd-bootaa64.efi )
+    mkdir -p "$boot/EFI/BOOT" "$boot/loader/entries"
+    cp "$root/usr/lib/systemd/boot/efi/$efi_stub" "$boot/EFI/BOOT/$efi_name"
+    cp "$kernel" "$boot/vmlinuz"
+    cp "$initrd" "$boot/initrd.img"
+    printf 'default onair.conf\ntimeout 0\nconsole-mode keep\n' > "$boot/loader/loader.conf"
+    printf 'title onair\nlinux /vmlinuz\ninitrd /initrd.img\noptions root=LABEL=onair-root ro console=tty1 console=%s,%s %s\n' \
+        "$serial_device" "$serial_speed" "$CMDLINE" > "$boot/loader/entries/onair.conf"
+fi
+# The kernel and initramfs now live on the boot partition; the root keeps its modules.
+rm -f "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-*
+rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info"
+
+# 3. The data partition: the folders onair and journald expect, nothing else.
+data=$work/data
+mkdir -p "$data/journal" "$data/cache"
+
+# Each file system as a file, with fixed identities and times (SOURCE_DATE_EPOCH).
+find "$root" "$boot" "$data" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch --no-dereference --date="@$SOURCE_DATE_EPOCH"
+mib() { echo $(( ($1 + 1048575) / 1048576 )); }
+root_bytes=$(du -sb "$root" | cut -f1)
+root_mib=$(( $(mib "$root_bytes") * 5 / 4 + 64 ))
+boot_bytes=$(du -sb "$boot" | cut -f1)
+boot_mib=$(( $(mib "$boot_bytes") + 64 ))
+[ $boot_mib -lt 128 ] && boot_mib=128
+data_mib=64
+say "file systems: boot $boot_mib MiB, root $root_mib MiB, data $data_mib MiB (grows at first boot)"
+mkfs.vfat -F 32 -n ONAIR-BOOT -i 0a1a0001 --invariant -C "$work/boot.fat" $(( boot_mib * 1024 )) >/dev/null
+( cd "$boot" && find . -mindepth 1 -type d | sort | sed 's|^\./||' | while read -r d; do mmd -i "$work/boot.fat" "::$d"; done
+  find . -type f | sort | sed 's|^\./||' | while read -r f; do mcopy -m -i "$work/boot.fat" "$f" "::$f"; done )
+mkfs.ext4 -q -L onair-root -U 6f6e6169-7200-4000-8000-726f6f740001 -E root_owner=0:0,hash_seed=6f6e6169-7200-4000-8000-000000000001 \
+    -d "$root" "$work/root.ext4" "${root_mib}M" >/dev/null
+mkfs.ext4 -q -L onair-data -U 6f6e6169-7200-4000-8000-646174610001 -E root_owner=0:0,hash_seed=6f6e6169-7200-4000-8000-000000000002 \
+    -d "$data" "$work/data.ext4" "${data_mib}M" >/dev/null
+tune2fs -c 1 "$work/data.ext4" >/dev/null  # a full check at every mount
+
+# The disk: GPT (the EFI system partition first), 1 MiB aligned.
+total_mib=$(( 1 + boot_mib + root_mib + data_mib + 1 ))
+truncate -s "${total_mib}M" "$image"
+sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
+label: gpt
+label-id: 6F6E6169-7200-4000-8000-000000000000
+unit: sectors
+start=2048, size=$(( boot_mib * 2048 )), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, uuid=6F6E6169-7200-4000-8000-000000000001, name="onair-boot"
+size=$(( root_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000002, name="onair-root"
+size=$(( data_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000003, name="onair-data"
+EOF
+place() { dd if="$1" of="$image" bs=1M seek="$2" conv=notrunc,sparse status=none; }
+place "$work/boot.fat" 1
+place "$work/root.ext4" $(( 1 + boot_mib ))
+place "$work/data.ext4" $(( 1 + boot_mib + root_mib ))
+
+bmaptool -q create -o "$image.bmap" "$image"
+( cd "$out" && sha256sum "$(basename "$image")" > "$(basename "$image").sha256" )
+rm -rf "$work"
+say "$image ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used), $image.bmap, $image.sha256"
