@@ -263,14 +263,7 @@ public final class DRMDisplay: @unchecked Sendable {
     /// buffer on the screen.
     private func fallBack(_ reason: String, to picture: PlanePlan.Picture) {
         let before = plan
-        if let plane = plan.overlay, ready {
-            if atomic, let properties, let request = AtomicRequest() {
-                request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: 0, source: (0, 0), onto: (0, 0, 0, 0))
-                _ = request.commit(fd: fd)
-            } else {
-                _ = setPlane(plane, framebuffer: 0)
-            }
-        }
+        if ready { switchOverlayOff() }
         plan.picture = picture
         if case .converted = picture { plan.overlay = nil }
         lock.withLock { importing = false }
@@ -278,6 +271,17 @@ public final class DRMDisplay: @unchecked Sendable {
         if let buffer = takeOnScreen() { giveBack?(buffer) }
         primaryShows = [nil, nil]
         log("preview.fallback", [("from", before.description), ("to", plan.description), ("reason", reason)])
+    }
+
+    /// Takes the overlay plane off the screen (a blocking commit, or SetPlane with no fb).
+    private func switchOverlayOff() {
+        guard let plane = plan.overlay else { return }
+        if atomic, let properties, let request = AtomicRequest() {
+            request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: 0, source: (0, 0), onto: (0, 0, 0, 0))
+            _ = request.commit(fd: fd)
+        } else {
+            _ = setPlane(plane, framebuffer: 0)
+        }
     }
 
     private func takeOnScreen() -> SharedBuffer? { lock.withLock { defer { onScreen = nil }; return onScreen } }
@@ -417,14 +421,7 @@ public final class DRMDisplay: @unchecked Sendable {
     }
 
     private func release() {
-        if let plane = plan.overlay {
-            if atomic, let properties, let request = AtomicRequest() {
-                request.plane(plane, properties.overlay, crtc: crtcID, framebuffer: 0, source: (0, 0), onto: (0, 0, 0, 0))
-                _ = request.commit(fd: fd)
-            } else {
-                _ = setPlane(plane, framebuffer: 0)
-            }
-        }
+        switchOverlayOff()
         if let saved {
             // Give the screen back as it was (the console, a splash), or dark if it was.
             var connector = connectorID
