@@ -274,7 +274,53 @@ final class LiveStreamTimingTests: XCTestCase {
         let directory = stream.writer.directory
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
     }
+    /// What the qemu board showed: sound lagging the pictures by 300 ms, a stall that
+    /// drops 26 frames, then a stop, with the sound let in until it covers the last picture
+    /// (as the session's finishing state does). Both tracks still end together.
+    func testAStopAfterAStallWithLaggingSoundEndsBothTracksTogether() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-lag-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var settings = Settings()
+        settings.width = 160
+        settings.height = 96
+        settings.fps = 10
+        settings.dataDirectory = root
+        let size = settings.encodedSize
+        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 10,
+                                                                                bitrate: 200_000, keyframeInterval: 20))
+        let audio = try AACEncoder(settings: AudioEncoderSettings())
+        let pattern = SyntheticPattern(width: 160, height: 96, fps: 10)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 5_000_000_000
+        let log = Log(format: .logfmt, write: { _ in })
+        func frame(_ i: Int64) -> VideoFrame { pattern.frame(index: i, captureTime: origin + i * 100_000_000) }
+        func chunk(_ n: Int64) -> AudioChunk {
+            AudioChunk(samples: tone.samples(from: n * 960, count: 960), channels: 1, sampleRate: 48_000, captureTime: origin + n * 20_000_000)
+        }
+        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, settings: settings,
+                                    video: video, audio: audio, log: log, observer: { _ in })
+        var next: Int64 = 0
+        let last: Int64 = 205
+        for i in Int64(1)...last {
+            if (170..<196).contains(i) { continue }  // the stall
+            try stream.encode(frame(i))
+            // Sound arrives 300 ms behind the pictures.
+            while origin + next * 20_000_000 + 20_000_000 <= frame(i).captureTime - 300_000_000 {
+                try stream.encode(chunk(next))
+                next += 1
+            }
+        }
+        // Finishing: sound until it covers the last picture.
+        while origin + next * 20_000_000 < frame(last).captureTime + 100_000_000 {
+            try stream.encode(chunk(next))
+            next += 1
+        }
+        try stream.finish()
+        let directory = stream.writer.directory
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+    }
 }
+
 
 /// A camera unplugged for four seconds and back: the live stream goes on after an
 /// EXT-X-DISCONTINUITY (no burst of repeated pictures, no sound from the gap), and the
@@ -778,5 +824,69 @@ final class ConsoleHangupTests: XCTestCase {
         withExtendedLifetime(report) {}
         XCTAssertTrue(before.contains("onair: stream.started id=first"), before)
         XCTAssertTrue(after.contains("onair: stream.started id=second"), "after the hang-up: \(after)")
+    }
+}
+
+/// The end of a stream: both tracks end together (HLS_RULES S14) even when the sound
+/// lags the pictures, as it does on a loaded board.
+final class StreamEncoderEndTests: XCTestCase {
+    func testSoundThatStopsShortIsPaddedToTheLastPicture() throws {
+        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 64, height: 48, fps: 10, bitrate: 100_000, keyframeInterval: 20))
+        let audio = try AACEncoder(settings: AudioEncoderSettings(sampleRate: 48_000, channels: 1, bitrate: 64_000))
+        let origin: Int64 = 5_000_000_000
+        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 0)
+        let encoder = StreamEncoder(timeline: timeline, fps: 10, rotation: .none,
+                                    keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: 180_000),
+                                    video: video, audio: audio)
+        var videoSamples: [EncodedSample] = [], audioSamples: [EncodedSample] = []
+        let picture = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: 64, height: 48))
+        for i in 0..<10 {
+            videoSamples += try encoder.encode(VideoFrame(width: 64, height: 48, planes: picture, captureTime: origin + Int64(i) * 100_000_000, index: Int64(i)))
+        }
+        // Sound up to 0.7 s of the pictures' 1.0 s: the last 0.3 s is still in the microphone.
+        for i in 0..<35 {
+            audioSamples += try encoder.encode(AudioChunk(samples: [Int16](repeating: 100, count: 960), channels: 1, sampleRate: 48_000,
+                                                          captureTime: origin + Int64(i) * 20_000_000))
+        }
+        let rest = try encoder.flush()
+        videoSamples += rest.video
+        audioSamples += rest.audio
+        XCTAssertEqual(encoder.videoEndTicks, 90_000, "ten frames at 10 fps")
+        let audioEnd = try XCTUnwrap(audioSamples.last.map { $0.dts + $0.duration })
+        let videoEnd = timeline.startTicks(timescale: 48_000) + 48_000
+        XCTAssertLessThanOrEqual(abs(audioEnd - videoEnd), 1024, "audio ends \(Double(audioEnd - videoEnd) / 48_000) s from the video")
+        XCTAssertGreaterThan(encoder.audioSilenceFilled, 0)
+    }
+}
+
+/// A sound card whose clock runs slow against CLOCK_MONOTONIC (the qemu board's loopback):
+/// each 20 ms chunk is stamped 0.4 ms later than the samples before it account for. The
+/// encoder's output is contiguous, so those gaps must add up into silence, or the sound
+/// slides behind the pictures and the stream's last segment ends short (S14).
+final class AudioClockDriftTests: XCTestCase {
+    func testASlowSoundClockIsMadeUpWithSilenceAndTheTracksEndTogether() throws {
+        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 64, height: 48, fps: 10, bitrate: 100_000, keyframeInterval: 20))
+        let audio = try AACEncoder(settings: AudioEncoderSettings(sampleRate: 48_000, channels: 1, bitrate: 64_000))
+        let origin: Int64 = 5_000_000_000
+        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 0)
+        let encoder = StreamEncoder(timeline: timeline, fps: 10, rotation: .none,
+                                    keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: 180_000),
+                                    video: video, audio: audio)
+        var audioSamples: [EncodedSample] = []
+        let picture = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: 64, height: 48))
+        var chunk: Int64 = 0
+        for i in 0..<100 {  // 10 s
+            _ = try encoder.encode(VideoFrame(width: 64, height: 48, planes: picture, captureTime: origin + Int64(i) * 100_000_000, index: Int64(i)))
+            while origin + chunk * 20_400_000 + 20_400_000 <= origin + Int64(i + 1) * 100_000_000 {
+                audioSamples += try encoder.encode(AudioChunk(samples: [Int16](repeating: 100, count: 960), channels: 1, sampleRate: 48_000,
+                                                              captureTime: origin + chunk * 20_400_000))
+                chunk += 1
+            }
+        }
+        audioSamples += try encoder.flush().audio
+        XCTAssertGreaterThan(encoder.audioSilenceFilled, 48_000 / 10, "2 % of 10 s: about 0.2 s made up with silence")
+        let audioEnd = try XCTUnwrap(audioSamples.last.map { $0.dts + $0.duration })
+        let videoEnd = timeline.startTicks(timescale: 48_000) + 480_000
+        XCTAssertLessThanOrEqual(abs(audioEnd - videoEnd), 1024, "audio ends \(Double(audioEnd - videoEnd) / 48_000) s from the video")
     }
 }

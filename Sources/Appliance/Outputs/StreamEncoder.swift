@@ -120,28 +120,32 @@ final class StreamEncoder {
     /// Encodes a chunk of sound where its capture time puts it: trimmed to start no
     /// earlier than the stream or the sound already encoded, and after a gap (a dropped
     /// chunk, an xrun) silence first, so the audio track never slides against the video.
+    /// The encoder's output is one contiguous run of samples, so the position kept here is
+    /// where the next sample really goes: a gap under 10 ms is jitter and the chunk follows
+    /// on at once, but those gaps add up (a sound card whose clock runs slow against
+    /// CLOCK_MONOTONIC, as the emulated board's does), and once they reach 10 ms the
+    /// silence is put in: the sound stays within 10 ms of its capture time.
     func encode(_ chunk: AudioChunk) throws -> [EncodedSample] {
         guard let audio else { return [] }
         let rate = Int64(chunk.sampleRate)
         var samples = chunk.samples
-        var start = timeline.ticks(captureTime: chunk.captureTime, timescale: rate)
-        let expected = nextAudioTicks ?? timeline.startTicks(timescale: rate)
+        let start = timeline.ticks(captureTime: chunk.captureTime, timescale: rate)
+        var position = nextAudioTicks ?? timeline.startTicks(timescale: rate)
         var encoded: [EncodedSample] = []
-        if start < expected {
-            let overlap = Int(expected - start)
+        if start < position {
+            let overlap = Int(position - start)
             guard overlap < chunk.frameCount else { return [] }
             samples.removeFirst(overlap * chunk.channels)
-            start = expected
-        } else if start - expected > rate / 100 {
-            // More than 10 ms missing: fill with silence (a shorter gap is clock jitter).
-            let silence = Int(start - expected)
-            encoded += try audio.encode([Int16](repeating: 0, count: silence * chunk.channels), startTicks: expected)
+        } else if start - position > rate / 100 {
+            let silence = Int(start - position)
+            encoded += try audio.encode([Int16](repeating: 0, count: silence * chunk.channels), startTicks: position)
             audioSilenceFilled += silence
+            position = start
         }
-        encoded += try audio.encode(samples, startTicks: start)
-        let end = (nextAudioTicks.map { max($0, start) } ?? start) + Int64(samples.count / chunk.channels)
-        nextAudioTicks = end
-        audioEndTicks = rescale(end - timeline.startTicks(timescale: rate), from: rate, to: Timescale.video)
+        encoded += try audio.encode(samples, startTicks: position)
+        position += Int64(samples.count / chunk.channels)
+        nextAudioTicks = position
+        audioEndTicks = rescale(position - timeline.startTicks(timescale: rate), from: rate, to: Timescale.video)
         return encoded
     }
 
