@@ -223,12 +223,7 @@ public enum Runner {
             interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
             snapshot: { [pipeline] in pipeline.snapshot() },
             alive: { session.error == nil && session.state != .stopped })
-        // The start-up's two times since the process started, on the console as well.
-        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", firstFrame.milliseconds.map { "\($0)" } ?? "none"),
-            ("done_ms", log.elapsedMilliseconds))
         if deferred == .off { startSource(source, into: gate, settings: settings, log: log) }
-        notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
-        report.start()
         // The record button: GPIO and evdev keys, each edge through the toggle/hold logic.
         let shutdown = Completion()
         let buttons = ButtonController(settings: settings.button, log: log) { [button = settings.button] action in
@@ -261,6 +256,13 @@ public enum Runner {
                 log("button.unavailable", level: .warn, ("error", "\(error)"))
             }
         }
+        // Ready only now that the buttons listen: a press right after READY=1 (or after the
+        // console says so) must not be lost. The start-up's two times since the process
+        // started go on the console as well.
+        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", firstFrame.milliseconds.map { "\($0)" } ?? "none"),
+            ("done_ms", log.elapsedMilliseconds))
+        notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
+        report.start()
         watchStandardInput(pipeline.session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
