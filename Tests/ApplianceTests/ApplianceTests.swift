@@ -231,21 +231,27 @@ final class MediaQueueTests: XCTestCase {
 /// the capture does (jitter, a dropped frame, a repeated one, a lost audio chunk), the
 /// stream stays constant-rate, continuous and in sync.
 final class LiveStreamTimingTests: XCTestCase {
-    func testDropsRepeatsJitterAndLostAudioStillGiveAValidStream() throws {
+    /// A 160x96 stream at `fps` with real x264 and AAC encoders, writing under a temporary
+    /// folder that `addTeardownBlock` removes.
+    func settingsAndEncoders(fps: Int) throws -> (Settings, VideoEncoder, AACEncoder, Log) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-live-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         var settings = Settings()
         settings.width = 160
         settings.height = 96
+        settings.fps = fps
         settings.dataDirectory = root
         let size = settings.encodedSize
-        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 30,
-                                                                                bitrate: 200_000, keyframeInterval: 60))
-        let audio = try AACEncoder(settings: AudioEncoderSettings())
+        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: fps,
+                                                                                bitrate: 200_000, keyframeInterval: 2 * fps))
+        return (settings, video, try AACEncoder(settings: AudioEncoderSettings()), Log(format: .logfmt, write: { _ in }))
+    }
+
+    func testDropsRepeatsJitterAndLostAudioStillGiveAValidStream() throws {
+        let (settings, video, audio, log) = try settingsAndEncoders(fps: 30)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
         let origin: Int64 = 5_000_000_000
-        let log = Log(format: .logfmt, write: { _ in })
         func frame(_ i: Int64, jitter: Int64 = 0) -> VideoFrame {
             pattern.frame(index: i, captureTime: origin + pattern.offset(of: i) + jitter)
         }
@@ -278,21 +284,10 @@ final class LiveStreamTimingTests: XCTestCase {
     /// drops 26 frames, then a stop, with the sound let in until it covers the last picture
     /// (as the session's finishing state does). Both tracks still end together.
     func testAStopAfterAStallWithLaggingSoundEndsBothTracksTogether() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-lag-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        var settings = Settings()
-        settings.width = 160
-        settings.height = 96
-        settings.fps = 10
-        settings.dataDirectory = root
-        let size = settings.encodedSize
-        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: 10,
-                                                                                bitrate: 200_000, keyframeInterval: 20))
-        let audio = try AACEncoder(settings: AudioEncoderSettings())
+        let (settings, video, audio, log) = try settingsAndEncoders(fps: 10)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 10)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
         let origin: Int64 = 5_000_000_000
-        let log = Log(format: .logfmt, write: { _ in })
         func frame(_ i: Int64) -> VideoFrame { pattern.frame(index: i, captureTime: origin + i * 100_000_000) }
         func chunk(_ n: Int64) -> AudioChunk {
             AudioChunk(samples: tone.samples(from: n * 960, count: 960), channels: 1, sampleRate: 48_000, captureTime: origin + n * 20_000_000)
