@@ -112,7 +112,7 @@ public final class DRMDisplay: @unchecked Sendable {
         let planes = universal ? Self.planes(fd: fd) : []
         plan = PlanePlan.choose(planes: planes, crtcIndex: output.crtcIndex, crtcID: crtcID, camera: camera)
             ?? PlanePlan(primary: 0, overlay: nil, picture: .converted, reason: "the driver lists no primary plane")
-        importing = plan.picture == .imported(camera ?? .xrgb8888)
+        if case .imported = plan.picture { importing = true }
         if plan.primary == 0 || !atomic {
             // Legacy calls name the CRTC, not its primary plane.
             properties = nil
@@ -213,7 +213,7 @@ public final class DRMDisplay: @unchecked Sendable {
             do {
                 for _ in 0..<2 { overlays.append(try Framebuffer.dumb(fd: fd, format: format, width: picture.width, height: picture.height)) }
             } catch {
-                fallBack("overlay buffers: \(error)", to: .converted)
+                fallBack("overlay buffers: \(error)")
             }
         }
         while true {
@@ -223,7 +223,7 @@ public final class DRMDisplay: @unchecked Sendable {
             guard plan.overlay != nil else {
                 throw DeviceError("setting \(mode) on \(connectorName): \(String(cString: strerror(-result)))")
             }
-            fallBack("the driver refused the overlay (\(String(cString: strerror(-result))))", to: .converted)
+            fallBack("the driver refused the overlay (\(String(cString: strerror(-result))))")
         }
     }
 
@@ -259,13 +259,13 @@ public final class DRMDisplay: @unchecked Sendable {
         return result == 0 ? 0 : (result < 0 && result != -1 ? result : -errno)
     }
 
-    /// Drops to a plainer layout (the overlay off), says why, and hands back any camera
-    /// buffer on the screen.
-    private func fallBack(_ reason: String, to picture: PlanePlan.Picture) {
+    /// Drops to the plainest layout (the primary plane, frames converted; the overlay
+    /// off), says why, and hands back any camera buffer on the screen.
+    private func fallBack(_ reason: String) {
         let before = plan
         if ready { switchOverlayOff() }
-        plan.picture = picture
-        if case .converted = picture { plan.overlay = nil }
+        plan.picture = .converted
+        plan.overlay = nil
         lock.withLock { importing = false }
         plan.reason = reason
         if let buffer = takeOnScreen() { giveBack?(buffer) }
@@ -325,7 +325,7 @@ public final class DRMDisplay: @unchecked Sendable {
         defer { if let buffer, buffer != shownBuffer { giveBack?(buffer) } }
         if flipDone.pointee == 0 && !waitForFlip(milliseconds: 50) { return false }
         if let failure = lock.withLock({ () -> String? in defer { importFailure = nil }; return importFailure }) {
-            fallBack(failure, to: .converted)
+            fallBack(failure)
         }
         let primaryBack = 1 - primaryFront
         var primary: Framebuffer?
@@ -390,7 +390,7 @@ public final class DRMDisplay: @unchecked Sendable {
             let result = request.commit(fd: fd, event: UnsafeMutableRawPointer(flipDone))
             guard result == 0 else {
                 flipDone.pointee = 1
-                if result != -EBUSY, overlay != nil { fallBack("the driver refused a flip (\(String(cString: strerror(-result))))", to: .converted) }
+                if result != -EBUSY, overlay != nil { fallBack("the driver refused a flip (\(String(cString: strerror(-result))))") }
                 return false
             }
             return waitForFlip(milliseconds: 100)
@@ -407,7 +407,7 @@ public final class DRMDisplay: @unchecked Sendable {
             // Legacy SetPlane returns once the plane is updated (drivers wait for the vblank).
             let result = setPlane(plane, framebuffer: overlay.id)
             guard result == 0 else {
-                fallBack("SetPlane failed (\(String(cString: strerror(-result))))", to: .converted)
+                fallBack("SetPlane failed (\(String(cString: strerror(-result))))")
                 return false
             }
         }

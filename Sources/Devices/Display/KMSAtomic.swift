@@ -11,27 +11,26 @@ struct KMSProperties {
     private var ids: [String: UInt32] = [:]
 
     init(fd: Int32, object: UInt32, type: UInt32) {
+        Self.each(fd: fd, object: object, type: type) { name, id, _ in ids[name] = id }
+    }
+
+    /// The current value of a property by name (the plane "type", say).
+    static func value(fd: Int32, object: UInt32, type: UInt32, name wanted: String) -> UInt64? {
+        var found: UInt64?
+        each(fd: fd, object: object, type: type) { name, _, value in if name == wanted { found = value } }
+        return found
+    }
+
+    /// Every property of an object: its name, id and current value.
+    private static func each(fd: Int32, object: UInt32, type: UInt32, _ body: (String, UInt32, UInt64) -> Void) {
         guard let list = drmModeObjectGetProperties(fd, object, type) else { return }
         defer { drmModeFreeObjectProperties(list) }
         for i in 0..<Int(list.pointee.count_props) {
             guard let property = drmModeGetProperty(fd, list.pointee.props[i]) else { continue }
             let name = withUnsafeBytes(of: property.pointee.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            ids[name] = property.pointee.prop_id
+            body(name, property.pointee.prop_id, list.pointee.prop_values[i])
             drmModeFreeProperty(property)
         }
-    }
-
-    /// The current value of a property by name (the plane "type", say).
-    static func value(fd: Int32, object: UInt32, type: UInt32, name: String) -> UInt64? {
-        guard let list = drmModeObjectGetProperties(fd, object, type) else { return nil }
-        defer { drmModeFreeObjectProperties(list) }
-        for i in 0..<Int(list.pointee.count_props) {
-            guard let property = drmModeGetProperty(fd, list.pointee.props[i]) else { continue }
-            let found = withUnsafeBytes(of: property.pointee.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } == name
-            drmModeFreeProperty(property)
-            if found { return list.pointee.prop_values[i] }
-        }
-        return nil
     }
 
     subscript(name: String) -> UInt32? { ids[name] }
