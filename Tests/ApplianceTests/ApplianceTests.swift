@@ -822,17 +822,23 @@ final class ConsoleHangupTests: XCTestCase {
     }
 }
 
+/// A 64x48, 10 fps x264 + mono AAC encoder on a timeline that starts at `origin`.
+func smallStreamEncoder(origin: Int64) throws -> (StreamEncoder, Timeline) {
+    let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 64, height: 48, fps: 10, bitrate: 100_000, keyframeInterval: 20))
+    let audio = try AACEncoder(settings: AudioEncoderSettings(sampleRate: 48_000, channels: 1, bitrate: 64_000))
+    let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 0)
+    let encoder = StreamEncoder(timeline: timeline, fps: 10, rotation: .none,
+                                keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: 180_000),
+                                video: video, audio: audio)
+    return (encoder, timeline)
+}
+
 /// The end of a stream: both tracks end together (HLS_RULES S14) even when the sound
 /// lags the pictures, as it does on a loaded board.
 final class StreamEncoderEndTests: XCTestCase {
     func testSoundThatStopsShortIsPaddedToTheLastPicture() throws {
-        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 64, height: 48, fps: 10, bitrate: 100_000, keyframeInterval: 20))
-        let audio = try AACEncoder(settings: AudioEncoderSettings(sampleRate: 48_000, channels: 1, bitrate: 64_000))
         let origin: Int64 = 5_000_000_000
-        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 0)
-        let encoder = StreamEncoder(timeline: timeline, fps: 10, rotation: .none,
-                                    keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: 180_000),
-                                    video: video, audio: audio)
+        let (encoder, timeline) = try smallStreamEncoder(origin: origin)
         var videoSamples: [EncodedSample] = [], audioSamples: [EncodedSample] = []
         let picture = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: 64, height: 48))
         for i in 0..<10 {
@@ -860,13 +866,8 @@ final class StreamEncoderEndTests: XCTestCase {
 /// slides behind the pictures and the stream's last segment ends short (S14).
 final class AudioClockDriftTests: XCTestCase {
     func testASlowSoundClockIsMadeUpWithSilenceAndTheTracksEndTogether() throws {
-        let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 64, height: 48, fps: 10, bitrate: 100_000, keyframeInterval: 20))
-        let audio = try AACEncoder(settings: AudioEncoderSettings(sampleRate: 48_000, channels: 1, bitrate: 64_000))
         let origin: Int64 = 5_000_000_000
-        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 0)
-        let encoder = StreamEncoder(timeline: timeline, fps: 10, rotation: .none,
-                                    keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: 180_000),
-                                    video: video, audio: audio)
+        let (encoder, timeline) = try smallStreamEncoder(origin: origin)
         var audioSamples: [EncodedSample] = []
         let picture = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: 64, height: 48))
         var chunk: Int64 = 0
