@@ -376,7 +376,6 @@ def main():
         timings["onair start to deferred start done (ms)"] = ready.group(2)
         status = machine.wait_for(r"onair: armed", 30)
         check("1 boot: periodic status lines (onair: <state> ...)", status, machine.text()[-800:] if not status else "")
-        grown = machine.wait_for(r"onair-grow-data: (.*)", 5) or re.search(r"onair-grow-data.*", machine.text())
         try:
             info = http_json("/api/status")
             check("1 boot: /api/status answers through the forwarded port", "state" in json.dumps(info))
@@ -428,7 +427,6 @@ def main():
         time.sleep(15)
         machine.power_cut()
         say("4 power cut: QEMU quit without a shutdown")
-        cut_streams = [s for s in origin.streams() if s not in streams]
 
         # Boot 2 -------------------------------------------------------------------------
         # Heat for scenario 5: the test service raises the sensor 25 s after onair is ready.
