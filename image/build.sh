@@ -148,15 +148,16 @@ mkfs.ext4 -q -L onair-root -U 6f6e6169-7200-4000-8000-726f6f740001 -E root_owner
 mkfs.ext4 -q -L onair-data -U 6f6e6169-7200-4000-8000-646174610001 -E root_owner=0:0,hash_seed=6f6e6169-7200-4000-8000-000000000002 \
     -d "$data" "$work/data.ext4" "${data_mib}M" >/dev/null
 tune2fs -c 1 "$work/data.ext4" >/dev/null  # a full check at every mount
-# mkfs.ext4 -d copies each file's ctime, which touch cannot set (e2fsprogs 1.47.0):
-# set them to SOURCE_DATE_EPOCH with debugfs, so two builds give the same file systems.
-clamp_ctimes() {
-    { echo "sif / ctime @$SOURCE_DATE_EPOCH"
-      ( cd "$2" && find . -mindepth 1 | sed 's|^\.||; s|.*|sif "&" ctime @'"$SOURCE_DATE_EPOCH"'|' ); } |
+# mkfs.ext4 -d copies each file's ctime, which touch cannot set, and its atime, which
+# reading the tree (mkfs itself included) moves under relatime (e2fsprogs 1.47.0): set
+# both to SOURCE_DATE_EPOCH with debugfs, so two builds give the same file systems.
+clamp_times() {
+    ( cd "$2" && find . | sed 's|^\.||; s|^$|/|' |
+        sed 's|.*|sif "&" ctime @'"$SOURCE_DATE_EPOCH"'\nsif "&" atime @'"$SOURCE_DATE_EPOCH"'|' ) |
         debugfs -w -f - "$1" >/dev/null 2>&1
 }
-clamp_ctimes "$work/root.ext4" "$root"
-clamp_ctimes "$work/data.ext4" "$data"
+clamp_times "$work/root.ext4" "$root"
+clamp_times "$work/data.ext4" "$data"
 
 # The disk: GPT (the EFI system partition first), 1 MiB aligned.
 total_mib=$(( 1 + boot_mib + root_mib + data_mib + 1 ))
