@@ -24,7 +24,7 @@ SWIFT_RELEASE := swift build -c release --static-swift-stdlib
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps image-deps build run test bench image vm-test clean
+.PHONY: all deps image-deps build run test bench image image-repro vm-test clean
 
 all: build
 
@@ -60,6 +60,13 @@ bench: build
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
 image: build image-deps
 	image/build.sh $(BOARD) $(RELEASE_BIN) out
+
+# Reproducibility: a second build of the same commit must be byte-identical to the first.
+image-repro: image
+	image/build.sh $(BOARD) $(RELEASE_BIN) out/repro
+	cmp out/onair-$(BOARD).img out/repro/onair-$(BOARD).img
+	@echo "make image-repro: two builds of out/onair-$(BOARD).img are byte-identical"
+	rm -rf out/repro
 
 # The system test: boots the qemu-x86_64 image under QEMU, presses the button, watches the
 # serial console, cuts the power (scripts/vm_test.py says what it checks).
