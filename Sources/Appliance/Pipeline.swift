@@ -100,7 +100,7 @@ final class Pipeline: @unchecked Sendable {
                 storage.checkSoon(recording: current.get())
                 let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
-                telemetry.segmentStored(bytes: size ?? 0)
+                telemetry.segmentStored(bytes: size)
             case .ended: current.set(nil)
             case .multivariantRewritten: break
             }

@@ -800,7 +800,7 @@ final class ConsoleHangupTests: XCTestCase {
         let snapshot = StatusSnapshotTests.sample()
         let report = OperatorReport(device: slave, interval: 3600, notifier: nil, log: log,
                                     snapshot: { [snapshot] in snapshot }, alive: { true })
-        fcntl(master, F_SETFL, O_NONBLOCK)
+        _ = fcntl(master, F_SETFL, O_NONBLOCK)
         func readUntil(_ word: String) -> String {
             var text = ""
             var buffer = [UInt8](repeating: 0, count: 4096)

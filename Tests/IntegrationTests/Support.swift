@@ -30,7 +30,7 @@ final class Child: @unchecked Sendable {
 
     init(_ executable: String, _ arguments: [String], stdin: Bool = false, environment: [String: String] = [:]) throws {
         stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("onair-stderr-\(UUID().uuidString)").path
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }

@@ -24,7 +24,8 @@ public final class LinuxVideoDevice: VideoDevice {
     deinit { close() }
 
     private func call<T>(_ name: String, _ request: UInt, _ argument: inout T) throws {
-        let result = onair_ioctl(fd, request, &argument)
+        let fd = self.fd
+        let result = withUnsafeMutableBytes(of: &argument) { onair_ioctl(fd, request, $0.baseAddress) }
         if result != 0 { throw VideoDeviceError(path: path, operation: name, code: result) }
     }
 
