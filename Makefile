@@ -1,4 +1,4 @@
-# onair: make run | make test | make bench | make build | make deps | make clean
+# onair: make run | make test | make bench | make build [ARCH=arm64] | make deps | make clean
 # Every Debian package the build, the tests and the benchmark need is installed by
 # `make deps`, which the other targets call first; it is quick when all are present.
 
@@ -13,23 +13,34 @@ BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libswscale-dev libmicrohtt
 TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
-# OVMF to boot the result.
-IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf
+# OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and
+# boot on QEMU's aarch64 virt machine.
+IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf \
+	qemu-user-static binfmt-support qemu-system-arm
+# Other architectures and Swift 6.0: Debian trixie's swiftlang in a build root
+# (toolchain/trixie.sh); qemu-user runs a foreign build once to show it starts.
+TOOLCHAIN_DEBS := mmdebstrap file qemu-user-static
 DEBS := $(BUILD_DEBS) $(TEST_DEBS)
 BOARD ?= qemu-x86_64
+HOST_ARCH := $(shell dpkg --print-architecture)
+ARCH ?= $(HOST_ARCH)
+BOARD_ARCH = $(shell . board/$(BOARD)/board.conf 2>/dev/null && echo $$ARCH)
 
+# The host's Swift builds for the host; any other ARCH is built with trixie's Swift 6.0.3.
+# The tests, the benchmark and `make run` use the host's build.
+bin_for = $(if $(filter $(HOST_ARCH),$(1)),.build/release/onair,.build-trixie/$(1)/release/onair)
 RELEASE_BIN := .build/release/onair
 SWIFT_RELEASE := swift build -c release --static-swift-stdlib
 
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps image-deps build run test bench image image-repro vm-test clean
+.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench image image-repro vm-test clean
 
 all: build
 
-deps image-deps: 
-	@missing=$$(for p in $(if $(filter image-deps,$@),$(IMAGE_DEBS),$(DEBS)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps image-deps toolchain-deps:
+	@missing=$$(for p in $(if $(filter image-deps,$@),$(IMAGE_DEBS),$(if $(filter toolchain-deps,$@),$(TOOLCHAIN_DEBS),$(DEBS))); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
@@ -37,7 +48,16 @@ deps image-deps:
 	fi
 
 build: deps
+ifeq ($(ARCH),$(HOST_ARCH))
 	$(SWIFT_RELEASE)
+else
+	$(MAKE) toolchain-deps
+	toolchain/trixie.sh $(ARCH)
+endif
+
+# The oldest Swift onair supports: everything, tests included, built with Debian's 6.0.3.
+swift-6.0: toolchain-deps
+	toolchain/trixie.sh $(HOST_ARCH) debug --build-tests
 
 # The main job on the embedded defaults: synthetic camera + mic when there is no camera,
 # served at http://127.0.0.1:8080 until Ctrl-C.
@@ -58,12 +78,13 @@ bench: build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
 
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
-image: build image-deps
-	image/build.sh $(BOARD) $(RELEASE_BIN) out
+image: image-deps
+	$(MAKE) build ARCH=$(BOARD_ARCH)
+	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
 
 # Reproducibility: a second build of the same commit must be byte-identical to the first.
 image-repro: image
-	image/build.sh $(BOARD) $(RELEASE_BIN) out/repro
+	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out/repro
 	cmp out/onair-$(BOARD).img out/repro/onair-$(BOARD).img
 	@echo "make image-repro: two builds of out/onair-$(BOARD).img are byte-identical"
 	rm -rf out/repro
@@ -74,4 +95,4 @@ vm-test: image
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) BOARD=$(BOARD) python3 scripts/vm_test.py
 
 clean:
-	rm -rf .build var out
+	rm -rf .build .build-trixie var out
