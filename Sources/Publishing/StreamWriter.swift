@@ -25,7 +25,7 @@ public struct StreamDescription: Sendable, Equatable {
 public enum StreamEvent: Sendable, Equatable {
     /// init.mp4 and the first index.m3u8 are stored.
     case started(id: String)
-    /// index.m3u8 was rewritten (a higher BANDWIDTH, or the final figures).
+    /// index.m3u8 was rewritten (a higher BANDWIDTH or FRAME-RATE, or the final figures).
     case multivariantRewritten(id: String)
     case segmentStored(id: String, sequence: Int)
     /// The playlist carries ENDLIST.
@@ -44,6 +44,8 @@ public final class StreamWriter {
     private var meter: BitrateMeter
     private var declaredBandwidth: Int
     private var declaredAverage: Int
+    /// FRAME-RATE: the highest rate the stream has run at (RFC 8216bis §4.4.6.2, a maximum).
+    public private(set) var declaredFrameRate: Int
     public private(set) var totalTicks: Int64 = 0
     public private(set) var totalBytes = 0
     private let observer: (StreamEvent) -> Void
@@ -60,6 +62,7 @@ public final class StreamWriter {
         // Container overhead on top of the encoder rates, until the stream is measured.
         declaredBandwidth = description.configuredBitrate + description.configuredBitrate / 10
         declaredAverage = description.configuredBitrate
+        declaredFrameRate = description.fps
         try AtomicFile.makeDirectories(directory + "/seg")
         try AtomicFile.write(initSegment, to: directory + "/init.mp4")
         try writeMultivariant()
@@ -87,6 +90,16 @@ public final class StreamWriter {
         observer(.segmentStored(id: id, sequence: segment.sequence))
     }
 
+    /// The stream goes on at `fps` from the next segment (the thermal ladder stepped up):
+    /// FRAME-RATE is the variant's maximum, so index.m3u8 says so before any playlist lists
+    /// a segment at that rate.
+    public func raiseFrameRate(to fps: Int) throws {
+        guard fps > declaredFrameRate else { return }
+        declaredFrameRate = fps
+        try writeMultivariant()
+        observer(.multivariantRewritten(id: id))
+    }
+
     /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST.
     public func finish() throws {
         declaredAverage = meter.average
@@ -104,7 +117,7 @@ public final class StreamWriter {
         let variant = MultivariantPlaylist.Variant(
             uri: "playlist.m3u8", bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
             codecs: description.codecs, width: description.width, height: description.height,
-            frameRateMilli: description.fps * 1000)
+            frameRateMilli: declaredFrameRate * 1000)
         try AtomicFile.write(Array(MultivariantPlaylist(variants: [variant]).render().utf8), to: directory + "/index.m3u8")
     }
 

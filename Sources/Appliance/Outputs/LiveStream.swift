@@ -33,11 +33,12 @@ final class LiveStream {
         let rate = Int64(settings.sampleRate)
         segmenter = Segmenter(grid: origin.grid(settings.segmentTicks),
                               tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
-                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(settings.fps))
+                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps))
         let tracks = try Self.tracks(video: encoder.video, audio: encoder.audio, sampleRate: settings.sampleRate,
                                      channels: settings.channels, audioBitrate: settings.audioBitrate)
         let size = settings.encodedSize
-        let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: settings.fps,
+        // The rate the stream starts at: the thermal ladder's, when it has stepped down.
+        let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: encoder.fps,
                                             configuredBitrate: settings.videoBitrate + (encoder.audio == nil ? 0 : settings.audioBitrate),
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
@@ -105,7 +106,9 @@ final class LiveStream {
             // per domain); the timeline runs on without a gap.
             let from = encoder.fps
             try store(segmenter.discontinuity())
-            for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(origin.moved(video: sample))) }
+            let samples = try encoder.encode(frame)
+            try writer.raiseFrameRate(to: encoder.fps)
+            for sample in samples { try store(segmenter.appendVideo(origin.moved(video: sample))) }
             segmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
             log("stream.rate", ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
             return

@@ -61,7 +61,11 @@ final class StreamEncoder {
             lastSlot = nil
             lastInput = nil
         }
-        let slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
+        var slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
+        // The first frame on a new rate's grid can be captured a little before the boundary
+        // it was due at (the old rate rounds to its nearest slot): it takes the boundary's
+        // slot, where the IDR goes, never one before it.
+        if lastSlot == nil { slot = max(slot, 0) }
         if let last = lastSlot, slot <= last {
             framesSkipped += 1
             return []
