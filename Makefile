@@ -16,7 +16,7 @@ TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and
 # boot on QEMU's aarch64 virt machine.
 IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf \
-	qemu-user-static binfmt-support qemu-system-arm
+	qemu-user-static binfmt-support arch-test qemu-system-arm
 # Other architectures and Swift 6.0: Debian trixie's swiftlang in a build root
 # (toolchain/trixie.sh); qemu-user runs a foreign build once to show it starts.
 TOOLCHAIN_DEBS := mmdebstrap file qemu-user-static
@@ -35,7 +35,7 @@ SWIFT_RELEASE := swift build -c release --static-swift-stdlib
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench image image-repro vm-test clean
+.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench image image-check image-repro vm-test clean
 
 all: build
 
@@ -81,6 +81,10 @@ bench: build
 image: image-deps
 	$(MAKE) build ARCH=$(BOARD_ARCH)
 	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
+
+# What a Raspberry Pi needs of its image, checked on the image file (BOARD=rpi4|rpi5).
+image-check:
+	python3 scripts/check_rpi_boot.py out/onair-$(BOARD).img board/$(BOARD)
 
 # Reproducibility: a second build of the same commit must be byte-identical to the first.
 image-repro: image

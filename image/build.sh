@@ -4,7 +4,7 @@
 # system in a folder, mkfs.ext4 -d and mkfs.vfat + mtools make the partitions as files, and
 # sfdisk lays them out in the image file.
 #
-#   image/build.sh BOARD ONAIR_BINARY OUTDIR
+#   image/build.sh BOARD ONAIR_BINARY OUTDIR      (CAMERA=csi|usb overrides the board's)
 #
 # Partitions: 1) FAT boot partition (ONAIR-BOOT): onair.conf for the owner, and the EFI
 # loader + kernel (efi boards) or the Raspberry Pi firmware (rpi boards); 2) the root file
@@ -19,18 +19,34 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 boarddir=$repo/board/$board
 [ -f "$boarddir/board.conf" ] || { echo "make image: no board '$board' (boards: $(ls "$repo/board" | grep -v '\.md$' | tr '\n' ' '))" >&2; exit 2; }
-ARCH= SUITE= BOOT= PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= CONFIG_TXT=
+camera_override=${CAMERA:-}
+ARCH= SUITE= BOOT= COMPONENTS=main PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= CONFIG_TXT=
+CAMERA= CSI_CONFIG_TXT= CSI_MODULES= DTBS=
 # shellcheck source=/dev/null
 . "$boarddir/board.conf"
+CAMERA=${camera_override:-${CAMERA:-usb}}
+case "$CAMERA" in
+    usb) ;;
+    csi) [ -n "$CSI_CONFIG_TXT$CSI_MODULES" ] || { echo "make image BOARD=$board CAMERA=csi: this board has no CSI camera set-up from Debian's packages (board/$board/board.conf says why); no image was made." >&2; exit 2; } ;;
+    *) echo "make image BOARD=$board: CAMERA must be csi or usb, not '$CAMERA'" >&2; exit 2 ;;
+esac
 
-# The binary must be for the board's architecture (an arm64 build comes with part 6).
+# The binary must be for the board's architecture.
 case "$ARCH" in amd64) want="x86-64" ;; arm64) want="aarch64" ;; *) echo "make image: board $board: unknown ARCH '$ARCH'" >&2; exit 2 ;; esac
 if [ ! -f "$binary" ] || ! file -b "$binary" | grep -q "$want"; then
     echo "make image BOARD=$board: needs an $ARCH ($want) build of onair, and $binary is $( [ -f "$binary" ] && file -b "$binary" | cut -d, -f1-2 || echo missing)." >&2
-    [ "$ARCH" = arm64 ] && echo "make image BOARD=$board: the arm64 build of onair is part 6 (make build ARCH=arm64); no image was made." >&2
+    echo "make image BOARD=$board: build it with 'make build ARCH=$ARCH'; no image was made." >&2
     exit 2
 fi
-[ "$BOOT" = efi ] || { echo "make image BOARD=$board: BOOT=$BOOT images are part 6; no image was made." >&2; exit 2; }
+case "$BOOT" in efi|rpi) ;; *) echo "make image BOARD=$board: unknown BOOT '$BOOT'" >&2; exit 2 ;; esac
+# A foreign root file system runs its packages' scripts through qemu-user (binfmt_misc).
+if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
+    qemu=$( [ "$ARCH" = arm64 ] && echo qemu-aarch64 || echo "qemu-$ARCH" )
+    [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+    [ -e "/proc/sys/fs/binfmt_misc/$qemu" ] || update-binfmts --enable "$qemu" >/dev/null 2>&1 || true
+    grep -qx enabled "/proc/sys/fs/binfmt_misc/$qemu" 2>/dev/null ||
+        { echo "make image BOARD=$board: $ARCH programs cannot run here: binfmt_misc has no enabled $qemu (install qemu-user-static and binfmt-support); no image was made." >&2; exit 2; }
+fi
 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
@@ -47,18 +63,38 @@ say() { echo "make image: $*"; }
 serial_device=${SERIAL%%,*}
 serial_speed=${SERIAL##*,}
 
-# 1. The root file system: what onair links, systemd, the board's kernel and drivers.
-runtime="libavcodec59 libavutil57 libswscale6 libva2 libva-drm2 libdrm2 libasound2 libcurl4 libmicrohttpd12"
+# 1. The root file system: what onair links (the names change with the release's sonames
+# and the 64-bit time_t transition), systemd, the board's kernel and drivers.
+case "$SUITE" in
+    bookworm) runtime="libavcodec59 libavutil57 libswscale6 libva2 libva-drm2 libdrm2 libasound2 libcurl4 libmicrohttpd12" ;;
+    trixie) runtime="libavcodec61 libavutil59 libswscale8 libva2 libva-drm2 libdrm2 libasound2t64 libcurl4t64 libmicrohttpd12t64" ;;
+    *) echo "make image BOARD=$board: no runtime package list for SUITE=$SUITE" >&2; exit 2 ;;
+esac
+# Packages named pkg/SUITE-backports come from backports (a newer kernel, say).
+sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS")
+case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
+[ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
 system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools cloud-guest-utils fdisk ca-certificates"
 [ "$BOOT" = efi ] && system="$system systemd-boot-efi"
 say "root file system ($SUITE $ARCH: $PACKAGES)"
+# The board's packages (the kernel among them) go in second, after initramfs-tools is told
+# not to update: the kernel's hook makes the initramfs once, and the trigger that would make
+# it again is skipped. Under qemu-user each one takes minutes. (The root is read-only, so
+# nothing updates it later either.) apt in the root resolves names with the host's
+# resolv.conf until the root gets its own, below.
 mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" \
-    --include="$(echo "$runtime $system $PACKAGES" | tr ' ' ',')" \
+    --include="$(echo "$runtime $system initramfs-tools" | tr ' ' ',')" \
     --aptopt='APT::Install-Recommends "false"' \
     --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$cache' -name '*.deb' -exec cp -t \"\$1/var/cache/apt/archives\" {} + || true" \
+    --customize-hook='sed -i "s/^update_initramfs=.*/update_initramfs=no/" "$1/etc/initramfs-tools/update-initramfs.conf"' \
+    --customize-hook='rm -f "$1/etc/resolv.conf" && cp -L /etc/resolv.conf "$1/etc/resolv.conf"' \
+    --customize-hook="chroot \"\$1\" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q=2 $PACKAGES" \
     --customize-hook="find \"\$1/var/cache/apt/archives\" -name '*.deb' -exec cp -nt '$cache' {} +" \
     --skip=download/empty \
-    "$SUITE" "$root"
+    "$SUITE" "$root" "${sources[@]}"
+# The Raspberry Pi firmware's kernel hook fills the root's /boot/firmware; the boot
+# partition is made below and mounted there.
+rm -rf "$root/boot/firmware"
 
 say "onair and its services"
 install -D -m 0755 "$binary" "$root/usr/bin/onair"
@@ -105,7 +141,8 @@ systemctl --root="$root" enable onair.service onair-grow-data.service systemd-ne
 mkdir -p "$root/etc/sysctl.d"
 echo 'kernel.printk = 3 4 1 3' > "$root/etc/sysctl.d/10-onair-console.conf"
 
-# 2. The boot partition: the owner's onair.conf, and the EFI loader with the kernel.
+# 2. The boot partition: the owner's onair.conf, and the EFI loader with the kernel, or the
+# Raspberry Pi firmware with the kernel, its device trees, config.txt and cmdline.txt.
 boot=$work/boot
 mkdir -p "$boot"
 install -m 0644 "$here/onair.conf" "$boot/onair.conf"
@@ -121,6 +158,27 @@ if [ "$BOOT" = efi ]; then
     printf 'default onair.conf\ntimeout 0\nconsole-mode keep\n' > "$boot/loader/loader.conf"
     printf 'title onair\nlinux /vmlinuz\ninitrd /initrd.img\noptions root=LABEL=onair-root ro console=tty1 console=%s,%s %s\n' \
         "$serial_device" "$serial_speed" "$CMDLINE" > "$boot/loader/entries/onair.conf"
+else
+    # As Debian's raspi-firmware lays it out (its kernel hook, z50-raspi-firmware): the
+    # firmware (start4.elf and fixup4.dat for the Pi 4; the Pi 5 boots from its EEPROM),
+    # the board's device trees named as the firmware looks for them, the kernel and
+    # initramfs, config.txt and cmdline.txt.
+    cp -r "$root/usr/lib/raspi-firmware/." "$boot/"
+    kver=${kernel##*/vmlinuz-}
+    for dtb in $DTBS; do cp "$root/usr/lib/linux-image-$kver/broadcom/$dtb" "$boot/"; done
+    cp "$kernel" "$boot/vmlinuz"
+    cp "$initrd" "$boot/initrd.img"
+    {   echo "# onair on $board: the Raspberry Pi firmware's settings, read at power-up."
+        echo "# https://www.raspberrypi.com/documentation/computers/config_txt.html"
+        echo "arm_64bit=1"
+        echo "enable_uart=1"
+        echo "upstream_kernel=1"
+        echo "kernel=vmlinuz"
+        echo "initramfs initrd.img followkernel"
+        [ -n "$CONFIG_TXT" ] && printf '%s\n' "$CONFIG_TXT"
+        if [ "$CAMERA" = csi ]; then echo "# The CSI camera (make image CAMERA=csi)."; printf '%s\n' "$CSI_CONFIG_TXT"; fi
+    } > "$boot/config.txt"
+    echo "console=tty1 console=$serial_device,$serial_speed root=LABEL=onair-root ro rootwait fsck.repair=yes $CMDLINE" > "$boot/cmdline.txt"
 fi
 # The kernel and initramfs now live on the boot partition; the root keeps its modules.
 rm -f "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-*
@@ -159,10 +217,21 @@ clamp_times() {
 clamp_times "$work/root.ext4" "$root"
 clamp_times "$work/data.ext4" "$data"
 
-# The disk: GPT (the EFI system partition first), 1 MiB aligned.
+# The disk, 1 MiB aligned: GPT with the EFI system partition first, or for the Raspberry
+# Pi's firmware an MBR with the FAT (type 0c) first.
 total_mib=$(( 1 + boot_mib + root_mib + data_mib + 1 ))
 truncate -s "${total_mib}M" "$image"
-sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
+if [ "$BOOT" = rpi ]; then
+    sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
+label: dos
+label-id: 0x6f6e6169
+unit: sectors
+start=2048, size=$(( boot_mib * 2048 )), type=c, bootable
+size=$(( root_mib * 2048 )), type=83
+size=$(( data_mib * 2048 )), type=83
+EOF
+else
+    sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
 label: gpt
 label-id: 6F6E6169-7200-4000-8000-000000000000
 unit: sectors
@@ -170,6 +239,7 @@ start=2048, size=$(( boot_mib * 2048 )), type=C12A7328-F81F-11D2-BA4B-00A0C93EC9
 size=$(( root_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000002, name="onair-root"
 size=$(( data_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000003, name="onair-data"
 EOF
+fi
 place() { dd if="$1" of="$image" bs=1M seek="$2" conv=notrunc,sparse status=none; }
 place "$work/boot.fat" 1
 place "$work/root.ext4" $(( 1 + boot_mib ))

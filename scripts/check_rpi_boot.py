@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""make image-check BOARD=rpi4|rpi5: what a Raspberry Pi needs of the image, checked on the
+image file without a Pi (the firmware's view of it; booting it is make vm-test BOARD=rpi4).
+
+  scripts/check_rpi_boot.py IMAGE BOARD_DIR
+
+- an MBR whose first partition is FAT (type 0c), the firmware's only choice, labelled
+  ONAIR-BOOT; then the root (ext4, onair-root) and data (ext4, onair-data) partitions;
+- on the FAT: the firmware files the board boots with (the Pi 4's start4*.elf and
+  fixup4*.dat; the Pi 5 boots from its EEPROM), the board's device trees (valid FDTs
+  naming the board), an arm64 Linux kernel and an initramfs, config.txt and cmdline.txt;
+- config.txt: 64-bit, the UART on, the kernel and initramfs it names present on the FAT,
+  the board's own lines, the camera's when the image is made for a CSI camera;
+- cmdline.txt: one line; the root by label, read-only, the board's serial console;
+- onair.conf for the owner; in the root, onair itself is an aarch64 ELF.
+
+Prints one line per check and `N passed, N failed`; exits 1 on any failure.
+"""
+import gzip
+import json
+import os
+import shlex
+import struct
+import subprocess
+import sys
+import tempfile
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def board_conf(board_dir):
+    """The board's variables, as image/build.sh reads them (sourced by the shell)."""
+    names = ["ARCH", "BOOT", "SERIAL", "DTBS", "CONFIG_TXT", "CAMERA", "CSI_CONFIG_TXT", "CSI_MODULES"]
+    script = f". {shlex.quote(os.path.join(board_dir, 'board.conf'))}; " + \
+        "; ".join(f'printf "%s\\0" "${n}"' for n in names)
+    values = subprocess.run(["bash", "-c", script], check=True, capture_output=True).stdout.decode().split("\0")
+    return dict(zip(names, values))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: check_rpi_boot.py IMAGE BOARD_DIR")
+    image, board_dir = sys.argv[1], sys.argv[2]
+    board = os.path.basename(os.path.normpath(board_dir))
+    conf = board_conf(board_dir)
+    camera = os.environ.get("CAMERA") or conf["CAMERA"] or "usb"
+
+    table = json.loads(subprocess.run(["sfdisk", "--json", image], check=True, capture_output=True).stdout)["partitiontable"]
+    parts = table["partitions"]
+    check("MBR partition table", table["label"] == "dos", table["label"])
+    check("three partitions", len(parts) == 3, str(len(parts)))
+    if len(parts) < 3:
+        return
+    check("partition 1 is FAT32 (LBA), bootable", parts[0]["type"] == "c" and parts[0].get("bootable", False),
+          f"type {parts[0]['type']}")
+    fat = f"{image}@@{parts[0]['start'] * 512}"
+
+    def fat_read(name):
+        out = subprocess.run(["mtype", "-i", fat, f"::{name}"], capture_output=True)
+        return out.stdout if out.returncode == 0 else None
+
+    def fat_files():
+        out = subprocess.run(["mdir", "-i", fat, "-b", "::"], check=True, capture_output=True, text=True).stdout
+        return {line.strip().lstrip(":").lstrip("/") for line in out.splitlines() if line.strip()}
+
+    label = subprocess.run(["mlabel", "-i", fat, "-s", "::"], capture_output=True, text=True).stdout
+    check("FAT labelled ONAIR-BOOT", "ONAIR-BOOT" in label, label.strip())
+    for index, want in ((1, "onair-root"), (2, "onair-data")):
+        with open(image, "rb") as f:
+            f.seek(parts[index]["start"] * 512 + 1024)
+            sb = f.read(1024)
+        magic, = struct.unpack_from("<H", sb, 0x38)
+        name = sb[0x78:0x88].rstrip(b"\0").decode(errors="replace")
+        check(f"partition {index + 1} is ext4 '{want}'", magic == 0xEF53 and name == want, f"magic {magic:#x}, label {name!r}")
+
+    files = fat_files()
+    required = ["onair.conf", "config.txt", "cmdline.txt"]
+    if board == "rpi4":
+        required += ["start4.elf", "fixup4.dat"]
+        if camera == "csi":
+            required += ["start4x.elf", "fixup4x.dat"]  # what start_x=1 loads on a Pi 4
+    for name in required:
+        check(f"FAT has {name}", name in files)
+
+    compatible = {"rpi4": b"raspberrypi,4-model-b", "rpi5": b"raspberrypi,5-model-b"}.get(board)
+    dtbs = conf["DTBS"].split()
+    check("the board names its device trees", bool(dtbs))
+    for dtb in dtbs:
+        blob = fat_read(dtb)
+        ok = blob is not None and blob[:4] == b"\xd0\x0d\xfe\xed"
+        detail = "missing" if blob is None else f"{len(blob)} bytes"
+        check(f"{dtb} is a flattened device tree", ok, detail)
+    if compatible and dtbs:
+        blob = fat_read(dtbs[0]) or b""
+        check(f"{dtbs[0]} is for {compatible.decode()}", compatible in blob)
+
+    config = (fat_read("config.txt") or b"").decode()
+    lines = [line.strip() for line in config.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    for want in ("arm_64bit=1", "enable_uart=1"):
+        check(f"config.txt: {want}", want in lines)
+    kernel = next((line.split("=", 1)[1] for line in lines if line.startswith("kernel=")), None)
+    initramfs = next((line.split()[1] for line in lines if line.startswith("initramfs ")), None)
+    check("config.txt names the kernel, present on the FAT", kernel in files, str(kernel))
+    check("config.txt names the initramfs, present on the FAT", initramfs in files, str(initramfs))
+    for want in [line for line in conf["CONFIG_TXT"].splitlines() if line.strip()]:
+        check(f"config.txt: {want} (board)", want.strip() in lines)
+    for want in [line for line in conf["CSI_CONFIG_TXT"].splitlines() if line.strip()]:
+        present = want.strip() in lines
+        check(f"config.txt: {want} {'(CSI camera)' if camera == 'csi' else 'absent (USB camera)'}",
+              present == (camera == "csi"))
+
+    if kernel in files:
+        image_bytes = fat_read(kernel)
+        head = gzip.decompress(image_bytes)[:64] if image_bytes[:2] == b"\x1f\x8b" else image_bytes[:64]
+        # arm64 boot protocol (Documentation/arch/arm64/booting.rst): magic "ARM\x64" at 0x38.
+        check("the kernel is an arm64 Linux Image", head[0x38:0x3C] == b"ARM\x64",
+              "gzip-compressed" if image_bytes[:2] == b"\x1f\x8b" else "uncompressed")
+    if initramfs in files:
+        head = fat_read(initramfs)[:6]
+        check("the initramfs is a cpio archive (plain, gzip or zstd)",
+              head[:6] == b"070701" or head[:2] == b"\x1f\x8b" or head[:4] == b"\x28\xb5\x2f\xfd", head.hex())
+
+    cmdline = (fat_read("cmdline.txt") or b"").decode()
+    check("cmdline.txt is one line", cmdline.count("\n") <= 1 and cmdline.strip() != "")
+    words = cmdline.split()
+    serial = conf["SERIAL"]
+    for want in ("root=LABEL=onair-root", "ro", "rootwait", f"console={serial}"):
+        check(f"cmdline.txt: {want}", want in words)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "root.ext4")
+        subprocess.run(["dd", f"if={image}", f"of={root}", "bs=512", f"skip={parts[1]['start']}",
+                        f"count={parts[1]['size']}", "status=none"], check=True)
+        onair = os.path.join(tmp, "onair")
+        subprocess.run(["debugfs", "-R", f"dump /usr/bin/onair {onair}", root], check=True, capture_output=True)
+        elf = open(onair, "rb").read(20) if os.path.exists(onair) else b""
+        machine = struct.unpack_from("<H", elf, 18)[0] if len(elf) == 20 else None
+        check("/usr/bin/onair is an aarch64 ELF", elf[:4] == b"\x7fELF" and machine == 183, f"e_machine {machine}")
+        modules = subprocess.run(["debugfs", "-R", "cat /etc/modules-load.d/onair.conf", root],
+                                 capture_output=True, text=True).stdout.split()
+        for module in conf["CSI_MODULES"].split():
+            check(f"modules-load.d: {module} {'(CSI camera)' if camera == 'csi' else 'absent (USB camera)'}",
+                  (module in modules) == (camera == "csi"))
+
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
