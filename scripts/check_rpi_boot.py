@@ -91,14 +91,13 @@ def main():
     compatible = {"rpi4": b"raspberrypi,4-model-b", "rpi5": b"raspberrypi,5-model-b"}.get(board)
     dtbs = conf["DTBS"].split()
     check("the board names its device trees", bool(dtbs))
-    for dtb in dtbs:
+    for index, dtb in enumerate(dtbs):
         blob = fat_read(dtb)
         ok = blob is not None and blob[:4] == b"\xd0\x0d\xfe\xed"
         detail = "missing" if blob is None else f"{len(blob)} bytes"
         check(f"{dtb} is a flattened device tree", ok, detail)
-    if compatible and dtbs:
-        blob = fat_read(dtbs[0]) or b""
-        check(f"{dtbs[0]} is for {compatible.decode()}", compatible in blob)
+        if index == 0 and compatible:
+            check(f"{dtb} is for {compatible.decode()}", compatible in (blob or b""))
 
     config = (fat_read("config.txt") or b"").decode()
     lines = [line.strip() for line in config.splitlines() if line.strip() and not line.lstrip().startswith("#")]

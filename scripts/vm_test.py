@@ -132,6 +132,14 @@ def write_boot_file(image, name, text):
     run(["mcopy", "-o", "-i", f"{image}@@{offset}", path, f"::{name}"])
 
 
+def copy_boot_file(image, name):
+    """Copies NAME off the FAT boot partition into WORK; returns the copy's path."""
+    offset, _ = partitions(image)[0]
+    path = os.path.join(WORK, name)
+    run(["mcopy", "-o", "-i", f"{image}@@{offset}", f"::{name}", path])
+    return path
+
+
 def read_boot_file(image, name):
     offset, _ = partitions(image)[0]
     return run(["mtype", "-i", f"{image}@@{offset}", f"::{name}"]).stdout
@@ -213,11 +221,8 @@ class Machine:
         self.started = time.monotonic()
         if BOARD == "rpi4":
             # The image's own kernel and initramfs, from its FAT, on the virt machine.
-            for name in ("vmlinuz", "initrd.img"):
-                offset, _ = partitions(image)[0]
-                run(["mcopy", "-o", "-i", f"{image}@@{offset}", f"::{name}", os.path.join(WORK, name)])
             machine = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "cortex-a72",
-                       "-kernel", os.path.join(WORK, "vmlinuz"), "-initrd", os.path.join(WORK, "initrd.img"),
+                       "-kernel", copy_boot_file(image, "vmlinuz"), "-initrd", copy_boot_file(image, "initrd.img"),
                        "-append", VIRT_CMDLINE, "-device", "virtio-keyboard-pci"]
         else:
             # -vga none: q35 would add a standard VGA as the first display, and the

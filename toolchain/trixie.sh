@@ -64,7 +64,8 @@ scratch=/src/.build-trixie/$arch
 flags=(-c "$config" --scratch-path "$scratch" "$@")
 # The shipped binary carries the Swift runtime. XCTest exists only as a shared library, and
 # Debian's shared Foundation still names its helper libraries, which ship only as archives.
-if [[ " $* " == *" --build-tests "* ]]; then flags+=(-Xlinker -L/usr/libexec/swift/lib/swift_static/linux)
+tests=no; [[ " $* " == *" --build-tests "* ]] && tests=yes
+if [ "$tests" = yes ]; then flags+=(-Xlinker -L/usr/libexec/swift/lib/swift_static/linux)
 else flags+=(--static-swift-stdlib); fi
 env=(HOME=/root PATH=/usr/bin:/bin)
 [ -n "${ONAIR_SWIFT_VERBOSE:-}" ] && flags+=(-v)
@@ -93,6 +94,6 @@ bin=$repo/.build-trixie/$arch/$config/onair
 [ -e "$bin" ] || bin=$repo/.build-trixie/$arch/$triple/$config/onair
 say "$bin: $(file -b "$bin" | cut -d, -f1-2)"
 # It starts: its loader, its libraries and the Swift runtime in it, for arm64 under qemu-user.
-if [ "$arch" = arm64 ] && [[ " $* " != *" --build-tests "* ]]; then
+if [ "$arch" = arm64 ] && [ "$tests" = no ]; then
     say "$(qemu-aarch64-static -L "$root/sysroot/arm64" "$bin" --version) runs (qemu-aarch64 with the arm64 sysroot)"
 fi
