@@ -76,38 +76,64 @@ public enum BoxTree {
     static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "mvex", "moof",
                                           "traf", "dinf", "edts", "udta"]
     static let childOffsets: [String: Int] = ["stsd": 8, "dref": 8, "avc1": 78, "avc3": 78, "hvc1": 78, "mp4a": 28]
+    /// The deepest a real file nests (moov/trak/mdia/minf/stbl/stsd/avc1/avcC is 8), with
+    /// room to spare; deeper input is refused rather than recursed into.
+    public static let maximumDepth = 16
 
     public static func parse(_ bytes: [UInt8]) throws -> [Box] {
-        try parse(bytes, range: 0..<bytes.count)
+        try parse(bytes, range: 0..<bytes.count, depth: 0)
     }
 
-    static func parse(_ bytes: [UInt8], range: Range<Int>) throws -> [Box] {
+    static func parse(_ bytes: [UInt8], range: Range<Int>, depth: Int) throws -> [Box] {
+        guard depth <= maximumDepth else { throw MP4Error.badBox("boxes nested deeper than \(maximumDepth)", at: range.lowerBound) }
         var boxes: [Box] = []
         var r = ByteReader(bytes, range: range)
         while r.remaining > 0 {
             let start = r.position
             guard r.remaining >= 8 else { throw MP4Error.badBox("\(r.remaining) stray bytes", at: start) }
-            var size = Int(try r.u32())
-            let type = try r.fourCC()
-            var header = 8
-            if size == 1 {
-                size = Int(try r.u64())
-                header = 16
-            } else if size == 0 {
-                size = range.upperBound - start  // extends to the end
-            }
-            guard size >= header, start + size <= range.upperBound else {
-                throw MP4Error.badBox("box '\(type)' of size \(size) overruns its parent", at: start)
-            }
-            var box = Box(type: type, start: start, size: size, headerSize: header, children: [])
-            if containers.contains(type) {
-                box.children = try parse(bytes, range: box.payload)
-            } else if let offset = childOffsets[type], box.payload.count >= offset {
-                box.children = try parse(bytes, range: (box.payload.lowerBound + offset)..<box.payload.upperBound)
+            let header = try BoxHeader.read(&r, available: Int64(range.upperBound - start), topLevel: depth == 0)
+            let size = Int(header.size)
+            var box = Box(type: header.type, start: start, size: size, headerSize: header.headerSize, children: [])
+            if containers.contains(header.type) {
+                box.children = try parse(bytes, range: box.payload, depth: depth + 1)
+            } else if let offset = childOffsets[header.type], box.payload.count >= offset {
+                box.children = try parse(bytes, range: (box.payload.lowerBound + offset)..<box.payload.upperBound, depth: depth + 1)
             }
             boxes.append(box)
             r.position = start + size
         }
         return boxes
+    }
+}
+
+/// A box header (ISO/IEC 14496-12 §4.2): a 32-bit size, the type, and a 64-bit
+/// `largesize` when size is 1. Every size is checked against what its parent has left
+/// before it becomes an offset, so no size field (0, 1, 2^31, 2^63, 2^64−1) can overflow.
+public struct BoxHeader: Equatable, Sendable {
+    public var type: String
+    public var size: Int64
+    public var headerSize: Int
+
+    /// Reads the header at `r.position`; `available` is how many bytes the parent (or the
+    /// file) has from there. Size 0 ("to the end of the file") is only allowed at the top
+    /// level (§4.2).
+    public static func read(_ r: inout ByteReader, available: Int64, topLevel: Bool) throws -> BoxHeader {
+        let start = r.position
+        let small = try r.u32()
+        let type = try r.fourCC()
+        var size = Int64(small), headerSize = 8
+        if small == 1 {
+            let large = try r.u64()
+            guard large <= UInt64(Int64.max) else { throw MP4Error.badBox("box '\(type)' has a 64-bit size of \(large)", at: start) }
+            size = Int64(large)
+            headerSize = 16
+        } else if small == 0 {
+            guard topLevel else { throw MP4Error.badBox("box '\(type)' inside another has size 0", at: start) }
+            size = available
+        }
+        guard size >= Int64(headerSize), size <= available else {
+            throw MP4Error.badBox("box '\(type)' of size \(size) overruns its parent", at: start)
+        }
+        return BoxHeader(type: type, size: size, headerSize: headerSize)
     }
 }

@@ -15,6 +15,9 @@ public struct FragmentedFile: Sendable {
 
     public var payloadSize: Int64 { payloads.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
 
+    /// The largest `moov` or `moof` read into memory (a real one is kilobytes).
+    public static let maximumHeaderBox: Int64 = 64 << 20
+
     /// `read(offset, count)` returns exactly `count` bytes at `offset`, or nil.
     public static func scan(size: Int64, read: (Int64, Int) -> [UInt8]?) throws -> FragmentedFile {
         var offset: Int64 = 0
@@ -25,21 +28,21 @@ public struct FragmentedFile: Sendable {
         var fragments = 0
         var pendingMoof: (offset: Int64, bytes: [UInt8])?
 
-        func header(at offset: Int64) -> (type: String, size: Int64, headerSize: Int64)? {
-            guard size - offset >= 8, let head = read(offset, 8) else { return nil }
+        // A header that does not fit (cut short, or a size no file can have) ends what is
+        // trusted: the fragments before it are kept.
+        func header(at offset: Int64) -> BoxHeader? {
+            let count = Int(min(16, size - offset))
+            guard count >= 8, let head = read(offset, count) else { return nil }
             var r = ByteReader(head)
-            guard let small = try? r.u32(), let type = try? r.fourCC() else { return nil }
-            if small == 1 {
-                guard size - offset >= 16, let large = read(offset + 8, 8) else { return nil }
-                var l = ByteReader(large)
-                guard let value = try? l.u64() else { return nil }
-                return (type, Int64(value), 16)
-            }
-            return (type, small == 0 ? size - offset : Int64(small), 8)
+            return try? BoxHeader.read(&r, available: size - offset, topLevel: true)
         }
 
         while let box = header(at: offset) {
-            guard box.size >= box.headerSize, offset + box.size <= size else { break }  // cut short
+            // moov and moof are read whole: one larger than any real one is not a fragment.
+            if (box.type == "moov" || box.type == "moof") && box.size > maximumHeaderBox {
+                if box.type == "moov" { throw MP4Error.badBox("moov of \(box.size) bytes", at: Int(offset)) }
+                break
+            }
             switch box.type {
             case "moov":
                 guard let bytes = read(offset, Int(box.size)) else { break }
@@ -50,7 +53,7 @@ public struct FragmentedFile: Sendable {
             case "mdat":
                 guard let moof = pendingMoof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
                 pendingMoof = nil
-                let payload = (offset + box.headerSize)..<(offset + box.size)
+                let payload = (offset + Int64(box.headerSize))..<(offset + box.size)
                 let parsed = try ParsedSegment(bytes: moof.bytes)
                 for traf in parsed.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
                     guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
@@ -68,7 +71,7 @@ public struct FragmentedFile: Sendable {
                     }
                 }
                 payloads.append(payload)
-                payloadTotal += box.size - box.headerSize
+                payloadTotal += box.size - Int64(box.headerSize)
                 fragments += 1
             default:
                 break  // ftyp, free, styp: nothing to carry over

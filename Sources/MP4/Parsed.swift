@@ -247,7 +247,11 @@ public struct ParsedSegment: Sendable {
                 let trackID = try r.u32()
                 let defaults = trex.first { $0.trackID == trackID }
                 var base = moof.start
-                if tfhdFlags & 0x01 != 0 { base = Int(try r.u64()) }
+                if tfhdFlags & 0x01 != 0 {
+                    let offset = try r.u64()
+                    guard offset <= UInt64(bytes.count) else { throw MP4Error.badBox("tfhd base data offset \(offset) lies past the segment", at: tfhd.start) }
+                    base = Int(offset)
+                }
                 if tfhdFlags & 0x02 != 0 { _ = try r.u32() }
                 var defaultDuration = defaults?.defaultDuration ?? 0
                 var defaultSize: UInt32 = 0
@@ -269,7 +273,15 @@ public struct ParsedSegment: Sendable {
                     try t.skip(1)
                     let flags = try t.u24()
                     let count = Int(try t.u32())
+                    // Each sample has a size field, or a default size and a place in the
+                    // mdat: a count no segment of this size can hold is refused before
+                    // anything is allocated for it (linear work in the input).
+                    let perSample = [0x100, 0x200, 0x400, 0x800].filter { flags & UInt32($0) != 0 }.count * 4
+                    guard count <= (perSample > 0 ? t.remaining / perSample : max(bytes.count, 1)) else {
+                        throw MP4Error.badBox("trun of \(count) samples in \(t.remaining) bytes", at: trun.start)
+                    }
                     if flags & 0x001 != 0 { cursor = base + Int(Int32(bitPattern: try t.u32())) }
+                    samples.reserveCapacity(samples.count + count)
                     var firstFlags: UInt32?
                     if flags & 0x004 != 0 { firstFlags = try t.u32() }
                     for i in 0..<count {

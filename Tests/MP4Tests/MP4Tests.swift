@@ -142,4 +142,20 @@ final class FragmentTests: XCTestCase {
         XCTAssertThrowsError(try BoxTree.parse(bytes))
         XCTAssertThrowsError(try BoxTree.parse([0, 0, 0, 4, 0x6d]), "a size below the header")
     }
+
+    /// Issue 13: a recording `.part` whose fragment has a 64-bit size ≥ 2^63 crashed the
+    /// recording recovery; the fragments before it are kept and the rest is not trusted.
+    func testFragmentedFileStopsAtAHeaderNoFileCanHave() throws {
+        let fragment = Fragment.make(sequenceNumber: 1, runs: [TrackRun(trackID: 1, baseDecodeTime: 0, samples: samples)])
+        let initSegment = InitSegment.make(video: VideoTrack(width: 1280, height: 720, sps: Golden.sps, pps: Golden.pps), audio: nil)
+        for large: UInt64 in [1 << 63, UInt64.max, 0, 7] {
+            let bad: [UInt8] = [0, 0, 0, 1] + Array("moof".utf8) + withUnsafeBytes(of: large.bigEndian, Array.init) + [UInt8](repeating: 0, count: 32)
+            let file = initSegment + fragment + bad
+            let scan = try FragmentedFile.scan(size: Int64(file.count)) { offset, count in
+                Int(offset) + count <= file.count ? Array(file[Int(offset)..<(Int(offset) + count)]) : nil
+            }
+            XCTAssertEqual(scan.fragments, 1, "largesize \(large)")
+            XCTAssertEqual(scan.discardedBytes, Int64(bad.count))
+        }
+    }
 }
