@@ -8,7 +8,7 @@ extension StreamChecker {
         var summary = MediaSummary()
         guard let mapURI = p.segments.first?.map else { return summary }
         let initPath = resolve(mapURI, against: path)
-        guard let initBytes = load(initPath) else { error("L7", initPath, "EXT-X-MAP cannot be read"); return summary }
+        guard let initBytes = read(initPath, "the EXT-X-MAP") else { return summary }
         guard let initSegment = checkInit(initBytes, initPath, into: &summary) else { return summary }
         let video = initSegment.track("vide")
         let audio = initSegment.track("soun")
@@ -22,9 +22,11 @@ extension StreamChecker {
         var minFrameDuration: UInt32?
         var frameDurations = Set<UInt32>()
         var lastIDRTime: UInt64?
+        var previousRange: (uri: String, end: Int)?
         for (index, entry) in p.segments.enumerated() {
             let at = resolve(entry.uri, against: path)
-            guard let bytes = load(at) else { error("L7", at, "listed but cannot be read"); continue }
+            guard let file = read(at, "the segment") else { continue }
+            guard let bytes = byteRange(of: entry, in: file, uri: at, previous: &previousRange) else { continue }
             let segment: ParsedSegment
             do { segment = try ParsedSegment(bytes: bytes, trex: initSegment.trex) } catch {
                 self.error("S1", at, "\(error)"); continue
@@ -45,7 +47,7 @@ extension StreamChecker {
                 previousSequence = fragment.sequenceNumber
                 for traf in fragment.trafs { checkTraf(traf, at: at, known: initSegment.tracks) }
             }
-            meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))
+            meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))  // at most a year: no overflow
             // S7/P9: decode times continue exactly across segments, except after
             // EXT-X-DISCONTINUITY, where a new timeline domain starts (§4.4.4.3).
             for track in initSegment.tracks {
@@ -81,7 +83,9 @@ extension StreamChecker {
                 report(abs(extinf - actual) > frame ? .error : .warning, "S9", at, "EXTINF \(extinf) vs actual \(actual) s")
             }
             // S10–S12, S17
+            var time = videoTraf.baseDecodeTime
             for (n, sample) in videoTraf.samples.enumerated() {
+                defer { time &+= UInt64(sample.duration) }
                 let data = Array(bytes[sample.range.clamped(to: 0..<bytes.count)])
                 let units: [ArraySlice<UInt8>]
                 do { units = try H264.splitLengthPrefixed(data, lengthSize: max(video.nalLengthSize, 1)) } catch {
@@ -94,7 +98,6 @@ extension StreamChecker {
                     error("S10", at, "first video sample is not a flagged IDR")
                 }
                 if hasIDR != sample.isSync { error("S11", at, "video sample \(n): IDR=\(hasIDR) but sync flag=\(sample.isSync)") }
-                let time = videoTraf.baseDecodeTime &+ videoTraf.samples[..<n].reduce(0) { $0 &+ UInt64($1.duration) }
                 if hasIDR {
                     if let last = lastIDRTime, Double(Int64(bitPattern: time &- last)) / ts > 2.0 + 0.0005 {
                         warning("S17", at, "IDR interval \(Double(Int64(bitPattern: time &- last)) / ts) s exceeds 2 s")
@@ -135,6 +138,27 @@ extension StreamChecker {
         return summary
     }
 
+    /// The bytes a segment entry names: the whole file, or its EXT-X-BYTERANGE (P8, §4.4.4.2:
+    /// without an offset, the range follows the previous one of the same URI).
+    mutating func byteRange(of entry: ParsedPlaylist.Segment, in file: [UInt8], uri: String,
+                            previous: inout (uri: String, end: Int)?) -> [UInt8]? {
+        guard let text = entry.byteRange else { previous = nil; return file }
+        guard let range = HLSValue.byteRange(text) else { return nil }  // reported with the playlist
+        let start: UInt64
+        if let offset = range.offset { start = offset } else if let previous, previous.uri == uri {
+            start = UInt64(previous.end)
+        } else {
+            error("P8", uri, "EXT-X-BYTERANGE without an offset does not follow a range of the same file")
+            return nil
+        }
+        guard start <= UInt64(file.count), range.length <= UInt64(file.count) - start else {
+            error("P8", uri, "EXT-X-BYTERANGE \(text) lies past the end of the file (\(file.count) bytes)")
+            return nil
+        }
+        previous = (uri, Int(start + range.length))
+        return Array(file[Int(start)..<Int(start + range.length)])
+    }
+
     mutating func checkTraf(_ traf: ParsedSegment.TrackFragment, at: String, known: [ParsedInit.Track]) {
         if !known.contains(where: { $0.trackID == traf.trackID }) { error("I3", at, "traf for unknown track \(traf.trackID)") }
         if traf.tfdtCount != 1 { error("S3", at, "traf \(traf.trackID) has \(traf.tfdtCount) tfdt") }
@@ -151,7 +175,7 @@ extension StreamChecker {
 
     mutating func checkAudio(_ traf: ParsedSegment.TrackFragment, _ audio: ParsedInit.Track, bytes: [UInt8], at: String) {
         for (n, sample) in traf.samples.enumerated() {
-            let head = sample.range.lowerBound + 1 < bytes.count ? (bytes[sample.range.lowerBound], bytes[sample.range.lowerBound + 1]) : (0, 0)
+            let head = sample.range.lowerBound >= 0 && sample.range.lowerBound + 1 < bytes.count ? (bytes[sample.range.lowerBound], bytes[sample.range.lowerBound + 1]) : (0, 0)
             if head.0 == 0xFF && head.1 & 0xF0 == 0xF0 { error("S13", at, "audio sample \(n) carries an ADTS header") }
             if Int(audio.timescale) == audio.sampleRate && sample.duration != 1024 {
                 // Every AAC-LC access unit decodes to 1024 samples.

@@ -28,25 +28,32 @@ extension StreamChecker {
         }
         // P3: the version the features need (§8): MAP in a media playlist needs 6; 7 is
         // what Apple's spec and FFmpeg write for fMP4, so only a higher one is flagged.
-        let hasMap = !p.tags("EXT-X-MAP").isEmpty
-        let required = hasMap ? 6 : (p.segments.contains { $0.extinf?.contains(".") ?? false } ? 3 : 1)
-        if let version = p.value("EXT-X-VERSION").flatMap(Int.init) {
-            if version < required { error("P3", path, "VERSION \(version) but the tags need \(required)") }
-            if version > max(required, 7) { warning("P3", path, "VERSION \(version) is higher than needed (\(required))") }
-        } else if required > 1 { error("P3", path, "no EXT-X-VERSION but the tags need \(required)") }
+        checkVersion(p, path, needs: requiredVersion(p, mediaPlaylist: true))
+        // P6: the sequence numbers are decimal-integers (§4.4.3.2–3).
+        for name in ["EXT-X-MEDIA-SEQUENCE", "EXT-X-DISCONTINUITY-SEQUENCE"] {
+            for tag in p.tags(name) where HLSValue.decimalInteger(tag.value ?? "") == nil {
+                error("P6", "\(path):\(tag.line)", "\(name) \(Self.quote(tag.value)) is not a decimal-integer")
+            }
+        }
         // P4, P5
-        let target = p.value("EXT-X-TARGETDURATION").flatMap(Int.init)
-        if target == nil || target! < 1 { error("P4", path, "EXT-X-TARGETDURATION missing or not a positive integer") }
+        let targetTag = p.tags("EXT-X-TARGETDURATION").first
+        let target = targetTag.flatMap { HLSValue.integer($0.value ?? "") }
+        if target == nil || target! < 1 { error("P4", targetTag.map { "\(path):\($0.line)" } ?? path, "EXT-X-TARGETDURATION missing or not a positive integer") }
         for segment in p.segments {
             let at = "\(path):\(segment.line)"
             guard segment.extinfCount == 1, let duration = segment.duration else {
-                error("P5", at, "\(segment.uri) needs exactly one EXTINF with a decimal duration"); continue
+                let why = segment.extinfCount == 1 ? "EXTINF \(Self.quote(segment.extinf)) is not a decimal duration of at most a year"
+                    : "needs exactly one EXTINF, has \(segment.extinfCount)"
+                error("P5", at, "\(segment.uri): \(why)"); continue
             }
             if !(segment.extinf?.split(separator: ",").first?.contains(".") ?? false) {
                 warning("P5", at, "EXTINF is not a decimal float")
             }
-            if let target, Int((duration + 0.5).rounded(.down)) > target {
+            if let target, (duration + 0.5).rounded(.down) > Double(target) {
                 error("P4", at, "EXTINF \(duration) rounds above TARGETDURATION \(target)")
+            }
+            if let range = segment.byteRange, HLSValue.byteRange(range) == nil {
+                error("P8", at, "EXT-X-BYTERANGE \(Self.quote(range)) is not n[@o] in decimal-integers")
             }
         }
         for tag in p.danglingTags { error("P5", "\(path):\(tag.line)", "\(tag.name) with no segment URI after it") }
@@ -65,7 +72,7 @@ extension StreamChecker {
         }
         if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
         // P13
-        var previous: (ms: Int64, duration: Double)?
+        var previous: (ms: Int64, duration: Double?)?
         for segment in p.segments {
             let at = "\(path):\(segment.line)"
             guard let text = segment.programDateTime else {
@@ -75,12 +82,46 @@ extension StreamChecker {
             guard let ms = UTCDate.parse(text) else { error("P13", at, "bad date \(text)"); continue }
             if !text.contains(".") { warning("P13", at, "PROGRAM-DATE-TIME without milliseconds") }
             // After EXT-X-DISCONTINUITY the date jumps by the gap (RFC 8216bis §4.4.4.3).
-            if let previous, !segment.discontinuity, abs(Double(ms - previous.ms) / 1000 - previous.duration) > 0.05 {
-                error("P13", at, "PROGRAM-DATE-TIME advanced \(Double(ms - previous.ms) / 1000) s over a \(previous.duration) s segment")
+            // (A segment without a usable EXTINF was reported under P5 already.)
+            if let previous, let duration = previous.duration, !segment.discontinuity,
+               abs(Double(ms &- previous.ms) / 1000 - duration) > 0.05 {
+                error("P13", at, "PROGRAM-DATE-TIME advanced \(Double(ms &- previous.ms) / 1000) s over a \(duration) s segment")
             }
-            previous = (ms, segment.duration ?? 0)
+            previous = (ms, segment.duration)
         }
         return checkMedia(p, path: path, targetDuration: target ?? 0)
+    }
+
+    /// P3: the lowest version the playlist's tags need (§8).
+    func requiredVersion(_ p: ParsedPlaylist, mediaPlaylist: Bool) -> Int {
+        var needs = 1
+        if p.segments.contains(where: { $0.extinf?.contains(".") ?? false }) { needs = 3 }
+        if !p.tags("EXT-X-BYTERANGE").isEmpty || !p.tags("EXT-X-I-FRAMES-ONLY").isEmpty { needs = 4 }
+        if mediaPlaylist && !p.tags("EXT-X-MAP").isEmpty { needs = 6 }
+        if !p.tags("EXT-X-DEFINE").isEmpty || p.text.contains("{$") { needs = 8 }
+        return needs
+    }
+
+    mutating func checkVersion(_ p: ParsedPlaylist, _ path: String, needs required: Int) {
+        let tag = p.tags("EXT-X-VERSION").first
+        if let tag {
+            guard let version = HLSValue.integer(tag.value ?? "") else {
+                return error("P3", "\(path):\(tag.line)", "EXT-X-VERSION \(Self.quote(tag.value)) is not a decimal-integer")
+            }
+            if version < required { error("P3", path, "VERSION \(version) but the tags need \(required)") }
+            if version > max(required, 7) { warning("P3", path, "VERSION \(version) is higher than needed (\(required))") }
+        } else if required > 1 { error("P3", path, "no EXT-X-VERSION but the tags need \(required)") }
+    }
+
+    /// A value from the file, quoted for a message: control characters escaped, and cut
+    /// short so a hostile line cannot flood the report.
+    static func quote(_ value: String?) -> String {
+        guard let value else { return "(none)" }
+        var out = ""
+        for scalar in value.unicodeScalars.prefix(40) {
+            out += scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+        }
+        return "'" + out + (value.unicodeScalars.count > 40 ? "…'" : "'")
     }
 
     /// Resolves a URI relative to the playlist that lists it.

@@ -16,7 +16,8 @@ public struct Finding: Sendable, CustomStringConvertible, Equatable {
 /// against the rules of HLS_RULES.md that apply to one muxed H.264 + AAC fMP4 variant.
 /// `load` returns a file's bytes by its path relative to the stream directory.
 public struct StreamChecker {
-    public typealias Loader = (String) -> [UInt8]?
+    /// nil: the file is not there; a thrown error: it is there but is not read (too large).
+    public typealias Loader = (String) throws -> [UInt8]?
 
     var findings: [Finding] = []
     let load: Loader
@@ -39,8 +40,16 @@ public struct StreamChecker {
         findings.append(Finding(rule: rule, severity: severity, location: location, message: message))
     }
 
+    /// Loads a file, or reports why not (L7) and returns nil.
+    mutating func read(_ path: String, _ what: String) -> [UInt8]? {
+        do {
+            guard let bytes = try load(path) else { error("L7", path, "\(what) cannot be read"); return nil }
+            return bytes
+        } catch { self.error("L7", path, "\(what) is not read: \(error)"); return nil }
+    }
+
     mutating func run(_ path: String) {
-        guard let bytes = load(path) else { return error("L7", path, "cannot be read") }
+        guard let bytes = read(path, "the playlist") else { return }
         guard let top = checkText(bytes, path) else { return }
         if top.isMultivariant {
             checkMultivariant(top, path)
@@ -74,6 +83,8 @@ public struct StreamChecker {
             error("V1", "\(path):\(tag.line)", "EXT-X-STREAM-INF without a URI line")
         }
         if top.variants.isEmpty { error("V1", path, "no variants") }
+        for stray in top.segments { error("V1", "\(path):\(stray.line)", "URI line \(Self.quote(stray.uri)) without EXT-X-STREAM-INF before it") }
+        checkVersion(top, path, needs: requiredVersion(top, mediaPlaylist: false))
         for tag in top.tags(for: ["EXT-X-STREAM-INF", "EXT-X-MEDIA"]) {
             do { _ = try ParsedPlaylist.attributeList(tag.value ?? "") } catch {
                 self.error("P2", "\(path):\(tag.line)", "\(error)")
@@ -82,7 +93,13 @@ public struct StreamChecker {
         for variant in top.variants {
             let at = "\(path):\(variant.line)"
             let a = variant.attributes
-            guard let bandwidth = a["BANDWIDTH"].flatMap(Int.init) else { error("V1", at, "no decimal-integer BANDWIDTH"); continue }
+            guard let bandwidth = a["BANDWIDTH"].flatMap(HLSValue.integer) else { error("V1", at, "no decimal-integer BANDWIDTH"); continue }
+            if let average = a["AVERAGE-BANDWIDTH"], HLSValue.integer(average) == nil {
+                error("V2", at, "AVERAGE-BANDWIDTH \(Self.quote(average)) is not a decimal-integer")
+            }
+            if let rate = a["FRAME-RATE"], HLSValue.decimalFloat(rate) == nil {
+                error("V2", at, "FRAME-RATE \(Self.quote(rate)) is not a decimal-floating-point number")
+            }
             for name in ["CODECS", "RESOLUTION", "FRAME-RATE", "AVERAGE-BANDWIDTH"] where a[name] == nil {
                 error("V2", at, "no \(name)")
             }
@@ -96,7 +113,7 @@ public struct StreamChecker {
                                              "EXT-X-MAP", "EXT-X-PROGRAM-DATE-TIME", "EXT-X-BYTERANGE", "EXT-X-DISCONTINUITY"]
 
     mutating func checkMediaPlaylistFile(_ uri: String) -> MediaSummary? {
-        guard let bytes = load(uri) else { error("L7", uri, "listed but cannot be read"); return nil }
+        guard let bytes = read(uri, "the variant's playlist") else { return nil }
         guard let playlist = checkText(bytes, uri) else { return nil }
         if playlist.isMultivariant { error("P10", uri, "a variant URI points at a multivariant playlist"); return nil }
         return checkMediaPlaylist(playlist, uri)
@@ -117,14 +134,14 @@ public struct StreamChecker {
         }
         if let rate = a["FRAME-RATE"], let measured = media.frameRate {
             let expected = decimalSeconds(Int64((measured * 1000).rounded()), timescale: 1000)
-            if Double(rate).map({ abs($0 - measured) > 0.001 }) ?? true {
+            if HLSValue.decimalFloat(rate).map({ abs($0 - measured) > 0.001 }) ?? false {
                 error("V2", at, "FRAME-RATE \(rate) but the stream runs at \(expected)")
             }
         }
         if media.peakBitrate > bandwidth {
             error("C6", at, "BANDWIDTH \(bandwidth) is below the measured peak \(media.peakBitrate)")
         }
-        if let average = a["AVERAGE-BANDWIDTH"].flatMap(Int.init), Double(media.averageBitrate) > Double(average) * 1.1 {
+        if let average = a["AVERAGE-BANDWIDTH"].flatMap(HLSValue.integer), Double(media.averageBitrate) > Double(average) * 1.1 {
             error("C7", at, "measured average \(media.averageBitrate) exceeds AVERAGE-BANDWIDTH \(average) by over 10%")
         }
     }

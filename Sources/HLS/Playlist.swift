@@ -117,13 +117,17 @@ public struct BitrateMeter: Sendable, Equatable {
 
     /// The largest bit rate over contiguous runs lasting between 0.5×TD and
     /// 1.5×TD + 0.5 s (§4.1); a single segment counts when no run fits.
+    static let longestRun = 256
+
     public var peak: Int {
         let low = timescale * Int64(targetDuration) / 2
         let high = timescale * Int64(targetDuration) * 3 / 2 + timescale / 2
         var best: Int64 = 0
         for i in segments.indices {
             var bits: Int64 = 0, ticks: Int64 = 0
-            for j in i..<segments.count {
+            // A run of more than `longestRun` segments only happens with (near) zero
+            // durations, where the rate means nothing; the cap keeps the work linear.
+            for j in i..<min(segments.count, i + Self.longestRun) {
                 bits += segments[j].bits; ticks += segments[j].ticks
                 if ticks > high { break }
                 if ticks >= low || (i == 0 && j == segments.count - 1) {
@@ -139,13 +143,14 @@ extension MediaPlaylist {
     /// Reads back a playlist this type rendered; nil if the text is not one.
     public init?(parsing text: String) {
         let parsed = ParsedPlaylist(text: text)
-        guard let target = parsed.value("EXT-X-TARGETDURATION").flatMap(Int.init),
+        guard let target = parsed.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer), target > 0,
               let map = parsed.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else { return nil }
         self.init(targetDuration: target, mapURI: map)
-        mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(Int.init) ?? 1
+        mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 1
         for segment in parsed.segments {
             guard let extinf = segment.extinf, let date = segment.programDateTime.flatMap(UTCDate.parse) else { return nil }
             let duration = String(extinf.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0])
+            guard HLSValue.duration(duration) != nil else { return nil }
             entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity))
         }
         isEnded = parsed.isEnded

@@ -15,7 +15,12 @@ public struct ParsedPlaylist: Sendable {
         public var discontinuity: Bool
         public var map: String?       // the EXT-X-MAP URI in force
 
-        public var duration: Double? { extinf.flatMap { Double($0.split(separator: ",", maxSplits: 1).first.map(String.init) ?? "") } }
+        public var byteRange: String? // EXT-X-BYTERANGE value, if any
+
+        /// EXTINF's duration, only if it is a decimal number of seconds (§4.4.4.1).
+        public var duration: Double? {
+            extinf.flatMap { HLSValue.duration($0.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0]) }
+        }
     }
     public struct Variant: Sendable {
         public var attributes: [String: String]
@@ -30,19 +35,22 @@ public struct ParsedPlaylist: Sendable {
     public var variants: [Variant] = []
     public var danglingTags: [Tag] = []   // segment tags with no URI after them
 
-    public var isMultivariant: Bool { tags.contains { $0.name == "EXT-X-STREAM-INF" } }
-    public var isEnded: Bool { tags.contains { $0.name == "EXT-X-ENDLIST" } }
+    /// Worked out once while parsing: the checker asks per segment, and a search of every
+    /// tag each time made a 100,000-segment playlist take minutes (quadratic).
+    public private(set) var isMultivariant = false
+    public private(set) var isEnded = false
     public func tags(_ name: String) -> [Tag] { tags.filter { $0.name == name } }
     public func value(_ name: String) -> String? { tags.first { $0.name == name }?.value }
 
     public init(text: String) {
         self.text = text
-        var split = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+        // Lines end in LF or CRLF (§4.1); "\r\n" is one Character to Swift, so both are named.
+        var split = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map { line -> String in
             line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
         }
         if split.last == "" { split.removeLast() }
         lines = split
-        var extinf: String?, extinfCount = 0, pdt: String?, discontinuity = false, map: String?
+        var extinf: String?, extinfCount = 0, pdt: String?, discontinuity = false, map: String?, byteRange: String?
         var streamInf: Tag?
         var pending: [Tag] = []
         for (index, line) in lines.enumerated() {
@@ -53,10 +61,13 @@ public struct ParsedPlaylist: Sendable {
                 let tag = Tag(name: String(colon.map { body[..<$0] } ?? body),
                               value: colon.map { String(body[body.index(after: $0)...]) }, line: number)
                 tags.append(tag)
+                if tag.name == "EXT-X-STREAM-INF" { isMultivariant = true }
+                if tag.name == "EXT-X-ENDLIST" { isEnded = true }
                 switch tag.name {
                 case "EXTINF": extinf = tag.value; extinfCount += 1; pending.append(tag)
                 case "EXT-X-PROGRAM-DATE-TIME": pdt = tag.value; pending.append(tag)
                 case "EXT-X-DISCONTINUITY": discontinuity = true; pending.append(tag)
+                case "EXT-X-BYTERANGE": byteRange = tag.value; pending.append(tag)
                 case "EXT-X-MAP": map = Self.attributes(tag.value ?? "")["URI"]
                 case "EXT-X-STREAM-INF": streamInf = tag
                 default: break
@@ -68,8 +79,8 @@ public struct ParsedPlaylist: Sendable {
                 streamInf = nil
             } else {
                 segments.append(Segment(uri: line, line: number, extinf: extinf, extinfCount: extinfCount,
-                                        programDateTime: pdt, discontinuity: discontinuity, map: map))
-                extinf = nil; extinfCount = 0; pdt = nil; discontinuity = false; pending = []
+                                        programDateTime: pdt, discontinuity: discontinuity, map: map, byteRange: byteRange))
+                extinf = nil; extinfCount = 0; pdt = nil; discontinuity = false; byteRange = nil; pending = []
             }
         }
         danglingTags = pending + (streamInf.map { [$0] } ?? [])

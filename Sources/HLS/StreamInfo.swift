@@ -26,7 +26,7 @@ public struct StreamInfo: Sendable, Equatable, Codable {
         start = listed.first?.programDateTime
         duration = (seconds * 1000).rounded() / 1000
         segments = count
-        targetDuration = parsed.value("EXT-X-TARGETDURATION").flatMap(Int.init)
+        targetDuration = parsed.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer)
         playlist = playlistURL
     }
 }
@@ -35,9 +35,12 @@ import Foundation
 
 extension StreamInfo {
     /// A list of streams as JSON, keys sorted, slashes left alone.
+    /// Each stream is encoded on its own, so one that cannot be (it never should) is left
+    /// out instead of hiding every other.
     public static func json(_ streams: [StreamInfo]) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(streams)) ?? Data("[]".utf8))
+        let items = streams.compactMap { try? encoder.encode($0) }
+        return Array("[".utf8) + Array(items.map { Array($0) }.joined(separator: Array(",".utf8))) + Array("]".utf8)
     }
 }
