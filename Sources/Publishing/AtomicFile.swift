@@ -17,6 +17,12 @@ public struct FileError: Error, CustomStringConvertible {
 /// Files other programs read are written temp → fsync → rename → fsync(dir), so a reader
 /// (or a power cut) sees the old file or the new one, never half of one.
 public enum AtomicFile {
+    /// Moves a file that cannot be used out of the way, to `<path>.corrupt` beside it: kept
+    /// for a person to look at, never deleted, and no longer read at every start.
+    public static func setAside(_ path: String) throws {
+        guard rename(path, path + ".corrupt") == 0 else { throw FileError(path: path, operation: "set aside", code: errno) }
+    }
+
     public static func write(_ bytes: [UInt8], to path: String) throws {
         try write(to: path) { fd, temporary in try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
     }
@@ -77,6 +83,32 @@ public enum AtomicFile {
             current += "/" + component
             if mkdir(current, 0o755) != 0 && errno != EEXIST {
                 throw FileError(path: current, operation: "mkdir", code: errno)
+            }
+        }
+    }
+}
+
+extension FileError {
+    /// The file system (or the user's quota) is full: something the storage keeper can mend.
+    public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
+}
+
+/// A full card is not the end of a session (issue 13): a write that fails for want of
+/// space asks the storage keeper to free some (`makeRoom` says whether it freed anything)
+/// and is tried again, as long as eviction frees something.
+public enum SpaceRetry {
+    public typealias MakeRoom = @Sendable () -> Bool
+
+    /// At most this many rounds of eviction for one write: each deletes a whole stream or
+    /// recording, so a few are enough for any one segment.
+    static let rounds = 8
+
+    public static func run<T>(_ makeRoom: MakeRoom, _ body: () throws -> T) throws -> T {
+        var round = 0
+        while true {
+            do { return try body() } catch let error as FileError where error.isNoSpace && round < rounds {
+                round += 1
+                guard makeRoom() else { throw error }
             }
         }
     }

@@ -16,41 +16,99 @@ public enum Recovery {
         public var wasInterrupted: Bool
     }
 
-    /// Every stream under `root/streams`, oldest first, each closed if it was open.
-    public static func closeAll(root: String) throws -> [Closed] {
-        let streams = root + "/streams"
-        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        return try ids.compactMap { try close(directory: streams + "/" + $0) }
+    /// A file recovery could not use: renamed to `<name>.corrupt` beside where it was (never
+    /// deleted), so it is looked at once and the start goes on (`recovery.skipped`).
+    public struct Skipped: Sendable, Equatable {
+        public var path: String
+        public var reason: String
+        public init(path: String, reason: String) { self.path = path; self.reason = reason }
     }
 
-    public static func close(directory: String) throws -> Closed? {
+    /// Every stream under `root/streams`, oldest first, each closed if it was open. One
+    /// stream that cannot be closed (a corrupt file, a full disk) is reported through
+    /// `skipped` and the others are still closed.
+    public static func closeAll(root: String, skipped: (Skipped) -> Void = { _ in }) -> [Closed] {
+        let streams = root + "/streams"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []
+        // A stream directory still being made (`StreamWriter`) when the power went: it was
+        // never listed or published.
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            try? FileManager.default.removeItem(atPath: streams + "/" + name)
+        }
+        let ids = names.filter { !$0.hasPrefix(".") }.sorted()
+        return ids.compactMap { id in
+            do { return try close(directory: streams + "/" + id, skipped: skipped) } catch {
+                skipped(Skipped(path: streams + "/" + id, reason: "\(error)"))
+                return nil
+            }
+        }
+    }
+
+    public static func close(directory: String, skipped: (Skipped) -> Void = { _ in }) throws -> Closed? {
         let id = URL(fileURLWithPath: directory).lastPathComponent
         let files = FileManager.default
         for name in (files.subpaths(atPath: directory) ?? []) where name.hasSuffix(".tmp") {
             try? files.removeItem(atPath: directory + "/" + name)
         }
-        guard let text = files.contents(atPath: directory + "/playlist.m3u8").map({ String(decoding: $0, as: UTF8.self) }),
-              var playlist = MediaPlaylist(parsing: text) else {
+        let playlistPath = directory + "/playlist.m3u8"
+        guard let data = files.contents(atPath: playlistPath) else {
             return nil  // no segment was ever stored: nothing to publish
+        }
+        guard let text = String(validating: Array(data), as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
+            setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
+            return nil
         }
         if playlist.isEnded { return Closed(id: id, segments: playlist.entries.count, wasInterrupted: false) }
         // Complete segments stored after the last playlist write.
-        if let initBytes = files.contents(atPath: directory + "/init.mp4"), let parsedInit = try? ParsedInit(bytes: Array(initBytes)),
-           let video = parsedInit.track("vide") {
-            while let last = playlist.entries.last {
-                let next = playlist.entries.count + 1
-                let uri = MediaPlaylist.segmentURI(next)
-                guard let bytes = files.contents(atPath: directory + "/" + uri),
-                      let segment = try? ParsedSegment(bytes: Array(bytes), trex: parsedInit.trex),
-                      let traf = segment.traf(video.trackID).first, traf.duration > 0 else { break }
-                let previousTicks = Int64(((Double(last.duration) ?? 0) * 1000).rounded())
-                playlist.entries.append(.init(uri: uri, duration: decimalSeconds(Int64(traf.duration), timescale: Int64(video.timescale)),
-                                              programDateTimeMs: last.programDateTimeMs + previousTicks))
+        let initPath = directory + "/init.mp4"
+        if let initBytes = files.contents(atPath: initPath) {
+            do {
+                let parsedInit = try ParsedInit(bytes: Array(initBytes))
+                if let video = parsedInit.track("vide") {
+                    try addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
+                }
+            } catch {
+                // Without a readable init segment no unlisted segment can be measured.
+                setAside(initPath, reason: "\(error)", skipped: skipped)
             }
         }
         playlist.isEnded = true
-        try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+        try AtomicFile.write(Array(playlist.render().utf8), to: playlistPath)
         return Closed(id: id, segments: playlist.entries.count, wasInterrupted: true)
+    }
+
+    /// Appends each complete segment after the last listed one, its EXTINF read from its own
+    /// trun and its date following the one before; stops at the first missing one and sets
+    /// aside one that cannot be read.
+    static func addUnlisted(to playlist: inout MediaPlaylist, directory: String, trex: [ParsedInit.Trex],
+                            video: ParsedInit.Track, skipped: (Skipped) -> Void) throws {
+        while let last = playlist.entries.last {
+            let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
+            let path = directory + "/" + uri
+            guard let bytes = FileManager.default.contents(atPath: path) else { return }
+            let traf: ParsedSegment.TrackFragment
+            do {
+                let segment = try ParsedSegment(bytes: Array(bytes), trex: trex)
+                guard let first = segment.traf(video.trackID).first, first.duration > 0 else {
+                    throw MP4Error.missing("video samples")
+                }
+                traf = first
+            } catch {
+                setAside(path, reason: "\(error)", skipped: skipped)
+                return
+            }
+            let previousTicks = Int64(((HLSValue.duration(last.duration) ?? 0) * 1000).rounded())
+            playlist.entries.append(.init(uri: uri, duration: decimalSeconds(Int64(traf.duration), timescale: Int64(video.timescale)),
+                                          programDateTimeMs: last.programDateTimeMs + previousTicks))
+        }
+    }
+
+    /// Sets `path` aside (`AtomicFile.setAside`) and says so.
+    static func setAside(_ path: String, reason: String, skipped: (Skipped) -> Void) {
+        do {
+            try AtomicFile.setAside(path)
+            skipped(Skipped(path: path, reason: reason + "; renamed to .corrupt"))
+        } catch { skipped(Skipped(path: path, reason: "\(reason); \(error)")) }
     }
 }
 

@@ -45,7 +45,10 @@ public struct Recordings: Sendable {
         var entries: [Entry] = []
         for name in names.sorted() where !name.hasPrefix(".") {
             let path = "\(directory)/\(name)"
-            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+            // Regular files only: a symbolic link may lead out of the data directory.
+            var status = stat()
+            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            let size = Int64(status.st_size)
             if name.hasSuffix(".mp4.part") {
                 let id = String(name.dropLast(".mp4.part".count))
                 entries.append(Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil,
@@ -63,7 +66,7 @@ public struct Recordings: Sendable {
     }
 
     /// Finalises every `.part` an earlier run left (crash, kill -9, power cut) from its
-    /// complete fragments. A `.part` that cannot be read is left where it is, reported.
+    /// complete fragments. A `.part` that cannot be read is set aside (`.corrupt`), reported.
     public func recoverAll(priority: Priority, log: (String, [(String, Any)]) -> Void) {
         for entry in list() where entry.recording {
             do {
@@ -74,7 +77,13 @@ public struct Recordings: Sendable {
                 } else {
                     log("recording.empty", [("id", entry.id), ("note", "no complete fragment; removed")])
                 }
+            } catch let error as RecordingError {
+                // Not a fragmented MP4 onair can read: set aside, so later starts go on.
+                let path = partPath(entry.id)
+                let moved = (try? AtomicFile.setAside(path)) != nil
+                log("recovery.skipped", [("path", path), ("reason", "\(error)" + (moved ? "; renamed to .corrupt" : ""))])
             } catch {
+                // A write that failed (a full disk): the .part stays, tried again next start.
                 log("recording.unrecoverable", [("id", entry.id), ("error", "\(error)")])
             }
         }

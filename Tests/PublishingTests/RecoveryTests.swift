@@ -40,7 +40,42 @@ final class RecoveryTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/seg/.000009.m4s.tmp"))
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
         XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false), "idempotent")
-        XCTAssertEqual(try Recovery.closeAll(root: root).map(\.id), ["s"])
+        XCTAssertEqual(Recovery.closeAll(root: root).map(\.id), ["s"])
+    }
+
+    /// Issue 13: one unlisted segment with a box size no file can have used to trap at every
+    /// start (a boot loop). It is set aside, said once, and the stream closes without it.
+    func testACorruptUnlistedSegmentIsSetAsideAndTheStartGoesOn() throws {
+        let directory = try interrupted(stored: 3, unlisted: 1)
+        let path = directory + "/" + MediaPlaylist.segmentURI(3)
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
+        handle.write(Data([0, 0, 0, 1] + Array("moof".utf8) + [0x80, 0, 0, 0, 0, 0, 0, 0]))
+        try handle.close()
+        var skipped: [Recovery.Skipped] = []
+        let closed = Recovery.closeAll(root: root) { skipped.append($0) }
+        XCTAssertEqual(closed, [Recovery.Closed(id: "s", segments: 2, wasInterrupted: true)])
+        XCTAssertEqual(skipped.map(\.path), [path])
+        XCTAssertTrue(skipped[0].reason.contains("64-bit size"), skipped[0].reason)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path + ".corrupt"), "kept for a person, not deleted")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+    }
+
+    func testAPlaylistOnairCannotReadIsSetAsideAndOtherStreamsStillClose() throws {
+        let good = try interrupted(stored: 2, unlisted: 0)
+        let bad = root + "/streams/a-broken"
+        try FileManager.default.createDirectory(atPath: bad, withIntermediateDirectories: true)
+        try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:NaN,\nseg/000001.m4s\n".utf8)
+            .write(to: URL(fileURLWithPath: bad + "/playlist.m3u8"))
+        let utf8 = root + "/streams/b-not-utf8"
+        try FileManager.default.createDirectory(atPath: utf8, withIntermediateDirectories: true)
+        try Data([0x23, 0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: utf8 + "/playlist.m3u8"))
+        var skipped: [String] = []
+        let closed = Recovery.closeAll(root: root) { skipped.append($0.path) }
+        XCTAssertEqual(closed.map(\.id), ["s"])
+        XCTAssertEqual(skipped, [bad + "/playlist.m3u8", utf8 + "/playlist.m3u8"])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: bad + "/playlist.m3u8.corrupt"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: good + "/playlist.m3u8"))
     }
 
     func testJournalRoundTripIsPerDestination() throws {
