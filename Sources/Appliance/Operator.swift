@@ -47,7 +47,8 @@ final class OperatorReport: @unchecked Sendable {
     static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
                                          "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
                                          "performance.lowered", "audio.unavailable", "record.codec", "deferred_start.done",
-                                         "thermal.step", "preview.fallback", "recording.recovered"]
+                                         "thermal.step", "preview.fallback", "recording.recovered", "recovery.skipped",
+                                         "recording.paused", "recording.resumed", "recording.reserve_off"]
 
     private let device: String?
     private var console: Int32?

@@ -57,28 +57,11 @@ final class Pipeline: @unchecked Sendable {
         self.settings = settings
         let publisher = makePublisher()
         self.publisher = publisher
-        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
-        // was completely stored, and published to the end, before anything new starts.
-        do {
-            for stream in try Recovery.closeAll(root: settings.dataDirectory) {
-                if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
-                if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
-                    log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
-                }
-            }
-        } catch {
-            throw StartError(description: "recovering \(settings.dataDirectory): \(error)", status: 1)
-        }
-        // Recordings a crash left as `.part` become playable MP4s from their complete
-        // fragments; old ones go by record.keep_days.
+        // The storage keeper first: a full card must not stop the start at its first write
+        // (issue 13), so space is made before anything is written, and again whenever a
+        // write finds the disk full.
         let recordings = Recordings(root: settings.dataDirectory)
         self.recordings = recordings
-        recordings.recoverAll(priority: settings.record.priority) { event, fields in
-            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
-        }
-        if let days = settings.record.keepDays {
-            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
-        }
         // A stream counts as published once its journal for this destination says ENDLIST.
         let destinationName = publisher?.destination
         let storage = StorageKeeper(
@@ -91,8 +74,27 @@ final class Pipeline: @unchecked Sendable {
             },
             deleted: { [publisher] id in publisher?.forget(id) },
             recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
+        storage.prune(recording: nil)
+        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
+        // was completely stored, and published to the end, before anything new starts.
+        // A file that cannot be used is set aside and said once; the start goes on.
+        let skipped: (Recovery.Skipped) -> Void = { log("recovery.skipped", level: .error, ("path", $0.path), ("reason", $0.reason)) }
+        for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped) {
+            if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
+            if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
+                log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
+            }
+        }
+        // Recordings a crash left as `.part` become playable MP4s from their complete
+        // fragments; old ones go by record.keep_days.
+        recordings.recoverAll(priority: settings.record.priority) { event, fields in
+            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
+        }
+        if let days = settings.record.keepDays {
+            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
+        }
         let current = CurrentStream()
-        session = Session(settings: settings, log: log, observer: { [publisher] event in
+        session = Session(settings: settings, log: log, makeRoom: { storage.makeRoom(recording: current.get()) }, observer: { [publisher] event in
             publisher?.observe(event)
             switch event {
             case .started(let id): current.set(id)
@@ -127,8 +129,12 @@ final class Pipeline: @unchecked Sendable {
                     "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
                     "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
                     "/status/plots.svg": .init(contentType: "image/svg+xml") { [history] in Array(StatusPage.svg(history.all).utf8) }
-                ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken)
-                log("server.listening", ("url", "http://\(Runner.displayHost(listen)):\(server!.port)/"))
+                ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
+                   log: { event, fields in log.emit(event, level: .warn, fields) })
+                // Say what is bound: one address, or every interface.
+                let address = try ListenAddress(listen)
+                log("server.listening", ("bound", address.isWildcard ? "\(address.host) port \(server!.port) (every interface)" : address.description),
+                    ("url", Runner.displayURL(address, port: server!.port)))
             } catch {
                 session.shutdown()
                 throw StartError(description: "\(error)", status: 2)

@@ -35,7 +35,12 @@ public final class Session: @unchecked Sendable {
     /// Told of everything a stream writes, once it is on disk (the publisher).
     private let observer: @Sendable (StreamEvent) -> Void
 
-    public init(settings: Settings, log: Log, observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
+    /// Frees space when a write finds the disk full (the storage keeper); true if it did.
+    private let makeRoom: SpaceRetry.MakeRoom
+
+    public init(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
+                observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
+        self.makeRoom = makeRoom
         self.settings = settings
         self.log = log
         self.observer = observer
@@ -104,9 +109,9 @@ public final class Session: @unchecked Sendable {
 
     /// The outputs, their encoders opened.
     private func prepareOutputs(live: Settings, recording: Settings) throws -> [(StreamOutput, seconds: Double)] {
-        var outputs: [(StreamOutput, seconds: Double)] = [(EncodingOutput.live(settings: live, log: log, observer: observer), 0.2)]
+        var outputs: [(StreamOutput, seconds: Double)] = [(EncodingOutput.live(settings: live, log: log, makeRoom: makeRoom, observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
-        if settings.record.enabled { outputs.append((EncodingOutput.recording(settings: recording, log: log), 0.5)) }
+        if settings.record.enabled { outputs.append((EncodingOutput.recording(settings: recording, log: log, makeRoom: makeRoom), 0.5)) }
         for (output, _) in outputs { try output.prepare() }
         return outputs
     }

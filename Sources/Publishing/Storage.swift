@@ -39,6 +39,8 @@ public final class StorageKeeper: @unchecked Sendable {
     private let queue = DispatchQueue(label: "onair-storage")
     private var scheduled = false
     private let lock = NSLock()
+    /// One pruning at a time: the keeper's own thread, and writers that found the disk full.
+    private let pruning = NSLock()
 
     /// Something else the keeper may delete, oldest first (a finished local recording).
     public struct Evictable: Sendable {
@@ -81,11 +83,21 @@ public final class StorageKeeper: @unchecked Sendable {
         }
     }
 
+    /// A write found the disk full: frees at least `headroom` beyond the minimum, now, on
+    /// the caller's thread; true if anything was deleted (worth writing again).
+    public func makeRoom(recording current: String?, headroom: Int64 = 64 << 20) -> Bool {
+        !prune(recording: current, extra: headroom).isEmpty
+    }
+
     /// Deletes streams until enough is free; returns the ids deleted, in order.
     @discardableResult
-    public func prune(recording current: String?) -> [String] {
+    public func prune(recording current: String?, extra: Int64 = 0) -> [String] {
+        pruning.withLock { pruneLocked(recording: current, extra: extra) }
+    }
+
+    private func pruneLocked(recording current: String?, extra: Int64) -> [String] {
         guard var free = space(root) else { return [] }
-        let needed = minimum.bytes(ofTotal: free.total)
+        let needed = minimum.bytes(ofTotal: free.total) + extra
         guard free.available < needed else { return [] }
         let streams = root + "/streams"
         let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()

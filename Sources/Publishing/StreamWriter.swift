@@ -1,3 +1,4 @@
+import Foundation
 import HLS
 import Media
 
@@ -50,29 +51,44 @@ public final class StreamWriter {
     public private(set) var totalBytes = 0
     private let observer: (StreamEvent) -> Void
 
-    /// Creates the directory and writes init.mp4 and index.m3u8.
+    private let makeRoom: SpaceRetry.MakeRoom
+
+    /// Creates the directory with init.mp4 and index.m3u8 in it. It is made as a hidden
+    /// `.<id>.tmp` and renamed only once both are written, so no reader (or restart) ever
+    /// finds a stream directory without them; a full disk leaves nothing behind.
     public init(root: String, id: String, description: StreamDescription, initSegment: [UInt8],
-                observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
+                makeRoom: @escaping SpaceRetry.MakeRoom = { false }, observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
         self.id = id
         self.directory = "\(root)/streams/\(id)"
         self.description = description
         self.observer = observer
+        self.makeRoom = makeRoom
         playlist = MediaPlaylist(targetDuration: description.targetDuration)
         meter = BitrateMeter(timescale: Timescale.video, targetDuration: description.targetDuration)
         // Container overhead on top of the encoder rates, until the stream is measured.
         declaredBandwidth = description.configuredBitrate + description.configuredBitrate / 10
         declaredAverage = description.configuredBitrate
         declaredFrameRate = description.fps
-        try AtomicFile.makeDirectories(directory + "/seg")
-        try AtomicFile.write(initSegment, to: directory + "/init.mp4")
-        try writeMultivariant()
+        let staging = "\(root)/streams/.\(id).tmp"
+        try SpaceRetry.run(makeRoom) {
+            do {
+                try AtomicFile.makeDirectories(staging + "/seg")
+                try AtomicFile.write(initSegment, to: staging + "/init.mp4")
+                try writeMultivariant(in: staging)
+                guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
+                try AtomicFile.syncDirectory("\(root)/streams")
+            } catch {
+                try? FileManager.default.removeItem(atPath: staging)
+                throw error
+            }
+        }
         observer(.started(id: id))
     }
 
     /// Stores a segment, then publishes the playlist that lists it.
     public func append(_ segment: SegmentReport) throws {
         let uri = MediaPlaylist.segmentURI(segment.sequence)
-        try AtomicFile.write(segment.bytes, to: "\(directory)/\(uri)")
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: "\(directory)/\(uri)") }
         meter.add(bytes: segment.bytes.count, ticks: segment.videoDuration)
         totalTicks += segment.videoDuration
         totalBytes += segment.bytes.count
@@ -86,7 +102,7 @@ public final class StreamWriter {
         }
         playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
                                       discontinuity: segment.discontinuity))
-        try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8") }
         observer(.segmentStored(id: id, sequence: segment.sequence))
     }
 
@@ -107,18 +123,19 @@ public final class StreamWriter {
         try writeMultivariant()
         observer(.multivariantRewritten(id: id))
         playlist.isEnded = true
-        try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8")
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8") }
         observer(.ended(id: id))
     }
 
     public var segmentCount: Int { playlist.entries.count }
 
-    private func writeMultivariant() throws {
+    private func writeMultivariant(in folder: String? = nil) throws {
         let variant = MultivariantPlaylist.Variant(
             uri: "playlist.m3u8", bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
             codecs: description.codecs, width: description.width, height: description.height,
             frameRateMilli: declaredFrameRate * 1000)
-        try AtomicFile.write(Array(MultivariantPlaylist(variants: [variant]).render().utf8), to: directory + "/index.m3u8")
+        let text = Array(MultivariantPlaylist(variants: [variant]).render().utf8)
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: (folder ?? directory) + "/index.m3u8") }
     }
 
     /// A sortable, unique stream id: `20261202T164233Z-3f9a`.

@@ -20,38 +20,74 @@ public final class RecordingFile {
     private var size: Int64 = 0
     private var reserved: Int64 = 0
     private let reserveStep: Int64
+    private let makeRoom: SpaceRetry.MakeRoom
+    /// Reserving ahead failed for want of space: the file now grows as it is written.
+    public private(set) var reservationOff = false
+    /// Fragments left out because the disk stayed full after eviction (the recording was
+    /// paused); the live stream goes on meanwhile.
+    public private(set) var fragmentsDropped = 0
+    /// Whether the last fragment was left out.
+    public private(set) var paused = false
     /// write + fdatasync time of each fragment, ns.
     public private(set) var writeLatencies: [Int64] = []
     public private(set) var fragments = 0
 
     /// Creates the `.part` file and makes its init segment durable.
-    public init(directory: String, id: String, initSegment: [UInt8], preallocateBytes: Int64) throws {
+    public init(directory: String, id: String, initSegment: [UInt8], preallocateBytes: Int64,
+                makeRoom: @escaping SpaceRetry.MakeRoom = { false }) throws {
         self.id = id
+        self.makeRoom = makeRoom
         partPath = "\(directory)/\(id).mp4.part"
         finalPath = "\(directory)/\(id).mp4"
         reserveStep = preallocateBytes
         try AtomicFile.makeDirectories(directory)
-        fd = open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FileError(path: partPath, operation: "create", code: errno) }
-        do {
-            try write(initSegment)
-            guard fsync(fd) == 0 else { throw FileError(path: partPath, operation: "fsync", code: errno) }
-            try AtomicFile.syncDirectory(directory)
-        } catch {
-            close(fd)
-            unlink(partPath)
-            throw error
+        fd = -1
+        let path = partPath
+        fd = try SpaceRetry.run(makeRoom) {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileError(path: path, operation: "create", code: errno) }
+            do {
+                try initSegment.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: path) }
+                guard fsync(fd) == 0 else { throw FileError(path: path, operation: "fsync", code: errno) }
+                try AtomicFile.syncDirectory(directory)
+            } catch {
+                close(fd)
+                unlink(path)
+                throw error
+            }
+            return fd
         }
+        size = Int64(initSegment.count)
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Appends one fragment and waits until it is on the medium.
+    /// Appends one fragment and waits until it is on the medium. When the disk is full
+    /// and eviction frees nothing, the fragment is left out (the file is cut back to the
+    /// last whole fragment, so it stays readable) and the recording is paused until a
+    /// later fragment fits; only other failures are thrown.
     public func append(_ fragment: [UInt8]) throws {
         let started = monotonicNanoseconds()
-        try reserveAhead(for: Int64(fragment.count))
-        try write(fragment)
-        guard fdatasync(fd) == 0 else { throw FileError(path: partPath, operation: "fdatasync", code: errno) }
+        do {
+            try SpaceRetry.run(makeRoom) {
+                do {
+                    try reserveAhead(for: Int64(fragment.count))
+                    try write(fragment)
+                    guard fdatasync(fd) == 0 else { throw FileError(path: partPath, operation: "fdatasync", code: errno) }
+                } catch {
+                    // A torn fragment would hide every later one from a reader.
+                    _ = ftruncate(fd, off_t(size))
+                    reserved = min(reserved, size)
+                    throw error
+                }
+            }
+        } catch let error as FileError where error.isNoSpace {
+            fragmentsDropped += 1
+            paused = true
+            return
+        }
+        size += Int64(fragment.count)
+        paused = false
         writeLatencies.append(monotonicNanoseconds() - started)
         fragments += 1
     }
@@ -64,18 +100,20 @@ public final class RecordingFile {
     }
 
     private func reserveAhead(for count: Int64) throws {
-        guard reserveStep > 0, size + count > reserved else { return }
+        guard reserveStep > 0, !reservationOff, size + count > reserved else { return }
         let target = size + count + reserveStep
         // Not every file system can reserve (tmpfs can, FAT cannot): then write without it.
+        // Less room than a reservation step is no reason to stop recording: it goes on
+        // growing as it is written.
         let result = onair_reserve(fd, reserved, target - reserved)
-        if result == 0 { reserved = target } else if result == ENOSPC {
-            throw FileError(path: partPath, operation: "reserve space for", code: result)
-        }
+        if result == 0 { reserved = target } else if result == ENOSPC { reservationOff = true }
     }
 
+    /// Writes at the end of what is kept (`size`), which moves only once a whole fragment
+    /// is durable.
     private func write(_ bytes: [UInt8]) throws {
+        guard lseek(fd, off_t(size), SEEK_SET) >= 0 else { throw FileError(path: partPath, operation: "seek in", code: errno) }
         try bytes.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: partPath) }
-        size += Int64(bytes.count)
     }
 }
 

@@ -24,7 +24,8 @@ final class LiveStream {
     private let origin: StreamOrigin
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
-    init(start: StreamStart, origin: StreamOrigin, settings: Settings, log: Log, observer: @escaping (StreamEvent) -> Void) throws {
+    init(start: StreamStart, origin: StreamOrigin, settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
+         observer: @escaping (StreamEvent) -> Void) throws {
         self.settings = settings
         self.log = log
         self.origin = origin
@@ -42,7 +43,7 @@ final class LiveStream {
                                             configuredBitrate: settings.videoBitrate + (encoder.audio == nil ? 0 : settings.audioBitrate),
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
-                                  initSegment: tracks.initSegment, observer: observer)
+                                  initSegment: tracks.initSegment, makeRoom: makeRoom, observer: observer)
         log("stream.started", ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
             ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {

@@ -113,7 +113,8 @@ final class EncodingOutput: StreamOutput {
     }
 
     /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
-    static func live(settings: Settings, log: Log, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
+    static func live(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
+                     observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         let size = settings.encodedSize
         return EncodingOutput(
             name: "live", requested: settings.encoder, settings: settings, log: log,
@@ -126,11 +127,13 @@ final class EncodingOutput: StreamOutput {
             makeEncoder: { frame, wallClock, video, audio in
                 LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, settings: settings, video: video, audio: audio)
             },
-            makeStream: { start, origin in try LiveStream(start: start, origin: origin, settings: settings, log: log, observer: observer) })
+            makeStream: { start, origin in
+                try LiveStream(start: start, origin: origin, settings: settings, log: log, makeRoom: makeRoom, observer: observer)
+            })
     }
 
     /// The full-quality local recording, in its own profile.
-    static func recording(settings: Settings, log: Log) -> EncodingOutput {
+    static func recording(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom) -> EncodingOutput {
         let size = settings.recordSize
         let fps = settings.recordFPS
         return EncodingOutput(
@@ -145,7 +148,9 @@ final class EncodingOutput: StreamOutput {
             makeEncoder: { frame, wallClock, video, audio in
                 RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, fps: fps, settings: settings, video: video, audio: audio)
             },
-            makeStream: { start, origin in try RecordingStream(start: start, origin: origin, profile: settings.record, settings: settings, log: log) })
+            makeStream: { start, origin in
+                try RecordingStream(start: start, origin: origin, profile: settings.record, settings: settings, log: log, makeRoom: makeRoom)
+            })
     }
 
     func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }

@@ -1,6 +1,7 @@
 import Codecs
 import HLS
 import Media
+import Publishing
 import Recording
 
 /// One local recording, beside the live stream of the same id: its own encoders and
@@ -24,7 +25,8 @@ final class RecordingStream {
     private let origin: StreamOrigin
 
     /// A recording from `origin`: its encoder, timeline, and any pre-roll already encoded.
-    init(start: StreamStart, origin: StreamOrigin, profile: RecordProfile, settings: Settings, log: Log) throws {
+    init(start: StreamStart, origin: StreamOrigin, profile: RecordProfile, settings: Settings, log: Log,
+         makeRoom: @escaping SpaceRetry.MakeRoom = { false }) throws {
         self.log = log
         self.origin = origin
         priority = profile.priority
@@ -39,7 +41,7 @@ final class RecordingStream {
         let tracks = try LiveStream.tracks(video: video, audio: encoder.audio, sampleRate: settings.sampleRate, channels: settings.channels,
                                            audioBitrate: settings.audioBitrate)
         file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.initSegment,
-                                 preallocateBytes: Int64(profile.preallocateMegabytes) << 20)
+                                 preallocateBytes: Int64(profile.preallocateMegabytes) << 20, makeRoom: makeRoom)
         log("recording.started", ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
             ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.bitrate),
             ("preroll_frames", origin.video.count))
@@ -99,7 +101,19 @@ final class RecordingStream {
             ("write_ms_p50", percentileMilliseconds(latencies, 0.5)), ("write_ms_p99", percentileMilliseconds(latencies, 0.99)))
     }
 
+    /// A full disk pauses the recording (its fragments are left out) and never the live
+    /// stream; each change is said once, on the console too.
     private func store(_ fragments: [SegmentReport]) throws {
-        for fragment in fragments { try file.append(fragment.bytes) }
+        for fragment in fragments {
+            let wasPaused = file.paused, wasReserving = !file.reservationOff
+            try file.append(fragment.bytes)
+            if wasReserving && file.reservationOff {
+                log("recording.reserve_off", level: .warn, ("id", id), ("reason", "no room for record.preallocate_mb"))
+            }
+            if file.paused != wasPaused {
+                log(file.paused ? "recording.paused" : "recording.resumed", level: file.paused ? .error : .warn, ("id", id),
+                    ("reason", "disk full"), ("fragments_dropped", file.fragmentsDropped))
+            }
+        }
     }
 }
