@@ -6,6 +6,8 @@ public enum Invocation: Equatable {
     case validate(directory: String)
     case version
     case help(String)
+    /// Asked for nothing: the usage on stderr and exit 2.
+    case usage(String)
 }
 
 /// `onair run|validate|version|help`, each with `--help`. Flags are config keys under
@@ -19,8 +21,8 @@ public enum CommandLineParser {
         "--log-format": "log.format"
     ]
 
-    public static func parse(_ arguments: [String], readFile: (String) throws -> String = { try String(contentsOfFile: $0, encoding: .utf8) }) throws -> Invocation {
-        guard let command = arguments.first else { return .help(usage) }
+    public static func parse(_ arguments: [String], readFile: (String) throws -> [UInt8] = readWholeFile) throws -> Invocation {
+        guard let command = arguments.first else { return .usage(usage) }
         let rest = Array(arguments.dropFirst())
         switch command {
         case "help", "--help", "-h": return .help(rest.first == "run" ? runUsage : usage)
@@ -34,7 +36,15 @@ public enum CommandLineParser {
         }
     }
 
-    static func parseRun(_ arguments: [String], readFile: (String) throws -> String) throws -> Invocation {
+    /// A config file's bytes (decoded line by line, so a bad byte is reported with its line).
+    public static func readWholeFile(_ path: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("--config \(path): cannot read the file (\(String(cString: strerror(errno))))")
+        }
+        return Array(data)
+    }
+
+    static func parseRun(_ arguments: [String], readFile: (String) throws -> [UInt8]) throws -> Invocation {
         var configFiles: [String] = []
         var overrides: [ConfigFile.Entry] = []
         var flags: [ConfigFile.Entry] = []
@@ -65,9 +75,11 @@ public enum CommandLineParser {
         // Several files apply in order, later ones winning: a board's defaults, then the
         // owner's onair.conf.
         for configFile in configFiles {
-            let text: String
-            do { text = try readFile(configFile) } catch { throw ConfigError("--config \(configFile): cannot read the file") }
-            try ConfigFile.apply(try ConfigFile.parse(text, file: configFile), to: &settings)
+            let bytes: [UInt8]
+            do { bytes = try readFile(configFile) } catch let error as ConfigError { throw error } catch {
+                throw ConfigError("--config \(configFile): cannot read the file")
+            }
+            try ConfigFile.apply(try ConfigFile.parse(bytes, file: configFile), to: &settings)
         }
         try ConfigFile.apply(overrides, to: &settings)
         // A flag's error names the flag, not the key behind it.

@@ -3,6 +3,7 @@ import Devices
 import Media
 import Publishing
 import Recording
+import Server
 
 /// A configuration problem, said in one line that names where it is.
 public struct ConfigError: Error, CustomStringConvertible, Equatable {
@@ -22,28 +23,65 @@ public enum ConfigFile {
     }
 
     public static func parse(_ text: String, file: String) throws -> [Entry] {
+        try parse(Array(text.utf8), file: file)
+    }
+
+    /// Lines end in LF or CRLF. A line that is not UTF-8, holds a control character, or
+    /// repeats a key is an error naming the file and line; no message quotes a whole line
+    /// or the value of a secret key (`Secrets`).
+    public static func parse(_ bytes: [UInt8], file: String) throws -> [Entry] {
         var entries: [Entry] = []
         var section = ""
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        var seen: [String: Int] = [:]
+        for (index, raw) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             let origin = "\(file):\(index + 1)"
-            var line = Substring(raw)
-            if line.hasSuffix("\r") { line = line.dropLast() }
-            let trimmed = line.trimmingWhitespace()
+            let lineBytes = raw.last == 0x0D ? raw.dropLast() : raw
+            guard let decoded = String(validating: lineBytes, as: UTF8.self) else { throw ConfigError("\(origin): not valid UTF-8") }
+            if let control = decoded.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+                throw ConfigError("\(origin): control character U+\(fourHexDigits(control.value)) in the line")
+            }
+            let trimmed = decoded.trimmingWhitespace()
             if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
             if trimmed.hasPrefix("[") {
-                guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError("\(origin): malformed section header '\(trimmed)'") }
+                guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError("\(origin): malformed section header") }
                 section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
+                // A section may repeat (owners append overrides), but it must be one onair has.
+                guard knownSections.contains(section) else { throw ConfigError("\(origin): unknown section [\(quoted(section))]") }
                 continue
             }
-            guard let eq = trimmed.firstIndex(of: "=") else { throw ConfigError("\(origin): expected 'key = value', got '\(trimmed)'") }
+            guard let eq = trimmed.firstIndex(of: "=") else {
+                // The line may hold a secret (`secret_key: …`): say only what looks like its key.
+                let name = trimmed.prefix { $0.isLetter || $0.isNumber || "._-".contains($0) }
+                throw ConfigError("\(origin): expected 'key = value'" + (name.isEmpty ? "" : " in the line starting '\(name)'"))
+            }
             let key = String(trimmed[..<eq]).trimmingWhitespace()
             var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
             // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
             if let hash = value.range(of: " #") ?? value.range(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
             guard !key.isEmpty else { throw ConfigError("\(origin): empty key") }
-            entries.append(Entry(key: section.isEmpty ? key : "\(section).\(key)", value: value, origin: origin))
+            let full = section.isEmpty ? key : "\(section).\(key)"
+            // Last-wins inside one file hides a mistake; across files it is the point.
+            if let first = seen[full], !repeatable.contains(full) {
+                throw ConfigError("\(origin): \(quoted(full)) is set again (first at line \(first))")
+            }
+            seen[full] = index + 1
+            entries.append(Entry(key: full, value: value, origin: origin))
         }
         return entries
+    }
+
+    /// Keys that add a value each time they appear.
+    static let repeatable: Set<String> = ["publish.header"]
+
+    /// Every `[section]` some known key lives under (`publish`, `publish.s3`, …).
+    static let knownSections: Set<String> = Set(keys.keys.flatMap { key -> [String] in
+        let parts = key.split(separator: ".")
+        return (1..<parts.count).map { parts[..<$0].joined(separator: ".") }
+    })
+
+    /// Keys whose values are never printed, nor any part of them.
+    static func isSecret(_ key: String) -> Bool {
+        key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header"
     }
 
     /// `--set key=value`.
@@ -62,12 +100,12 @@ public enum ConfigFile {
         "video.fps": { $0.fps = try integer($1, 1...240) },
         "video.bitrate": { $0.bitrate = try bitrate($1) },
         "video.rotation": {
-            guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError("expected 0, 90, 180 or 270, got '\($1)'") }
+            guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError("expected 0, 90, 180 or 270, got \(quoted($1))") }
             $0.rotation = rotation
         },
         "video.encoder": { $0.encoder = try choice($1, VideoEncoderKind.self) },
         "video.device": {
-            guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError("expected auto or a device path such as /dev/video0, got '\($1)'") }
+            guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError("expected auto or a device path such as /dev/video0, got \(quoted($1))") }
             $0.videoDevice = $1
         },
         "video.buffers": { $0.videoBuffers = try integer($1, 2...32) },
@@ -86,7 +124,7 @@ public enum ConfigFile {
         "hls.segment_seconds": { $0.segmentMilliseconds = try milliseconds($1, 500...10_000) },
         "source.kind": { $0.source = try choice($1, Settings.SourceKind.self) },
         "source.pace": {
-            guard let pace = Pace(rawValue: $1) else { throw ConfigError("expected realtime or fast, got '\($1)'") }
+            guard let pace = Pace(rawValue: $1) else { throw ConfigError("expected realtime or fast, got \(quoted($1))") }
             $0.pace = pace
         },
         "storage.dir": {
@@ -129,13 +167,13 @@ public enum ConfigFile {
         "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
         "button.active_low": { $0.button.activeLow = try boolean($1) },
         "button.bias": {
-            guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError("expected pull-up, pull-down or none, got '\($1)'") }
+            guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError("expected pull-up, pull-down or none, got \(quoted($1))") }
             $0.button.bias = $1
         },
         "button.debounce_ms": { $0.button.debounceMs = try integer($1, 0...1000) },
         "button.input": { $0.button.input = $1 == "off" ? nil : $1 },
         "button.keys": {
-            guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError("expected key names such as KEY_RECORD,KEY_SPACE or codes, got '\($1)'") }
+            guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError("expected key names such as KEY_RECORD,KEY_SPACE or codes, got \(quoted($1))") }
             $0.button.keys = keys
         },
         "button.mode": { $0.button.mode = try choice($1, ButtonSettings.Mode.self) },
@@ -149,7 +187,7 @@ public enum ConfigFile {
         "thermal.fps_steps": {
             let steps = $1.split(separator: ",").compactMap { Int($0.trimmingWhitespace()) }
             guard !steps.isEmpty, steps.count == $1.split(separator: ",").count, steps.allSatisfy({ (1...240).contains($0) }) else {
-                throw ConfigError("expected frame rates such as 30,24,20,15,10, got '\($1)'")
+                throw ConfigError("expected frame rates such as 30,24,20,15,10, got \(quoted($1))")
             }
             $0.thermal.fpsSteps = steps
         },
@@ -157,12 +195,12 @@ public enum ConfigFile {
         "thermal.cool_c": { $0.thermal.coolC = Double(try integer($1, 20...110)) },
         "thermal.dwell_s": { $0.thermal.dwellSeconds = Double(try milliseconds($1, 500...600_000)) / 1000 },
         "preview.device": {
-            guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got '\($1)'") }
+            guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got \(quoted($1))") }
             $0.previewDevice = $1 == "off" ? nil : $1
         },
         "video.preset": {
             let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow"]
-            guard presets.contains($1) else { throw ConfigError("expected one of \(presets.joined(separator: ", ")), got '\($1)'") }
+            guard presets.contains($1) else { throw ConfigError("expected one of \(presets.joined(separator: ", ")), got \(quoted($1))") }
             $0.softwarePreset = $1
         },
         "preview.mode": {
@@ -171,12 +209,12 @@ public enum ConfigFile {
             let size = parts.first.map { $0.split(separator: "x").compactMap { Int($0) } } ?? []
             guard parts.count <= 2, size.count == 2, size.allSatisfy({ (1...16384).contains($0) }),
                   let refresh = parts.count == 2 ? Int(parts[1]) : 0 else {
-                throw ConfigError("expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got '\($1)'")
+                throw ConfigError("expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got \(quoted($1))")
             }
             $0.previewMode = DRMDisplay.Mode(width: size[0], height: size[1], refresh: refresh)
         },
         "preview.modeset": {
-            guard $1 == "auto" || $1 == "legacy" else { throw ConfigError("expected auto or legacy, got '\($1)'") }
+            guard $1 == "auto" || $1 == "legacy" else { throw ConfigError("expected auto or legacy, got \(quoted($1))") }
             $0.previewAtomic = $1 == "auto"
         },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
@@ -198,9 +236,10 @@ public enum ConfigFile {
 
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
-            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key '\(entry.key)'") }
+            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key \(quoted(entry.key))") }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
-                throw ConfigError("\(entry.origin): \(entry.key): \(error.description)")
+                let why = isSecret(entry.key) ? "not a valid value (not shown: it is a secret)" : error.description
+                throw ConfigError("\(entry.origin): \(entry.key): \(why)")
             }
         }
     }
@@ -209,7 +248,7 @@ public enum ConfigFile {
 
     static func choice<T: RawRepresentable & CaseIterable>(_ value: String, _ type: T.Type) throws -> T where T.RawValue == String {
         guard let parsed = T(rawValue: value) else {
-            throw ConfigError("expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
+            throw ConfigError("expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(value))")
         }
         return parsed
     }
@@ -218,12 +257,12 @@ public enum ConfigFile {
         switch value.lowercased() {
         case "true", "yes", "on", "1": return true
         case "false", "no", "off", "0": return false
-        default: throw ConfigError("expected true or false, got '\(value)'")
+        default: throw ConfigError("expected true or false, got \(quoted(value))")
         }
     }
 
     static func integer(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
-        guard let n = Int(value), range.contains(n) else { throw ConfigError("expected an integer in \(range.lowerBound)…\(range.upperBound), got '\(value)'") }
+        guard let n = Int(value), range.contains(n) else { throw ConfigError("expected an integer in \(range.lowerBound)…\(range.upperBound), got \(quoted(value))") }
         return n
     }
 
@@ -253,7 +292,7 @@ public enum ConfigFile {
             number = number.dropLast()
         }
         guard let scaled = try decimal(String(number), scale: scale), range.contains(scaled) else {
-            throw ConfigError("expected \(expected), got '\(value)'")
+            throw ConfigError("expected \(expected), got \(quoted(value))")
         }
         return scaled
     }
@@ -261,7 +300,7 @@ public enum ConfigFile {
     /// Seconds with up to three decimals, as milliseconds.
     static func milliseconds(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
         guard let ms = try decimal(value, scale: 1000), range.contains(ms) else {
-            throw ConfigError("expected seconds between \(Double(range.lowerBound) / 1000) and \(Double(range.upperBound) / 1000), got '\(value)'")
+            throw ConfigError("expected seconds between \(Double(range.lowerBound) / 1000) and \(Double(range.upperBound) / 1000), got \(quoted(value))")
         }
         return ms
     }
@@ -295,17 +334,35 @@ public enum ConfigFile {
         var number = Substring(value), scale: Int64 = 1
         if let last = number.last?.uppercased().first, let unit = units[last] { scale = unit; number = number.dropLast() }
         guard let count = Int64(number), count >= 0, count <= Int64.max / scale else {
-            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got '\(value)'")
+            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got \(quoted(value))")
         }
         return .bytes(count * scale)
     }
 
+    /// `server.listen`: a numeric address and a port, checked as the server will bind it,
+    /// so a bad one is reported here with its file and line.
     static func listenAddress(_ value: String) throws -> String {
-        guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]), (0...65535).contains(port) else {
-            throw ConfigError("expected ADDR:PORT (e.g. 127.0.0.1:8080) or off, got '\(value)'")
+        do { _ = try ListenAddress(value) } catch {
+            throw ConfigError("expected ADDR:PORT with a numeric address (127.0.0.1:8080; 0.0.0.0:8080 for every interface; [::1]:8080) or off, got \(quoted(value))")
         }
         return value
     }
+}
+
+/// A value from a config file or the command line, made safe to print: control characters
+/// escaped, and cut at 64 characters.
+func quoted(_ value: String) -> String {
+    var out = ""
+    for scalar in value.unicodeScalars.prefix(64) {
+        out += scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+    }
+    return "'" + out + (value.unicodeScalars.count > 64 ? "…'" : "'")
+}
+
+/// U+XXXX's four hex digits.
+func fourHexDigits(_ value: UInt32) -> String {
+    let hex = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: max(0, 4 - hex.count)) + hex
 }
 
 extension Character {

@@ -19,6 +19,7 @@ public enum Runner {
         }
         switch invocation {
         case .help(let text): print(text, terminator: ""); return 0
+        case .usage(let text): FileHandle.standardError.write(Data(text.utf8)); return 2
         case .version: print("onair \(CommandLineParser.version)"); return 0
         case .validate(let directory): return validate(directory)
         case .run(let settings, _): return run(settings)
@@ -34,17 +35,59 @@ public enum Runner {
             printError("onair: validate: \(directory)/index.m3u8 does not exist")
             return 2
         }
-        let findings = StreamChecker.check { path in
-            FileManager.default.contents(atPath: directory + "/" + path).map { Array($0) }
-        }
+        let findings = StreamChecker.check { path in try readBounded(directory + "/" + path, limit: validateFileLimit) }
         for finding in findings { print(finding) }
         let errors = findings.filter { $0.severity == .error }.count
         print("\(directory): \(errors) errors, \(findings.count - errors) warnings")
         return errors == 0 ? 0 : 1
     }
 
+    /// Why `path` cannot be the data directory, or nil: it is one, or has been made.
+    static func dataDirectoryProblem(_ path: String) -> String? {
+        var info = stat()
+        if stat(path, &info) == 0 { return (info.st_mode & S_IFMT) == S_IFDIR ? nil : "not a directory" }
+        do { try AtomicFile.makeDirectories(path) } catch let error as FileError { return "cannot be made (\(String(cString: strerror(error.code))))" } catch {
+            return "cannot be made"
+        }
+        return nil
+    }
+
+    /// The largest file `onair validate` reads: a playlist of a million segments, or a
+    /// 2-second segment at 1 Gbit/s, is well under it; a sparse 4 GB file is not read.
+    static let validateFileLimit = 256 << 20
+
+    struct FileTooLarge: Error, CustomStringConvertible {
+        var size: Int64, limit: Int
+        var description: String { "\(size) bytes, over the \(limit >> 20) MiB limit" }
+    }
+
+    /// A regular file's bytes, nil if there is none, or an error if it is over `limit`.
+    static func readBounded(_ path: String, limit: Int) throws -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard info.st_size <= limit else { throw FileTooLarge(size: Int64(info.st_size), limit: limit) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
+        }
+        return Array(bytes[..<done])
+    }
+
     static func run(_ configured: Settings) -> Int32 {
         var settings = configured
+        // The data directory is checked before anything starts: a file in its place, or a
+        // place it cannot be made, is a usage error said at once.
+        if let problem = dataDirectoryProblem(settings.dataDirectory) {
+            printError("onair: storage.dir (--out) \(settings.dataDirectory): \(problem)")
+            return 2
+        }
         // Signals are taken by one thread with sigwait, so every other thread (libav,
         // libmicrohttpd) runs with them blocked and nothing is interrupted mid-write.
         var signals = sigset_t()
@@ -364,9 +407,10 @@ public enum Runner {
         return Array((try? encoder.encode(Listing(recordings: recordings.list()))) ?? Data("{}".utf8))
     }
 
-    static func displayHost(_ listen: String) -> String {
-        let host = String(listen[..<(listen.lastIndex(of: ":") ?? listen.endIndex)])
-        return host.isEmpty || host == "0.0.0.0" ? "127.0.0.1" : host
+    /// The URL a person opens for a listen address: loopback for a wildcard bind.
+    static func displayURL(_ listen: ListenAddress, port: UInt16) -> String {
+        let host = listen.isWildcard ? (listen.isIPv6 ? "[::1]" : "127.0.0.1") : (listen.isIPv6 ? "[\(listen.host)]" : listen.host)
+        return "http://\(host):\(port)/"
     }
 
     /// Each line on a terminal or pipe toggles recording; end of input changes nothing.

@@ -84,7 +84,7 @@ final class CommandLineTests: XCTestCase {
         let config = "[video]\nfps = 25\n[server]\nlisten = 0.0.0.0:9000\n"
         let invocation = try CommandLineParser.parse(
             ["run", "--config", "a.conf", "--set", "video.fps=50", "--listen", "off", "--duration=12", "--pace", "fast", "--out", "/tmp/x"],
-            readFile: { _ in config })
+            readFile: { _ in Array(config.utf8) })
         guard case .run(let s, let files) = invocation else { return XCTFail("\(invocation)") }
         XCTAssertEqual(files, ["a.conf"])
         XCTAssertEqual(s.fps, 50)
@@ -108,7 +108,7 @@ final class CommandLineTests: XCTestCase {
         let files = ["/usr/share/onair/board.conf": "[video]\nfps = 15\nwidth = 320\nheight = 180\n",
                      "/boot/firmware/onair.conf": "[video]\nfps = 25\n[publish]\nurl = http://10.0.2.2:8081/live/\n"]
         let invocation = try CommandLineParser.parse(["run", "--config", "/usr/share/onair/board.conf", "--config", "/boot/firmware/onair.conf"],
-                                                     readFile: { files[$0] ?? "" })
+                                                     readFile: { Array((files[$0] ?? "").utf8) })
         guard case .run(let s, let names) = invocation else { return XCTFail("\(invocation)") }
         XCTAssertEqual(names.count, 2)
         XCTAssertEqual(s.fps, 25, "the owner's file wins")
@@ -123,7 +123,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertThrowsError(try CommandLineParser.parse(["run", "--listen", "8080"])) { XCTAssertTrue("\($0)".hasPrefix("--listen: expected ADDR:PORT"), "\($0)") }
         XCTAssertThrowsError(try CommandLineParser.parse(["run", "--set", "nokey"])) { XCTAssertEqual("\($0)", "--set nokey: expected KEY=VALUE") }
         XCTAssertThrowsError(try CommandLineParser.parse(["run", "--config", "/nonexistent/onair.conf"])) {
-            XCTAssertEqual("\($0)", "--config /nonexistent/onair.conf: cannot read the file")
+            XCTAssertEqual("\($0)", "--config /nonexistent/onair.conf: cannot read the file (No such file or directory)")
         }
         XCTAssertThrowsError(try CommandLineParser.parse(["frobnicate"]))
     }
@@ -132,7 +132,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try CommandLineParser.parse(["run", "--help"]), .help(CommandLineParser.runUsage))
         XCTAssertEqual(try CommandLineParser.parse(["validate", "--help"]), .help(CommandLineParser.validateUsage))
         XCTAssertEqual(try CommandLineParser.parse(["--help"]), .help(CommandLineParser.usage))
-        XCTAssertEqual(try CommandLineParser.parse([]), .help(CommandLineParser.usage))
+        XCTAssertEqual(try CommandLineParser.parse([]), .usage(CommandLineParser.usage), "asked for nothing: usage on stderr, exit 2")
         XCTAssertEqual(try CommandLineParser.parse(["version"]), .version)
     }
 }
