@@ -17,8 +17,11 @@ public final class StreamCatalog: @unchecked Sendable {
         let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }
         let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
             let path = "\(streams)/\(id)/playlist.m3u8"
-            var status = stat()
-            guard stat(path, &status) == 0 else { return nil }
+            // Only what lies inside the data directory, as the file server serves: a
+            // symbolic link (to the stream or its playlist) may lead anywhere.
+            var directory = stat(), status = stat()
+            guard lstat("\(streams)/\(id)", &directory) == 0, (directory.st_mode & S_IFMT) == S_IFDIR,
+                  lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
             let size = Int64(status.st_size)
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }

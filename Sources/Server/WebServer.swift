@@ -39,9 +39,44 @@ public final class WebServer: @unchecked Sendable {
     private let token: String?
 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
+    /// How many clients, for how long: what one hostile client cannot exhaust.
+    public struct Limits: Sendable {
+        /// All connections at once: a share of the open files this process may have.
+        public var connections: Int
+        /// Connections from one address (a browser opens six; a few viewers behind one NAT).
+        public var perAddress: Int
+        /// A connection idle this long is closed.
+        public var idleSeconds: Int
+        /// A request head must be complete this long after the connection opened or the
+        /// previous response was sent.
+        public var requestSeconds: Double
+
+        public init(connections: Int, perAddress: Int = 32, idleSeconds: Int = 15, requestSeconds: Double = 5) {
+            self.connections = connections
+            self.perAddress = perAddress
+            self.idleSeconds = idleSeconds
+            self.requestSeconds = requestSeconds
+        }
+
+        /// A quarter of the soft open-file limit (256 of systemd's default 1024), at most
+        /// 1024: the rest stays for streams, recordings, devices and uploads.
+        public static var forThisProcess: Limits {
+            var files = rlimit()
+            let soft = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(clamping: files.rlim_cur) : 1024
+            return Limits(connections: max(16, min(1024, soft / 4)))
+        }
+    }
+
+    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
+    private let log: Log
+    private let guard_: ConnectionGuard
+    private let logger = UnsafeMutablePointer<onair_mhd_logger>.allocate(capacity: 1)
+
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
-                control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil) throws {
+                control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil,
+                limits: Limits = .forThisProcess, log: @escaping Log = { _, _ in }) throws {
         self.root = root
+        self.log = log
         self.api = api
         self.control = control
         self.token = token
@@ -51,56 +86,126 @@ public final class WebServer: @unchecked Sendable {
         canonicalRoot = String(cString: real)
         free(real)
         var storage = sockaddr_storage()
-        try Self.parse(address, into: &storage)
-        let handler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, state in
-            let server = Unmanaged<WebServer>.fromOpaque(cls!).takeUnretainedValue()
-            let method = String(cString: method!)
-            // A POST arrives in several calls (headers, then body pieces, then the end);
-            // libmicrohttpd wants the answer only at the end. Control bodies are ignored.
-            if method == "POST" {
-                if state?.pointee == nil { state?.pointee = UnsafeMutableRawPointer(bitPattern: 1); return .YES }
-                if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
-            }
-            return server.handle(connection!, url: String(cString: url!), method: method)
-        }
+        let listen = try ListenAddress(address)
+        listen.fill(&storage)
+        guard_ = ConnectionGuard(requestSeconds: limits.requestSeconds)
+        logger.pointee = onair_mhd_logger(log: { context, message in
+            let server = Unmanaged<WebServer>.fromOpaque(context!).takeUnretainedValue()
+            server.libraryMessage(String(cString: message!))
+        }, context: Unmanaged.passUnretained(self).toOpaque())
         daemon = withUnsafePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                onair_mhd_start(address, 4, handler, Unmanaged.passUnretained(self).toOpaque())
+                onair_mhd_start(address, 4, Self.accessHandler, Unmanaged.passUnretained(self).toOpaque(),
+                                onair_mhd_limits(connections: UInt32(limits.connections), per_ip: UInt32(limits.perAddress),
+                                                 idle_seconds: UInt32(limits.idleSeconds)),
+                                Self.connectionNotice, Self.completionNotice, Self.uriNotice, logger)
             }
         }
-        guard let daemon else { throw ServerError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))") }
+        guard let daemon else {
+            logger.deallocate()
+            throw ServerError(description: "cannot listen on \(listen): \(String(cString: strerror(errno)))")
+        }
         port = onair_mhd_port(daemon)
+        guard_.start()
+    }
+
+    /// What the connection table says a request is, through libmicrohttpd's per-request
+    /// pointer (the URI callback's return value): fresh, or with a NUL in its raw path.
+    private static var freshRequest: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+    private static var nulInPath: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 2)! }
+
+    private static func server(_ cls: UnsafeMutableRawPointer?) -> WebServer {
+        Unmanaged<WebServer>.fromOpaque(cls!).takeUnretainedValue()
+    }
+
+    /// The raw request target, before libmicrohttpd decodes it: `%00` would cut the
+    /// decoded C string short (`playlist.m3u8%00.txt` read as `playlist.m3u8`).
+    private static let uriNotice: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { _, uri, _ in
+        guard let uri else { return freshRequest }
+        let raw = String(cString: uri).lowercased()
+        return raw.contains("%00") ? nulInPath : freshRequest
+    }
+
+    private static let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+        let server = server(cls)
+        guard let connection else { return }
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
+        if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+            server.guard_.opened(key, fd: onair_mhd_connection_fd(connection))
+        } else {
+            server.guard_.closed(key)
+        }
+    }
+
+    private static let completionNotice: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+        guard let connection else { return }
+        server(cls).guard_.responded(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))))
+    }
+
+    /// The second call of a request: its head was accepted at the first.
+    private static var headAccepted: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 3)! }
+
+    /// libmicrohttpd calls once when the head is in, then again (with any body, then
+    /// empty). A response queued at the first call closes the connection, so answers are
+    /// given at the second and players keep their connection; what is refused is refused
+    /// at the first, before a body is read or `100 Continue` invites one (RFC 9110 §10.1.1).
+    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, state in
+        let server = server(cls)
+        guard let connection, let state else { return .NO }
+        let method = String(cString: method!)
+        if state.pointee != headAccepted {
+            server.guard_.requestArrived(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))))
+            if state.pointee == nulInPath {
+                state.pointee = nil
+                return server.send(Reply(status: 400, body: .bytes(Array("a NUL in the path\n".utf8)),
+                                         headers: [("Content-Type", "text/plain")]), on: connection)
+            }
+            if method == "POST", let refusal = server.refusal(String(cString: url!), header: server.headerReader(connection)) {
+                state.pointee = nil
+                return server.send(refusal, on: connection)
+            }
+            state.pointee = headAccepted
+            return .YES
+        }
+        if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
+        state.pointee = nil
+        return server.handle(connection, url: String(cString: url!), method: method)
     }
 
     deinit { stop() }
 
     public func stop() {
-        if let daemon { MHD_stop_daemon(daemon) }
+        if let daemon {
+            MHD_stop_daemon(daemon)
+            guard_.stop()
+            logger.deallocate()
+        }
         daemon = nil
     }
 
-    static func parse(_ address: String, into storage: inout sockaddr_storage) throws {
-        let bad = ServerError(description: "--listen \(address): expected ADDR:PORT, e.g. 127.0.0.1:8080")
-        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else { throw bad }
-        var host = String(address[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.isEmpty { host = "0.0.0.0" }
-        try withUnsafeMutablePointer(to: &storage) { pointer in
-            if host.contains(":") {
-                try pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
-                    a.pointee.sin6_family = sa_family_t(AF_INET6)
-                    a.pointee.sin6_port = port.bigEndian
-                    guard inet_pton(AF_INET6, host, &a.pointee.sin6_addr) == 1 else { throw bad }
-                }
-            } else {
-                try pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
-                    a.pointee.sin_family = sa_family_t(AF_INET)
-                    a.pointee.sin_port = port.bigEndian
-                    guard inet_pton(AF_INET, host, &a.pointee.sin_addr) == 1 else { throw bad }
-                }
-            }
+    /// libmicrohttpd's own messages ("Error processing request …"), as `server.message`
+    /// events through the caller's log, at most `messagesPerMinute` a minute (a flood of
+    /// bad requests must not flood the log); the rest are counted.
+    private func libraryMessage(_ text: String) {
+        let now = ConnectionGuard.now() / 1_000_000_000
+        let line = text.hasSuffix("\n") ? String(text.dropLast()) : text
+        let (emit, suppressed) = messageLock.withLock { () -> (Bool, Int) in
+            if now / 60 != messages.minute { messages = (now / 60, 0, messages.suppressed) }
+            messages.count += 1
+            guard messages.count <= Self.messagesPerMinute else { messages.suppressed += 1; return (false, 0) }
+            defer { messages.suppressed = 0 }
+            return (true, messages.suppressed)
         }
+        if emit { log("server.message", [("message", line), ("suppressed_before", suppressed)]) }
     }
+
+    static let messagesPerMinute = 20
+    private let messageLock = NSLock()
+    private var messages = (minute: UInt64(0), count: 0, suppressed: 0)
+
+    /// How many connections the deadline has ended (for tests and /metrics).
+    public var expiredConnections: Int { guard_.expired }
+    public var openConnections: Int { guard_.open }
 
     // MARK: Requests
 
@@ -111,10 +216,19 @@ public final class WebServer: @unchecked Sendable {
         enum Body { case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64) }
     }
 
-    private func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
-        let header = { (name: String) -> String? in
-            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    /// A request header's whole value, by its length.
+    func headerReader(_ connection: OpaquePointer) -> (String) -> String? {
+        { name in
+            var value: UnsafePointer<CChar>?
+            var size = 0
+            guard MHD_lookup_connection_value_n(connection, .HEADER_KIND, name, name.utf8.count, &value, &size) == .YES,
+                  let value else { return nil }
+            return value.withMemoryRebound(to: UInt8.self, capacity: size) { String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self) }
         }
+    }
+
+    private func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
+        let header = headerReader(connection)
         let reply: Reply
         if method == "POST" {
             reply = command(url, header: header)
@@ -126,12 +240,13 @@ public final class WebServer: @unchecked Sendable {
         return send(reply, on: connection)
     }
 
-    /// A control call: refused without a configured token (403) or with the wrong one (401).
-    func command(_ url: String, header: (String) -> String?) -> Reply {
+    /// Why a control call is refused, if it is: no such action (404/405), no token
+    /// configured (403), the wrong one (401), or a body (413: control takes none).
+    func refusal(_ url: String, header: (String) -> String?) -> Reply? {
         let text = { (status: UInt32, message: String) in
             Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
         }
-        guard let action = control[url] else {
+        guard control[url] != nil else {
             return api[url] != nil || url.hasPrefix("/streams/") ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
                 : text(404, "not found")
         }
@@ -142,7 +257,16 @@ public final class WebServer: @unchecked Sendable {
             reply.headers.append(("WWW-Authenticate", "Bearer"))
             return reply
         }
-        return Reply(status: 200, body: .bytes(action()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
+        if header("Transfer-Encoding") != nil || (header("Content-Length").map { $0 != "0" } ?? false) {
+            return text(413, "control requests take no body")
+        }
+        return nil
+    }
+
+    /// A control call, once `refusal` has found nothing against it.
+    func command(_ url: String, header: (String) -> String?) -> Reply {
+        if let refused = refusal(url, header: header) { return refused }
+        return Reply(status: 200, body: .bytes(control[url]!()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
     }
 
     /// Compares without stopping at the first difference, so timing says nothing of the token.
@@ -231,26 +355,43 @@ public final class WebServer: @unchecked Sendable {
     }
 }
 
-/// A single HTTP byte range (RFC 9110 §14.1.2); several ranges are answered in full.
-enum ByteRange: Equatable {
+/// A single HTTP byte range (RFC 9110 §14.1.2). A header that is not exactly one
+/// `first-pos "-" [last-pos]` or `"-" suffix-length` of digits is ignored (the whole file,
+/// as §14.2 allows for an invalid or several ranges); digits too long for 64 bits are still
+/// digits: a first position past any file, a last one clamped to the end.
+public enum ByteRange: Equatable, Sendable {
     case none
     case unsatisfiable
     case range(Int64, Int64)
 
-    static func parse(_ header: String?, size: Int64) -> ByteRange {
-        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return .none }
-        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return .none }
-        if parts[0].isEmpty {
-            guard let suffix = Int64(parts[1]) else { return .none }
-            guard suffix > 0, size > 0 else { return .unsatisfiable }
-            return .range(max(0, size - suffix), size - 1)
+    public static func parse(_ header: String?, size: Int64) -> ByteRange {
+        guard let header else { return .none }
+        let parts = header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        // The unit is case-insensitive (§14.1); white space may surround the range.
+        guard parts.count == 2, parts[0].lowercased() == "bytes" else { return .none }
+        let spec = parts[1].trimmingCharacters(in: .whitespaces)
+        let ends = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard ends.count == 2 else { return .none }
+        func digits(_ text: Substring) -> Int64?? {  // nil: not digits; .some(nil): too large
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return .some(Int64(text))
         }
-        guard let first = Int64(parts[0]) else { return .none }
-        let last = parts[1].isEmpty ? size - 1 : (Int64(parts[1]) ?? -1)
-        if parts[1].isEmpty == false && last < first { return .none }
+        if ends[0].isEmpty {
+            guard let suffix = digits(ends[1]) else { return .none }
+            let length = suffix ?? Int64.max
+            guard length > 0, size > 0 else { return .unsatisfiable }
+            return .range(max(0, size - length), size - 1)
+        }
+        guard let parsedFirst = digits(ends[0]) else { return .none }
+        let first = parsedFirst ?? Int64.max
+        var last = size - 1
+        if !ends[1].isEmpty {
+            guard let parsedLast = digits(ends[1]) else { return .none }
+            let value = parsedLast ?? Int64.max
+            guard value >= first else { return .none }  // invalid: ignored (§14.1.2)
+            last = min(value, size - 1)
+        }
         guard first < size else { return .unsatisfiable }
-        return .range(first, min(last, size - 1))
+        return .range(first, last)
     }
 }

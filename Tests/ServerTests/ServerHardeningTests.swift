@@ -1,0 +1,138 @@
+import XCTest
+@testable import Server
+import TestSupport
+
+/// Issue 13, parts 3 and 6: what one hostile client could do to the built-in server.
+final class ServerHardeningTests: XCTestCase {
+    var root = ""
+    var server: WebServer!
+    var port: UInt16 { server.port }
+    let token = "0123456789abcdef"
+    final class Counter: @unchecked Sendable {  // read by the test after the server answered
+        var value = 0
+    }
+    let counter = Counter()
+    var commands: Int { counter.value }
+    let playlist = "/streams/s/playlist.m3u8"
+
+    func start(_ limits: WebServer.Limits = .init(connections: 64, perAddress: 8, idleSeconds: 15, requestSeconds: 1)) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-hard-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/streams/s", withIntermediateDirectories: true)
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.000,\nseg/1.m4s\n#EXT-X-ENDLIST\n".write(toFile: root + playlist, atomically: true, encoding: .utf8)
+        server = try WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { [counter] in
+            counter.value += 1
+            return Array("{}".utf8)
+        }], token: token, limits: limits)
+    }
+
+    override func tearDown() {
+        server?.stop()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    func exchange(_ request: String, from source: String = "127.0.0.1") -> String {
+        guard let socket = RawSocket(port: port, from: source) else { return "no connection" }
+        socket.send(request)
+        return String(decoding: socket.response(), as: UTF8.self)
+    }
+
+    func testANULInThePathIsRefused() throws {
+        try start()
+        XCTAssertTrue(exchange("GET \(playlist)%00.txt HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 400"))
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+    }
+
+    /// The value is compared whole, by the length libmicrohttpd reports. (A NUL inside a
+    /// header is cut by libmicrohttpd 0.9.75 itself before onair sees the value, so
+    /// `Bearer <token>\0junk` arrives as `Bearer <token>`: the junk never reaches onair.)
+    func testTheWholeAuthorizationValueIsCompared() throws {
+        try start()
+        for value in ["Bearer \(token)junk", "Bearer \(token.dropLast())", "bearer \(token)", "Bearer  \(token)", "\(token)"] {
+            let reply = exchange("POST /api/record/start HTTP/1.1\r\nHost: x\r\nAuthorization: \(value)\r\n\r\n")
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 401"), "\(value): \(reply)")
+        }
+        let good = exchange("POST /api/record/start HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+        XCTAssertTrue(good.hasPrefix("HTTP/1.1 200"), good)
+        XCTAssertEqual(commands, 1)
+    }
+
+    func testControlBodiesAreRefusedBeforeTheyAreRead() throws {
+        try start()
+        // No `100 Continue` for a stranger: the answer comes before any body is invited.
+        let stranger = exchange("POST /api/record/start HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10000000000\r\n\r\n")
+        XCTAssertTrue(stranger.hasPrefix("HTTP/1.1 401"), stranger)
+        XCTAssertFalse(stranger.contains("100 Continue"))
+        let body = exchange("POST /api/record/start HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nExpect: 100-continue\r\nContent-Length: 10000000000\r\n\r\n")
+        XCTAssertTrue(body.hasPrefix("HTTP/1.1 413"), body)
+        XCTAssertFalse(body.contains("100 Continue"))
+        XCTAssertEqual(commands, 0)
+    }
+
+    func testRangesFollowRFC9110Exactly() {
+        XCTAssertEqual(ByteRange.parse("bytes=--5", size: 100), .none, "not a range: ignored, the whole file")
+        XCTAssertEqual(ByteRange.parse("bytes=+5-10", size: 100), .none)
+        XCTAssertEqual(ByteRange.parse("bytes=5-+10", size: 100), .none)
+        XCTAssertEqual(ByteRange.parse("bytes=5-4", size: 100), .none)
+        XCTAssertEqual(ByteRange.parse("bytes= 5-10 ", size: 100), .range(5, 10))
+        XCTAssertEqual(ByteRange.parse("Bytes=5-10", size: 100), .range(5, 10), "the unit is case-insensitive")
+        XCTAssertEqual(ByteRange.parse("bytes=-0", size: 100), .unsatisfiable)
+        XCTAssertEqual(ByteRange.parse("bytes=-200", size: 100), .range(0, 99))
+        XCTAssertEqual(ByteRange.parse("bytes=99999999999999999999-", size: 100), .unsatisfiable)
+        XCTAssertEqual(ByteRange.parse("bytes=5-99999999999999999999", size: 100), .range(5, 99))
+        XCTAssertEqual(ByteRange.parse("bytes=-99999999999999999999", size: 100), .range(0, 99))
+        XCTAssertEqual(ByteRange.parse("items=0-5", size: 100), .none)
+    }
+
+    func testPlayersKeepTheirConnection() throws {
+        try start()
+        let socket = try XCTUnwrap(RawSocket(port: port))
+        for _ in 0..<3 {
+            socket.send("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let reply = String(decoding: socket.response(), as: UTF8.self)
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 200"), reply)
+            XCTAssertFalse(reply.lowercased().contains("connection: close"), reply)
+        }
+    }
+
+    /// Slowloris from two sides: many sockets from one address, and one that trickles.
+    func testOneClientCannotLockOthersOut() throws {
+        try start()
+        // 40 half-open requests from 127.0.0.2: only `perAddress` of them are kept.
+        let hostile = (0..<40).compactMap { _ in RawSocket(port: port, from: "127.0.0.2") }
+        for socket in hostile { socket.send("GET / HTTP/1.1\r\nHost: x\r\n") }
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 200"), "another client is served")
+        // A byte at a time never completes its head: the deadline ends it, though it is never idle.
+        let trickle = try XCTUnwrap(RawSocket(port: port, from: "127.0.0.3"))
+        var closed = false
+        for byte in Array("GET / HTTP/1.1\r\nX-Slow: ".utf8) + [UInt8](repeating: 0x61, count: 200) {
+            if !trickle.send([byte]) || trickle.isClosedByPeer { closed = true; break }
+            usleep(100_000)
+        }
+        XCTAssertTrue(closed, "a request head that never completes is cut off")
+        XCTAssertGreaterThan(server.expiredConnections, 0)
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n", from: "127.0.0.2").hasPrefix("HTTP/1.1 200"),
+                      "the half-open ones were cut off too, so their address is served again")
+    }
+
+    func testListingsStayInsideTheDataDirectory() throws {
+        try start()
+        let outside = FileManager.default.temporaryDirectory.appendingPathComponent("onair-outside-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try "#EXTM3U\n#EXTINF:2.000,\nx.m4s\n".write(toFile: outside + "/playlist.m3u8", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/streams/z-link", withDestinationPath: outside)
+        try FileManager.default.createDirectory(atPath: root + "/streams/y", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/streams/y/playlist.m3u8", withDestinationPath: outside + "/playlist.m3u8")
+        let list = try HTTPClient.request(port: port, "/api/streams").text
+        XCTAssertTrue(list.contains("\"id\":\"s\""), list)
+        XCTAssertFalse(list.contains("z-link") || list.contains("\"id\":\"y\""), list)
+    }
+
+    func testAWildcardHostMustBeSaid() {
+        XCTAssertThrowsError(try ListenAddress(":8080"))
+        XCTAssertThrowsError(try ListenAddress("localhost:8080"))
+        XCTAssertThrowsError(try ListenAddress("[127.0.0.1]:8080"))
+        XCTAssertEqual(try ListenAddress("0.0.0.0:8080").isWildcard, true)
+        XCTAssertEqual(try ListenAddress("[::1]:0").description, "[::1]:0")
+    }
+}
