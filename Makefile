@@ -1,4 +1,4 @@
-# onair: make run | make test | make bench | make build [ARCH=arm64] | make deps | make clean
+# onair: make run | make test | make bench | make fuzz | make build [ARCH=arm64] | make deps | make clean
 # Every Debian package the build, the tests and the benchmark need is installed by
 # `make deps`, which the other targets call first; it is quick when all are present.
 
@@ -35,7 +35,7 @@ SWIFT_RELEASE := swift build -c release --static-swift-stdlib
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench image image-check image-repro vm-test clean
+.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench fuzz image image-check image-repro vm-test clean
 
 all: build
 
@@ -76,6 +76,15 @@ $(MOTO):
 
 bench: build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
+
+# The fuzzer of every reader of outside input (boxes, playlists, whole streams, onair.conf,
+# Range headers, raw HTTP), FUZZ_CASES cases each (make test runs 1,500). A crash or hang
+# leaves its input in fuzz-crashes/ and fails; add it to Tests/FuzzTests/Corpus/<target>/.
+FUZZ_CASES ?= 200000
+FUZZ_SEED ?= 1
+fuzz: deps
+	$(SWIFT_RELEASE) --product onair-fuzz
+	.build/release/onair-fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --crashes fuzz-crashes
 
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
 image: image-deps

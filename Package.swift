@@ -43,6 +43,11 @@ let package = Package(
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
         .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Publishing", "Devices"]),
+        // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
+        // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
+        // `make fuzz` (onair-fuzz).
+        .target(name: "Fuzzing", dependencies: ["Appliance", "HLS", "MP4", "Media", "Server", "TestSupport"]),
+        .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing"], path: "Tests/TestSupport"),
@@ -55,6 +60,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Recording", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
+        .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]
 )

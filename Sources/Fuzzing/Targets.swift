@@ -1,0 +1,119 @@
+import Appliance
+import Foundation
+import HLS
+import Media
+import MP4
+import Server
+import TestSupport
+
+/// One reader under attack: good inputs to start from, how to spoil them, and the call that
+/// must return (a thrown error is an answer; a trap, a hang or a broken promise is a find).
+public struct FuzzTarget: Sendable {
+    public let name: String
+    public let seeds: [[UInt8]]
+    let textual: Bool
+    let check: @Sendable ([UInt8]) -> Void
+
+    public func mutate(_ input: [UInt8], _ mutator: inout Mutator) -> [UInt8] {
+        textual ? mutator.mutateText(input) : mutator.mutateBytes(input, boxes: true)
+    }
+
+    /// Runs one input; a promise broken (not a thrown error) stops the process with what.
+    public func run(_ input: [UInt8]) { check(input) }
+
+    /// The input for case `number` (0-based): a seed, mutated unless it is a seed's own turn.
+    public func input(case number: Int, seed: UInt64) -> [UInt8] {
+        var mutator = Mutator(seed: seed &+ UInt64(number) &* 0x2545_F491_4F6C_DD1D)
+        let base = seeds[number % seeds.count]
+        return number < seeds.count ? base : mutate(base, &mutator)
+    }
+}
+
+/// Said when a reader breaks a promise: the input is the find.
+func broken(_ what: String) -> Never {
+    FileHandle.standardError.write(Data("fuzz: promise broken: \(what)\n".utf8))
+    abort()
+}
+
+public enum FuzzTargets {
+    /// A stream as onair writes it (the real segmenter and writers), for seeds.
+    static let stream = StreamBuilder.make(seconds: 4)
+    static let secret = "FUZZSECRETFUZZSECRET42"
+
+    public static let all: [FuzzTarget] = [boxes, playlist, stream_, config, range]
+
+    public static func named(_ name: String) -> FuzzTarget? { (all + [http]).first { $0.name == name } }
+
+    /// ISO/IEC 14496-12 boxes: init segments, media segments, and a recording `.part`.
+    static let boxes = FuzzTarget(name: "boxes", seeds: [stream.files["init.mp4"]!, stream.files["seg/000001.m4s"]!,
+                                                         stream.files["init.mp4"]! + stream.files["seg/000002.m4s"]!],
+                                  textual: false) { bytes in
+        _ = try? BoxTree.parse(bytes)
+        let initSegment = try? ParsedInit(bytes: bytes)
+        _ = try? ParsedSegment(bytes: bytes, trex: initSegment?.trex ?? [])
+        _ = try? FragmentedFile.scan(size: Int64(bytes.count)) { offset, count in
+            offset >= 0 && count >= 0 && Int(offset) + count <= bytes.count ? Array(bytes[Int(offset)..<(Int(offset) + count)]) : nil
+        }
+    }
+
+    /// RFC 8216bis playlists: the parser, onair's own reading of them, the catalogue, reloads.
+    static let playlist = FuzzTarget(name: "playlist", seeds: [Array(stream["playlist.m3u8"]!.utf8), Array(stream["index.m3u8"]!.utf8),
+                                                               Array(stream["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").utf8)],
+                                     textual: true) { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        let parsed = ParsedPlaylist(text: text)
+        _ = parsed.segments.map(\.duration)
+        if let media = MediaPlaylist(parsing: text) { _ = media.render() }
+        _ = ReloadChecker.check(previous: stream["playlist.m3u8"]!, next: text)
+        // One bad stream never hides the others (issue 13: `EXTINF:NaN` emptied /api/streams).
+        let good = StreamInfo(id: "good", playlist: stream["playlist.m3u8"]!, playlistURL: "/g")
+        let bad = StreamInfo(id: "bad", playlist: text, playlistURL: "/b")
+        guard let list = try? JSONSerialization.jsonObject(with: Data(StreamInfo.json([good, bad]))) as? [Any], list.count == 2 else {
+            broken("StreamInfo.json lost a stream")
+        }
+    }
+
+    /// A whole stream checked with one of its files spoiled. The input is the file's name,
+    /// a newline, and its bytes.
+    static let stream_ = FuzzTarget(name: "stream", seeds: ["playlist.m3u8", "index.m3u8", "init.mp4", "seg/000002.m4s"].map {
+        Array(($0 + "\n").utf8) + stream.files[$0]!
+    }, textual: false) { bytes in
+        guard let newline = bytes.firstIndex(of: 0x0A) else { return }
+        let name = String(decoding: bytes[..<newline], as: UTF8.self)
+        var files = stream.files
+        files[name] = Array(bytes[(newline + 1)...])
+        _ = StreamChecker.check { files[$0] }
+    }
+
+    /// onair.conf: every message names its line and never holds a secret's value.
+    static let config = FuzzTarget(name: "config", seeds: [
+        Array("[video]\nfps = 30\nwidth = 1280\nheight = 720\nbitrate = 1.5M\n[publish]\nurl = s3://bucket/live/\nheader = X-A: 1\n[publish.s3]\nsecret_key = \(secret)\naccess_key = AKIA\n[server]\nlisten = 127.0.0.1:8080\ntoken = \(secret)\n[storage]\nmin_free = 10%\n".utf8),
+        Array("# board\r\n[thermal]\r\nfps_steps = 30,24,15\r\nhot_c = 80\r\n[button]\r\ngpio = gpiochip0:17\r\nlong_press_s = 3\r\n[record]\r\npreroll_seconds = 2.5\r\n".utf8)
+    ] + boardConfigs, textual: true) { bytes in
+        var settings = Settings()
+        do { try ConfigFile.apply(try ConfigFile.parse(bytes, file: "onair.conf"), to: &settings) } catch {
+            let message = "\(error)"
+            if message.contains(secret) || message.contains(String(secret.prefix(10))) { broken("a secret in: \(message)") }
+            if message.contains("\n") || message.contains("\r") { broken("a message of more than one line") }
+            if !message.hasPrefix("onair.conf:") { broken("a message that names no line: \(message)") }
+        }
+    }
+
+    static var boardConfigs: [[UInt8]] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return ["qemu-x86_64", "rpi4"].compactMap { FileManager.default.contents(atPath: root.path + "/board/\($0)/onair.conf").map(Array.init) }
+    }
+
+    /// RFC 9110 §14.1.2 Range headers: whatever comes back lies inside the file.
+    static let range = FuzzTarget(name: "range", seeds: ["bytes=0-499", "bytes=-5", "bytes=100-", "Bytes=5-10", "bytes=0-0,5-9"].map { Array($0.utf8) },
+                                  textual: true) { bytes in
+        let header = String(decoding: bytes, as: UTF8.self)
+        for size: Int64 in [0, 1, 100, Int64.max] {
+            switch ByteRange.parse(header, size: size) {
+            case .none, .unsatisfiable: break
+            case .range(let first, let last):
+                if !(0 <= first && first <= last && last < size) { broken("range \(first)-\(last) of \(size) from '\(header)'") }
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Fuzzing
+
+// `make fuzz`: every target for longer than `make test` runs them. A crash or hang leaves
+// its input in the crash directory (exit status non-zero); add it under Tests/FuzzCorpus/
+// so FuzzTests replays it on every `make test`.
+//   onair-fuzz [--cases N] [--seed S] [--crashes DIR] [TARGET…]
+var cases = 20_000, seed: UInt64 = 1, crashes = "fuzz-crashes", names: [String] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--cases": cases = arguments.popFirst().flatMap { Int($0) } ?? cases
+    case "--seed": seed = arguments.popFirst().flatMap { UInt64($0) } ?? seed
+    case "--crashes": crashes = arguments.popFirst() ?? crashes
+    default: names.append(argument)
+    }
+}
+let targets = names.isEmpty ? FuzzTargets.all + [FuzzTargets.http] : names.map { name in
+    guard let target = FuzzTargets.named(name) else {
+        FileHandle.standardError.write(Data("onair-fuzz: unknown target '\(name)'\n".utf8))
+        exit(2)
+    }
+    return target
+}
+for target in targets {
+    // Raw HTTP costs a round trip per case: a tenth of the cases.
+    let count = target.name == "http" ? max(100, cases / 10) : cases
+    let result = FuzzRunner.run(target, cases: count, seed: seed, crashDirectory: crashes)
+    print("fuzz \(target.name): \(result.cases) cases in \(String(format: "%.1f", result.seconds)) s, no crash, no hang")
+}
+try? FileManager.default.removeItem(atPath: crashes)
+print("\(targets.count) passed, 0 failed")

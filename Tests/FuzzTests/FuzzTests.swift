@@ -1,0 +1,36 @@
+import Foundation
+import XCTest
+import Fuzzing
+
+/// A bounded run of the fuzzer on every `make test` (`make fuzz` runs it longer), and every
+/// input it or issue 13 found, replayed: a crash or hang fails the suite (the process dies
+/// or the run never ends), a broken promise stops it with the input named.
+final class FuzzTests: XCTestCase {
+    /// Cases per target: enough to reach every mutation kind many times in a few seconds.
+    static let cases = 1500
+
+    func testEveryTargetSurvivesItsMutations() {
+        for target in FuzzTargets.all {
+            let result = FuzzRunner.run(target, cases: Self.cases, seed: 13)
+            XCTAssertEqual(result.cases, Self.cases, target.name)
+        }
+    }
+
+    func testTheServerSurvivesRawRequests() {
+        XCTAssertEqual(FuzzRunner.run(FuzzTargets.http, cases: 150, seed: 13).cases, 150)
+    }
+
+    /// `Corpus/<target>/*`: inputs that once crashed, hung or broke a promise.
+    func testEveryKnownFindStaysFixed() throws {
+        let corpus = try XCTUnwrap(Bundle.module.url(forResource: "Corpus", withExtension: nil))
+        var replayed = 0
+        for target in FuzzTargets.all + [FuzzTargets.http] {
+            let folder = corpus.appendingPathComponent(target.name)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where !name.hasPrefix(".") {
+                target.run(Array(try Data(contentsOf: folder.appendingPathComponent(name))))
+                replayed += 1
+            }
+        }
+        XCTAssertGreaterThan(replayed, 0, "the corpus holds issue 13's finds")
+    }
+}
