@@ -17,6 +17,8 @@
    without it (startup.deferred=off: everything else first, then the camera).
 4. Publish lag: in real time, the time from a segment stored to the playlist that lists
    it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
+5. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
+   a normal client's latency while 2,000 slow sockets are open (nginx beside it).
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
@@ -29,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import bench_hardening
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
 ONAIR_BENCH = os.path.join(os.path.dirname(ONAIR), "onair-bench")
@@ -248,6 +252,8 @@ def main():
             sys.exit(f"bench: only {len(lags)} of {count} segments were listed on the origin")
         print(f"publish lag: segment stored → listed in the origin's playlist (nginx WebDAV on loopback, {count} × 1 s segments)")
         print(f"  median {lags[len(lags) // 2]:.1f} ms, worst {lags[-1]:.1f} ms")
+        bench_hardening.validate_scaling(ONAIR, work)
+        bench_hardening.connection_test(ONAIR, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,0 +1,164 @@
+"""make bench, issue 13's figures: `onair validate` on long playlists (its work must grow
+linearly), and a normal client's latency while 2,000 slow sockets are open.
+
+Peers: `ffmpeg -c copy -f null` reading the same playlists (it demuxes every segment, as
+validate parses every segment), and nginx serving the same data directory under the same
+attack."""
+import os
+import resource
+import socket
+import subprocess
+import threading
+import time
+
+
+def run_measured(argv, cwd=None, ok=(0,)):
+    start = time.monotonic()
+    child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        raise SystemExit(f"bench: {' '.join(argv)} exited {code}:\n{child.stderr.read().decode(errors='replace')[-2000:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def long_playlist(stream, count, path):
+    """`count` entries cycling the stream's own segments, each after EXT-X-DISCONTINUITY
+    (a new timeline domain, so the repeats are legal), dates advancing with EXTINF."""
+    lines = open(os.path.join(stream, "playlist.m3u8")).read().splitlines()
+    head = [l for l in lines if l.startswith("#EXT") and not l.startswith(("#EXTINF", "#EXT-X-PROGRAM-DATE-TIME", "#EXT-X-ENDLIST"))]
+    entries = [(lines[i + 1], lines[i + 2]) for i, l in enumerate(lines) if l.startswith("#EXT-X-PROGRAM-DATE-TIME")]
+    entries = [e for e in entries if e[0].startswith("#EXTINF") and "2.000" in e[0]]
+    out = head[:]
+    start = 1_796_000_000.0
+    for n in range(count):
+        extinf, uri = entries[n % len(entries)]
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + 2 * n)) + ".000Z"
+        out += ["#EXT-X-DISCONTINUITY", f"#EXT-X-PROGRAM-DATE-TIME:{stamp}", extinf, uri]
+    out.append("#EXT-X-ENDLIST")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def validate_scaling(onair, work):
+    base = os.path.join(work, "validate")
+    subprocess.run([onair, "run", "--source", "synthetic", "--pace", "fast", "--duration", "6", "--listen", "off",
+                    "--out", base, "--set", "video.quality=low", "--set", "record.enabled=off"],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    stream = os.path.join(base, "streams", sorted(os.listdir(os.path.join(base, "streams")))[0])
+    print("onair validate on long playlists (entries cycle one stream's 2 s segments; CPU s, and µs per segment)")
+    print(f"  {'segments':>9} {'onair validate':>15} {'µs/seg':>8} {'ffmpeg -c copy -f null':>23} {'µs/seg':>8} {'ratio':>6}")
+    for count in (1_000, 10_000, 100_000):
+        long_playlist(stream, count, os.path.join(stream, "playlist.m3u8"))
+        onair_cpu, _ = run_measured([onair, "validate", stream], ok=(0, 1))
+        ffmpeg_cpu, _ = run_measured(["ffmpeg", "-v", "error", "-nostdin", "-i", os.path.join(stream, "index.m3u8"),
+                                      "-c", "copy", "-f", "null", "-"], ok=(0, 1))
+        print(f"  {count:9d} {onair_cpu:15.2f} {onair_cpu / count * 1e6:8.1f} {ffmpeg_cpu:23.2f} {ffmpeg_cpu / count * 1e6:8.1f}"
+              f" {onair_cpu / ffmpeg_cpu:6.2f}")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def slowloris(port, sockets, stop):
+    """`sockets` connections spread over 8 loopback addresses, each sending a request head
+    a byte a second and never finishing it; a closed one is opened again."""
+    head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 10_000
+    held = []
+    def connect(i):
+        s = socket.socket()
+        s.setblocking(False)
+        s.bind((f"127.0.0.{2 + i % 8}", 0))
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        return [s, 0, i]
+    held = [connect(i) for i in range(sockets)]
+    while not stop.is_set():
+        for entry in held:
+            try:
+                entry[0].send(head[entry[1]:entry[1] + 1])
+                entry[1] += 1
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                entry[0].close()
+                entry[:] = connect(entry[2])
+        stop.wait(1)
+    for entry in held:
+        entry[0].close()
+
+
+def normal_client(port, path, seconds):
+    latencies = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        start = time.monotonic()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+                reply = b""
+                while chunk := s.recv(65536):
+                    reply += chunk
+            ok = reply.startswith(b"HTTP/1.1 200")
+        except OSError:
+            ok = False
+        latencies.append((time.monotonic() - start) * 1000 if ok else float("inf"))
+        time.sleep(0.5)
+    return sorted(latencies)
+
+
+def under_attack(port, path, sockets=2000, seconds=15):
+    stop = threading.Event()
+    attacker = threading.Thread(target=slowloris, args=(port, sockets, stop))
+    attacker.start()
+    time.sleep(3)  # the attack in place before the first measured request
+    try:
+        return normal_client(port, path, seconds)
+    finally:
+        stop.set()
+        attacker.join()
+
+
+def connection_test(onair, work):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    out = os.path.join(work, "slowloris")
+    port = free_port()
+    server = subprocess.Popen([onair, "run", "--source", "synthetic", "--set", "video.quality=low", "--set", "record.enabled=off",
+                               "--listen", f"127.0.0.1:{port}", "--out", out],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(8)  # a stream with segments to ask for
+    try:
+        onair_latency = under_attack(port, "/api/streams")
+    finally:
+        server.terminate()
+        server.wait()
+    site = os.path.join(work, "nginx-attack")
+    os.makedirs(site)
+    nginx_port = free_port()
+    with open(os.path.join(site, "nginx.conf"), "w") as conf:
+        conf.write(f"""daemon off; master_process off; user root; pid {site}/nginx.pid; error_log {site}/error.log;
+worker_rlimit_nofile 8192; events {{ worker_connections 4096; }}
+http {{ access_log off; server {{ listen 127.0.0.1:{nginx_port}; root {out}; }} }}
+""")
+    nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", os.path.join(site, "nginx.conf"), "-e", os.path.join(site, "error.log")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stream = sorted(os.listdir(os.path.join(out, "streams")))[0]
+    try:
+        time.sleep(0.5)
+        nginx_latency = under_attack(nginx_port, f"/streams/{stream}/playlist.m3u8")
+    finally:
+        nginx.terminate()
+        nginx.wait()
+    print("a normal client while 2,000 slow sockets (8 addresses, a header byte a second) are open: ms per request, every 0.5 s for 15 s")
+    for name, lat in (("onair", onair_latency), ("nginx", nginx_latency)):
+        failed = sum(1 for l in lat if l == float("inf"))
+        good = [l for l in lat if l != float("inf")]
+        worst = f"{good[-1]:.1f}" if good else "-"
+        print(f"  {name:6} median {good[len(good) // 2] if good else float('nan'):7.1f}  worst {worst:>8}  failed {failed} of {len(lat)}")
