@@ -18,8 +18,10 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `mutex`
     }
 
     let requestNanoseconds: UInt64
-    private var mutex = pthread_mutex_t()
-    private var wake = pthread_cond_t()
+    // Heap storage: a pthread object must not move, and Swift does not promise a stored
+    // property's address.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var entries: [UInt: Entry] = [:]
     private var stopping = false
     private var thread: pthread_t?
@@ -27,18 +29,20 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `mutex`
 
     init(requestSeconds: Double) {
         requestNanoseconds = UInt64(requestSeconds * 1e9)
-        pthread_mutex_init(&mutex, nil)
+        pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(&wake, &attributes)
+        pthread_cond_init(wake, &attributes)
         pthread_condattr_destroy(&attributes)
     }
 
     deinit {
         stop()
-        pthread_cond_destroy(&wake)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(wake)
+        pthread_mutex_destroy(mutex)
+        wake.deallocate()
+        mutex.deallocate()
     }
 
     static func now() -> UInt64 {
@@ -48,8 +52,8 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `mutex`
     }
 
     private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return body()
     }
 
@@ -105,23 +109,23 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `mutex`
     }
 
     private func run() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         while !stopping {
             let next = Self.now() + 1_000_000_000
             var deadline = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-            pthread_cond_timedwait(&wake, &mutex, &deadline)
+            pthread_cond_timedwait(wake, mutex, &deadline)
             if stopping { break }
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             sweep()
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     func stop() {
         guard let thread = locked({ () -> pthread_t? in
             stopping = true
-            pthread_cond_signal(&wake)
+            pthread_cond_signal(wake)
             defer { self.thread = nil }
             return self.thread
         }) else { return }
