@@ -8,18 +8,23 @@ import os
 import resource
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
 
 def run_measured(argv, cwd=None, ok=(0,)):
-    start = time.monotonic()
-    child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.monotonic() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in ok:
-        raise SystemExit(f"bench: {' '.join(argv)} exited {code}:\n{child.stderr.read().decode(errors='replace')[-2000:]}")
+    """CPU and wall seconds of one child; its stderr goes to a file (a pipe read only after
+    the child ends would stop a child that says much, as ffmpeg does on these playlists)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.monotonic()
+        child = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in ok:
+            errors.seek(0)
+            raise SystemExit(f"bench: {' '.join(argv)} exited {code}:\n{errors.read().decode(errors='replace')[-2000:]}")
     return usage.ru_utime + usage.ru_stime, wall
 
 
