@@ -23,7 +23,12 @@ public struct ByteReader {
     public mutating func u24() throws -> UInt32 { UInt32(try u16()) << 8 | UInt32(try u8()) }
     public mutating func u32() throws -> UInt32 { UInt32(try u16()) << 16 | UInt32(try u16()) }
     public mutating func u64() throws -> UInt64 { UInt64(try u32()) << 32 | UInt64(try u32()) }
-    public mutating func fourCC() throws -> String { String(decoding: try take(4), as: UTF8.self) }
+    /// Four characters, always: a byte outside printable ASCII reads as "?" (UTF-8 decoding
+    /// would make one bad byte three, and a code that no longer has four characters cannot be
+    /// written back: the recording's finaliser copies the handler type).
+    public mutating func fourCC() throws -> String {
+        String(decoding: try take(4).map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self)
+    }
     public mutating func take(_ count: Int) throws -> [UInt8] {
         guard count >= 0, position + count <= end else { throw MP4Error.truncated(at: position) }
         defer { position += count }

@@ -15,6 +15,12 @@ public struct FragmentedFile: Sendable {
 
     public var payloadSize: Int64 { payloads.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
 
+    /// Times and durations a recording can have (34 years), and timescales a track can
+    /// have: what keeps every rescaling of the finished file's moov inside 64 bits.
+    /// A decode time at 2^63 or more is a negative one written unsigned.
+    static let longestSeconds: UInt64 = 1 << 30
+    static let largestTimescale: UInt32 = 1 << 31
+
     /// The largest `moov` or `moof` read into memory (a real one is kilobytes).
     public static let maximumHeaderBox: Int64 = 64 << 20
 
@@ -27,6 +33,7 @@ public struct FragmentedFile: Sendable {
         var complete: Int64 = 0
         var fragments = 0
         var pendingMoof: (offset: Int64, bytes: [UInt8])?
+        var durations: [Int: UInt64] = [:]  // ticks so far, per track index
 
         // A header that does not fit (cut short, or a size no file can have) ends what is
         // trusted: the fragments before it are kept.
@@ -64,6 +71,17 @@ public struct FragmentedFile: Sendable {
                     guard start >= payload.lowerBound, end <= payload.upperBound else {
                         throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moof.offset))
                     }
+                    // A decode time of 2^62 ticks or more is no recording's (at 90 kHz, over a
+                    // million years; at 2^63 a negative time written unsigned): refused before
+                    // it is added to anything.
+                    let timescale = UInt64(tracks[index].timescale)
+                    guard traf.baseDecodeTime / timescale < longestSeconds else {
+                        throw MP4Error.badBox("tfdt \(traf.baseDecodeTime) of track \(traf.trackID)", at: Int(moof.offset))
+                    }
+                    durations[index, default: 0] += traf.duration
+                    guard durations[index]! / timescale < longestSeconds else {
+                        throw MP4Error.badBox("track \(traf.trackID) lasts over \(longestSeconds) s", at: Int(moof.offset))
+                    }
                     if tracks[index].samples.isEmpty { tracks[index].firstDecodeTime = Int64(traf.baseDecodeTime) }
                     tracks[index].chunks.append(.init(offset: payloadTotal + start - payload.lowerBound, sampleCount: traf.samples.count))
                     tracks[index].samples += traf.samples.map {
@@ -89,6 +107,9 @@ public struct FragmentedFile: Sendable {
         guard let root = try BoxTree.parse(moov).first, root.type == "moov" else { throw MP4Error.missing("moov") }
         return try root.all("trak").map { trak in
             let parsed = try ParsedInit.track(trak, moov)
+            guard (1...largestTimescale).contains(parsed.timescale) else {
+                throw MP4Error.badBox("track \(parsed.trackID) has timescale \(parsed.timescale)", at: trak.start)
+            }
             return MovieTrack(trackID: parsed.trackID, handler: parsed.handler, timescale: parsed.timescale, width: parsed.width,
                               height: parsed.height, sampleDescription: parsed.sampleDescription, firstDecodeTime: 0)
         }

@@ -1,3 +1,5 @@
+import Media
+
 /// One track of a progressive (non-fragmented) movie: its description, copied from the
 /// fragmented file's init segment, and its sample table.
 public struct MovieTrack: Sendable {
@@ -109,7 +111,9 @@ public enum ProgressiveMovie {
                 w.u32(0x0001_0000); w.u16(0x0100); w.zeros(10)
                 w.unityMatrix()
                 w.zeros(24)
-                w.u32((tracks.map(\.trackID).max() ?? 0) + 1)
+                // next_track_ID; all ones when the largest ID is already all ones (§8.2.2.3).
+                let largest = tracks.map(\.trackID).max() ?? 0
+                w.u32(largest == UInt32.max ? largest : largest + 1)
             }
             for (track, edit) in zip(tracks, edits) {
                 trak(&w, track, edit: edit, mdatPayload: mdatPayload)
@@ -129,22 +133,17 @@ public enum ProgressiveMovie {
 
     static func edit(for track: MovieTrack, origin: (ticks: Int64, timescale: Int64)) -> Edit {
         let timescale = Int64(track.timescale)
-        let originHere = rescaleRounded(origin.ticks, from: origin.timescale, to: timescale)
+        let originHere = rescale(origin.ticks, from: origin.timescale, to: timescale)
         // Sample 0 decodes at media time 0, which is firstDecodeTime on the fragmented
         // timeline; the media time shown at movie time 0 is the origin on that timeline.
         let skip = originHere - track.firstDecodeTime
         let movie = Int64(movieTimescale)
         if skip >= 0 {
             return Edit(emptyDuration: 0, mediaTime: skip,
-                        duration: rescaleRounded(max(0, track.mediaDuration - skip), from: timescale, to: movie))
+                        duration: rescale(max(0, track.mediaDuration - skip), from: timescale, to: movie))
         }
-        return Edit(emptyDuration: rescaleRounded(-skip, from: timescale, to: movie), mediaTime: 0,
-                    duration: rescaleRounded(track.mediaDuration, from: timescale, to: movie))
-    }
-
-    static func rescaleRounded(_ value: Int64, from: Int64, to: Int64) -> Int64 {
-        let product = value * to
-        return product >= 0 ? (product + from / 2) / from : -((-product + from / 2) / from)
+        return Edit(emptyDuration: rescale(-skip, from: timescale, to: movie), mediaTime: 0,
+                    duration: rescale(track.mediaDuration, from: timescale, to: movie))
     }
 
     private static func time(_ w: inout ByteWriter, _ value: Int64, _ big: Bool) {
