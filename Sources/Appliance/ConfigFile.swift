@@ -46,7 +46,7 @@ public enum ConfigFile {
                 guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError("\(origin): malformed section header") }
                 section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
                 // A section may repeat (owners append overrides), but it must be one onair has.
-                guard knownSections.contains(section) else { throw ConfigError("\(origin): unknown section [\(quoted(section))]") }
+                guard knownSections.contains(section) else { throw ConfigError("\(origin): unknown section [\(quotedKey(section))]") }
                 continue
             }
             guard let eq = trimmed.firstIndex(of: "=") else {
@@ -62,7 +62,7 @@ public enum ConfigFile {
             let full = section.isEmpty ? key : "\(section).\(key)"
             // Last-wins inside one file hides a mistake; across files it is the point.
             if let first = seen[full], !repeatable.contains(full) {
-                throw ConfigError("\(origin): \(quoted(full)) is set again (first at line \(first))")
+                throw ConfigError("\(origin): \(quotedKey(full)) is set again (first at line \(first))")
             }
             seen[full] = index + 1
             entries.append(Entry(key: full, value: value, origin: origin))
@@ -78,6 +78,16 @@ public enum ConfigFile {
         let parts = key.split(separator: ".")
         return (1..<parts.count).map { parts[..<$0].joined(separator: ".") }
     })
+
+    /// A key as a message may show it: keys are lower-case letters, digits, '_', '-' and
+    /// '.', so what follows another character is not shown (a mangled line can run a value
+    /// into its key), nor is a key that names a secret.
+    static func quotedKey(_ key: String) -> String {
+        let valid = key.prefix { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "_-.".contains($0) }
+        let shown = valid.count == key.count ? key : valid + "…"
+        if isSecret(String(valid)) || valid.contains("secret") || valid.contains("token") { return "(not shown: it names a secret)" }
+        return quoted(String(shown))
+    }
 
     /// Keys whose values are never printed, nor any part of them.
     static func isSecret(_ key: String) -> Bool {
@@ -236,7 +246,7 @@ public enum ConfigFile {
 
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
-            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key \(quoted(entry.key))") }
+            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key \(quotedKey(entry.key))") }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
                 let why = isSecret(entry.key) ? "not a valid value (not shown: it is a secret)" : error.description
                 throw ConfigError("\(entry.origin): \(entry.key): \(why)")
