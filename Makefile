@@ -79,7 +79,8 @@ bench: build
 
 # The fuzzer of every reader of outside input (boxes, playlists, whole streams, onair.conf,
 # Range headers, raw HTTP), FUZZ_CASES cases each (make test runs 1,500). A crash or hang
-# leaves its input in fuzz-crashes/ and fails; add it to Tests/FuzzTests/Corpus/<target>/.
+# leaves its input in fuzz-crashes/ and fails; `.build/debug/onair-fuzz --replay TARGET FILE`
+# runs one input (under gdb, say), and Tests/FuzzTests/Corpus/<target>/ keeps it for make test.
 FUZZ_CASES ?= 200000
 FUZZ_SEED ?= 1
 fuzz: deps

@@ -51,8 +51,11 @@ public enum FuzzTargets {
         _ = try? BoxTree.parse(bytes)
         let initSegment = try? ParsedInit(bytes: bytes)
         _ = try? ParsedSegment(bytes: bytes, trex: initSegment?.trex ?? [])
-        _ = try? FragmentedFile.scan(size: Int64(bytes.count)) { offset, count in
+        // As the recording's recovery reads a .part, and builds the finished file's moov.
+        if let scan = try? FragmentedFile.scan(size: Int64(bytes.count), read: { offset, count in
             offset >= 0 && count >= 0 && Int(offset) + count <= bytes.count ? Array(bytes[Int(offset)..<(Int(offset) + count)]) : nil
+        }) {
+            _ = ProgressiveMovie.header(tracks: scan.tracks) + ProgressiveMovie.mdatHeader(payloadSize: scan.payloadSize)
         }
     }
 

@@ -5,6 +5,7 @@ import Fuzzing
 // its input in the crash directory (exit status non-zero); add it under Tests/FuzzCorpus/
 // so FuzzTests replays it on every `make test`.
 //   onair-fuzz [--cases N] [--seed S] [--crashes DIR] [TARGET…]
+//   onair-fuzz --replay TARGET FILE     one input, e.g. a saved crash, under a debugger
 var cases = 20_000, seed: UInt64 = 1, crashes = "fuzz-crashes", names: [String] = []
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -12,6 +13,15 @@ while let argument = arguments.popFirst() {
     case "--cases": cases = arguments.popFirst().flatMap { Int($0) } ?? cases
     case "--seed": seed = arguments.popFirst().flatMap { UInt64($0) } ?? seed
     case "--crashes": crashes = arguments.popFirst() ?? crashes
+    case "--replay":
+        guard let name = arguments.popFirst(), let target = FuzzTargets.named(name), let file = arguments.popFirst(),
+              let data = FileManager.default.contents(atPath: file) else {
+            FileHandle.standardError.write(Data("onair-fuzz: --replay TARGET FILE\n".utf8))
+            exit(2)
+        }
+        target.run(Array(data))
+        print("replayed \(file) on \(name): no crash")
+        exit(0)
     default: names.append(argument)
     }
 }
