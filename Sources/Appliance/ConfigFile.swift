@@ -369,7 +369,7 @@ func quoted(_ value: String) -> String {
     return "'" + out + (value.unicodeScalars.count > 64 ? "…'" : "'")
 }
 
-/// U+XXXX's four hex digits.
+/// A code point's four (or more) upper-case hex digits, as in U+0000.
 func fourHexDigits(_ value: UInt32) -> String {
     let hex = String(value, radix: 16, uppercase: true)
     return String(repeating: "0", count: max(0, 4 - hex.count)) + hex
