@@ -83,10 +83,12 @@ public final class StorageKeeper: @unchecked Sendable {
         }
     }
 
-    /// A write found the disk full: frees at least `headroom` beyond the minimum, now, on
-    /// the caller's thread; true if anything was deleted (worth writing again).
-    public func makeRoom(recording current: String?, headroom: Int64 = 64 << 20) -> Bool {
-        !prune(recording: current, extra: headroom).isEmpty
+    /// A write found the disk full: frees some headroom beyond the minimum (5 % of the disk,
+    /// at most 64 MiB, so one full write does not empty a small card), now, on the caller's
+    /// thread; true if anything was deleted (worth writing again).
+    public func makeRoom(recording current: String?) -> Bool {
+        let headroom = min(64 << 20, (space(root)?.total ?? 0) / 20)
+        return !prune(recording: current, extra: headroom).isEmpty
     }
 
     /// Deletes streams until enough is free; returns the ids deleted, in order.

@@ -56,4 +56,15 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(MinimumFree.percent(5).bytes(ofTotal: 1000), 50)
         XCTAssertNotNil(StorageKeeper.statvfsSpace("/"))
     }
+
+    /// A write that found the disk full: some headroom (5 % of the disk) beyond the minimum
+    /// is freed at once, oldest published first, and the caller is told to write again.
+    func testMakeRoomFreesHeadroomBeyondTheMinimum() {
+        let events = Events()
+        let keeper = keeper(minimum: .bytes(400), events: events)
+        XCTAssertTrue(keeper.makeRoom(recording: "20261202T000000Z-live"), "500 free < 400 + 500 (5 % of 10 000): both published streams go")
+        XCTAssertEqual(events.names, ["storage.deleted", "storage.deleted"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/streams/20261201T010000Z-bbbb"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/streams/20261202T000000Z-live"))
+    }
 }
