@@ -9,7 +9,7 @@ import Glibc
 public final class RawSocket {
     public let fd: Int32
 
-    public init?(port: UInt16, from source: String = "127.0.0.1", timeoutMilliseconds: Int = 2000) {
+    public init?(port: UInt16, from source: String = "127.0.0.1", timeoutMilliseconds: Int = 10_000) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
