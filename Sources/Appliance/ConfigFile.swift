@@ -359,15 +359,8 @@ public enum ConfigFile {
     }
 }
 
-/// A value from a config file or the command line, made safe to print: control characters
-/// escaped, and cut at 64 characters.
-func quoted(_ value: String) -> String {
-    var out = ""
-    for scalar in value.unicodeScalars.prefix(64) {
-        out += scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
-    }
-    return "'" + out + (value.unicodeScalars.count > 64 ? "…'" : "'")
-}
+/// A value from a config file or the command line, made safe to print.
+func quoted(_ value: String) -> String { quotedForMessage(value) }
 
 /// A code point's four (or more) upper-case hex digits, as in U+0000.
 func fourHexDigits(_ value: UInt32) -> String {

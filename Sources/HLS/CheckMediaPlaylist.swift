@@ -113,16 +113,9 @@ extension StreamChecker {
         } else if required > 1 { error("P3", path, "no EXT-X-VERSION but the tags need \(required)") }
     }
 
-    /// A value from the file, quoted for a message: control characters escaped, and cut
-    /// short so a hostile line cannot flood the report.
-    static func quote(_ value: String?) -> String {
-        guard let value else { return "(none)" }
-        var out = ""
-        for scalar in value.unicodeScalars.prefix(40) {
-            out += scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
-        }
-        return "'" + out + (value.unicodeScalars.count > 40 ? "…'" : "'")
-    }
+    /// A value from the file, quoted for a message (cut short: a hostile line must not
+    /// flood the report).
+    static func quote(_ value: String?) -> String { value.map { quotedForMessage($0, limit: 40) } ?? "(none)" }
 
     /// Resolves a URI relative to the playlist that lists it.
     func resolve(_ uri: String, against playlist: String) -> String {
