@@ -23,6 +23,14 @@ public enum AtomicFile {
         guard rename(path, path + ".corrupt") == 0 else { throw FileError(path: path, operation: "set aside", code: errno) }
     }
 
+    /// Sets `path` aside and returns `reason` with what became of the file, for the log.
+    public static func setAside(_ path: String, because reason: String) -> String {
+        do {
+            try setAside(path)
+            return reason + "; renamed to .corrupt"
+        } catch { return "\(reason); \(error)" }
+    }
+
     public static func write(_ bytes: [UInt8], to path: String) throws {
         try write(to: path) { fd, temporary in try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
     }

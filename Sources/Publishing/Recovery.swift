@@ -65,7 +65,7 @@ public enum Recovery {
             do {
                 let parsedInit = try ParsedInit(bytes: Array(initBytes))
                 if let video = parsedInit.track("vide") {
-                    try addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
+                    addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
                 }
             } catch {
                 // Without a readable init segment no unlisted segment can be measured.
@@ -81,7 +81,7 @@ public enum Recovery {
     /// trun and its date following the one before; stops at the first missing one and sets
     /// aside one that cannot be read.
     static func addUnlisted(to playlist: inout MediaPlaylist, directory: String, trex: [ParsedInit.Trex],
-                            video: ParsedInit.Track, skipped: (Skipped) -> Void) throws {
+                            video: ParsedInit.Track, skipped: (Skipped) -> Void) {
         while let last = playlist.entries.last {
             let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
             let path = directory + "/" + uri
@@ -105,10 +105,7 @@ public enum Recovery {
 
     /// Sets `path` aside (`AtomicFile.setAside`) and says so.
     static func setAside(_ path: String, reason: String, skipped: (Skipped) -> Void) {
-        do {
-            try AtomicFile.setAside(path)
-            skipped(Skipped(path: path, reason: reason + "; renamed to .corrupt"))
-        } catch { skipped(Skipped(path: path, reason: "\(reason); \(error)")) }
+        skipped(Skipped(path: path, reason: AtomicFile.setAside(path, because: reason)))
     }
 }
 

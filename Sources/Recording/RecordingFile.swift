@@ -41,7 +41,6 @@ public final class RecordingFile {
         finalPath = "\(directory)/\(id).mp4"
         reserveStep = preallocateBytes
         try AtomicFile.makeDirectories(directory)
-        fd = -1
         let path = partPath
         fd = try SpaceRetry.run(makeRoom) {
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

@@ -80,8 +80,7 @@ public struct Recordings: Sendable {
             } catch let error as RecordingError {
                 // Not a fragmented MP4 onair can read: set aside, so later starts go on.
                 let path = partPath(entry.id)
-                let moved = (try? AtomicFile.setAside(path)) != nil
-                log("recovery.skipped", [("path", path), ("reason", "\(error)" + (moved ? "; renamed to .corrupt" : ""))])
+                log("recovery.skipped", [("path", path), ("reason", AtomicFile.setAside(path, because: "\(error)"))])
             } catch {
                 // A write that failed (a full disk): the .part stays, tried again next start.
                 log("recording.unrecoverable", [("id", entry.id), ("error", "\(error)")])
