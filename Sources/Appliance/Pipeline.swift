@@ -132,9 +132,9 @@ final class Pipeline: @unchecked Sendable {
                 ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
                    log: { event, fields in log.emit(event, level: .warn, fields) })
                 // Say what is bound: one address, or every interface.
-                let address = try ListenAddress(listen)
-                log("server.listening", ("bound", address.isWildcard ? "\(address.host) port \(server!.port) (every interface)" : address.description),
-                    ("url", Runner.displayURL(address, port: server!.port)))
+                let address = server!.listenAddress, port = server!.port
+                log("server.listening", ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
+                    ("url", Runner.displayURL(address, port: port)))
             } catch {
                 session.shutdown()
                 throw StartError(description: "\(error)", status: 2)

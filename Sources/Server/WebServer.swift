@@ -38,7 +38,6 @@ public final class WebServer: @unchecked Sendable {
     private let control: [String: @Sendable () -> [UInt8]]
     private let token: String?
 
-    /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     /// How many clients, for how long: what one hostile client cannot exhaust.
     public struct Limits: Sendable {
         /// All connections at once: a share of the open files this process may have.
@@ -72,6 +71,10 @@ public final class WebServer: @unchecked Sendable {
     private let guard_: ConnectionGuard
     private let logger = UnsafeMutablePointer<onair_mhd_logger>.allocate(capacity: 1)
 
+    /// What the server is bound to (the port asked for: `port` is the one it got).
+    public let listenAddress: ListenAddress
+
+    /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil,
                 limits: Limits = .forThisProcess, log: @escaping Log = { _, _ in }) throws {
@@ -87,6 +90,7 @@ public final class WebServer: @unchecked Sendable {
         free(real)
         var storage = sockaddr_storage()
         let listen = try ListenAddress(address)
+        listenAddress = listen
         listen.fill(&storage)
         guard_ = ConnectionGuard(requestSeconds: limits.requestSeconds)
         logger.pointee = onair_mhd_logger(log: { context, message in
@@ -109,8 +113,8 @@ public final class WebServer: @unchecked Sendable {
         guard_.start()
     }
 
-    /// What the connection table says a request is, through libmicrohttpd's per-request
-    /// pointer (the URI callback's return value): fresh, or with a NUL in its raw path.
+    /// What a request is, carried in libmicrohttpd's per-request pointer (set by the URI
+    /// callback): fresh, or with a NUL in its raw path.
     private static var freshRequest: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
     private static var nulInPath: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 2)! }
 
