@@ -5,9 +5,12 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-# Build: the C libraries onair links (ARCHITECTURE.md, Dependencies).
-BUILD_DEBS := pkg-config libavcodec-dev libavutil-dev libswscale-dev libmicrohttpd-dev libcurl4-openssl-dev libasound2-dev libdrm-dev
-# Tests and benchmark: ffmpeg decodes and compares, Chromium plays the stream natively,
+# Build: what toolchain/deps.sh needs to build FFmpeg, libcurl and libmicrohttpd minimal from
+# Debian's source packages (dpkg-dev unpacks them, nasm assembles FFmpeg's x86 code), the
+# archives it links as Debian ships them (libx264, OpenSSL, libdrm), and the headers of the
+# two libraries that stay shared (libasound, libva).
+BUILD_DEBS := pkg-config dpkg-dev nasm libx264-dev libssl-dev libdrm-dev libva-dev libasound2-dev
+# Tests and benchmark (installed by `make test` and `make bench`, not `make run`): ffmpeg decodes and compares, Chromium plays the stream natively,
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI).
 TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv
@@ -20,27 +23,34 @@ IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binut
 # Other architectures and Swift 6.0: Debian trixie's swiftlang in a build root
 # (toolchain/trixie.sh); qemu-user runs a foreign build once to show it starts.
 TOOLCHAIN_DEBS := mmdebstrap file qemu-user-static
-DEBS := $(BUILD_DEBS) $(TEST_DEBS)
 BOARD ?= qemu-x86_64
 HOST_ARCH := $(shell dpkg --print-architecture)
 ARCH ?= $(HOST_ARCH)
 BOARD_ARCH = $(shell . board/$(BOARD)/board.conf 2>/dev/null && echo $$ARCH)
 
 # The host's Swift builds for the host; any other ARCH is built with trixie's Swift 6.0.3.
-# The tests, the benchmark and `make run` use the host's build.
+# The tests, the benchmark and `make run` use the host's build. Every build links the
+# static libraries of toolchain/deps.sh (made once per machine), found through the .pc files
+# in its prefix; toolchain/check-binary.sh then proves what the binary loads and links.
 bin_for = $(if $(filter $(HOST_ARCH),$(1)),.build/release/onair,.build-trixie/$(1)/release/onair)
 RELEASE_BIN := .build/release/onair
-SWIFT_RELEASE := swift build -c release --static-swift-stdlib
+WITH_DEPS = deps=$$(toolchain/deps.sh $(HOST_ARCH)) && export PKG_CONFIG_PATH=$$deps/lib/pkgconfig &&
+SWIFT_RELEASE = $(WITH_DEPS) swift build -c release --static-swift-stdlib
 
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 
-.PHONY: all deps image-deps toolchain-deps build swift-6.0 run test bench fuzz image image-check image-repro vm-test clean
+DEBS_deps := $(BUILD_DEBS)
+DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
+DEBS_image-deps := $(IMAGE_DEBS)
+DEBS_toolchain-deps := $(TOOLCHAIN_DEBS)
+
+.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz image image-check image-repro vm-test clean
 
 all: build
 
-deps image-deps toolchain-deps:
-	@missing=$$(for p in $(if $(filter image-deps,$@),$(IMAGE_DEBS),$(if $(filter toolchain-deps,$@),$(TOOLCHAIN_DEBS),$(DEBS))); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps test-deps image-deps toolchain-deps:
+	@missing=$$(for p in $(DEBS_$@); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
@@ -50,6 +60,7 @@ deps image-deps toolchain-deps:
 build: deps
 ifeq ($(ARCH),$(HOST_ARCH))
 	$(SWIFT_RELEASE)
+	toolchain/check-binary.sh $(RELEASE_BIN)
 else
 	$(MAKE) toolchain-deps
 	toolchain/trixie.sh $(ARCH)
@@ -66,15 +77,16 @@ run: build
 
 # Unit tests, then the integration tests that run the release binary for real. The tests
 # are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
-test: deps $(MOTO)
+test: test-deps $(MOTO)
 	$(SWIFT_RELEASE)
-	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
+	toolchain/check-binary.sh $(RELEASE_BIN)
+	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
 
 $(MOTO):
 	python3 -m venv .build/moto
 	.build/moto/bin/pip install -q 'moto[server]==5.2.5' 'boto3==1.*'
 
-bench: build
+bench: test-deps build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
 
 # The fuzzer of every reader of outside input (boxes, playlists, whole streams, onair.conf,
@@ -83,7 +95,7 @@ bench: build
 # runs one input (under gdb, say), and Tests/FuzzTests/Corpus/<target>/ keeps it for make test.
 FUZZ_CASES ?= 200000
 FUZZ_SEED ?= 1
-fuzz: deps
+fuzz: test-deps
 	$(SWIFT_RELEASE) --product onair-fuzz
 	.build/release/onair-fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --crashes fuzz-crashes
 

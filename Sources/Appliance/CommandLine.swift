@@ -97,7 +97,7 @@ public enum CommandLineParser {
     Usage:
       onair run [options]          capture, encode, package and serve (see 'onair run --help')
       onair validate DIR           check a stream directory against the HLS rules
-      onair version                print the version
+      onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 
     """

@@ -172,7 +172,6 @@ public enum ConfigFile {
         "performance.overload": { $0.performance.overload = try choice($1, PerformanceSettings.Overload.self) },
         "performance.capacity.x264": { $0.performance.capacity[.x264] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
-        "performance.capacity.x265": { $0.performance.capacity[.x265] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
         "button.active_low": { $0.button.activeLow = try boolean($1) },

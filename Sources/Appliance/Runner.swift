@@ -20,7 +20,7 @@ public enum Runner {
         switch invocation {
         case .help(let text): print(text, terminator: ""); return 0
         case .usage(let text): FileHandle.standardError.write(Data(text.utf8)); return 2
-        case .version: print("onair \(CommandLineParser.version)"); return 0
+        case .version: print(VersionReport.text, terminator: ""); return 0
         case .validate(let directory): return validate(directory)
         case .run(let settings, _): return run(settings)
         }

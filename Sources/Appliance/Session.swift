@@ -120,11 +120,9 @@ public final class Session: @unchecked Sendable {
     /// hardware's published limit, else (x264) measured on this CPU.
     private func capacities(_ outputs: [EncodingCost.Output]) -> [VideoEncoderKind: Double] {
         var table = PerformanceSettings.hardwareDefaults.merging(settings.performance.capacity) { $1 }
-        if outputs.contains(where: { $0.kind == .x264 || $0.kind == .x265 }) && table[.x264] == nil {
+        if outputs.contains(where: { $0.kind == .x264 }) && table[.x264] == nil {
             table[.x264] = X264Calibration.capacity(dataDirectory: settings.dataDirectory, log: log)
         }
-        // Software HEVC costs several times what x264 does at these presets.
-        if table[.x265] == nil, let x264 = table[.x264] { table[.x265] = x264 / 5 }
         return table
     }
 

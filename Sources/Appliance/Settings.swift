@@ -78,7 +78,7 @@ public struct Settings: Sendable, Equatable {
     /// `preview.device`: `auto` (the first card with a connected display; none: headless),
     /// a card node, or nil (off).
     public var previewDevice: String? = "auto"
-    /// `video.preset`: the x264/x265 preset (speed against compression), for both outputs.
+    /// `video.preset`: the x264 preset (speed against compression), for both outputs.
     public var softwarePreset = "veryfast"
     /// `preview.mode`: `WxH` or `WxH@HZ`; nil: the connector's preferred mode.
     public var previewMode: DRMDisplay.Mode?

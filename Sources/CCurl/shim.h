@@ -25,4 +25,27 @@ static inline long onair_curl_response_code(CURL *curl) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
     return code;
 }
+
+/// CURLVERSION_NOW is a macro naming the newest enum value, which Swift does not import.
+static inline curl_version_info_data *onair_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+
+// The Debian source versions toolchain/deps.sh built or took the static libraries from;
+// "" when the build links Debian's shared libraries instead (a bare `swift build`).
+#if __has_include(<onair-deps.h>)
+#include <onair-deps.h>
+#endif
+static inline const char *onair_debian_curl(void) {
+#ifdef ONAIR_DEBIAN_CURL
+    return ONAIR_DEBIAN_CURL;
+#else
+    return "";
+#endif
+}
+static inline const char *onair_debian_openssl(void) {
+#ifdef ONAIR_DEBIAN_LIBSSL
+    return ONAIR_DEBIAN_LIBSSL;
+#else
+    return "";
+#endif
+}
 #endif

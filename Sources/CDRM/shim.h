@@ -54,4 +54,17 @@ static inline int onair_drm_handle_events(int fd, int *done) {
 static inline uint32_t onair_drm_format_xrgb8888(void) { return DRM_FORMAT_XRGB8888; }
 static inline uint32_t onair_drm_page_flip_event(void) { return DRM_MODE_PAGE_FLIP_EVENT; }
 static inline int onair_drm_connected(const drmModeConnector *c) { return c->connection == DRM_MODE_CONNECTED; }
+
+// The Debian source versions toolchain/deps.sh built or took the static libraries from;
+// "" when the build links Debian's shared libraries instead (a bare `swift build`).
+#if __has_include(<onair-deps.h>)
+#include <onair-deps.h>
+#endif
+static inline const char *onair_debian_libdrm(void) {
+#ifdef ONAIR_DEBIAN_LIBDRM
+    return ONAIR_DEBIAN_LIBDRM;
+#else
+    return "";
+#endif
+}
 #endif

@@ -17,4 +17,31 @@ static inline int onair_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline void onair_set_mono_layout(AVChannelLayout *layout, int channels) {
     av_channel_layout_default(layout, channels);
 }
+
+// The Debian source versions toolchain/deps.sh built or took the static libraries from;
+// "" when the build links Debian's shared libraries instead (a bare `swift build`).
+#if __has_include(<onair-deps.h>)
+#include <onair-deps.h>
+#endif
+static inline const char *onair_debian_ffmpeg(void) {
+#ifdef ONAIR_DEBIAN_FFMPEG
+    return ONAIR_DEBIAN_FFMPEG;
+#else
+    return "";
+#endif
+}
+static inline const char *onair_debian_x264(void) {
+#ifdef ONAIR_DEBIAN_LIBX264
+    return ONAIR_DEBIAN_LIBX264;
+#else
+    return "";
+#endif
+}
+static inline const char *onair_debian_suite(void) {
+#ifdef ONAIR_DEBIAN_SUITE
+    return ONAIR_DEBIAN_SUITE;
+#else
+    return "";
+#endif
+}
 #endif

@@ -70,4 +70,17 @@ static inline int onair_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
 }
+
+// The Debian source versions toolchain/deps.sh built or took the static libraries from;
+// "" when the build links Debian's shared libraries instead (a bare `swift build`).
+#if __has_include(<onair-deps.h>)
+#include <onair-deps.h>
+#endif
+static inline const char *onair_debian_libmicrohttpd(void) {
+#ifdef ONAIR_DEBIAN_LIBMICROHTTPD
+    return ONAIR_DEBIAN_LIBMICROHTTPD;
+#else
+    return "";
+#endif
+}
 #endif

@@ -3,18 +3,22 @@ import Foundation
 import Media
 
 public enum VideoEncoderKind: String, Sendable, CaseIterable {
-    /// x265 is software HEVC, for recordings on machines without an HEVC encoder block.
-    case auto, vaapi, v4l2m2m, x264, x265
+    /// HEVC comes from hardware only (VA-API, V4L2 M2M): software HEVC costs several times
+    /// x264's CPU, which no Pi-class board can spare beside a live encode, and libx265 is not
+    /// linked (toolchain/deps.sh).
+    case auto, vaapi, v4l2m2m, x264
 
-    /// The libavcodec encoder behind each kind, for a codec.
+    /// Whether this kind can encode `codec`: x264 is H.264 only.
+    func encodes(_ codec: VideoCodec) -> Bool { self != .x264 || codec == .h264 }
+
+    /// The libavcodec encoder behind each kind, for a codec (`.auto` names the software one).
     func codecName(_ codec: VideoCodec) -> String {
         switch (self, codec) {
         case (.vaapi, .h264): return "h264_vaapi"
         case (.vaapi, .hevc): return "hevc_vaapi"
         case (.v4l2m2m, .h264): return "h264_v4l2m2m"
         case (.v4l2m2m, .hevc): return "hevc_v4l2m2m"
-        case (.x264, _), (.auto, .h264): return "libx264"
-        case (.x265, _), (.auto, .hevc): return "libx265"
+        case (.x264, _), (.auto, _): return "libx264"
         }
     }
 }
@@ -76,7 +80,7 @@ public final class VideoEncoder {
         self.settings = settings
         self.device = device
         let name = kind.codecName(settings.codec)
-        guard kind != .x264 || settings.codec == .h264, kind != .x265 || settings.codec == .hevc else {
+        guard kind.encodes(settings.codec) else {
             throw CodecError("\(kind.rawValue) does not encode \(settings.codec.rawValue)")
         }
         guard let codec = avcodec_find_encoder_by_name(name) else {
@@ -100,11 +104,6 @@ public final class VideoEncoder {
         context.pointee.profile = settings.codec == .h264 ? FF_PROFILE_H264_HIGH : FF_PROFILE_HEVC_MAIN
         let options = context.pointee.priv_data
         switch kind {
-        case .x265:
-            av_opt_set(options, "preset", settings.x264Preset, 0)
-            av_opt_set(options, "tune", settings.x264Tune, 0)
-            av_opt_set(options, "forced-idr", "1", 0)
-            av_opt_set(options, "x265-params", "scenecut=0:open-gop=0:log-level=error", 0)
         case .x264:
             av_opt_set(options, "preset", settings.x264Preset, 0)
             av_opt_set(options, "tune", settings.x264Tune, 0)
@@ -333,10 +332,18 @@ extension VideoEncoder {
             switch candidate {
             case .vaapi:
                 let nodes = deviceNodes(in: devRoot + "/dri", prefix: "renderD")
-                guard let node = nodes.first else { notes(candidate, "no DRM render node"); continue }
+                guard let node = nodes.first else {
+                    notes(candidate, "no DRM render node")
+                    if kind != .auto { lastError = CodecError("video encoder vaapi: no DRM render node (\(devRoot)/dri/renderD*): this machine has no VA-API GPU") }
+                    continue
+                }
                 device = node
             case .v4l2m2m:
-                if deviceNodes(in: devRoot, prefix: "video").isEmpty { notes(candidate, "no V4L2 device node"); continue }
+                if deviceNodes(in: devRoot, prefix: "video").isEmpty {
+                    notes(candidate, "no V4L2 device node")
+                    if kind != .auto { lastError = CodecError("video encoder v4l2m2m: no V4L2 device node (\(devRoot)/video*)") }
+                    continue
+                }
             default: break
             }
             do {

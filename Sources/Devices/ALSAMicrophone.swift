@@ -129,3 +129,10 @@ public final class ALSAMicrophone: @unchecked Sendable {
         }
     }
 }
+
+extension ALSAMicrophone {
+    /// libasound: always the board's shared library (it loads the ALSA plugins).
+    public static var libraryVersion: LibraryVersion {
+        LibraryVersion("libasound", String(cString: snd_asoundlib_version()), debianSource: "")
+    }
+}

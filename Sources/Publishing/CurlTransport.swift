@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Media
 
 /// HTTP PUT (and S3 PutObject) through libcurl: one easy handle per worker thread, so its
 /// connection is kept alive between uploads. S3 requests are signed by libcurl's own AWS
@@ -111,5 +112,19 @@ public final class CurlTransport: Transport {
             let text = String(decoding: response.bytes.prefix(200), as: UTF8.self).split(separator: "\n").joined(separator: " ")
             throw UploadError(status: status, message: text.isEmpty ? "\(method) \(path) refused" : text)
         }
+    }
+}
+
+extension CurlTransport {
+    /// libcurl and the TLS library it was built with, for `onair version`.
+    public static var libraryVersions: [LibraryVersion] {
+        guard let info = onair_curl_version_info()?.pointee else { return [] }
+        var versions = [LibraryVersion("libcurl", String(cString: info.version), debianSource: debianSource("curl", onair_debian_curl()))]
+        if let ssl = info.ssl_version {
+            // "OpenSSL/3.0.22" → "OpenSSL 3.0.22".
+            let parts = String(cString: ssl).split(separator: "/", maxSplits: 1).map(String.init)
+            versions.append(LibraryVersion(parts[0], parts.count > 1 ? parts[1] : "", debianSource: debianSource("openssl", onair_debian_openssl())))
+        }
+        return versions
     }
 }

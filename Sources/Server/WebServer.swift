@@ -399,3 +399,11 @@ public enum ByteRange: Equatable, Sendable {
         return .range(first, last)
     }
 }
+
+extension WebServer {
+    /// libmicrohttpd, for `onair version`.
+    public static var libraryVersion: LibraryVersion {
+        LibraryVersion("libmicrohttpd", MHD_get_version().map { String(cString: $0) } ?? "",
+                       debianSource: debianSource("libmicrohttpd", onair_debian_libmicrohttpd()))
+    }
+}

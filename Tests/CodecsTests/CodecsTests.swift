@@ -64,38 +64,23 @@ final class VideoEncoderTests: XCTestCase {
         XCTAssertEqual(indices, (0..<10).map { UInt32($0) })
     }
 
-    /// HEVC for recordings: parameter sets out of band (VPS too), IRAP pictures flagged as
-    /// sync, and the SPS facts the hvcC repeats.
-    func testX265GivesMainProfileHEVCWithItsParameterSets() throws {
+    /// HEVC comes from hardware encoders only: x264 refuses it, and `auto` with no VA-API or
+    /// V4L2 device says no encoder opened (the recording then falls back to H.264).
+    func testHEVCNeedsAHardwareEncoder() throws {
         var hevc = settings
         hevc.codec = .hevc
-        let encoder = try VideoEncoder(kind: .x265, settings: hevc)
-        XCTAssertEqual(encoder.codecName, "libx265")
-        let vps = try XCTUnwrap(encoder.vps)
-        XCTAssertEqual(HEVC.nalType(vps[...]), 32)
-        XCTAssertEqual(HEVC.nalType(encoder.sps[...]), 33)
-        XCTAssertEqual(HEVC.nalType(encoder.pps[...]), 34)
-        let sps = try HEVC.SPS(nal: encoder.sps[...])
-        XCTAssertEqual(sps.profileTierLevel[0] & 0x1F, 1, "Main profile")
-        XCTAssertEqual(sps.chromaFormat, 1, "4:2:0")
-        XCTAssertEqual([sps.bitDepthLumaMinus8, sps.bitDepthChromaMinus8], [0, 0])
-        XCTAssertEqual([sps.width, sps.height], [320, 240])
-        XCTAssertTrue(sps.codecString.hasPrefix("hvc1.1.6.L"), sps.codecString)
-        let pattern = SyntheticPattern(width: 320, height: 240, fps: 30)
-        var samples: [EncodedSample] = []
-        for i in 0..<40 {
-            samples += try encoder.encode(pattern.frame(index: Int64(i), captureTime: 0), ticks: Int64(i) * 3000, keyframe: i == 0 || i == 30)
-        }
-        samples += try encoder.flush()
-        XCTAssertEqual(samples.count, 40)
-        XCTAssertEqual(samples.indices.filter { samples[$0].isSync }, [0, 30], "IRAPs exactly where asked")
-        for sample in samples {
-            let types = try H264.splitLengthPrefixed(sample.data).map { HEVC.nalType($0) }
-            XCTAssertFalse(types.contains { (32...35).contains($0) }, "parameter sets live in the hvcC: \(types)")
-        }
         XCTAssertThrowsError(try VideoEncoder(kind: .x264, settings: hevc), "x264 does not encode HEVC")
-        XCTAssertThrowsError(try VideoEncoder.select(.auto, settings: hevc, devRoot: "/nonexistent") { _, _ in },
-                             "HEVC comes from hardware only, unless x265 is named")
+        XCTAssertThrowsError(try VideoEncoder.select(.auto, settings: hevc, devRoot: "/nonexistent") { _, _ in }) { error in
+            XCTAssertEqual("\(error)", "no hardware HEVC encoder could be opened")
+        }
+    }
+
+    /// The static libavcodec has every encoder onair can select and the MJPEG decoder, asked
+    /// by name; `onair version` reports the same list (toolchain/check-binary.sh reads it).
+    func testTheLinkedLibavcodecHasEveryCodecOnairSelects() {
+        XCTAssertEqual(CodecLibrary.requiredEncoders, ["libx264", "h264_vaapi", "hevc_vaapi", "h264_v4l2m2m", "hevc_v4l2m2m", "aac"])
+        XCTAssertEqual(CodecLibrary.missing, [])
+        XCTAssertTrue(CodecLibrary.versions.contains { $0.name == "libavcodec" })
     }
 
     func testAutoFallsBackToX264AndSaysWhy() throws {
@@ -118,6 +103,13 @@ final class VideoEncoderTests: XCTestCase {
         XCTAssertEqual(encoder.kind, .x264)
         XCTAssertTrue(notes[0].hasPrefix("vaapi: opening VA-API on \(root)/dri/renderD128"), notes[0])
         XCTAssertThrowsError(try VideoEncoder.select(.vaapi, settings: settings, devRoot: root) { _, _ in })
+    }
+
+    /// `video.encoder = vaapi` on a machine without a GPU: one line that says why.
+    func testVAAPIWithoutAGPUSaysWhy() {
+        XCTAssertThrowsError(try VideoEncoder.select(.vaapi, settings: settings, devRoot: "/nonexistent") { _, _ in }) { error in
+            XCTAssertEqual("\(error)", "video encoder vaapi: no DRM render node (/nonexistent/dri/renderD*): this machine has no VA-API GPU")
+        }
     }
 }
 

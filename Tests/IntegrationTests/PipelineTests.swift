@@ -188,30 +188,21 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(download.body, Array("ftyp".utf8), "moov-first MP4: ftyp at the start")
     }
 
-    /// record.codec = hevc: from hardware when an HEVC encoder opens, else H.264 (said in
-    /// the log); record.encoder = x265 asks for software HEVC, which lands as hvc1.
-    func testHEVCRecordingsAndTheFallbackToH264() throws {
+    /// record.codec = hevc: from hardware when an HEVC encoder opens, else H.264, said in the
+    /// log (this machine has no HEVC encoder block; HEVCSampleTests checks the HEVC writer).
+    func testHEVCRecordingsFallBackToH264WithoutAnHEVCEncoder() throws {
         let out = try temporaryDirectory("hevc")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let common = ["run", "--source", "synthetic", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out,
                       "--set", "video.quality=low", "--set", "record.codec=hevc"]
-        let x265 = try Child(onairBinary(), common + ["--set", "record.encoder=x265"])
-        XCTAssertEqual(x265.wait().status, 0, x265.stderr)
-        var files = try FileManager.default.contentsOfDirectory(atPath: out + "/recordings").filter { $0.hasSuffix(".mp4") }
-        let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
-                                                     "stream=codec_name,codec_tag_string,profile,nb_read_packets", "-of", "csv=p=0",
-                                                     out + "/recordings/" + files[0]])
-        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self), "hevc,Main,hvc1,60\n")
-        let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", out + "/recordings/" + files[0], "-f", "null", "-"])
-        XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
-
         let fallback = try Child(onairBinary(), common)
         XCTAssertEqual(fallback.wait().status, 0, fallback.stderr)
         XCTAssertTrue(fallback.stderr.contains("event=record.codec requested=hevc using=h264 reason="), fallback.stderr)
-        files = try FileManager.default.contentsOfDirectory(atPath: out + "/recordings").filter { $0.hasSuffix(".mp4") }.sorted()
-        let second = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
-                                                      "-of", "csv=p=0", out + "/recordings/" + files[1]])
-        XCTAssertEqual(String(decoding: second.stdout, as: UTF8.self), "h264\n")
+        let files = try FileManager.default.contentsOfDirectory(atPath: out + "/recordings").filter { $0.hasSuffix(".mp4") }
+        XCTAssertEqual(files.count, 1, "\(files)")
+        let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+                                                     "-of", "csv=p=0", out + "/recordings/" + files[0]])
+        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self), "h264\n")
     }
 
     func testPortraitStreamFromARotatedCamera() throws {

@@ -468,3 +468,10 @@ public func letterbox(source: (width: Int, height: Int), target: (width: Int, he
     height &= ~1
     return (((target.width - width) / 2) & ~1, ((target.height - height) / 2) & ~1, width, height)
 }
+
+extension DRMDisplay {
+    /// libdrm, for `onair version` (it reports its version only for an open device).
+    public static var libraryVersion: LibraryVersion {
+        LibraryVersion("libdrm", "", debianSource: debianSource("libdrm", onair_debian_libdrm()))
+    }
+}

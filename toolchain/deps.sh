@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The C libraries onair links statically, built minimal from Debian's own source packages
+# (ARCHITECTURE.md, Dependencies), once per machine.
+#
+#   toolchain/deps.sh ARCH        prints the prefix (include/, lib/, lib/pkgconfig/)
+#
+# Runs on the system whose Debian release the binary is for: this machine (bookworm) for
+# its own architecture, or trixie's build root (toolchain/trixie.sh) for arm64, where the
+# compiler is the clang that comes with swiftlang, aimed at the arm64 sysroot that Swift
+# links against (ONAIR_SYSROOT).
+#
+# Built here: FFmpeg's libavcodec/libavutil/libswscale with only the encoders onair can
+# select (libx264, h264/hevc VA-API, h264/hevc V4L2 M2M, aac) and the MJPEG decoder; libcurl
+# with HTTP and HTTPS through OpenSSL and nothing else; libmicrohttpd without TLS, auth,
+# upgrade or post processing. Taken as Debian ships them: libx264.a (libx264-dev),
+# libssl.a/libcrypto.a (libssl-dev) and libdrm.a (libdrm-dev). libva and libasound stay
+# shared: they load the board's drivers and plugins themselves.
+#
+# The prefix is $ONAIR_DEPS/ARCH-SUITE-KEY, KEY a hash of every source package version and
+# every configure line below; a changed Debian version (a security update) or recipe makes
+# a new prefix, an unchanged one is reused. The .pc files in it list every library to link,
+# the static ones by file name (-l:libx264.a), so the link cannot pick a shared copy.
+set -euo pipefail
+
+arch=${1:?usage: toolchain/deps.sh amd64|arm64}
+cache=${ONAIR_DEPS:-/var/cache/onair-deps}
+host=$(dpkg --print-architecture)
+suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+say() { echo "deps: $*" >&2; }
+case "$arch" in
+    amd64) gnu=x86_64-linux-gnu; ffarch=x86_64 ;;
+    arm64) gnu=aarch64-linux-gnu; ffarch=aarch64 ;;
+    *) echo "toolchain/deps.sh: ARCH must be amd64 or arm64, not '$arch'" >&2; exit 2 ;;
+esac
+
+# The compiler and where the target's headers and libraries are.
+if [ "$arch" = "$host" ]; then
+    sysroot=
+    cc=gcc ar=ar ranlib=ranlib
+    cross_ff=() cross_ac=()
+    pkgdirs=/usr/lib/$gnu/pkgconfig:/usr/share/pkgconfig
+else
+    sysroot=${ONAIR_SYSROOT:?toolchain/deps.sh: an $arch build needs ONAIR_SYSROOT (toolchain/trixie.sh sets it)}
+    cc="clang --target=$gnu --sysroot=$sysroot"
+    ar=llvm-ar ranlib=llvm-ranlib
+    cross_ff=(--enable-cross-compile --arch="$ffarch" --target-os=linux --disable-stripping)
+    cross_ac=(--host="$gnu")
+    pkgdirs=$sysroot/usr/lib/$gnu/pkgconfig:$sysroot/usr/share/pkgconfig
+fi
+export PKG_CONFIG_LIBDIR=$pkgdirs PKG_CONFIG_PATH=$pkgdirs PKG_CONFIG_SYSROOT_DIR=$sysroot
+
+# The recipes. Each configure line is part of the cache key.
+ffmpeg_conf=(--enable-static --disable-shared --enable-pic --disable-debug
+    --disable-programs --disable-doc --disable-network --disable-autodetect --disable-everything
+    --disable-avformat --disable-avdevice --disable-avfilter --disable-swresample --disable-postproc
+    --enable-gpl --enable-libx264 --enable-vaapi --enable-v4l2-m2m
+    --enable-encoder=libx264,h264_vaapi,hevc_vaapi,h264_v4l2m2m,hevc_v4l2m2m,aac
+    --enable-decoder=mjpeg --pkg-config-flags=--static)
+curl_conf=(--enable-static --disable-shared --with-pic --with-openssl --without-libpsl
+    --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp
+    --disable-pop3 --disable-imap --disable-smtp --disable-gopher --disable-mqtt --disable-smb
+    --disable-ftp --disable-file --disable-manual --disable-docs --disable-ntlm --disable-ntlm-wb
+    --disable-kerberos-auth --disable-negotiate-auth --disable-unix-sockets --disable-alt-svc
+    --disable-hsts --disable-cookies --disable-websockets
+    --without-libidn2 --without-librtmp --without-libssh2 --without-libssh --without-nghttp2
+    --without-nghttp3 --without-ngtcp2 --without-brotli --without-zstd --without-zlib
+    --without-gssapi --without-libgsasl
+    --with-ca-bundle=/etc/ssl/certs/ca-certificates.crt --with-ca-path=/etc/ssl/certs)
+mhd_conf=(--enable-static --disable-shared --with-pic --disable-https --disable-curl --disable-doc
+    --disable-examples --disable-postprocessor --disable-bauth --disable-dauth --disable-httpupgrade
+    --disable-nls)
+# Archives Debian ships that link as they are: package, files.
+archives="libx264-dev:libx264.a libssl-dev:libssl.a,libcrypto.a libdrm-dev:libdrm.a"
+
+# Source versions: what `apt-get source` would fetch (deb-src of this system's release).
+if ! apt-get source --print-uris ffmpeg >/dev/null 2>&1; then
+    say "adding deb-src for $suite (apt-get source)"
+    # The same sources as the packages, as deb-src (deb822 or one-line lists).
+    for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+        [ -f "$f" ] || continue
+        case "$f" in
+            *.sources) sed 's/^Types: deb$/Types: deb-src/' "$f" > /etc/apt/sources.list.d/onair-deb-src.sources ;;
+            *) grep '^deb ' "$f" | sed 's/^deb /deb-src /' > /etc/apt/sources.list.d/onair-deb-src.list ;;
+        esac
+    done
+    apt-get update -qq
+fi
+src_version() { apt-get source --print-uris "$1" | sed -n "s/.* $1_\(.*\)\.dsc .*/\1/p" | head -1; }
+dev_version() { dpkg-query --admindir="${sysroot:-}/var/lib/dpkg" -W -f='${Version}' "$1:$arch"; }
+declare -A version
+for p in ffmpeg curl libmicrohttpd; do version[$p]=$(src_version "$p"); done
+for a in $archives; do version[${a%%:*}]=$(dev_version "${a%%:*}"); done
+for p in "${!version[@]}"; do [ -n "${version[$p]}" ] || { echo "toolchain/deps.sh: no version of $p for $suite/$arch" >&2; exit 1; }; done
+
+recipe="$arch $suite cc=$cc
+ffmpeg ${version[ffmpeg]} ${ffmpeg_conf[*]} ${cross_ff[*]}
+curl ${version[curl]} ${curl_conf[*]} ${cross_ac[*]}
+libmicrohttpd ${version[libmicrohttpd]} ${mhd_conf[*]} ${cross_ac[*]}
+$(for a in $archives; do echo "${a%%:*} ${version[${a%%:*}]}"; done)
+pc v1"
+key=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
+prefix=$cache/$arch-$suite-$key
+if [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
+
+say "building the static libraries for $arch ($suite) into $prefix (once per machine)"
+work=$cache/work-$arch-$suite
+rm -rf "$work" "$prefix"
+mkdir -p "$work" "$prefix/lib/pkgconfig" "$prefix/include"
+cd "$work"
+jobs=$(( $(nproc) + 1 ))
+started=$SECONDS
+# The downloaded sources are kept beside the prefixes, so a rebuild does not fetch again.
+mkdir -p "$cache/sources"
+for p in ffmpeg curl libmicrohttpd; do
+    (cd "$cache/sources" && apt-get source --download-only -qq "$p" 2>/dev/null)
+    dpkg-source -x --no-check "$cache/sources/${p}_${version[$p]#*:}.dsc" "$p" >/dev/null
+done
+
+say "ffmpeg ${version[ffmpeg]}"
+(cd ffmpeg && ./configure --prefix="$prefix" --cc="$cc" --ar="$ar" --ranlib="$ranlib" \
+    "${cross_ff[@]}" "${ffmpeg_conf[@]}" >configure.log 2>&1 || { tail -20 configure.log ffbuild/config.log >&2; exit 1; }
+ make -j"$jobs" >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+ make install >/dev/null)
+
+say "curl ${version[curl]}"
+(cd curl && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${curl_conf[@]}" >configure.log 2>&1 ||
+    { tail -20 configure.log >&2; exit 1; }
+ make -j"$jobs" -C lib >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+ make -C lib install >/dev/null && make -C include install >/dev/null)
+
+say "libmicrohttpd ${version[libmicrohttpd]}"
+(cd libmicrohttpd && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${mhd_conf[@]}" >configure.log 2>&1 ||
+    { tail -20 configure.log >&2; exit 1; }
+ make -j"$jobs" -C src/microhttpd >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+ make -C src/microhttpd install >/dev/null && make -C src/include install >/dev/null)
+
+# Debian's archives, and libdrm's headers beside them (onair's preview includes them).
+for a in $archives; do
+    for f in $(echo "${a#*:}" | tr , ' '); do cp "${sysroot:-}/usr/lib/$gnu/$f" "$prefix/lib/"; done
+done
+cp -r "${sysroot:-}/usr/include/libdrm" "${sysroot:-}"/usr/include/xf86drm*.h "$prefix/include/"
+rm -f "$prefix"/lib/*.la
+
+# The .pc files Package.swift's system libraries are found by, each naming all it needs.
+pc() {  # name, version, libs, [extra cflags]
+    printf 'prefix=%s\nName: %s\nDescription: %s, static (toolchain/deps.sh)\nVersion: %s\nCflags: -I${prefix}/include%s\nLibs: -L${prefix}/lib %s\n' \
+        "$prefix" "$1" "$1" "$2" "${4:-}" "$3" > "$prefix/lib/pkgconfig/$1.pc"
+}
+pc libavcodec "${version[ffmpeg]}" "-l:libavcodec.a -l:libswscale.a -l:libavutil.a -l:libx264.a -lva-drm -lva -lm -ldl -lpthread"
+pc libcurl "${version[curl]}" "-l:libcurl.a -l:libssl.a -l:libcrypto.a -ldl -lpthread"
+pc libmicrohttpd "${version[libmicrohttpd]}" "-l:libmicrohttpd.a -lpthread"
+pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
+
+# What `onair version` reports of the libraries linked in: Debian's package versions.
+{
+    echo "/* Written by toolchain/deps.sh: the Debian source versions linked into onair. */"
+    for p in ffmpeg curl libmicrohttpd libx264-dev libssl-dev libdrm-dev; do
+        n=$(echo "${p%-dev}" | tr 'a-z0-9-' 'A-Z0-9_')
+        echo "#define ONAIR_DEBIAN_${n} \"${version[$p]}\""
+    done
+    echo "#define ONAIR_DEBIAN_SUITE \"$suite\""
+} > "$prefix/include/onair-deps.h"
+printf '%s\n' "$recipe" > "$prefix/recipe"
+cd / && rm -rf "$work"
+touch "$prefix/.complete"
+say "done in $(( SECONDS - started )) s: $(du -sh "$prefix/lib" | cut -f1) of archives"
+echo "$prefix"
