@@ -63,11 +63,12 @@ say() { echo "make image: $*"; }
 serial_device=${SERIAL%%,*}
 serial_speed=${SERIAL##*,}
 
-# 1. The root file system: what onair links (the names change with the release's sonames
-# and the 64-bit time_t transition), systemd, the board's kernel and drivers.
+# 1. The root file system: the two shared libraries onair loads (everything else is linked
+# in: toolchain/deps.sh; the names change with the 64-bit time_t transition), systemd, the
+# board's kernel and drivers.
 case "$SUITE" in
-    bookworm) runtime="libavcodec59 libavutil57 libswscale6 libva2 libva-drm2 libdrm2 libasound2 libcurl4 libmicrohttpd12" ;;
-    trixie) runtime="libavcodec61 libavutil59 libswscale8 libva2 libva-drm2 libdrm2 libasound2t64 libcurl4t64 libmicrohttpd12t64" ;;
+    bookworm) runtime="libva2 libva-drm2 libasound2" ;;
+    trixie) runtime="libva2 libva-drm2 libasound2t64" ;;
     *) echo "make image BOARD=$board: no runtime package list for SUITE=$SUITE" >&2; exit 2 ;;
 esac
 # Packages named pkg/SUITE-backports come from backports (a newer kernel, say).

@@ -41,7 +41,7 @@ if [ "$arch" = "$host" ]; then
     pkgdirs=/usr/lib/$gnu/pkgconfig:/usr/share/pkgconfig
 else
     sysroot=${ONAIR_SYSROOT:?toolchain/deps.sh: an $arch build needs ONAIR_SYSROOT (toolchain/trixie.sh sets it)}
-    cc="clang --target=$gnu --sysroot=$sysroot"
+    cc="clang --target=$gnu --sysroot=$sysroot -fuse-ld=lld -Wno-unused-command-line-argument"
     ar=llvm-ar ranlib=llvm-ranlib
     cross_ff=(--enable-cross-compile --arch="$ffarch" --target-os=linux --disable-stripping)
     cross_ac=(--host="$gnu")
@@ -70,11 +70,26 @@ mhd_conf=(--enable-static --disable-shared --with-pic --disable-https --disable-
     --disable-examples --disable-postprocessor --disable-bauth --disable-dauth --disable-httpupgrade
     --disable-nls)
 # Archives Debian ships that link as they are: package, files.
-archives="libx264-dev:libx264.a libssl-dev:libssl.a,libcrypto.a libdrm-dev:libdrm.a"
+# trixie's libcrypto is built with zlib and zstd compression, so their archives come too
+# (a link takes only the members something references: none, where OpenSSL does not).
+archives="libx264-dev:libx264.a libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a"
+sources="ffmpeg curl libmicrohttpd"
+# Debian's arm64 libx264.a is not position-independent (its assembly has absolute
+# relocations), so it cannot go into a PIE: there x264 is built from its source package too.
+x264_conf=(--enable-static --enable-pic --disable-cli --disable-opencl --bit-depth=8
+    --disable-lavf --disable-swscale --disable-ffms --disable-gpac --disable-lsmash)
+if [ -n "$sysroot" ]; then
+    archives=${archives/libx264-dev:libx264.a /}
+    sources="x264 $sources"
+fi
 
-# Source versions: what `apt-get source` would fetch (deb-src of this system's release).
-if ! apt-get source --print-uris ffmpeg >/dev/null 2>&1; then
-    say "adding deb-src for $suite (apt-get source)"
+# Source versions: deb-src of this system's release, plus the release before it as a fallback
+# where the registry's pool lacks a source package (trixie's x264, seen 2026-12): the older
+# version is only taken when no newer one can be fetched.
+case "$suite" in trixie) older=bookworm ;; *) older= ;; esac
+fallback=/etc/apt/sources.list.d/onair-deb-src-older.list
+if ! apt-get source --print-uris ffmpeg >/dev/null 2>&1 || { [ -n "$older" ] && [ ! -f "$fallback" ]; }; then
+    say "adding deb-src for $suite${older:+ and $older} (apt-get source)"
     # The same sources as the packages, as deb-src (deb822 or one-line lists).
     for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
         [ -f "$f" ] || continue
@@ -83,12 +98,26 @@ if ! apt-get source --print-uris ffmpeg >/dev/null 2>&1; then
             *) grep '^deb ' "$f" | sed 's/^deb /deb-src /' > /etc/apt/sources.list.d/onair-deb-src.list ;;
         esac
     done
+    [ -z "$older" ] || echo "deb-src http://deb.debian.org/debian $older main" > "$fallback"
     apt-get update -qq
 fi
-src_version() { apt-get source --print-uris "$1" | sed -n "s/.* $1_\(.*\)\.dsc .*/\1/p" | head -1; }
-dev_version() { dpkg-query --admindir="${sysroot:-}/var/lib/dpkg" -W -f='${Version}' "$1:$arch"; }
+# The newest version the registry can actually serve (an index may name one that its pool
+# does not have yet); fetched once into $cache/sources, where later runs find it.
+mkdir -p "$cache/sources"
+src_version() {
+    local v
+    for v in $(apt-cache showsrc --only-source "$1" | sed -n 's/^Version: //p' | sort -rV); do
+        if (cd "$cache/sources" && apt-get source --download-only -qq "$1=$v" >/dev/null 2>&1); then echo "$v"; return; fi
+        say "$1 $v: not in the registry's pool, trying an older one"
+    done
+}
+# A sysroot unpacked without dpkg (toolchain/trixie.sh) lists its packages in onair-packages.
+dev_version() {
+    if [ -f "$sysroot/onair-packages" ]; then sed -n "s/^$1 //p" "$sysroot/onair-packages" | sort -V | tail -1
+    else dpkg-query --admindir="$sysroot/var/lib/dpkg" -W -f='${Version}' "$1:$arch"; fi
+}
 declare -A version
-for p in ffmpeg curl libmicrohttpd; do version[$p]=$(src_version "$p"); done
+for p in $sources; do version[$p]=$(src_version "$p"); done
 for a in $archives; do version[${a%%:*}]=$(dev_version "${a%%:*}"); done
 for p in "${!version[@]}"; do [ -n "${version[$p]}" ] || { echo "toolchain/deps.sh: no version of $p for $suite/$arch" >&2; exit 1; }; done
 
@@ -96,6 +125,7 @@ recipe="$arch $suite cc=$cc
 ffmpeg ${version[ffmpeg]} ${ffmpeg_conf[*]} ${cross_ff[*]}
 curl ${version[curl]} ${curl_conf[*]} ${cross_ac[*]}
 libmicrohttpd ${version[libmicrohttpd]} ${mhd_conf[*]} ${cross_ac[*]}
+${version[x264]:+x264 ${version[x264]} ${x264_conf[*]} ${cross_ac[*]}}
 $(for a in $archives; do echo "${a%%:*} ${version[${a%%:*}]}"; done)
 pc v1"
 key=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
@@ -109,29 +139,37 @@ mkdir -p "$work" "$prefix/lib/pkgconfig" "$prefix/include"
 cd "$work"
 jobs=$(( $(nproc) + 1 ))
 started=$SECONDS
-# The downloaded sources are kept beside the prefixes, so a rebuild does not fetch again.
-mkdir -p "$cache/sources"
-for p in ffmpeg curl libmicrohttpd; do
-    (cd "$cache/sources" && apt-get source --download-only -qq "$p" 2>/dev/null)
+for p in $sources; do
     dpkg-source -x --no-check "$cache/sources/${p}_${version[$p]#*:}.dsc" "$p" >/dev/null
 done
 
+if [ -n "${version[x264]:-}" ]; then
+    say "x264 ${version[x264]}"
+    (cd x264 && CC="$cc" AR="$ar" RANLIB="$ranlib" STRIP=true ./configure --prefix="$prefix" "${cross_ac[@]}" "${x264_conf[@]}" \
+        >configure.log 2>&1 || { tail -n 20 configure.log config.log >&2; exit 1; }
+     make -j"$jobs" >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
+     make install-lib-static >/dev/null)
+    # FFmpeg's configure finds it through pkg-config, which puts the sysroot before its paths.
+    sed -i "s|^prefix=.*|prefix=${prefix#"$sysroot"}|" "$prefix/lib/pkgconfig/x264.pc"
+    export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$PKG_CONFIG_PATH
+fi
+
 say "ffmpeg ${version[ffmpeg]}"
 (cd ffmpeg && ./configure --prefix="$prefix" --cc="$cc" --ar="$ar" --ranlib="$ranlib" \
-    "${cross_ff[@]}" "${ffmpeg_conf[@]}" >configure.log 2>&1 || { tail -20 configure.log ffbuild/config.log >&2; exit 1; }
- make -j"$jobs" >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+    "${cross_ff[@]}" "${ffmpeg_conf[@]}" >configure.log 2>&1 || { tail -n 20 configure.log ffbuild/config.log >&2; exit 1; }
+ make -j"$jobs" >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make install >/dev/null)
 
 say "curl ${version[curl]}"
 (cd curl && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${curl_conf[@]}" >configure.log 2>&1 ||
-    { tail -20 configure.log >&2; exit 1; }
- make -j"$jobs" -C lib >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+    { tail -n 20 configure.log >&2; exit 1; }
+ make -j"$jobs" -C lib >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make -C lib install >/dev/null && make -C include install >/dev/null)
 
 say "libmicrohttpd ${version[libmicrohttpd]}"
 (cd libmicrohttpd && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${mhd_conf[@]}" >configure.log 2>&1 ||
-    { tail -20 configure.log >&2; exit 1; }
- make -j"$jobs" -C src/microhttpd >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+    { tail -n 20 configure.log >&2; exit 1; }
+ make -j"$jobs" -C src/microhttpd >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make -C src/microhttpd install >/dev/null && make -C src/include install >/dev/null)
 
 # Debian's archives, and libdrm's headers beside them (onair's preview includes them).
@@ -142,12 +180,13 @@ cp -r "${sysroot:-}/usr/include/libdrm" "${sysroot:-}"/usr/include/xf86drm*.h "$
 rm -f "$prefix"/lib/*.la
 
 # The .pc files Package.swift's system libraries are found by, each naming all it needs.
+# Paths in them are relative to the sysroot, which SwiftPM (like pkg-config) puts before them.
 pc() {  # name, version, libs, [extra cflags]
     printf 'prefix=%s\nName: %s\nDescription: %s, static (toolchain/deps.sh)\nVersion: %s\nCflags: -I${prefix}/include%s\nLibs: -L${prefix}/lib %s\n' \
-        "$prefix" "$1" "$1" "$2" "${4:-}" "$3" > "$prefix/lib/pkgconfig/$1.pc"
+        "${prefix#"$sysroot"}" "$1" "$1" "$2" "${4:-}" "$3" > "$prefix/lib/pkgconfig/$1.pc"
 }
 pc libavcodec "${version[ffmpeg]}" "-l:libavcodec.a -l:libswscale.a -l:libavutil.a -l:libx264.a -lva-drm -lva -lm -ldl -lpthread"
-pc libcurl "${version[curl]}" "-l:libcurl.a -l:libssl.a -l:libcrypto.a -ldl -lpthread"
+pc libcurl "${version[curl]}" "-l:libcurl.a -l:libssl.a -l:libcrypto.a -l:libzstd.a -l:libz.a -ldl -lpthread"
 pc libmicrohttpd "${version[libmicrohttpd]}" "-l:libmicrohttpd.a -lpthread"
 pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
 
@@ -156,7 +195,8 @@ pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
     echo "/* Written by toolchain/deps.sh: the Debian source versions linked into onair. */"
     for p in ffmpeg curl libmicrohttpd libx264-dev libssl-dev libdrm-dev; do
         n=$(echo "${p%-dev}" | tr 'a-z0-9-' 'A-Z0-9_')
-        echo "#define ONAIR_DEBIAN_${n} \"${version[$p]}\""
+        v=${version[$p]:-}; [ "$p" = libx264-dev ] && [ -z "$v" ] && v=${version[x264]}
+        echo "#define ONAIR_DEBIAN_${n} \"$v\""
     done
     echo "#define ONAIR_DEBIAN_SUITE \"$suite\""
 } > "$prefix/include/onair-deps.h"
