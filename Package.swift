@@ -24,6 +24,9 @@ let package = Package(
 
         // Our own C: Linux calls and ioctl layouts Swift cannot import.
         .target(name: "CLinux"),
+        // The concurrency kit: one mutex, one condition, one thread type, one one-shot event,
+        // all on CLOCK_MONOTONIC (ARCHITECTURE.md, Conventions).
+        .target(name: "Threading", dependencies: ["CLinux"]),
 
         // Pure media code: no I/O.
         .target(name: "Media"),
@@ -32,13 +35,13 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media", "CALSA", "CLinux", "CDRM"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "CCurl"]),
-        .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "CLinux"]),
-        .target(name: "Server", dependencies: ["HLS", "CMicroHTTPD"]),
+        .target(name: "Devices", dependencies: ["Media", "Threading", "CALSA", "CLinux", "CDRM"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Threading", "CCurl"]),
+        .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "Threading", "CLinux"]),
+        .target(name: "Server", dependencies: ["HLS", "Threading", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Threading", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -52,10 +55,11 @@ let package = Package(
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
+        .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media", "Threading"]),
         .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Recording", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),

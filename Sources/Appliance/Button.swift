@@ -1,8 +1,9 @@
 import Devices
-import Foundation
+import FoundationEssentials
 import Publishing
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// `button.*`: where presses come from and what they mean.
@@ -99,19 +100,19 @@ struct ButtonLogic {
 /// Edges from every button source → ButtonLogic → the session. Thread-safe: GPIO and
 /// evdev threads call `edge`; a timer thread of its own runs the deadlines.
 final class ButtonController: @unchecked Sendable {
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var logic: ButtonLogic
     private let clock = MonotonicClock()
     private let act: @Sendable (ButtonLogic.Action) -> Void
     private let log: Log
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private let done = Completion()
 
     init(settings: ButtonSettings, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
         logic = ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds)
         self.log = log
         self.act = act
-        thread = ThreadHandle(name: "onair-button") { [self] in
+        thread = WorkerThread(name: "onair-button") { [self] in
             while !done.hasFired {
                 let due = lock.withLock { logic.nextDeadline }
                 _ = done.wait(seconds: due.map { max(0.001, Double($0 - clock.now()) / 1e9) } ?? 0.5)
@@ -166,11 +167,11 @@ enum TallyPattern: Equatable {
 final class TallyLight: @unchecked Sendable {
     private let output: GPIOOutput
     private let done = Completion()
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
 
     init(output: GPIOOutput, pattern: @escaping @Sendable () -> TallyPattern) {
         self.output = output
-        thread = ThreadHandle(name: "onair-tally") { [self] in
+        thread = WorkerThread(name: "onair-tally") { [self] in
             let clock = MonotonicClock()
             var last: Bool?
             while !done.hasFired {

@@ -54,6 +54,6 @@ enum Capture {
     }
 
     static func formatRate(_ fps: Double) -> String {
-        fps == fps.rounded() ? String(Int(fps)) : String(format: "%.3f", fps)
+        fps == fps.rounded() ? String(Int(fps)) : fps.fixed(3)
     }
 }

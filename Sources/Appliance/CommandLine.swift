@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the command line asked for.
 public enum Invocation: Equatable {
@@ -85,7 +88,7 @@ public enum CommandLineParser {
         // A flag's error names the flag, not the key behind it.
         for flag in flags {
             do { try ConfigFile.apply([flag], to: &settings) } catch let error as ConfigError {
-                throw ConfigError(error.description.replacingOccurrences(of: "\(flag.origin): \(flag.key): ", with: "\(flag.origin): "))
+                throw ConfigError(error.description.replacing("\(flag.origin): \(flag.key): ", with: "\(flag.origin): "))
             }
         }
         return .run(settings, configFiles: configFiles)

@@ -57,7 +57,7 @@ public enum ConfigFile {
             let key = String(trimmed[..<eq]).trimmingWhitespace()
             var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
             // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
-            if let hash = value.range(of: " #") ?? value.range(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
+            if let hash = value.firstRange(of: " #") ?? value.firstRange(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
             guard !key.isEmpty else { throw ConfigError("\(origin): empty key") }
             let full = section.isEmpty ? key : "\(section).\(key)"
             // Last-wins inside one file hides a mistake; across files it is the point.
@@ -371,11 +371,3 @@ extension Character {
     var isASCIIDigitish: Bool { ("0"..."9").contains(self) }
 }
 
-extension StringProtocol {
-    func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return String(s)
-    }
-}

@@ -1,6 +1,9 @@
 import Codecs
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Media
 
 /// `performance.*`: what the board's encoders can sustain, and what to do when a
@@ -92,7 +95,7 @@ enum X264Calibration {
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let model = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
-            .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespaces) } ?? "unknown"
+            .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingWhitespace() } ?? "unknown"
         let key = "\(model)|\(cores)"
         let cache = cacheFile(dataDirectory: dataDirectory)
         if let text = try? String(contentsOfFile: cache, encoding: .utf8) {

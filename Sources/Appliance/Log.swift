@@ -1,7 +1,8 @@
 import Devices
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// One event a line: logfmt (`t_ms=212.4 level=info event=segment.stored seq=3`) for
@@ -13,7 +14,7 @@ public final class Log: @unchecked Sendable {
     public let format: Settings.LogFormat
     private let origin: Int64
     private let clock = MonotonicClock()
-    private let lock = NSLockish()
+    private let lock = Lock()
     private let write: @Sendable (String) -> Void
 
     public init(format: Settings.LogFormat, origin: Int64? = nil,
@@ -58,8 +59,8 @@ public final class Log: @unchecked Sendable {
     static func logfmtValue(_ value: Any) -> String {
         let text = "\(value)"
         if text.isEmpty || text.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) {
-            return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n") + "\""
+            return "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+                .replacing("\n", with: "\\n") + "\""
         }
         return text
     }

@@ -1,7 +1,8 @@
 import Devices
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// systemd's notify protocol without libsystemd (sd_notify(3)): datagrams to the socket
@@ -57,8 +58,8 @@ final class OperatorReport: @unchecked Sendable {
     private let snapshot: @Sendable () -> StatusSnapshot
     private let alive: @Sendable () -> Bool
     private let done = Completion()
-    private var thread: ThreadHandle?
-    private let lock = NSLockish()
+    private var thread: WorkerThread?
+    private let lock = Lock()
 
     /// `device`: a path to write lines to (a tty, or any file), or nil.
     init(device: String?, interval: Double, notifier: SystemdNotifier?, log: Log,
@@ -94,7 +95,7 @@ final class OperatorReport: @unchecked Sendable {
     func start() {
         guard console != nil || notifier != nil else { return }
         let tick = min(interval, notifier?.watchdogInterval ?? interval)
-        thread = ThreadHandle(name: "onair-report") { [self] in
+        thread = WorkerThread(name: "onair-report") { [self] in
             let clock = MonotonicClock()
             var nextLine = clock.now()
             var lastFrames = snapshot().framesIn, lastAt = clock.now()

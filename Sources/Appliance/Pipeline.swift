@@ -1,9 +1,13 @@
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import HLS
 import Publishing
 import Recording
 import Server
+import Threading
 
 /// Everything after the preview: what the deferred start brings up once the first frame
 /// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
@@ -18,7 +22,7 @@ final class Pipeline: @unchecked Sendable {
     let telemetry = Telemetry()
     let history = History()
     private let sampling = Completion()
-    private var sampler: ThreadHandle?
+    private var sampler: WorkerThread?
     let recordings: Recordings
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
@@ -101,7 +105,8 @@ final class Pipeline: @unchecked Sendable {
             case .segmentStored(let id, let sequence):
                 storage.checkSoon(recording: current.get())
                 let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
-                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+                var info = stat()
+                let size = stat(path, &info) == 0 ? Int(info.st_size) : 0
                 telemetry.segmentStored(bytes: size)
             case .ended: current.set(nil)
             case .multivariantRewritten: break
@@ -141,7 +146,7 @@ final class Pipeline: @unchecked Sendable {
             }
         }
         // The /status plots: a sample every five seconds.
-        sampler = ThreadHandle(name: "onair-history") { [unowned self] in
+        sampler = WorkerThread(name: "onair-history") { [unowned self] in
             var last = (frames: session.framesIn, at: MonotonicClock().now())
             while !sampling.wait(seconds: 5) {
                 let now = MonotonicClock().now(), state = snapshot()

@@ -1,7 +1,11 @@
 import Codecs
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Media
+import Threading
 
 /// `preview.device`: the camera on the attached screen, on a thread of its own. The
 /// capture hands it each frame (or, when the display scans out the camera's own buffers,
@@ -13,11 +17,11 @@ import Media
 final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {
     private let display: DRMDisplay
     private let converter = PictureConverter()
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var next: VideoFrame?
     private var nextBuffer: SharedBuffer?
     private var stopped = false
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private let presented = Completion()
     private(set) var dropped = 0
 
@@ -27,7 +31,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         log("preview.opened", ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
             ("modeset", display.atomic ? "atomic" : "legacy"), ("picture", display.plan.description),
             ("why", display.plan.reason ?? "best available"))
-        thread = ThreadHandle(name: "onair-preview") { [self] in
+        thread = WorkerThread(name: "onair-preview") { [self] in
             while let (frame, buffer) = take() {
                 let ok = display.show(frame: frame, buffer: buffer, indicators: state()) { [converter] frame, memory, pitch, width, height in
                     converter.draw(frame, into: memory, pitch: pitch, width: width, height: height)

@@ -1,11 +1,12 @@
 import Devices
-import Foundation
+import FoundationEssentials
 import HLS
 import Publishing
 import Recording
 import Server
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// `onair run`: wires source → session → files, the web server, stdin and signals, and
@@ -19,15 +20,24 @@ public enum Runner {
         }
         switch invocation {
         case .help(let text): print(text, terminator: ""); return 0
-        case .usage(let text): FileHandle.standardError.write(Data(text.utf8)); return 2
+        case .usage(let text): writeStandardError(text); return 2
         case .version: print(VersionReport.text, terminator: ""); return 0
         case .validate(let directory): return validate(directory)
         case .run(let settings, _): return run(settings)
         }
     }
 
-    static func printError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+    static func printError(_ line: String) { writeStandardError(line + "\n") }
+
+    /// All of `text` to stderr, unbuffered (it is what a failing start says last).
+    static func writeStandardError(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            bytes = bytes.dropFirst(written)
+        }
     }
 
     /// Why `path` cannot be the data directory, or nil: it is one, or has been made.
@@ -269,7 +279,7 @@ public enum Runner {
         watchStandardInput(pipeline.session, log: log)
         // A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
         // finishing (uploads draining) stops waiting for them: the rest stays in the spool.
-        _ = ThreadHandle(name: "onair-signals") { [publisher = pipeline.publisher] in
+        WorkerThread.detached(name: "onair-signals") { [publisher = pipeline.publisher] in
             while true {
                 var received: Int32 = 0
                 var waitFor = signals
@@ -308,11 +318,7 @@ public enum Runner {
             // publish.drain_seconds spent) and every file closed.
             log("onair.shutdown", ("command", settings.button.shutdownCommand))
             sync()
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-            shell.arguments = ["-c", settings.button.shutdownCommand]
-            try? shell.run()
-            shell.waitUntilExit()
+            runShell(settings.button.shutdownCommand)
         }
         return 0
     }
@@ -377,7 +383,7 @@ public enum Runner {
     static func watchStandardInput(_ session: Session, log: Log) {
         var info = stat()
         guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return }
-        _ = ThreadHandle(name: "onair-stdin") {
+        WorkerThread.detached(name: "onair-stdin") {
             while let _ = readLine() {
                 log("button.pressed", ("source", "stdin"))
                 session.toggle()
@@ -388,58 +394,15 @@ public enum Runner {
 
 /// The id of the stream being written, shared with the storage keeper's thread.
 final class CurrentStream: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var id: String?
     func set(_ value: String?) { lock.withLock { id = value } }
     func get() -> String? { lock.withLock { id } }
 }
 
-/// A one-shot signal between threads.
-final class Completion: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var fired = false
-
-    init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
-    }
-
-    func signal() {
-        pthread_mutex_lock(&mutex)
-        fired = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
-    }
-
-    var hasFired: Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return fired
-    }
-
-    func wait() {
-        pthread_mutex_lock(&mutex)
-        while !fired { pthread_cond_wait(&condition, &mutex) }
-        pthread_mutex_unlock(&mutex)
-    }
-
-    /// Waits at most `seconds`; true if it fired.
-    func wait(seconds: Double) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let nanoseconds = Int64(now.tv_nsec) + Int64(seconds * 1e9)
-        var deadline = timespec(tv_sec: now.tv_sec + Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while !fired { if pthread_cond_timedwait(&condition, &mutex, &deadline) != 0 { break } }
-        return fired
-    }
-}
-
 /// The session for whoever is made before it (the preview's recording indicator).
 final class SessionBox: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var session: Session?
     private var publisher: Publisher?
     func set(_ session: Session, publisher: Publisher?) { lock.withLock { self.session = session; self.publisher = publisher } }
@@ -449,4 +412,15 @@ final class SessionBox: @unchecked Sendable {
         let state = lock.withLock { session?.state }
         return state == .recording || state == .finishing
     }
+}
+
+/// Runs `command` with /bin/sh and waits for it (posix_spawn(3): no fork of a process with
+/// threads running).
+func runShell(_ command: String) {
+    var pid = pid_t()
+    let arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (argument: String) in strdup(argument) } + [nil]
+    defer { for argument in arguments { free(argument) } }
+    guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else { return }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
 }

@@ -3,6 +3,7 @@ import Devices
 import HLS
 import Media
 import Publishing
+import Threading
 
 /// The recording state machine, on the session thread: armed ⇄ recording → finishing →
 /// armed. Capture threads feed `queue`; control calls (`toggle`, `startRecording`,
@@ -16,9 +17,9 @@ public final class Session: @unchecked Sendable {
     public let settings: Settings
     public let queue: MediaQueue
     private let log: Log
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var commands: [Command] = []
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private var stateValue: State = .armed
     private var failure: Error?
     private var onIdle: (@Sendable (Session) -> Void)?
@@ -86,7 +87,7 @@ public final class Session: @unchecked Sendable {
         if cost.value > 1 {
             let lowered = settings.performance.overload == .lower ? cost.lowered() : nil
             guard let lowered else {
-                throw SessionError("encoding would cost \(String(format: "%.2f", cost.value)) of what the encoders sustain "
+                throw SessionError("encoding would cost \(cost.value.fixed(2)) of what the encoders sustain "
                     + "(\(cost.outputs.map(\.description).joined(separator: " + "))); lower "
                     + (settings.record.enabled ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
                     + "the live stream (video.quality, video.fps), or set performance.overload=lower")
@@ -104,7 +105,7 @@ public final class Session: @unchecked Sendable {
         log("encoder.ready", ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
         workers = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
-        thread = ThreadHandle(name: "onair-session") { [self] in run() }
+        thread = WorkerThread(name: "onair-session") { [self] in run() }
     }
 
     /// The outputs, their encoders opened.

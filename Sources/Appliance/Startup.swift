@@ -1,8 +1,9 @@
 import Devices
-import Foundation
+import FoundationEssentials
 import Media
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// Where the first use of a captured frame goes: the screen. The DRM/KMS preview plugs
@@ -16,7 +17,7 @@ protocol PreviewSink: AnyObject, Sendable {
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).
 final class FirstFramePreview: PreviewSink, @unchecked Sendable {
     private let presented = Completion()
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var first: Int64?
     private let log: Log
 
@@ -44,7 +45,7 @@ final class FirstFramePreview: PreviewSink, @unchecked Sendable {
 /// no queue drops them) and then the gate passes everything straight through.
 final class StartupGate: CaptureSink, @unchecked Sendable {
     private let preview: PreviewSink
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var held: [MediaQueue.Item] = []
     private var heldVideo = 0
     private let capacity: Int
@@ -56,7 +57,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
     private var firstFrame = true
     private let log: Log
     private(set) var droppedWhileHeld = 0
-    private var feeder: ThreadHandle?
+    private var feeder: WorkerThread?
 
     /// `capacity`: how many frames may be held (sound rides along with them).
     init(capacity: Int, blocking: Bool, preview: PreviewSink, log: Log) {
@@ -107,7 +108,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
     func open(into queue: MediaQueue) {
         let count = condition.withLock { () -> Int in target = queue; return heldVideo }
         log("startup.buffer", ("held_frames", count), ("dropped_frames", droppedWhileHeld))
-        feeder = ThreadHandle(name: "onair-startup") { [self] in
+        feeder = WorkerThread(name: "onair-startup") { [self] in
             while true {
                 let next = condition.withLock { () -> MediaQueue.Item? in
                     defer { condition.broadcast() }
@@ -144,7 +145,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
 
 /// When `preview.first_frame` was logged, in the log's milliseconds since process start.
 final class FirstFrameTime: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value: Double?
 
     init(log: Log) {

@@ -1,5 +1,9 @@
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Threading
 
 /// The last ten minutes, one sample every five seconds, for the /status plots.
 final class History: @unchecked Sendable {
@@ -11,7 +15,7 @@ final class History: @unchecked Sendable {
         var queue: Int
     }
     static let capacity = 120
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var samples: [Sample] = []
 
     func add(_ sample: Sample) {
@@ -31,7 +35,7 @@ enum StatusPage {
         let rows: [(String, String)] = [
             ("state", status.state), ("stream", status.stream ?? "none"),
             ("up", "\(Int(status.uptimeSeconds) / 3600) h \(Int(status.uptimeSeconds) / 60 % 60) min"),
-            ("live bit rate", String(format: "%.2f Mb/s", status.liveBitsPerSecond / 1e6)),
+            ("live bit rate", ((status.liveBitsPerSecond / 1e6).fixed(2) + " Mb/s")),
             ("segments stored", "\(status.segmentsStored)"),
             ("upload queue", status.publish.map { "\($0.pendingSegments) segments" } ?? "no destination"),
             ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
@@ -56,10 +60,10 @@ enum StatusPage {
     static func svg(_ samples: [History.Sample]) -> String {
         let width = 600.0, plotHeight = 90.0, gap = 30.0
         let series: [(String, String, [Double?], (Double) -> String)] = [
-            ("frame rate", "#6cf", samples.map(\.fps), { String(format: "%.1f fps", $0) }),
-            ("temperature", "#f96", samples.map(\.temperatureC), { String(format: "%.0f °C", $0) }),
-            ("live bit rate", "#9e6", samples.map(\.bitsPerSecond), { String(format: "%.2f Mb/s", $0 / 1e6) }),
-            ("upload queue", "#fc6", samples.map { Double($0.queue) }, { String(format: "%.0f segments", $0) })
+            ("frame rate", "#6cf", samples.map(\.fps), { ($0.fixed(1) + " fps") }),
+            ("temperature", "#f96", samples.map(\.temperatureC), { ($0.fixed(0) + " °C") }),
+            ("live bit rate", "#9e6", samples.map(\.bitsPerSecond), { (($0 / 1e6).fixed(2) + " Mb/s") }),
+            ("upload queue", "#fc6", samples.map { Double($0.queue) }, { ($0.fixed(0) + " segments") })
         ]
         var body = ""
         for (index, (name, colour, values, label)) in series.enumerated() {
@@ -83,10 +87,10 @@ enum StatusPage {
             + "font-size=\"13\"><rect width=\"100%\" height=\"100%\" fill=\"#111\"/>\(body)</svg>\n"
     }
 
-    static func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
+    static func fmt(_ value: Double) -> String { value.fixed(1) }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+            .replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
     }
 }

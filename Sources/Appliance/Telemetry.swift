@@ -1,12 +1,16 @@
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Publishing
 import Recording
+import Threading
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
 /// the console line. Counters only grow; rates are over the last ten seconds.
 final class Telemetry: @unchecked Sendable {
-    private let lock = NSLockish()
+    private let lock = Lock()
     private let clock = MonotonicClock()
     let started: Int64
     private var segments = 0
@@ -131,15 +135,15 @@ struct StatusSnapshot: Encodable {
     /// The serial console's status line: plain ASCII, one line, readable at 115200 baud.
     func consoleLine(fpsActual: Double) -> String {
         func size(_ bytes: Int64) -> String {
-            bytes >= 1 << 30 ? String(format: "%.1fG", Double(bytes) / Double(1 << 30))
-                : bytes >= 1 << 20 ? String(format: "%.1fM", Double(bytes) / Double(1 << 20)) : "\(bytes / 1024)K"
+            bytes >= 1 << 30 ? ((Double(bytes) / Double(1 << 30)).fixed(1) + "G")
+                : bytes >= 1 << 20 ? ((Double(bytes) / Double(1 << 20)).fixed(1) + "M") : "\(bytes / 1024)K"
         }
         let up = Int(uptimeSeconds)
-        var parts = ["onair:", state, "stream=\(stream ?? "-")", "up=\(up / 3600)h\(String(format: "%02d", up / 60 % 60))m\(String(format: "%02d", up % 60))s",
-                     "fps=\(String(format: "%.1f", fpsActual))/\(fps)", "temp=\(temperatureC.map { String(format: "%.0fC", $0) } ?? "-")", "rate=\(String(format: "%.2f", liveBitsPerSecond / 1e6))M"]
+        var parts = ["onair:", state, "stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
+                     "fps=\(fpsActual.fixed(1))/\(fps)", "temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
         parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")
         if let publish {
-            parts.append("queue=\(publish.pendingSegments)(\(String(format: "%.0f", publish.oldestPendingSeconds ?? 0))s)")
+            parts.append("queue=\(publish.pendingSegments)(\((publish.oldestPendingSeconds ?? 0).fixed(0))s)")
         }
         parts.append("rec=\(recordingNowBytes.map(size) ?? "-")")
         parts.append("dropped=\(droppedVideoFrames)")

@@ -1,5 +1,10 @@
 import Devices
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Threading
+import Media
 
 /// `thermal.*`: lower the frame rate instead of overheating.
 public struct ThermalSettings: Sendable, Equatable {
@@ -66,8 +71,8 @@ struct ThermalLadder {
 /// Reads the sensor once a second and moves the session along the ladder.
 final class ThermalWatch: @unchecked Sendable {
     private let done = Completion()
-    private var thread: ThreadHandle?
-    private let lock = NSLockish()
+    private var thread: WorkerThread?
+    private let lock = Lock()
     private var latest: Double?
 
     var temperature: Double? { lock.withLock { latest } }
@@ -81,7 +86,7 @@ final class ThermalWatch: @unchecked Sendable {
     /// A file holding millidegrees C (the kernel's unit).
     static func read(_ path: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let value = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
+              let value = Double(text.trimmingWhitespace()) else { return nil }
         return value / 1000
     }
 
@@ -91,7 +96,7 @@ final class ThermalWatch: @unchecked Sendable {
         var ladder = ThermalLadder(steps: settings.fpsSteps, fps: fps, hot: settings.hotC, cool: settings.coolC,
                                    dwellSeconds: settings.dwellSeconds)
         if ladder.fps != fps { setRate(ladder.fps) }
-        thread = ThreadHandle(name: "onair-thermal") { [self] in
+        thread = WorkerThread(name: "onair-thermal") { [self] in
             let clock = MonotonicClock()
             var lastDropped = dropped()
             while !done.wait(seconds: 1) {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HLS
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,8 @@
 import CFFmpeg
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Media
 
 public enum VideoEncoderKind: String, Sendable, CaseIterable {

@@ -2,6 +2,7 @@ import CALSA
 import Media
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 public struct DeviceError: Error, CustomStringConvertible {
@@ -22,8 +23,8 @@ public final class ALSAMicrophone: @unchecked Sendable {
     public let channels: Int
     public let periodFrames: Int
     private var pcm: OpaquePointer?
-    private var thread: ThreadHandle?
-    private let lock = NSLockish()
+    private var thread: WorkerThread?
+    private let lock = Lock()
     private var stopped = false
     private var xrunCount = 0
     /// The device gives 32-bit samples; they are narrowed to 16.
@@ -76,7 +77,7 @@ public final class ALSAMicrophone: @unchecked Sendable {
 
     /// Starts capturing into `sink` on a thread of its own.
     public func start(into sink: CaptureSink, clock: MediaClock = MonotonicClock()) {
-        thread = ThreadHandle(name: "onair-alsa") { [self] in run(sink, clock) }
+        thread = WorkerThread(name: "onair-alsa") { [self] in run(sink, clock) }
     }
 
     public func stop() {

@@ -1,4 +1,5 @@
 import Media
+import Threading
 
 /// Where captured media goes: the pipeline's input. Called from capture threads.
 public protocol CaptureSink: AnyObject, Sendable {
@@ -23,9 +24,9 @@ public final class SyntheticSource: @unchecked Sendable {
     public let pace: Pace
     public let clock: MediaClock
     private let chunkFrames: Int
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var stopped = false
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
 
     public init(width: Int, height: Int, fps: Int, audio: (sampleRate: Int, channels: Int)?, pace: Pace, clock: MediaClock = MonotonicClock()) {
         pattern = SyntheticPattern(width: width, height: height, fps: fps)
@@ -39,7 +40,7 @@ public final class SyntheticSource: @unchecked Sendable {
     @discardableResult
     public func start(into sink: CaptureSink) -> Int64 {
         let origin = clock.now()
-        thread = ThreadHandle(name: "onair-synthetic") { [self] in run(origin: origin, sink: sink) }
+        thread = WorkerThread(name: "onair-synthetic") { [self] in run(origin: origin, sink: sink) }
         return origin
     }
 

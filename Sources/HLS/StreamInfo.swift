@@ -31,7 +31,10 @@ public struct StreamInfo: Sendable, Equatable, Codable {
     }
 }
 
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension StreamInfo {
     /// A list of streams as JSON, keys sorted, slashes left alone.

@@ -1,5 +1,8 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Media
 
 /// HTTP PUT (and S3 PutObject) through libcurl: one easy handle per worker thread, so its

@@ -28,7 +28,7 @@ public struct Destination: Sendable, Equatable, CustomStringConvertible {
                              s3SecretKey: String? = nil, s3PathStyle: Bool = true) throws -> Destination {
         func prefixed(_ rest: Substring) -> String { rest.hasSuffix("/") ? String(rest) : String(rest) + "/" }
         if url.hasPrefix("http://") || url.hasPrefix("https://") {
-            let afterScheme = url[url.range(of: "://")!.upperBound...]
+            let afterScheme = url[url.firstRange(of: "://")!.upperBound...]
             guard !afterScheme.prefix(while: { $0 != "/" }).isEmpty else {
                 throw Invalid(description: "publish.url \(url): no host")
             }
@@ -53,7 +53,7 @@ public struct Destination: Sendable, Equatable, CustomStringConvertible {
         if s3PathStyle {
             base = "\(endpoint)/\(bucket)/\(prefix)"
         } else {
-            guard let scheme = endpoint.range(of: "://") else { throw Invalid(description: "publish.s3.endpoint \(endpoint): no scheme") }
+            guard let scheme = endpoint.firstRange(of: "://") else { throw Invalid(description: "publish.s3.endpoint \(endpoint): no scheme") }
             base = "\(endpoint[..<scheme.upperBound])\(bucket).\(endpoint[scheme.upperBound...])/\(prefix)"
         }
         return Destination(baseURL: base, headers: headers, s3: S3(region: region, accessKey: access, secretKey: secret),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Threading
 import HLS
 #if canImport(Glibc)
 import Glibc
@@ -62,7 +63,7 @@ public final class Publisher: @unchecked Sendable {
     private var segmentsInFlight = 0
     private var stopping = false
     private var drainCancelled = false
-    private var workers: [Thread] = []
+    private var workers: [WorkerThread] = []
     private var mutex = pthread_mutex_t()
     private var changed = pthread_cond_t()
     public private(set) var counters = Counters()
@@ -84,10 +85,7 @@ public final class Publisher: @unchecked Sendable {
         // One worker more than segment slots, so playlists never queue behind segments.
         for index in 0...self.parallel {
             // Workers hold the publisher until stop() ends their loop.
-            let worker = Thread { self.work(transport: makeTransport()) }
-            worker.name = "onair-publish-\(index)"
-            workers.append(worker)
-            worker.start()
+            workers.append(WorkerThread(name: "onair-publish-\(index)") { self.work(transport: makeTransport()) })
         }
     }
 
@@ -234,7 +232,7 @@ public final class Publisher: @unchecked Sendable {
             stopping = true
             pthread_cond_broadcast(&changed)
         }
-        while workers.contains(where: { $0.isExecuting }) { usleep(10_000) }
+        for worker in workers { worker.join() }
     }
 
     // MARK: Workers
@@ -408,10 +406,3 @@ public final class Publisher: @unchecked Sendable {
 }
 
 func monotonicMilliseconds() -> Int64 { monotonicNanoseconds() / 1_000_000 }
-
-/// CLOCK_MONOTONIC, ns: for measuring how long I/O takes.
-public func monotonicNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}

@@ -1,7 +1,10 @@
-import Foundation
+import FoundationEssentials
 import HLS
 import Media
 import MP4
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// After a crash, kill -9 or power cut: closes a stream that has no ENDLIST so that it
 /// holds exactly the segments that were completely stored. Writes are temp → fsync →
@@ -47,7 +50,7 @@ public enum Recovery {
     public static func close(directory: String, skipped: (Skipped) -> Void = { _ in }) throws -> Closed? {
         let id = URL(fileURLWithPath: directory).lastPathComponent
         let files = FileManager.default
-        for name in (files.subpaths(atPath: directory) ?? []) where name.hasSuffix(".tmp") {
+        for name in filesBelow(directory) where name.hasSuffix(".tmp") {
             try? files.removeItem(atPath: directory + "/" + name)
         }
         let playlistPath = directory + "/playlist.m3u8"

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// `storage.min_free`: how much of the data file system must stay free.
@@ -36,11 +37,11 @@ public final class StorageKeeper: @unchecked Sendable {
     private let log: Publisher.Log
     private let deleted: @Sendable (String) -> Void
     private let recordings: @Sendable () -> [Evictable]
-    private let queue = DispatchQueue(label: "onair-storage")
+    private let worker = SerialWorker(name: "onair-storage")
     private var scheduled = false
-    private let lock = NSLock()
+    private let lock = Lock()
     /// One pruning at a time: the keeper's own thread, and writers that found the disk full.
-    private let pruning = NSLock()
+    private let pruning = Lock()
 
     /// Something else the keeper may delete, oldest first (a finished local recording).
     public struct Evictable: Sendable {
@@ -77,7 +78,7 @@ public final class StorageKeeper: @unchecked Sendable {
     public func checkSoon(recording current: String?) {
         let start = lock.withLock { () -> Bool in defer { scheduled = true }; return !scheduled }
         guard start else { return }
-        queue.async { [self] in
+        worker.async { [self] in
             lock.withLock { scheduled = false }
             _ = prune(recording: current)
         }

@@ -1,6 +1,9 @@
-import Foundation
+import FoundationEssentials
 import HLS
 import Media
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The codec facts the multivariant playlist and the init segment are made from.
 public struct StreamDescription: Sendable, Equatable {

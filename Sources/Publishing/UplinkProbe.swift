@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Threading
 
 /// The source talk's "test upload": before a stream starts, PUT a probe object to the
 /// destination and time it, to choose a quality the uplink can carry.
@@ -11,9 +15,9 @@ public enum UplinkProbe {
         var generator = SystemRandomNumberGenerator()
         // Random bytes, so no compression on the way can flatter the figure.
         let body = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = monotonicNanoseconds()
         try transport.put(path, body: body, contentType: "application/octet-stream", cacheControl: "no-cache")
-        let elapsed = max(1, DispatchTime.now().uptimeNanoseconds - started)
+        let elapsed = max(1, monotonicNanoseconds() - started)
         return Int(Double(size * 8) * 1e9 / Double(elapsed))
     }
 

@@ -1,5 +1,6 @@
 import CLinux
 import Publishing
+import Threading
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,12 +1,16 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import HLS
+import Threading
 
 /// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
 /// once a second, so each playlist is parsed again only when its size or modification
 /// time changed: an ended stream is read once, a live one once per new segment.
 public final class StreamCatalog: @unchecked Sendable {
     public let root: String
-    private let lock = NSLock()
+    private let lock = Lock()
     private var cache: [String: (size: Int64, modified: Int64, info: StreamInfo)] = [:]
 
     public init(root: String) { self.root = root }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
 /// second (as the source talk's viewer does) and plays it with the browser's native HLS,
@@ -8,7 +11,7 @@ public enum Viewer {
     /// The page, reading its list of streams from `streams` (`/api/streams` here,
     /// `streams.json` beside the page at a destination); playlist URLs come from the list.
     public static func page(streams: String) -> String {
-        html.replacingOccurrences(of: "__STREAMS_URL__", with: streams)
+        html.replacing("__STREAMS_URL__", with: streams)
     }
 
     static let html = #"""

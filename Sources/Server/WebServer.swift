@@ -1,7 +1,11 @@
 import CMicroHTTPD
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import HLS
 import Media
+import Threading
 
 public struct ServerError: Error, CustomStringConvertible {
     public var description: String
@@ -204,7 +208,7 @@ public final class WebServer: @unchecked Sendable {
     }
 
     static let messagesPerMinute = 20
-    private let messageLock = NSLock()
+    private let messageLock = Lock()
     private var messages = (minute: UInt64(0), count: 0, suppressed: 0)
 
     /// How many connections the deadline has ended (for tests and /metrics).
@@ -323,7 +327,7 @@ public final class WebServer: @unchecked Sendable {
         let (type, cache) = MediaType.of(path)
         var headers = [("Content-Type", type), ("Cache-Control", cache), ("ETag", etag),
                        ("Last-Modified", UTCDate.httpDate(seconds: modified)), ("Accept-Ranges", "bytes")]
-        if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0 == "*" }) {
+        if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingWhitespace() == etag || $0 == "*" }) {
             close(fd)
             return Reply(status: 304, body: .bytes([]), headers: headers.filter { $0.0 != "Content-Type" })
         }
@@ -373,7 +377,7 @@ public enum ByteRange: Equatable, Sendable {
         let parts = header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
         // The unit is case-insensitive (§14.1); white space may surround the range.
         guard parts.count == 2, parts[0].lowercased() == "bytes" else { return .none }
-        let spec = parts[1].trimmingCharacters(in: .whitespaces)
+        let spec = parts[1].trimmingWhitespace()
         let ends = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard ends.count == 2 else { return .none }
         func digits(_ text: Substring) -> Int64?? {  // nil: not digits; .some(nil): too large

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Appliance
 
 exit(Runner.main(Array(CommandLine.arguments.dropFirst())))

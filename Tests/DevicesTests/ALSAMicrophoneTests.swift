@@ -1,4 +1,5 @@
 import Foundation
+import Threading
 import XCTest
 @testable import Devices
 import Media
@@ -8,7 +9,7 @@ import Media
 /// the `null` device, exactly what a microphone would hand to onair.
 final class ALSAMicrophoneTests: XCTestCase {
     final class Chunks: CaptureSink, @unchecked Sendable {
-        let lock = NSLockish()
+        let lock = Lock()
         var chunks: [AudioChunk] = []
         let enough = DispatchSemaphore(value: 0)
         let wanted: Int

@@ -1,3 +1,4 @@
+import Threading
 import XCTest
 @testable import Devices
 import Media
@@ -56,7 +57,7 @@ final class SyntheticToneTests: XCTestCase {
 
 final class SyntheticSourceTests: XCTestCase {
     final class Recorder: CaptureSink, @unchecked Sendable {
-        let lock = NSLockish()
+        let lock = Lock()
         var events: [(kind: String, time: Int64, index: Int64)] = []
         let done = DispatchSemaphore(value: 0)
         let wanted: Int

@@ -115,3 +115,26 @@ final class RotationTests: XCTestCase {
         XCTAssertEqual(original.rotated(.quarter).rotated(.threeQuarters).planes, original.planes)
     }
 }
+
+/// The text helpers that stand in for Foundation's String(format:) and trimming.
+final class TextTests: XCTestCase {
+    func testFixedPointMatchesPrintf() {
+        XCTAssertEqual(2.0.fixed(1), "2.0")
+        XCTAssertEqual(0.05.fixed(1), "0.1")
+        XCTAssertEqual((-0.05).fixed(1), "-0.1")
+        XCTAssertEqual((-0.04).fixed(1), "0.0")
+        XCTAssertEqual(29.97.fixed(3), "29.970")
+        XCTAssertEqual(1234.5.fixed(0), "1235")
+        XCTAssertEqual(3.14159.fixed(2), "3.14")
+        XCTAssertEqual(0.001.fixed(2), "0.00")
+        XCTAssertEqual(Double.nan.fixed(1), "nan")
+    }
+
+    func testZeroPaddingAndTrimming() {
+        XCTAssertEqual(7.zeroPadded(2), "07")
+        XCTAssertEqual(123.zeroPadded(2), "123")
+        XCTAssertEqual((-5).zeroPadded(3), "-005")
+        XCTAssertEqual(" \tkey = value\r\n".trimmingWhitespace(), "key = value")
+        XCTAssertEqual("   ".trimmingWhitespace(), "")
+    }
+}

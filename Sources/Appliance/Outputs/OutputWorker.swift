@@ -1,5 +1,6 @@
 import Devices
 import Media
+import Threading
 
 /// One use of the capture (the live stream, the recording): it encodes and writes on a
 /// thread of its own, so one falling behind never holds up the other.
@@ -26,14 +27,14 @@ protocol StreamOutput: AnyObject {
 final class OutputWorker: @unchecked Sendable {
     let output: StreamOutput
     let queue: MediaQueue
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private let failed: @Sendable (String, Error) -> Void
 
     init(_ output: StreamOutput, queue: MediaQueue, failed: @escaping @Sendable (String, Error) -> Void) {
         self.output = output
         self.queue = queue
         self.failed = failed
-        thread = ThreadHandle(name: "onair-\(output.name)") { [self] in run() }
+        thread = WorkerThread(name: "onair-\(output.name)") { [self] in run() }
     }
 
     /// Lets the worker finish what it holds, then ends its thread.

@@ -13,6 +13,10 @@
 /// Returns 0 or an errno value.
 int onair_reserve(int fd, int64_t offset, int64_t length);
 
+/// Names the calling thread (pthread_setname_np, a GNU extension Swift's Glibc does not
+/// export): what `top -H`, gdb and /proc/PID/task/*/comm show. The kernel keeps 15 bytes.
+int onair_name_thread(const char *name);
+
 /// ioctl(2) with a pointer argument, retried on EINTR. Returns 0 or an errno value.
 int onair_ioctl(int fd, unsigned long request, void *argument);
 

@@ -2,6 +2,7 @@ import CDRM
 import Media
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// The attached screen through DRM/KMS (libdrm). Opening takes the display (DRM master),
@@ -67,7 +68,7 @@ public final class DRMDisplay: @unchecked Sendable {
     private var overlayFront = 0
     /// Imported camera buffers by (generation, index), made on the capture thread: under
     /// `lock`, with `importing` and the reason an import failed.
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var imported: [Int: Framebuffer] = [:]
     private var importing = false
     private var importFailure: String?

@@ -2,6 +2,7 @@ import CLinux
 import Media
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// Drops the chatter of a mechanical contact: an edge within `period` of the last one
@@ -36,9 +37,9 @@ public final class GPIOButton: @unchecked Sendable {
     public let description: String
     private let lineFD: Int32
     private var debouncer: Debouncer
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var stopped = false
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
 
     /// `line`: `gpiochipN:OFFSET`. `bias`: pull-up, pull-down or none.
     public init(line: String, activeLow: Bool, bias: String, debounceMilliseconds: Int) throws {
@@ -62,7 +63,7 @@ public final class GPIOButton: @unchecked Sendable {
     deinit { close(lineFD) }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
-        thread = ThreadHandle(name: "onair-gpio") { [self] in
+        thread = WorkerThread(name: "onair-gpio") { [self] in
             var buffer = [UInt8](repeating: 0, count: Int(onair_gpio_event_size) * 16)
             while !lock.withLock({ stopped }) {
                 var descriptor = pollfd(fd: lineFD, events: Int16(POLLIN), revents: 0)
@@ -87,9 +88,9 @@ public final class GPIOButton: @unchecked Sendable {
 public final class EvdevButtons: @unchecked Sendable {
     public let keys: Set<UInt16>
     private let device: String?
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var stopped = false
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private let clock: MediaClock
     private let log: @Sendable (String, [(String, Any)]) -> Void
 
@@ -104,7 +105,7 @@ public final class EvdevButtons: @unchecked Sendable {
     }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
-        thread = ThreadHandle(name: "onair-evdev") { [self] in run(handler) }
+        thread = WorkerThread(name: "onair-evdev") { [self] in run(handler) }
     }
 
     public func stop() {

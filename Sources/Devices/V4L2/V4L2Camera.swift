@@ -1,6 +1,7 @@
 import Media
 #if canImport(Glibc)
 import Glibc
+import Threading
 #endif
 
 /// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
@@ -61,7 +62,7 @@ public final class V4L2Camera: @unchecked Sendable {
     private let decoder: Decoder?
     private let clock: MediaClock
     private let log: Log
-    private let lock = NSLockish()
+    private let lock = Lock()
     private var device: VideoDevice?
     private var mapped: [UnsafeRawBufferPointer] = []
     private var exported: [Int32] = []
@@ -71,7 +72,7 @@ public final class V4L2Camera: @unchecked Sendable {
     /// Counts streaming sessions: a buffer lent before a reopen is not the driver's any more.
     private var generation = 0
     private var stopped = false
-    private var thread: ThreadHandle?
+    private var thread: WorkerThread?
     private var stats = Statistics()
     public private(set) var opened: Opened?
 
@@ -208,7 +209,7 @@ public final class V4L2Camera: @unchecked Sendable {
 
     /// Delivers frames to `sink` until `stop`.
     public func start(into sink: CaptureSink) {
-        thread = ThreadHandle(name: "onair-camera") { [self] in run(sink) }
+        thread = WorkerThread(name: "onair-camera") { [self] in run(sink) }
     }
 
     public func stop() {

@@ -1,0 +1,75 @@
+import XCTest
+import Glibc
+@testable import Threading
+
+final class ThreadingTests: XCTestCase {
+    /// Four threads adding to one counter under the lock lose no update.
+    func testLockSerialisesUpdates() {
+        let lock = Lock()
+        nonisolated(unsafe) var count = 0
+        let threads = (0..<4).map { n in
+            WorkerThread(name: "test-add-\(n)") { for _ in 0..<10_000 { lock.withLock { count += 1 } } }
+        }
+        for thread in threads { thread.join() }
+        XCTAssertEqual(lock.withLock { count }, 40_000)
+    }
+
+    /// A typed error thrown inside passes through withLock unchanged.
+    func testLockRethrows() {
+        struct Failure: Error, Equatable {}
+        XCTAssertThrowsError(try Lock().withLock { () throws(Failure) in throw Failure() }) { XCTAssertEqual($0 as? Failure, Failure()) }
+    }
+
+    /// A timed wait ends at its CLOCK_MONOTONIC deadline when nothing signals, and at once
+    /// when something already has.
+    func testCompletionWaitsUntilItsDeadlineOrItsSignal() {
+        let quiet = Completion()
+        let started = monotonicNanoseconds()
+        XCTAssertFalse(quiet.wait(seconds: 0.05))
+        XCTAssertGreaterThanOrEqual(monotonicNanoseconds() - started, 50_000_000)
+
+        let fired = Completion()
+        let thread = WorkerThread(name: "test-signal") { fired.signal() }
+        XCTAssertTrue(fired.wait(seconds: 30))
+        XCTAssertTrue(fired.hasFired)
+        fired.wait()
+        thread.join()
+    }
+
+    /// The kernel knows the thread by its name (what `top -H` shows), cut to 15 bytes.
+    func testWorkerThreadsNameThemselves() {
+        nonisolated(unsafe) var seen = ""
+        let thread = WorkerThread(name: "onair-a-long-thread-name") {
+            seen = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        }
+        thread.join()
+        thread.join()  // a second join returns at once
+        XCTAssertEqual(seen, "onair-a-long-th\n")
+    }
+
+    /// Jobs run one at a time in the order given; stop() runs those already queued, then
+    /// joins, and later jobs are dropped.
+    func testSerialWorkerRunsJobsInOrderAndStopDrains() {
+        let worker = SerialWorker(name: "test-serial")
+        let lock = Lock()
+        nonisolated(unsafe) var order: [Int] = []
+        for n in 0..<100 { worker.async { usleep(100); lock.withLock { order.append(n) } } }
+        worker.stop()
+        XCTAssertEqual(lock.withLock { order }, Array(0..<100))
+        worker.async { lock.withLock { order.append(-1) } }
+        worker.stop()
+        XCTAssertEqual(lock.withLock { order.count }, 100)
+    }
+
+    /// A condition's waiter sees the state its signaller set.
+    func testConditionHandsStateBetweenThreads() {
+        let condition = Condition()
+        nonisolated(unsafe) var value = 0
+        let producer = WorkerThread(name: "test-produce") {
+            for n in 1...50 { condition.withLock { value = n; condition.broadcast() } }
+        }
+        condition.withLock { while value < 50 { condition.wait() } }
+        producer.join()
+        XCTAssertFalse(condition.withLock { condition.wait(untilNanoseconds: monotonicNanoseconds() + 1_000_000) })
+    }
+}
