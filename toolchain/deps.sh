@@ -9,12 +9,12 @@
 # compiler is the clang that comes with swiftlang, aimed at the arm64 sysroot that Swift
 # links against (ONAIR_SYSROOT).
 #
-# Built here: FFmpeg's libavcodec/libavutil/libswscale with only the encoders onair can
-# select (libx264, h264/hevc VA-API, h264/hevc V4L2 M2M, aac) and the MJPEG decoder; libcurl
-# with HTTP and HTTPS through OpenSSL and nothing else; libmicrohttpd without TLS, auth,
-# upgrade or post processing. Taken as Debian ships them: libx264.a (libx264-dev),
-# libssl.a/libcrypto.a (libssl-dev) and libdrm.a (libdrm-dev). libva and libasound stay
-# shared: they load the board's drivers and plugins themselves.
+# Built here: x264, 8-bit 4:2:0 only; FFmpeg's libavcodec/libavutil/libswscale with only the
+# encoders onair can select (libx264, h264/hevc VA-API, h264/hevc V4L2 M2M, aac) and the
+# MJPEG decoder; libcurl with HTTP and HTTPS through OpenSSL and nothing else; libmicrohttpd
+# without TLS, auth, upgrade or post processing. Taken as Debian ships them: libssl.a and
+# libcrypto.a (libssl-dev) with libz.a and libzstd.a, and libdrm.a (libdrm-dev). libva and
+# libasound stay shared: they load the board's drivers and plugins themselves.
 #
 # The prefix is $ONAIR_DEPS/ARCH-SUITE-KEY, KEY a hash of every source package version and
 # every configure line below; a changed Debian version (a security update) or recipe makes
@@ -61,7 +61,9 @@ curl_conf=(--enable-static --disable-shared --with-pic --with-openssl --without-
     --disable-pop3 --disable-imap --disable-smtp --disable-gopher --disable-mqtt --disable-smb
     --disable-ftp --disable-file --disable-manual --disable-docs --disable-ntlm --disable-ntlm-wb
     --disable-kerberos-auth --disable-negotiate-auth --disable-unix-sockets --disable-alt-svc
-    --disable-hsts --disable-cookies --disable-websockets
+    --disable-hsts --disable-cookies --disable-websockets --disable-proxy --disable-netrc --disable-doh
+    --disable-mime --disable-form-api --disable-headers-api --disable-bindlocal --disable-progress-meter
+    --disable-get-easy-options --disable-libcurl-option --disable-tls-srp --disable-verbose
     --without-libidn2 --without-librtmp --without-libssh2 --without-libssh --without-nghttp2
     --without-nghttp3 --without-ngtcp2 --without-brotli --without-zstd --without-zlib
     --without-gssapi --without-libgsasl
@@ -72,16 +74,18 @@ mhd_conf=(--enable-static --disable-shared --with-pic --disable-https --disable-
 # Archives Debian ships that link as they are: package, files.
 # trixie's libcrypto is built with zlib and zstd compression, so their archives come too
 # (a link takes only the members something references: none, where OpenSSL does not).
-archives="libx264-dev:libx264.a libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a"
-sources="ffmpeg curl libmicrohttpd"
-# Debian's arm64 libx264.a is not position-independent (its assembly has absolute
-# relocations), so it cannot go into a PIE: there x264 is built from its source package too.
-x264_conf=(--enable-static --enable-pic --disable-cli --disable-opencl --bit-depth=8
+archives="libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a"
+# x264 is built too, though Debian ships libx264.a: Debian's holds the 8- and the 10-bit
+# encoders and OpenCL kernels (2.2 MB of the binary; onair encodes 8-bit 4:2:0 only), and its
+# arm64 build is not position-independent (absolute relocations in its assembly), so it
+# cannot go into a PIE.
+x264_conf=(--enable-static --enable-pic --disable-cli --disable-opencl --bit-depth=8 --chroma-format=420 --disable-interlaced
     --disable-lavf --disable-swscale --disable-ffms --disable-gpac --disable-lsmash)
-if [ -n "$sysroot" ]; then
-    archives=${archives/libx264-dev:libx264.a /}
-    sources="x264 $sources"
-fi
+sources="x264 ffmpeg curl libmicrohttpd"
+# Every function and object in its own section, so the final link (--gc-sections) keeps only
+# what onair reaches; no unwind tables (C code throws nothing; a crash's backtrace stops at
+# the first C frame instead), which are a tenth of the code's size.
+sections="-ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables"
 
 # Source versions: deb-src of this system's release, plus the release before it as a fallback
 # where the registry's pool lacks a source package (trixie's x264, seen 2026-12): the older
@@ -125,7 +129,8 @@ recipe="$arch $suite cc=$cc
 ffmpeg ${version[ffmpeg]} ${ffmpeg_conf[*]} ${cross_ff[*]}
 curl ${version[curl]} ${curl_conf[*]} ${cross_ac[*]}
 libmicrohttpd ${version[libmicrohttpd]} ${mhd_conf[*]} ${cross_ac[*]}
-${version[x264]:+x264 ${version[x264]} ${x264_conf[*]} ${cross_ac[*]}}
+x264 ${version[x264]} ${x264_conf[*]} ${cross_ac[*]}
+cflags $sections
 $(for a in $archives; do echo "${a%%:*} ${version[${a%%:*}]}"; done)
 pc v1"
 key=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
@@ -143,31 +148,29 @@ for p in $sources; do
     dpkg-source -x --no-check "$cache/sources/${p}_${version[$p]#*:}.dsc" "$p" >/dev/null
 done
 
-if [ -n "${version[x264]:-}" ]; then
-    say "x264 ${version[x264]}"
-    (cd x264 && CC="$cc" AR="$ar" RANLIB="$ranlib" STRIP=true ./configure --prefix="$prefix" "${cross_ac[@]}" "${x264_conf[@]}" \
-        >configure.log 2>&1 || { tail -n 20 configure.log config.log >&2; exit 1; }
-     make -j"$jobs" >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
-     make install-lib-static >/dev/null)
-    # FFmpeg's configure finds it through pkg-config, which puts the sysroot before its paths.
-    sed -i "s|^prefix=.*|prefix=${prefix#"$sysroot"}|" "$prefix/lib/pkgconfig/x264.pc"
-    export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$PKG_CONFIG_PATH
-fi
+say "x264 ${version[x264]}"
+(cd x264 && CC="$cc" AR="$ar" RANLIB="$ranlib" STRIP=true ./configure --prefix="$prefix" --extra-cflags="$sections" \
+    "${cross_ac[@]}" "${x264_conf[@]}" >configure.log 2>&1 || { tail -n 20 configure.log config.log >&2; exit 1; }
+ make -j"$jobs" >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
+ make install-lib-static >/dev/null)
+# FFmpeg's configure finds it through pkg-config, which puts the sysroot before its paths.
+sed -i "s|^prefix=.*|prefix=${prefix#"$sysroot"}|" "$prefix/lib/pkgconfig/x264.pc"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$PKG_CONFIG_PATH
 
 say "ffmpeg ${version[ffmpeg]}"
-(cd ffmpeg && ./configure --prefix="$prefix" --cc="$cc" --ar="$ar" --ranlib="$ranlib" \
+(cd ffmpeg && ./configure --prefix="$prefix" --cc="$cc" --ar="$ar" --ranlib="$ranlib" --extra-cflags="$sections" \
     "${cross_ff[@]}" "${ffmpeg_conf[@]}" >configure.log 2>&1 || { tail -n 20 configure.log ffbuild/config.log >&2; exit 1; }
  make -j"$jobs" >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make install >/dev/null)
 
 say "curl ${version[curl]}"
-(cd curl && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${curl_conf[@]}" >configure.log 2>&1 ||
+(cd curl && CC="$cc" AR="$ar" RANLIB="$ranlib" CFLAGS="-O2 $sections" ./configure --prefix="$prefix" "${cross_ac[@]}" "${curl_conf[@]}" >configure.log 2>&1 ||
     { tail -n 20 configure.log >&2; exit 1; }
  make -j"$jobs" -C lib >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make -C lib install >/dev/null && make -C include install >/dev/null)
 
 say "libmicrohttpd ${version[libmicrohttpd]}"
-(cd libmicrohttpd && CC="$cc" AR="$ar" RANLIB="$ranlib" ./configure --prefix="$prefix" "${cross_ac[@]}" "${mhd_conf[@]}" >configure.log 2>&1 ||
+(cd libmicrohttpd && CC="$cc" AR="$ar" RANLIB="$ranlib" CFLAGS="-O2 $sections" ./configure --prefix="$prefix" "${cross_ac[@]}" "${mhd_conf[@]}" >configure.log 2>&1 ||
     { tail -n 20 configure.log >&2; exit 1; }
  make -j"$jobs" -C src/microhttpd >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make -C src/microhttpd install >/dev/null && make -C src/include install >/dev/null)
@@ -193,9 +196,9 @@ pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
 # What `onair version` reports of the libraries linked in: Debian's package versions.
 {
     echo "/* Written by toolchain/deps.sh: the Debian source versions linked into onair. */"
-    for p in ffmpeg curl libmicrohttpd libx264-dev libssl-dev libdrm-dev; do
+    for p in ffmpeg curl libmicrohttpd x264 libssl-dev libdrm-dev; do
         n=$(echo "${p%-dev}" | tr 'a-z0-9-' 'A-Z0-9_')
-        v=${version[$p]:-}; [ "$p" = libx264-dev ] && [ -z "$v" ] && v=${version[x264]}
+        v=${version[$p]:-${version[${p%-dev}]:-}}
         echo "#define ONAIR_DEBIAN_${n} \"$v\""
     done
     echo "#define ONAIR_DEBIAN_SUITE \"$suite\""

@@ -32,10 +32,10 @@ mirror=http://deb.debian.org/debian
 say() { echo "toolchain: $*"; }
 
 # What toolchain/deps.sh builds the static libraries from, for each architecture: the
-# archives Debian ships (libx264, OpenSSL, libdrm) and the headers of the two shared ones
+# archives Debian ships (OpenSSL with zlib and zstd, libdrm) and the headers of the two shared ones
 # (libasound, libva); for the amd64 build it runs natively in the root, which also needs
 # FFmpeg's assembler and what `apt-get source` unpacks with.
-dev="libx264-dev libssl-dev zlib1g-dev libzstd-dev libdrm-dev libva-dev libasound2-dev"
+dev="libssl-dev zlib1g-dev libzstd-dev libdrm-dev libva-dev libasound2-dev"
 host_pkgs="swiftlang libstdc++-14-dev pkg-config ca-certificates make dpkg-dev xz-utils nasm $dev"
 sysroot_pkgs="libc6-dev libgcc-14-dev libstdc++-14-dev libswiftlang swiftlang $dev"
 want="host: $host_pkgs; arm64 sysroot: $sysroot_pkgs"
@@ -75,7 +75,7 @@ flags=(-c "$config" --scratch-path "$scratch" "$@")
 # Debian's shared Foundation still names its helper libraries, which ship only as archives.
 tests=no; [[ " $* " == *" --build-tests "* ]] && tests=yes
 if [ "$tests" = yes ]; then flags+=(-Xlinker -L/usr/libexec/swift/lib/swift_static/linux)
-else flags+=(--static-swift-stdlib); fi
+else flags+=(--static-swift-stdlib -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic); fi  # DT_RELR: see the Makefile
 # swiftlang's clang and llvm-ar build the static libraries (toolchain/deps.sh).
 env=(HOME=/root PATH=/usr/bin:/bin:/usr/libexec/swift/bin)
 # Where the static libraries are cached: /var/cache/onair-deps, seen inside the sysroot (for

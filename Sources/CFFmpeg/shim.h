@@ -31,8 +31,8 @@ static inline const char *onair_debian_ffmpeg(void) {
 #endif
 }
 static inline const char *onair_debian_x264(void) {
-#ifdef ONAIR_DEBIAN_LIBX264
-    return ONAIR_DEBIAN_LIBX264;
+#ifdef ONAIR_DEBIAN_X264
+    return ONAIR_DEBIAN_X264;
 #else
     return "";
 #endif
