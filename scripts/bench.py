@@ -14,7 +14,11 @@
    again into fMP4 HLS by onair-bench and by `ffmpeg -c copy -f hls`.
 3. Start-up: in real time, time to the first preview frame and until recording can
    start (encoder.ready), with the talk's deferred start (camera and preview first) and
-   without it (startup.deferred=off: everything else first, then the camera).
+   without it (startup.deferred=off: everything else first, then the camera). Then the
+   launch as a user waits for it, timed from outside: from just before fork/exec to the
+   `preview.first_frame` line arriving on the pipe, with warm caches and with the page
+   cache dropped (`echo 3 > /proc/sys/vm/drop_caches`, as root) before each start; and
+   `onair version` against `ffmpeg -version` (the loader, the runtime, nothing else).
 4. Publish lag: in real time, the time from a segment stored to the playlist that lists
    it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
 5. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
@@ -148,6 +152,35 @@ def startup_times(work, mode, runs=3):
     return sorted(preview)[runs // 2], sorted(ready)[runs // 2]
 
 
+def launch_ms(argv, event, cold):
+    """ms from just before fork/exec until a stderr line naming `event` arrives."""
+    if cold:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    started = time.monotonic_ns()
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    arrived = None
+    for line in child.stderr:
+        if arrived is None and event in line:
+            arrived = time.monotonic_ns()
+    if child.wait() != 0 or arrived is None:
+        sys.exit(f"bench: {' '.join(argv)} exited {child.returncode} without logging {event.decode()}")
+    return (arrived - started) / 1e6
+
+
+def launch_times(work, runs=5):
+    """Median exec → first preview frame, warm and cold; None for cold when not root."""
+    argv = [ONAIR, "run", "--source", "synthetic", "--duration", "1", "--listen", "off",
+            "--out", os.path.join(work, "launch"), "--set", "record.enabled=off"]
+    launch_ms(argv, b"preview.first_frame", cold=False)  # the binary in the page cache
+    warm = sorted(launch_ms(argv, b"preview.first_frame", cold=False) for _ in range(runs))[runs // 2]
+    cold = None
+    if os.geteuid() == 0:
+        cold = sorted(launch_ms(argv, b"preview.first_frame", cold=True) for _ in range(runs))[runs // 2]
+    return warm, cold
+
+
 def best(runs):
     cpu = min(r[0] for r in runs)
     rss = min(r[1] for r in runs)
@@ -232,6 +265,16 @@ def main():
         for mode, label in (("auto", "deferred (default)"), ("off", "not deferred")):
             first, ready = startup_times(work, mode)
             print(f"  {label:22} {first:20.1f} {ready:15.1f}")
+
+        warm, cold = launch_times(work)
+        print("launch, timed from outside: fork/exec → preview.first_frame line (synthetic source, no display), median of 5")
+        print(f"  warm caches {warm:7.1f} ms; caches dropped before each start "
+              + (f"{cold:7.1f} ms" if cold is not None else "not measured (needs root)"))
+        version = best([measure([ONAIR, "version"]) for _ in range(5)])
+        ffversion = best([measure(["ffmpeg", "-version"]) for _ in range(5)])
+        print(f"  onair version   {version[2] * 1000:6.1f} ms, peak RSS {version[1]:5.1f} MiB")
+        print(f"  ffmpeg -version {ffversion[2] * 1000:6.1f} ms, peak RSS {ffversion[1]:5.1f} MiB   "
+              f"ratio onair/ffmpeg: time {version[2] / ffversion[2]:.2f}, memory {version[1] / ffversion[1]:.2f}")
 
         print("camera copies per frame (V4L2 buffer → I420, counted by onair's camera.stats)")
         cameras = sorted(n for n in os.listdir("/dev") if n.startswith("video"))

@@ -1,13 +1,14 @@
 import Devices
 import FoundationEssentials
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// One event a line: logfmt (`t_ms=212.4 level=info event=segment.stored seq=3`) for
 /// people and the serial console, or JSON lines for machines. `t_ms` counts from process
-/// start on CLOCK_MONOTONIC. Thread-safe: media and control threads both log.
+/// start on CLOCK_MONOTONIC (before the Swift runtime, the config and this logger; only exec
+/// and the loader come before it). Thread-safe: media and control threads both log.
 public final class Log: @unchecked Sendable {
     public enum Level: String, Sendable { case debug, info, warn, error }
 
@@ -20,7 +21,7 @@ public final class Log: @unchecked Sendable {
     public init(format: Settings.LogFormat, origin: Int64? = nil,
                 write: @escaping @Sendable (String) -> Void = Log.standardError) {
         self.format = format
-        self.origin = origin ?? MonotonicClock().now()
+        self.origin = origin ?? MonotonicClock.processStart
         self.write = write
     }
 

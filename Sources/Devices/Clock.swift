@@ -1,3 +1,4 @@
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,6 +12,9 @@ public protocol MediaClock: Sendable {
 
 public struct MonotonicClock: MediaClock {
     public init() {}
+
+    /// When this process started, on this clock (before the Swift runtime and main ran).
+    public static var processStart: Int64 { onair_process_start_ns() }
 
     public func now() -> Int64 {
         var ts = timespec()

@@ -17,6 +17,10 @@ int onair_reserve(int fd, int64_t offset, int64_t length);
 /// export): what `top -H`, gdb and /proc/PID/task/*/comm show. The kernel keeps 15 bytes.
 int onair_name_thread(const char *name);
 
+/// CLOCK_MONOTONIC nanoseconds when the process started (a constructor's reading, before
+/// the Swift runtime and main): the origin of every log line's t_ms.
+int64_t onair_process_start_ns(void);
+
 /// ioctl(2) with a pointer argument, retried on EINTR. Returns 0 or an errno value.
 int onair_ioctl(int fd, unsigned long request, void *argument);
 
