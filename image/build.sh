@@ -183,7 +183,10 @@ else
 fi
 # The kernel and initramfs now live on the boot partition; the root keeps its modules.
 rm -f "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-*
-rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info"
+# Nothing reads documentation, manuals or translations on an appliance: onair and the
+# console speak English, and the C locale is built into glibc.
+rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info" \
+    "$root/usr/share/locale" "$root/usr/share/i18n" "$root/usr/share/lintian" "$root/usr/share/bug"
 
 # 3. The data partition: the folders onair and journald expect, nothing else.
 data=$work/data

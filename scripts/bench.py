@@ -152,6 +152,17 @@ def startup_times(work, mode, runs=3):
     return sorted(preview)[runs // 2], sorted(ready)[runs // 2]
 
 
+def small_process(argv):
+    """measure() for a process smaller than this Python: a child's peak RSS includes the
+    memory it had between fork and exec (Python's), so GNU time forks it instead."""
+    started = time.monotonic()
+    run = subprocess.run(["/usr/bin/time", "-f", "%M %e %U %S", "--"] + argv, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    wall = time.monotonic() - started
+    kib, _, user, system = run.stderr.decode().split()[-4:]
+    return float(user) + float(system), int(kib) / 1024, wall
+
+
 def launch_ms(argv, event, cold):
     """ms from just before fork/exec until a stderr line naming `event` arrives."""
     if cold:
@@ -270,8 +281,8 @@ def main():
         print("launch, timed from outside: fork/exec → preview.first_frame line (synthetic source, no display), median of 5")
         print(f"  warm caches {warm:7.1f} ms; caches dropped before each start "
               + (f"{cold:7.1f} ms" if cold is not None else "not measured (needs root)"))
-        version = best([measure([ONAIR, "version"]) for _ in range(5)])
-        ffversion = best([measure(["ffmpeg", "-version"]) for _ in range(5)])
+        version = best([small_process([ONAIR, "version"]) for _ in range(5)])
+        ffversion = best([small_process(["ffmpeg", "-version"]) for _ in range(5)])
         print(f"  onair version   {version[2] * 1000:6.1f} ms, peak RSS {version[1]:5.1f} MiB")
         print(f"  ffmpeg -version {ffversion[2] * 1000:6.1f} ms, peak RSS {ffversion[1]:5.1f} MiB   "
               f"ratio onair/ffmpeg: time {version[2] / ffversion[2]:.2f}, memory {version[1] / ffversion[1]:.2f}")
