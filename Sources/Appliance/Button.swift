@@ -1,9 +1,9 @@
 import Devices
 import FoundationEssentials
 import Publishing
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// `button.*`: where presses come from and what they mean.

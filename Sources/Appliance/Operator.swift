@@ -1,8 +1,8 @@
 import Devices
 import FoundationEssentials
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// systemd's notify protocol without libsystemd (sd_notify(3)): datagrams to the socket

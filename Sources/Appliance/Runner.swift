@@ -4,9 +4,9 @@ import HLS
 import Publishing
 import Recording
 import Server
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// `onair run`: wires source → session → files, the web server, stdin and signals, and

@@ -1,9 +1,9 @@
 import Devices
 import FoundationEssentials
 import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// Where the first use of a captured frame goes: the screen. The DRM/KMS preview plugs

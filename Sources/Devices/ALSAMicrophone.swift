@@ -1,8 +1,8 @@
 import CALSA
 import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 public struct DeviceError: Error, CustomStringConvertible {

@@ -1,7 +1,7 @@
 import FoundationEssentials
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// `storage.min_free`: how much of the data file system must stay free.

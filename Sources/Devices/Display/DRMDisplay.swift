@@ -1,8 +1,8 @@
 import CDRM
 import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// The attached screen through DRM/KMS (libdrm). Opening takes the display (DRM master),

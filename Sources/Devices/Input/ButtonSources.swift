@@ -1,8 +1,8 @@
 import CLinux
 import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// Drops the chatter of a mechanical contact: an edge within `period` of the last one

@@ -1,7 +1,7 @@
 import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
-import Threading
 #endif
 
 /// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
