@@ -53,7 +53,7 @@ final class ThreadingTests: XCTestCase {
         let worker = SerialWorker(name: "test-serial")
         let lock = Lock()
         nonisolated(unsafe) var order: [Int] = []
-        for n in 0..<100 { worker.async { usleep(100); lock.withLock { order.append(n) } } }
+        for n in 0..<100 { worker.async { lock.withLock { order.append(n) } } }
         worker.stop()
         XCTAssertEqual(lock.withLock { order }, Array(0..<100))
         worker.async { lock.withLock { order.append(-1) } }
