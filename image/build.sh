@@ -75,7 +75,7 @@ esac
 sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS")
 case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
 [ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
-system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools cloud-guest-utils fdisk ca-certificates"
+system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools fdisk ca-certificates"
 [ "$BOOT" = efi ] && system="$system systemd-boot-efi"
 say "root file system ($SUITE $ARCH: $PACKAGES)"
 # The board's packages (the kernel among them) go in second, after initramfs-tools is told
