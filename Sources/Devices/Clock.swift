@@ -1,4 +1,5 @@
 import CLinux
+import Threading
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,11 +17,7 @@ public struct MonotonicClock: MediaClock {
     /// When this process started, on this clock (before the Swift runtime and main ran).
     public static var processStart: Int64 { onair_process_start_ns() }
 
-    public func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    public func now() -> Int64 { monotonicNanoseconds() }
 
     public func sleep(until deadline: Int64) {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
