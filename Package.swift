@@ -28,24 +28,27 @@ let package = Package(
         // all on CLOCK_MONOTONIC (ARCHITECTURE.md, Conventions).
         .target(name: "Threading", dependencies: ["CLinux"]),
 
+        // The file system through POSIX: atomic writes, reading, listing, removing.
+        .target(name: "Files"),
+
         // Pure media code: no I/O.
         .target(name: "Media"),
         .target(name: "MP4", dependencies: ["Media"]),
         .target(name: "HLS", dependencies: ["Media", "MP4"]),
 
         // Hardware and libraries.
-        .target(name: "Codecs", dependencies: ["Media", "CFFmpeg"]),
+        .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media", "Threading", "CALSA", "CLinux", "CDRM"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Threading", "CCurl"]),
-        .target(name: "Recording", dependencies: ["Media", "MP4", "Publishing", "Threading", "CLinux"]),
-        .target(name: "Server", dependencies: ["HLS", "Threading", "CMicroHTTPD"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "CCurl"]),
+        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "CLinux"]),
+        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Threading", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
-        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Publishing", "Devices"]),
+        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices"]),
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
@@ -56,12 +59,13 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
+        .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media", "Threading"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Publishing", "HLS", "Media", "TestSupport"]),
-        .testTarget(name: "RecordingTests", dependencies: ["Recording", "MP4", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Publishing", "Files", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),

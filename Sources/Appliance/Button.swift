@@ -1,5 +1,4 @@
 import Devices
-import FoundationEssentials
 import Publishing
 import Threading
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import FoundationEssentials
 #if canImport(Glibc)
+import Files
 import Glibc
 #endif
 
@@ -41,7 +41,7 @@ public enum CommandLineParser {
 
     /// A config file's bytes (decoded line by line, so a bad byte is reported with its line).
     public static func readWholeFile(_ path: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = FileSystem.read(path) else {
             throw ConfigError("--config \(path): cannot read the file (\(String(cString: strerror(errno))))")
         }
         return Array(data)

@@ -1,7 +1,7 @@
 import Codecs
 import Devices
-import FoundationEssentials
 #if canImport(Glibc)
+import Files
 import Glibc
 #endif
 import Media
@@ -83,9 +83,9 @@ public struct EncodingCost: Sendable, Equatable {
 /// machine (`$XDG_CACHE_HOME/onair`, else `~/.cache/onair`, else the data directory).
 enum X264Calibration {
     static func cacheFile(dataDirectory: String) -> String {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = Environment.variables
         let base = environment["XDG_CACHE_HOME"].map { $0 + "/onair" } ?? environment["HOME"].map { $0 + "/.cache/onair" }
-        if let base, (try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)) != nil {
+        if let base, (try? AtomicFile.makeDirectories(base)) != nil {
             return base + "/x264-capacity"
         }
         return dataDirectory + "/.x264-capacity"
@@ -93,12 +93,12 @@ enum X264Calibration {
 
     static func capacity(dataDirectory: String, log: Log) -> Double {
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        let model = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+        let model = FileSystem.readText("/proc/cpuinfo")?
             .split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
             .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingWhitespace() } ?? "unknown"
         let key = "\(model)|\(cores)"
         let cache = cacheFile(dataDirectory: dataDirectory)
-        if let text = try? String(contentsOfFile: cache, encoding: .utf8) {
+        if let text = FileSystem.readText(cache) {
             let parts = text.split(separator: "\n")
             if parts.count == 2, parts[0] == key, let value = Double(parts[1]) { return value }
         }
@@ -121,7 +121,7 @@ enum X264Calibration {
         // CPU seconds, not wall time: one encoder's threads do not fill every core, but
         // the live and recording encoders together do.
         let capacity = Double(width * height * (frames - 5)) / seconds * Double(cores) * 0.8
-        try? "\(key)\n\(capacity)\n".write(toFile: cache, atomically: true, encoding: .utf8)
+        try? AtomicFile.write(Array("\(key)\n\(capacity)\n".utf8), to: cache)
         log("performance.calibrated", ("encoder", "x264"), ("cpu", model), ("cores", cores),
             ("pixels_per_second", Int(capacity)), ("cache", cache))
         return capacity

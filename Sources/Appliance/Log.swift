@@ -1,5 +1,5 @@
 import Devices
-import FoundationEssentials
+import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -72,18 +72,7 @@ public final class Log: @unchecked Sendable {
         case let n as Int64: return String(n)
         case let n as Double: return n.isFinite ? String(n) : "null"
         case let b as Bool: return b ? "true" : "false"
-        default:
-            var out = "\""
-            for scalar in "\(value)".unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case let s where s.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(s.value, radix: 16).count) + String(s.value, radix: 16)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
+        default: return JSON.quote("\(value)")
         }
     }
 }

@@ -1,5 +1,5 @@
 import Devices
-import FoundationEssentials
+import Files
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,7 @@ struct SystemdNotifier: Sendable {
     /// Half of WATCHDOG_USEC, the interval systemd asks pings at; nil without a watchdog.
     let watchdogInterval: Double?
 
-    init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init?(environment: [String: String] = Environment.variables) {
         guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return nil }
         socketPath = path
         watchdogInterval = environment["WATCHDOG_USEC"].flatMap(Double.init).map { $0 / 2_000_000 }
@@ -88,7 +88,7 @@ final class OperatorReport: @unchecked Sendable {
 
     /// The device `console.device = auto` means: the Raspberry Pi's serial alias, else its
     /// PL011 UART, else none (logs stay on stderr).
-    static func autoDevice(exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String? {
+    static func autoDevice(exists: (String) -> Bool = { FileSystem.exists($0) }) -> String? {
         ["/dev/serial0", "/dev/ttyAMA0"].first(where: exists)
     }
 

@@ -1,5 +1,4 @@
 import Devices
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,5 @@
 import Codecs
 import Devices
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

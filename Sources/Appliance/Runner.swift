@@ -1,6 +1,7 @@
 import Devices
-import FoundationEssentials
+import Files
 import HLS
+import Media
 import Publishing
 import Recording
 import Server
@@ -71,7 +72,7 @@ public enum Runner {
         let log = Log(format: settings.logFormat)
         var publisherDestination: Destination?
         if let url = settings.publish.url {
-            let environment = ProcessInfo.processInfo.environment
+            let environment = Environment.variables
             let destination: Destination
             do {
                 destination = try Destination.parse(
@@ -365,12 +366,7 @@ public enum Runner {
 
     /// `GET /api/recordings`: every local recording, oldest first, with its download path.
     static func recordingsJSON(_ recordings: Recordings) -> [UInt8] {
-        struct Listing: Encodable {
-            var recordings: [Recordings.Entry]
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(Listing(recordings: recordings.list()))) ?? Data("{}".utf8))
+        JSON.object(["recordings": .array(recordings.list().map(\.json))]).bytes
     }
 
     /// The URL a person opens for a listen address: loopback for a wildcard bind.

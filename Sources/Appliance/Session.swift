@@ -1,5 +1,6 @@
 import Codecs
 import Devices
+import Files
 import HLS
 import Media
 import Publishing

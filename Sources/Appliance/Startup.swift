@@ -1,5 +1,4 @@
 import Devices
-import FoundationEssentials
 import Media
 import Threading
 #if canImport(Glibc)

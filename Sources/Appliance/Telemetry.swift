@@ -1,5 +1,5 @@
 import Devices
-import FoundationEssentials
+import Media
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +57,7 @@ final class Telemetry: @unchecked Sendable {
 }
 
 /// One look at the whole appliance.
-struct StatusSnapshot: Encodable {
+struct StatusSnapshot {
     var state: String
     var stream: String?
     var uptimeSeconds: Double
@@ -80,20 +80,17 @@ struct StatusSnapshot: Encodable {
     /// The hottest thermal zone, when the board has one.
     var temperatureC: Double? = nil
 
-    enum CodingKeys: String, CodingKey {
-        case state, stream, fps, recordings, publish
-        case uptimeSeconds = "uptime_seconds", framesIn = "frames_in", segmentsStored = "segments_stored"
-        case segmentBytes = "segment_bytes", liveBitsPerSecond = "live_bits_per_second"
-        case droppedVideoFrames = "dropped_video_frames", droppedAudioChunks = "dropped_audio_chunks"
-        case streamsEnded = "streams_ended", recordingBytes = "recording_bytes", recordingNowBytes = "recording_now_bytes"
-        case cameraFrames = "camera_frames", cameraDriverDropped = "camera_driver_dropped", cameraReopened = "camera_reopened"
-        case lastError = "last_error", temperatureC = "temperature_c"
-    }
-
+    /// `GET /api/status`.
     var json: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(self)) ?? Data("{}".utf8))
+        JSON.fields([
+            "state": state, "stream": stream, "fps": fps, "recordings": recordings, "publish": publish?.json,
+            "uptime_seconds": uptimeSeconds, "frames_in": framesIn, "segments_stored": segmentsStored,
+            "segment_bytes": segmentBytes, "live_bits_per_second": liveBitsPerSecond,
+            "dropped_video_frames": droppedVideoFrames, "dropped_audio_chunks": droppedAudioChunks,
+            "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
+            "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
+            "last_error": lastError, "temperature_c": temperatureC,
+        ]).bytes
     }
 
     /// Prometheus text exposition format 0.0.4: `onair_*` counters and gauges.

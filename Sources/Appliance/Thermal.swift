@@ -1,6 +1,6 @@
 import Devices
-import FoundationEssentials
 #if canImport(Glibc)
+import Files
 import Glibc
 #endif
 import Threading
@@ -79,13 +79,13 @@ final class ThermalWatch: @unchecked Sendable {
 
     /// The hottest `/sys/class/thermal/thermal_zone*/temp`, in °C.
     static func hottestZone(root: String = "/sys/class/thermal") -> Double? {
-        let zones = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasPrefix("thermal_zone") }
+        let zones = (FileSystem.names(in: root) ?? []).filter { $0.hasPrefix("thermal_zone") }
         return zones.compactMap { read(root + "/" + $0 + "/temp") }.max()
     }
 
     /// A file holding millidegrees C (the kernel's unit).
     static func read(_ path: String) -> Double? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+        guard let text = FileSystem.readText(path),
               let value = Double(text.trimmingWhitespace()) else { return nil }
         return value / 1000
     }

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import Files
 import HLS
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +8,7 @@ import Glibc
 /// bound so hostile input cannot make it hang or exhaust memory.
 extension Runner {
     static func validate(_ directory: String) -> Int32 {
-        guard FileManager.default.fileExists(atPath: directory + "/index.m3u8") else {
+        guard FileSystem.exists(directory + "/index.m3u8") else {
             printError("onair: validate: \(directory)/index.m3u8 does not exist")
             return 2
         }

@@ -1,5 +1,5 @@
 import CFFmpeg
-import FoundationEssentials
+import Files
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -362,7 +362,7 @@ extension VideoEncoder {
     }
 
     static func deviceNodes(in directory: String, prefix: String) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let names = FileSystem.names(in: directory) ?? []
         return names.filter { $0.hasPrefix(prefix) }.sorted().map { directory + "/" + $0 }
     }
 }

@@ -1,4 +1,3 @@
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -121,21 +120,4 @@ public enum SpaceRetry {
             }
         }
     }
-}
-
-/// Every file below `directory`, as paths relative to it (FileManager.subpaths, which
-/// FoundationEssentials does not have); symbolic links are not followed.
-func filesBelow(_ directory: String) -> [String] {
-    var found: [String] = []
-    var pending = [""]
-    while let relative = pending.popLast() {
-        let path = relative.isEmpty ? directory : directory + "/" + relative
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-            let child = relative.isEmpty ? name : relative + "/" + name
-            var info = stat()
-            guard lstat(directory + "/" + child, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR { pending.append(child) } else { found.append(child) }
-        }
-    }
-    return found
 }

@@ -1,6 +1,8 @@
+import Media
+
 /// One stream as a list of streams shows it (`GET /api/streams`, and `streams.json` at a
 /// destination's root): read from its playlist, which is the record of truth.
-public struct StreamInfo: Sendable, Equatable, Codable {
+public struct StreamInfo: Sendable, Equatable {
     public var id: String
     public var state: String        // "live" or "ended"
     public var start: String?       // first PROGRAM-DATE-TIME
@@ -9,9 +11,23 @@ public struct StreamInfo: Sendable, Equatable, Codable {
     public var targetDuration: Int? // EXT-X-TARGETDURATION, seconds
     public var playlist: String     // URL of the multivariant playlist
 
-    enum CodingKeys: String, CodingKey {
-        case id, state, start, duration, segments, playlist
-        case targetDuration = "target_duration"
+    public var json: JSON {
+        .fields(["id": id, "state": state, "start": start, "duration": duration, "segments": segments,
+                 "target_duration": targetDuration, "playlist": playlist])
+    }
+
+    /// A stream as `json` wrote it (a destination's `streams.json`); nil when a field is
+    /// missing or of the wrong kind.
+    public init?(json: JSON) {
+        guard let id = json["id"]?.string, let state = json["state"]?.string, let duration = json["duration"]?.double,
+              let segments = json["segments"]?.int, let playlist = json["playlist"]?.string else { return nil }
+        self.id = id
+        self.state = state
+        start = json["start"]?.string
+        self.duration = duration
+        self.segments = segments
+        targetDuration = json["target_duration"]?.int
+        self.playlist = playlist
     }
 
     /// The stream as `playlist` shows it, or as its first `visible` segments only (what
@@ -31,19 +47,16 @@ public struct StreamInfo: Sendable, Equatable, Codable {
     }
 }
 
-import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension StreamInfo {
     /// A list of streams as JSON, keys sorted, slashes left alone.
-    /// Each stream is encoded on its own, so one that cannot be (it never should) is left
-    /// out instead of hiding every other.
     public static func json(_ streams: [StreamInfo]) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let items = streams.compactMap { try? encoder.encode($0) }
-        return Array("[".utf8) + Array(items.map { Array($0) }.joined(separator: Array(",".utf8))) + Array("]".utf8)
+        JSON.array(streams.map(\.json)).bytes
+    }
+
+    /// A list as `json(_:)` wrote it; nil when it is not one.
+    public static func list(json bytes: [UInt8]) -> [StreamInfo]? {
+        guard case .array(let items)? = JSON.parse(bytes) else { return nil }
+        let streams = items.compactMap(StreamInfo.init(json:))
+        return streams.count == items.count ? streams : nil
     }
 }

@@ -1,5 +1,5 @@
 // Text helpers that Foundation's String extensions used to give, kept to what onair needs
-// (it links FoundationEssentials only: no ICU, no CharacterSet, no String(format:)).
+// (onair links no Foundation: no ICU, no CharacterSet, no String(format:)).
 
 extension StringProtocol {
     /// Without leading and trailing spaces, tabs, CRs and LFs.

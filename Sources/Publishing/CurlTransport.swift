@@ -1,5 +1,4 @@
 import CCurl
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
-import FoundationEssentials
-import Threading
+import Files
 import HLS
+import Media
+import Threading
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -150,7 +151,7 @@ public final class Publisher: @unchecked Sendable {
     // MARK: State
 
     /// What /api/status shows of publishing.
-    public struct Status: Sendable, Codable, Equatable {
+    public struct Status: Sendable, Equatable {
         public var destination: String
         public var pendingSegments: Int
         public var pendingBytes: Int
@@ -174,11 +175,12 @@ public final class Publisher: @unchecked Sendable {
             self.lastError = lastError
         }
 
-        enum CodingKeys: String, CodingKey {
-            case destination, attempts, failures, bytes
-            case pendingSegments = "pending_segments", pendingBytes = "pending_bytes"
-            case oldestPendingSeconds = "oldest_pending_seconds", streamsPublishing = "streams_publishing"
-            case lastError = "last_error"
+        /// As `/api/status` shows it, under "publish".
+        public var json: JSON {
+            .fields(["destination": destination, "attempts": attempts, "failures": failures, "bytes": bytes,
+                     "pending_segments": pendingSegments, "pending_bytes": pendingBytes,
+                     "oldest_pending_seconds": oldestPendingSeconds, "streams_publishing": streamsPublishing,
+                     "last_error": lastError])
         }
     }
 
@@ -325,14 +327,14 @@ public final class Publisher: @unchecked Sendable {
     /// playlist there lists, newest first; playlist URLs relative to the site's root.
     private func catalog() -> [UInt8] {
         let streams = root + "/streams"
-        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
+        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
         let published: [String: (listed: Int, ended: Bool)] = locked {
             plans.mapValues { ($0.listed, $0.endlistConfirmed) }
         }
         let list = ids.compactMap { id -> StreamInfo? in
             let directory = "\(streams)/\(id)"
             guard let visible = published[id] ?? Journal.read(directory, destination: destination).map({ ($0.listed, $0.endlist) }),
-                  visible.listed > 0, let text = FileManager.default.contents(atPath: directory + "/playlist.m3u8") else { return nil }
+                  visible.listed > 0, let text = FileSystem.read(directory + "/playlist.m3u8") else { return nil }
             return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
                               visible: visible.listed, ended: visible.ended)
         }
@@ -377,7 +379,7 @@ public final class Publisher: @unchecked Sendable {
     /// to the confirmed segments.
     private func load(_ id: String, _ job: PublishPlan.Job) -> (String, [UInt8]?) {
         let directory = "\(root)/streams/\(id)"
-        func read(_ name: String) -> [UInt8]? { FileManager.default.contents(atPath: "\(directory)/\(name)").map { Array($0) } }
+        func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)").map { Array($0) } }
         switch job {
         case .initSegment: return ("init.mp4", read("init.mp4"))
         case .segment(let sequence):

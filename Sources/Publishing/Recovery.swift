@@ -1,4 +1,4 @@
-import FoundationEssentials
+import Files
 import HLS
 import Media
 import MP4
@@ -32,11 +32,11 @@ public enum Recovery {
     /// `skipped` and the others are still closed.
     public static func closeAll(root: String, skipped: (Skipped) -> Void = { _ in }) -> [Closed] {
         let streams = root + "/streams"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []
+        let names = FileSystem.names(in: streams) ?? []
         // A stream directory still being made (`StreamWriter`) when the power went: it was
         // never listed or published.
         for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
-            try? FileManager.default.removeItem(atPath: streams + "/" + name)
+            try? FileSystem.remove(streams + "/" + name)
         }
         let ids = names.filter { !$0.hasPrefix(".") }.sorted()
         return ids.compactMap { id in
@@ -48,13 +48,12 @@ public enum Recovery {
     }
 
     public static func close(directory: String, skipped: (Skipped) -> Void = { _ in }) throws -> Closed? {
-        let id = URL(fileURLWithPath: directory).lastPathComponent
-        let files = FileManager.default
-        for name in filesBelow(directory) where name.hasSuffix(".tmp") {
-            try? files.removeItem(atPath: directory + "/" + name)
+        let id = directory.split(separator: "/").last.map(String.init) ?? directory
+        for name in FileSystem.filesBelow(directory) where name.hasSuffix(".tmp") {
+            try? FileSystem.remove(directory + "/" + name)
         }
         let playlistPath = directory + "/playlist.m3u8"
-        guard let data = files.contents(atPath: playlistPath) else {
+        guard let data = FileSystem.read(playlistPath) else {
             return nil  // no segment was ever stored: nothing to publish
         }
         guard let text = String(validating: Array(data), as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
@@ -64,7 +63,7 @@ public enum Recovery {
         if playlist.isEnded { return Closed(id: id, segments: playlist.entries.count, wasInterrupted: false) }
         // Complete segments stored after the last playlist write.
         let initPath = directory + "/init.mp4"
-        if let initBytes = files.contents(atPath: initPath) {
+        if let initBytes = FileSystem.read(initPath) {
             do {
                 let parsedInit = try ParsedInit(bytes: Array(initBytes))
                 if let video = parsedInit.track("vide") {
@@ -88,7 +87,7 @@ public enum Recovery {
         while let last = playlist.entries.last {
             let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
             let path = directory + "/" + uri
-            guard let bytes = FileManager.default.contents(atPath: path) else { return }
+            guard let bytes = FileSystem.read(path) else { return }
             let traf: ParsedSegment.TrackFragment
             do {
                 let segment = try ParsedSegment(bytes: Array(bytes), trex: trex)
@@ -124,7 +123,7 @@ public struct Journal: Equatable, Sendable {
     public static func path(_ directory: String) -> String { directory + "/.published" }
 
     public static func read(_ directory: String, destination: String) -> Journal? {
-        guard let data = FileManager.default.contents(atPath: path(directory)) else { return nil }
+        guard let data = FileSystem.read(path(directory)) else { return nil }
         var values: [String: String] = [:]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
@@ -139,7 +138,7 @@ public struct Journal: Equatable, Sendable {
     public func write(_ directory: String) throws {
         let text = "destination=\(destination)\nsegments=\(confirmedSegments)\nlisted=\(listed)\nendlist=\(endlist ? 1 : 0)\n"
         let temporary = directory + "/.published.tmp"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+        try FileSystem.write(Array(text.utf8), to: temporary)
         guard rename(temporary, Self.path(directory)) == 0 else {
             throw FileError(path: Self.path(directory), operation: "rename to", code: errno)
         }

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import Files
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -103,17 +103,17 @@ public final class StorageKeeper: @unchecked Sendable {
         let needed = minimum.bytes(ofTotal: free.total) + extra
         guard free.available < needed else { return [] }
         let streams = root + "/streams"
-        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()
+        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()
         let ended = ids.filter { id in
-            (FileManager.default.contents(atPath: "\(streams)/\(id)/playlist.m3u8").map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
+            (FileSystem.read("\(streams)/\(id)/playlist.m3u8").map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
         }
         let published = ended.filter(isPublished)
         let unpublished = ended.filter { !published.contains($0) }
         enum Kind { case published, recording, unpublished }
         var candidates: [(id: String, kind: Kind, remove: () throws -> Void)] = []
-        candidates += published.map { id in (id, .published, { try FileManager.default.removeItem(atPath: "\(streams)/\(id)") }) }
+        candidates += published.map { id in (id, .published, { try FileSystem.remove("\(streams)/\(id)") }) }
         candidates += recordings().map { ($0.id, .recording, $0.remove) }
-        candidates += unpublished.map { id in (id, .unpublished, { try FileManager.default.removeItem(atPath: "\(streams)/\(id)") }) }
+        candidates += unpublished.map { id in (id, .unpublished, { try FileSystem.remove("\(streams)/\(id)") }) }
         var removed: [String] = []
         for candidate in candidates {
             guard free.available < needed else { break }

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import Files
 import HLS
 import Media
 #if canImport(Glibc)
@@ -81,7 +81,7 @@ public final class StreamWriter {
                 guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
                 try AtomicFile.syncDirectory("\(root)/streams")
             } catch {
-                try? FileManager.default.removeItem(atPath: staging)
+                try? FileSystem.remove(staging)
                 throw error
             }
         }

@@ -1,5 +1,5 @@
 import MP4
-import Publishing
+import Files
 #if canImport(Glibc)
 import Glibc
 #endif

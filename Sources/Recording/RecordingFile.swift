@@ -1,5 +1,5 @@
 import CLinux
-import Publishing
+import Files
 import Threading
 #if canImport(Glibc)
 import Glibc

@@ -1,14 +1,13 @@
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
 import Media
-import Publishing
+import Files
 
 /// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside
 /// it), the one being written (`<id>.mp4.part`), and what start-up and retention do to them.
 public struct Recordings: Sendable {
-    public enum Priority: String, Sendable, CaseIterable, Codable {
+    public enum Priority: String, Sendable, CaseIterable {
         /// Deleted after `record.keep_days`, or earlier when space runs low.
         case normal
         /// Never deleted by onair.
@@ -16,7 +15,7 @@ public struct Recordings: Sendable {
     }
 
     /// What `/api/recordings` lists for each one.
-    public struct Entry: Sendable, Equatable, Codable {
+    public struct Entry: Sendable, Equatable {
         public var id: String
         public var file: String
         public var bytes: Int64
@@ -25,6 +24,30 @@ public struct Recordings: Sendable {
         public var priority: Priority
         /// Still being written.
         public var recording: Bool
+
+        public var json: JSON {
+            .fields(["id": id, "file": file, "bytes": bytes, "seconds": seconds, "frames": frames,
+                     "priority": priority.rawValue, "recording": recording])
+        }
+
+        /// An entry as `json` wrote it; nil when a field is missing or of the wrong kind.
+        public init?(json: JSON) {
+            guard let id = json["id"]?.string, let file = json["file"]?.string, let bytes = json["bytes"]?.int64,
+                  let priority = json["priority"]?.string.flatMap(Priority.init(rawValue:)),
+                  let recording = json["recording"]?.bool else { return nil }
+            self.init(id: id, file: file, bytes: bytes, seconds: json["seconds"]?.double, frames: json["frames"]?.int,
+                      priority: priority, recording: recording)
+        }
+
+        public init(id: String, file: String, bytes: Int64, seconds: Double?, frames: Int?, priority: Priority, recording: Bool) {
+            self.id = id
+            self.file = file
+            self.bytes = bytes
+            self.seconds = seconds
+            self.frames = frames
+            self.priority = priority
+            self.recording = recording
+        }
     }
 
     public let directory: String
@@ -37,14 +60,12 @@ public struct Recordings: Sendable {
     public func describe(_ result: Finaliser.Result, id: String, priority: Priority) throws {
         let entry = Entry(id: id, file: "\(id).mp4", bytes: result.bytes, seconds: result.seconds,
                           frames: result.videoFrames, priority: priority, recording: false)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(Array(try encoder.encode(entry)), to: "\(directory)/\(id).json")
+        try AtomicFile.write(entry.json.bytes, to: "\(directory)/\(id).json")
     }
 
     /// Every recording, oldest first (ids sort by start time).
     public func list() -> [Entry] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let names = FileSystem.names(in: directory) ?? []
         var entries: [Entry] = []
         for name in names.sorted() where !name.hasPrefix(".") {
             let path = "\(directory)/\(name)"
@@ -58,8 +79,8 @@ public struct Recordings: Sendable {
                                      priority: .normal, recording: true))
             } else if name.hasSuffix(".mp4") {
                 let id = String(name.dropLast(".mp4".count))
-                var entry = FileManager.default.contents(atPath: "\(directory)/\(id).json")
-                    .flatMap { try? JSONDecoder().decode(Entry.self, from: $0) }
+                var entry = FileSystem.read("\(directory)/\(id).json")
+                    .flatMap { JSON.parse($0) }.flatMap(Entry.init(json:))
                     ?? Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil, priority: .normal, recording: false)
                 entry.bytes = size
                 entries.append(entry)
@@ -96,8 +117,8 @@ public struct Recordings: Sendable {
 
     /// Removes a finished recording and its description.
     public func remove(_ id: String) throws {
-        try FileManager.default.removeItem(atPath: "\(directory)/\(id).mp4")
-        try? FileManager.default.removeItem(atPath: "\(directory)/\(id).json")
+        try FileSystem.remove("\(directory)/\(id).mp4")
+        try? FileSystem.remove("\(directory)/\(id).json")
     }
 
     /// `record.keep_days`: normal recordings whose start is older than that go.

@@ -1,5 +1,5 @@
-import FoundationEssentials
 #if canImport(Glibc)
+import Files
 import Glibc
 #endif
 import HLS
@@ -18,7 +18,7 @@ public final class StreamCatalog: @unchecked Sendable {
     /// Every stream under `root/streams`, newest first (ids sort by start time).
     public func list() -> [StreamInfo] {
         let streams = root + "/streams"
-        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: streams)) ?? []).filter { !$0.hasPrefix(".") }
+        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }
         let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
             let path = "\(streams)/\(id)/playlist.m3u8"
             // Only what lies inside the data directory, as the file server serves: a
@@ -29,7 +29,7 @@ public final class StreamCatalog: @unchecked Sendable {
             let size = Int64(status.st_size)
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
-            guard let data = FileManager.default.contents(atPath: path) else { return nil }
+            guard let data = FileSystem.read(path) else { return nil }
             let info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
             lock.withLock { cache[id] = (size, modified, info) }
             return info

@@ -1,6 +1,6 @@
 import CMicroHTTPD
-import FoundationEssentials
 #if canImport(Glibc)
+import Files
 import Glibc
 #endif
 import HLS
@@ -88,7 +88,7 @@ public final class WebServer: @unchecked Sendable {
         self.control = control
         self.token = token
         catalog = StreamCatalog(root: root)
-        try? FileManager.default.createDirectory(atPath: root + "/streams", withIntermediateDirectories: true)
+        try? AtomicFile.makeDirectories(root + "/streams")
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
         canonicalRoot = String(cString: real)
         free(real)

@@ -1,4 +1,5 @@
 import Devices
+import Files
 import Foundation
 import HLS
 import Media
@@ -22,12 +23,12 @@ struct Track {
 }
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("onair-bench: \(message)\n".utf8))
+    _ = "onair-bench: \(message)\n".withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
 
 func read(_ path: String) -> [UInt8] {
-    guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+    guard let data = FileSystem.read(path) else { fail("cannot read \(path)") }
     return Array(data)
 }
 

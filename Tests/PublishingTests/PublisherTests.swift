@@ -65,7 +65,7 @@ final class PublisherTests: XCTestCase {
         // The destination's root is a site: the viewer page and the list of streams.
         XCTAssertEqual(origin.body("index.html"), Array("<html>".utf8))
         XCTAssertEqual(origin.objects["index.html"]?.contentType, "text/html; charset=utf-8")
-        let streams = try JSONDecoder().decode([StreamInfo].self, from: Data(try XCTUnwrap(origin.body("streams.json"))))
+        let streams = try XCTUnwrap(StreamInfo.list(json: try XCTUnwrap(origin.body("streams.json"))))
         XCTAssertEqual(streams.map(\.id), ["s1"])
         XCTAssertEqual(streams.first?.state, "ended")
         XCTAssertEqual(streams.first?.segments, 6)

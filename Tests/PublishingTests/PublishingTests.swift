@@ -1,33 +1,10 @@
+import Files
 import Foundation
 import XCTest
 @testable import Publishing
 import HLS
 import Media
 import TestSupport
-
-final class AtomicFileTests: XCTestCase {
-    var directory = ""
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onair-atomic-\(UUID().uuidString)").path
-        try AtomicFile.makeDirectories(directory + "/a/b")
-    }
-    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
-
-    func testWritesReplacesAndLeavesNoTemporaryFile() throws {
-        let path = directory + "/a/b/playlist.m3u8"
-        try AtomicFile.write(Array("one".utf8), to: path)
-        try AtomicFile.write(Array("two".utf8), to: path)
-        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "two")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/a/b"), ["playlist.m3u8"])
-    }
-
-    func testAFailedWriteNamesThePathAndLeavesNothing() {
-        XCTAssertThrowsError(try AtomicFile.write([1], to: directory + "/missing/x.m4s")) { error in
-            XCTAssertTrue("\(error)".contains(directory + "/missing/.x.m4s.tmp"), "\(error)")
-        }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/missing"))
-    }
-}
 
 final class StreamWriterTests: XCTestCase {
     var root = ""

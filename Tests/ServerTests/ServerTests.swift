@@ -137,7 +137,7 @@ final class WebServerTests: XCTestCase {
         let response = try HTTPClient.request(port: port, "/api/streams")
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.header("Content-Type"), "application/json")
-        let streams = try JSONDecoder().decode([StreamInfo].self, from: Data(response.body))
+        let streams = try XCTUnwrap(StreamInfo.list(json: response.body))
         XCTAssertEqual(streams.map(\.id), ["20261202T164233Z-0001", "20261201T000000Z-0002"])
         XCTAssertEqual(streams[0].state, "live")
         XCTAssertEqual(streams[0].segments, 2)

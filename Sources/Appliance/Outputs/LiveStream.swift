@@ -1,4 +1,5 @@
 import Codecs
+import Files
 import HLS
 import Media
 import MP4

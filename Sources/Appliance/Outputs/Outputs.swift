@@ -1,4 +1,5 @@
 import Codecs
+import Files
 import Media
 import Publishing
 

@@ -1,0 +1,96 @@
+import Files
+import Foundation
+import XCTest
+
+final class AtomicFileTests: XCTestCase {
+    var directory = ""
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onair-atomic-\(UUID().uuidString)").path
+        try AtomicFile.makeDirectories(directory + "/a/b")
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    func testWritesReplacesAndLeavesNoTemporaryFile() throws {
+        let path = directory + "/a/b/playlist.m3u8"
+        try AtomicFile.write(Array("one".utf8), to: path)
+        try AtomicFile.write(Array("two".utf8), to: path)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "two")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/a/b"), ["playlist.m3u8"])
+    }
+
+    func testAFailedWriteNamesThePathAndLeavesNothing() {
+        XCTAssertThrowsError(try AtomicFile.write([1], to: directory + "/missing/x.m4s")) { error in
+            XCTAssertTrue("\(error)".contains(directory + "/missing/.x.m4s.tmp"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/missing"))
+    }
+}
+
+/// The POSIX file helpers, checked against what Foundation's FileManager says of the same
+/// files (the tests may use Foundation; onair does not).
+final class FileSystemTests: XCTestCase {
+    var directory = ""
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("onair-files-\(UUID().uuidString)").path
+        try AtomicFile.makeDirectories(directory + "/a/b")
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    func testReadsWholeFilesLargerThanOneChunk() throws {
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        try FileSystem.write(bytes, to: directory + "/big")
+        XCTAssertEqual(FileSystem.read(directory + "/big"), bytes)
+        XCTAssertEqual(FileManager.default.contents(atPath: directory + "/big").map(Array.init), bytes)
+        try FileSystem.write(Array("short".utf8), to: directory + "/big")
+        XCTAssertEqual(FileSystem.readText(directory + "/big"), "short", "a second write truncates")
+        XCTAssertEqual(FileSystem.read(directory + "/empty-missing"), nil)
+        XCTAssertEqual(FileSystem.read(directory + "/a"), nil, "a directory is not a file")
+        try FileSystem.write([], to: directory + "/empty")
+        XCTAssertEqual(FileSystem.read(directory + "/empty"), [])
+    }
+
+    func testListsNamesAndFilesBelow() throws {
+        try FileSystem.write([1], to: directory + "/a/one")
+        try FileSystem.write([2], to: directory + "/a/b/two")
+        try FileSystem.write([3], to: directory + "/.hidden")
+        symlink(directory + "/a", directory + "/link")
+        XCTAssertEqual(FileSystem.names(in: directory)?.sorted(), [".hidden", "a", "link"])
+        XCTAssertEqual(FileSystem.names(in: directory)?.sorted(),
+                       try FileManager.default.contentsOfDirectory(atPath: directory).sorted())
+        XCTAssertNil(FileSystem.names(in: directory + "/missing"))
+        XCTAssertEqual(FileSystem.filesBelow(directory).sorted(), [".hidden", "a/b/two", "a/one", "link"],
+                       "a link is listed, not followed")
+        XCTAssertTrue(FileSystem.isDirectory(directory + "/a"))
+        XCTAssertFalse(FileSystem.isDirectory(directory + "/a/one"))
+        XCTAssertTrue(FileSystem.exists(directory + "/a/one"))
+        XCTAssertFalse(FileSystem.exists(directory + "/a/none"))
+    }
+
+    func testRemovesTreesButNotWhatLinksLeadTo() throws {
+        let outside = directory + "-outside"
+        try AtomicFile.makeDirectories(outside)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try FileSystem.write([1], to: outside + "/keep")
+        try FileSystem.write([2], to: directory + "/a/b/two")
+        symlink(outside, directory + "/a/link")
+        try FileSystem.remove(directory + "/a")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/a"))
+        XCTAssertEqual(FileSystem.read(outside + "/keep"), [1], "the link was removed, not followed")
+        XCTAssertNoThrow(try FileSystem.remove(directory + "/a"), "nothing there is not an error")
+        try FileSystem.write([1], to: directory + "/file")
+        try FileSystem.remove(directory + "/file")
+        XCTAssertFalse(FileSystem.exists(directory + "/file"))
+    }
+
+    func testAFailedWriteNamesThePath() {
+        XCTAssertThrowsError(try FileSystem.write([1], to: directory + "/missing/x")) { error in
+            XCTAssertTrue("\(error)".contains(directory + "/missing/x"), "\(error)")
+        }
+    }
+
+    func testEnvironmentIsTheProcesssOwn() {
+        setenv("ONAIR_FILES_TEST", "a=b", 1)
+        XCTAssertEqual(Environment.variables["ONAIR_FILES_TEST"], "a=b", "only the first = separates")
+        XCTAssertEqual(Environment.variables["PATH"], ProcessInfo.processInfo.environment["PATH"])
+    }
+}
