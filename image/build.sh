@@ -83,7 +83,12 @@ say "root file system ($SUITE $ARCH: $PACKAGES)"
 # it again is skipped. Under qemu-user each one takes minutes. (The root is read-only, so
 # nothing updates it later either.) apt in the root resolves names with the host's
 # resolv.conf until the root gets its own, below.
-mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" \
+# bookworm's minbase merges /usr with the usrmerge package, which pulls in all of perl
+# (50 MB): mmdebstrap's merged-usr hook makes the same symlinks and installs
+# usr-is-merged instead. trixie's base-files merges /usr itself.
+hooks=()
+[ "$SUITE" = bookworm ] && hooks=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr)
+mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" "${hooks[@]}" \
     --include="$(echo "$runtime $system initramfs-tools" | tr ' ' ',')" \
     --aptopt='APT::Install-Recommends "false"' \
     --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$cache' -name '*.deb' -exec cp -t \"\$1/var/cache/apt/archives\" {} + || true" \
