@@ -102,6 +102,14 @@ mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" "${hook
 # partition is made below and mounted there.
 rm -rf "$root/boot/firmware"
 
+# The board's kernel modules and what they need, nothing else (board/$board/modules;
+# image/modules.py checks the list against the kernel and the board's device trees), then
+# depmod, so that modules.dep and modules.alias name only what is there.
+dtb_paths=()
+for dtb in $DTBS; do dtb_paths+=("$(ls "$root"/usr/lib/linux-image-*/broadcom/"$dtb" | sort -V | tail -1)"); done
+python3 "$here/modules.py" trim "$root" "$boarddir/modules" --also $MODULES --dtb "${dtb_paths[@]}"
+for kver in $(ls "$root/usr/lib/modules"); do chroot "$root" depmod "$kver"; done
+
 say "onair and its services"
 install -D -m 0755 "$binary" "$root/usr/bin/onair"
 strip --strip-unneeded "$root/usr/bin/onair" 2>/dev/null || true
@@ -186,8 +194,10 @@ else
     } > "$boot/config.txt"
     echo "console=tty1 console=$serial_device,$serial_speed root=LABEL=onair-root ro rootwait fsck.repair=yes $CMDLINE" > "$boot/cmdline.txt"
 fi
-# The kernel and initramfs now live on the boot partition; the root keeps its modules.
-rm -f "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-*
+# The kernel, initramfs, device trees and firmware now live on the boot partition; the
+# root keeps the modules.
+rm -rf "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-* "$root"/usr/lib/linux-image-* \
+    "$root"/usr/lib/modules/*/dtb "$root"/usr/lib/modules/*/vmlinuz "$root/usr/lib/raspi-firmware"
 # Nothing reads documentation, manuals or translations on an appliance: onair and the
 # console speak English, and the C locale is built into glibc.
 rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info" \

@@ -12,7 +12,8 @@ image file without a Pi (the firmware's view of it; booting it is make vm-test B
 - config.txt: 64-bit, the UART on, the kernel and initramfs it names present on the FAT,
   the board's own lines, the camera's when the image is made for a CSI camera;
 - cmdline.txt: one line; the root by label, read-only, the board's serial console;
-- onair.conf for the owner; in the root, onair itself is an aarch64 ELF.
+- onair.conf for the owner; in the root, onair itself is an aarch64 ELF, and the kernel's
+  modules are the board's list (board/<name>/modules) with what they need.
 
 Prints one line per check and `N passed, N failed`; exits 1 on any failure.
 """
@@ -146,6 +147,20 @@ def main():
         for module in conf["CSI_MODULES"].split():
             check(f"modules-load.d: {module} {'(CSI camera)' if camera == 'csi' else 'absent (USB camera)'}",
                   (module in modules) == (camera == "csi"))
+        # The kernel's modules, trimmed to the board's list (image/modules.py): every listed
+        # module and modules-load.d's are there with what they need, and depmod's index
+        # names no file that is gone.
+        tree = os.path.join(tmp, "tree")
+        os.makedirs(os.path.join(tree, "usr/lib"))
+        subprocess.run(["debugfs", "-R", f"rdump /usr/lib/modules {os.path.join(tree, 'usr/lib')}", root],
+                       check=True, capture_output=True)
+        trimmed = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "image", "modules.py"),
+                                  "check", tree, os.path.join(board_dir, "modules"), "--also", *modules],
+                                 capture_output=True, text=True)
+        check(f"kernel modules: board/{board}/modules and modules-load.d, with their dependencies",
+              trimmed.returncode == 0, (trimmed.stdout + trimmed.stderr).strip()[-600:])
+        sizes = subprocess.run(["du", "-sm", os.path.join(tree, "usr/lib/modules")], capture_output=True, text=True).stdout.split()
+        check("kernel modules: trimmed (under 40 MB)", sizes and int(sizes[0]) < 40, f"{sizes[0] if sizes else '?'} MB")
 
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")

@@ -383,20 +383,27 @@ def duration(path):
 
 def tone_frequency(path):
     """The frequency of the test tone in the first audio track, from the median spacing of
-    zero crossings over 2 s of mono 16-bit samples (a gap of silence does not move a
-    median), and the RMS level."""
-    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vn", "-ac", "1", "-ar", "48000", "-t", "4",
+    its rising zero crossings over up to 10 s of mono 16-bit samples, and the RMS level.
+    speaker-test plays one channel after the other with a pause between them, so the
+    stream has gaps of silence; a crossing counts only from below -1000 to above +1000,
+    so the codec's noise in a gap adds none, and a few gaps do not move a median."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vn", "-ac", "1", "-ar", "48000", "-t", "11",
                           "-f", "s16le", "-"], capture_output=True).stdout
     samples = struct.unpack(f"<{len(raw) // 2}h", raw[:len(raw) // 2 * 2])[48000:]  # skip the first second
     if len(samples) < 48000:
         return 0.0, 0.0
-    samples = samples[:96000]
-    crossings = [i for i, (a, b) in enumerate(zip(samples, samples[1:])) if (a < 0) != (b < 0)]
-    spacings = sorted(b - a for a, b in zip(crossings, crossings[1:]))
+    rising, low = [], False
+    for i, sample in enumerate(samples):
+        if sample < -1000:
+            low = True
+        elif sample > 1000 and low:
+            rising.append(i)
+            low = False
+    spacings = sorted(b - a for a, b in zip(rising, rising[1:]))
     rms = (sum(s * s for s in samples) / len(samples)) ** 0.5
     if not spacings:
         return 0.0, rms
-    return 48000 / (2 * spacings[len(spacings) // 2]), rms
+    return 48000 / spacings[len(spacings) // 2], rms
 
 
 def check_stream(name, stream, expect_seconds=None):
@@ -437,7 +444,7 @@ def main():
     check("the owner's onair.conf on the FAT partition holds the publish URL",
           f"10.0.2.2:{ORIGIN_PORT}" in read_boot_file(disk, "onair.conf"))
     origin = Origin()
-    timings = {}
+    timings = {"image size (MB)": round(os.path.getsize(IMAGE) / 1e6), "root file system used (MB)": root_used_mb(IMAGE)}
     machine = None
     try:
         # Boot 1 -------------------------------------------------------------------------
@@ -572,6 +579,41 @@ def check_data_partition(disk):
     header = run(["dumpe2fs", "-h", data]).stdout
     size = int(re.search(r"Block count:\s+(\d+)", header).group(1)) * int(re.search(r"Block size:\s+(\d+)", header).group(1))
     check("boot: the data partition grew to fill the disk", size > 400 * 1048576, f"{size // 1048576} MiB")
+    check_modules(data)
+
+
+# What systemd-modules-load and modprobe say when a module the board asks for is not in the
+# image (board/<name>/modules trims the kernel's modules), and what the kernel says when a
+# driver's firmware is missing.
+MODULE_FAILURES = re.compile(r"Failed to find module|Failed to insert module|modprobe: FATAL|"
+                             r"Module \S+ not found|Direct firmware load for \S+ failed")
+
+
+def check_modules(data):
+    """The board's module list is enough: nothing in the journal of every boot of this disk
+    says a module or firmware file was missing (the journal lives on /data)."""
+    journal = os.path.join(WORK, "journal")
+    shutil.rmtree(journal, ignore_errors=True)
+    os.makedirs(journal)
+    subprocess.run(["debugfs", "-R", f"rdump /journal {journal}", data], capture_output=True)
+    # rdump puts the folder itself under the target: journal/journal/<machine id>/*.journal
+    log = subprocess.run(["journalctl", "-D", os.path.join(journal, "journal"), "--no-pager", "-q", "-o", "cat"],
+                         capture_output=True, text=True).stdout
+    failures = sorted({line.strip() for line in log.splitlines() if MODULE_FAILURES.search(line)})
+    check("boot: the journal holds every boot", "onair" in log, f"{len(log)} bytes")
+    check(f"boot: every module and firmware file the board asks for is in the image (board/{BOARD}/modules)",
+          not failures, "; ".join(failures)[:600])
+
+
+def root_used_mb(image):
+    """The root file system's used space, as df on the board reports it."""
+    offset, size = partitions(image)[1]
+    path = os.path.join(WORK, "root.ext4")
+    run(["dd", f"if={image}", f"of={path}", "bs=1M", f"skip={offset // 1048576}", f"count={size // 1048576}", "status=none"])
+    header = run(["dumpe2fs", "-h", path]).stdout
+    field = lambda name: int(re.search(rf"{name}:\s+(\d+)", header).group(1))
+    os.unlink(path)
+    return round((field("Block count") - field("Free blocks")) * field("Block size") / 1e6)
 
 
 def finish(timings):
