@@ -52,7 +52,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Appliance", "HLS", "MP4", "Media", "Server", "TestSupport"]),
+        .target(name: "Fuzzing", dependencies: ["Appliance", "Files", "HLS", "MP4", "Media", "Server", "TestSupport"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.

@@ -1,8 +1,6 @@
 import Devices
 import Media
-#if canImport(Glibc)
-import Glibc
-#endif
+import Threading
 
 /// The bounded hand-off between threads: capture → session, and session → each output.
 /// Video and audio have bounds of their own, so a burst of one never evicts the other;
@@ -35,9 +33,9 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
     private var closed = false
     private var videoCount = 0
     private var audioCount = 0
-    private var mutex = pthread_mutex_t()
-    private var notEmpty = pthread_cond_t()
-    private var notFull = pthread_cond_t()
+    /// One condition for both waits (a consumer for an item, a blocked producer for room):
+    /// each queue has one consumer and one producer, so broadcasting wakes at most both.
+    private let condition = Condition()
     private var droppedVideo = 0
     private var droppedAudio = 0
 
@@ -46,15 +44,6 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         self.videoCapacity = videoCapacity
         self.audioCapacity = audioCapacity
         self.policy = policy
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&notEmpty, nil)
-        pthread_cond_init(&notFull, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(&mutex)
-        pthread_cond_destroy(&notEmpty)
-        pthread_cond_destroy(&notFull)
     }
 
     private var pending: Int { items.count - head }
@@ -87,8 +76,10 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
     }
 
     public func push(_ item: Item) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        condition.withLock { append(item) }
+    }
+
+    private func append(_ item: Item) {
         let kind = Self.kind(item)
         func full() -> Bool {
             switch kind {
@@ -101,7 +92,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         if full() {
             switch Self.isHeld(item) ? .block : policy {
             case .block:
-                while full() && !closed { pthread_cond_wait(&notFull, &mutex) }
+                while full() && !closed { condition.wait() }
                 if closed { return }
             case .dropOldest:
                 // Never a held item (the start-up backlog): the next one of the kind.
@@ -115,38 +106,37 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {
         }
         items.append(item)
         adjust(kind, 1)
-        pthread_cond_signal(&notEmpty)
+        condition.broadcast()
     }
 
     /// The next item, or nil once the queue is closed and empty.
     public func pop() -> Item? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while pending == 0 && !closed { pthread_cond_wait(&notEmpty, &mutex) }
+        condition.withLock { take() }
+    }
+
+    private func take() -> Item? {
+        while pending == 0 && !closed { condition.wait() }
         guard pending > 0 else { return nil }
         guard let item = items[head] else { preconditionFailure("a pending slot is never empty") }
         items[head] = nil
         head += 1
         adjust(Self.kind(item), -1)
         if head > 64 && head * 2 > items.count { items.removeFirst(head); head = 0 }
-        pthread_cond_broadcast(&notFull)
+        condition.broadcast()
         return item
     }
 
     /// Wakes everyone; pushes are ignored from now on, pops drain what is left.
     public func close() {
-        pthread_mutex_lock(&mutex)
-        closed = true
-        pthread_cond_broadcast(&notEmpty)
-        pthread_cond_broadcast(&notFull)
-        pthread_mutex_unlock(&mutex)
+        condition.withLock {
+            closed = true
+            condition.broadcast()
+        }
     }
 
     /// Items dropped so far because the consumer fell behind.
     public var dropped: (video: Int, audio: Int) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return (droppedVideo, droppedAudio)
+        condition.withLock { (droppedVideo, droppedAudio) }
     }
 }
 

@@ -1,3 +1,4 @@
+import Files
 import Foundation
 import Server
 import TestSupport
@@ -29,8 +30,8 @@ final class HTTPFixture: @unchecked Sendable {  // immutable after init
         let root = NSTemporaryDirectory() + "onair-fuzz-http-\(getpid())"
         for (name, bytes) in FuzzTargets.stream.files {
             let path = root + "/streams/s/" + name
-            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            try? AtomicFile.makeDirectories(AtomicFile.directory(of: path))
+            try? FileSystem.write(bytes, to: path)
         }
         server = try! WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { Array("{}".utf8) }],
                                 token: FuzzTargets.secret, limits: .init(connections: 64, perAddress: 64))

@@ -65,10 +65,15 @@ public final class Publisher: @unchecked Sendable {
     private var stopping = false
     private var drainCancelled = false
     private var workers: [WorkerThread] = []
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
-    public private(set) var counters = Counters()
-    public private(set) var lastError: String?
+    /// Guards everything above; broadcast whenever it changes (workers and a drain wait).
+    private let condition = Condition()
+    private var counts = Counters()
+    private var lastFailure: String?
+
+    /// Uploads tried, failed and bytes confirmed so far.
+    public var counters: Counters { locked { counts } }
+    /// The last upload that failed, and why.
+    public var lastError: String? { locked { lastFailure } }
 
     public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
                 siteFiles: [String: [UInt8]] = [:], makeTransport: @escaping @Sendable () -> Transport) {
@@ -78,21 +83,11 @@ public final class Publisher: @unchecked Sendable {
         self.parallel = max(1, parallel)
         self.retry = retry
         self.log = log
-        pthread_mutex_init(&mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(&changed, &attributes)
         // One worker more than segment slots, so playlists never queue behind segments.
         for index in 0...self.parallel {
             // Workers hold the publisher until stop() ends their loop.
             workers.append(WorkerThread(name: "onair-publish-\(index)") { self.work(transport: makeTransport()) })
         }
-    }
-
-    deinit {
-        pthread_mutex_destroy(&mutex)
-        pthread_cond_destroy(&changed)
     }
 
     // MARK: What the media thread reports
@@ -122,7 +117,7 @@ public final class Publisher: @unchecked Sendable {
             if plan.isComplete { return 0 }
             plans[id] = plan
             order.append(id)
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
             return plan.pendingSegments
         }
     }
@@ -133,7 +128,7 @@ public final class Publisher: @unchecked Sendable {
             plans[id] = nil
             order.removeAll { $0 == id }
             ready.removeAll { $0.id == id }
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
         }
     }
 
@@ -144,7 +139,7 @@ public final class Publisher: @unchecked Sendable {
                 order.append(id)
             }
             change(&plans[id]!)
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
         }
     }
 
@@ -186,12 +181,10 @@ public final class Publisher: @unchecked Sendable {
 
     public var status: Status {
         let now = monotonicMilliseconds()
-        pthread_mutex_lock(&mutex)
-        let pending: [(String, [Int])] = plans.map { ($0.key, $0.value.unconfirmedSegments) }
-        let oldest: Int64? = plans.values.compactMap { $0.oldestUnconfirmedStoredAt }.min()
-        let active = plans.values.filter { !$0.isComplete }.count
-        let counters = self.counters, lastError = self.lastError
-        pthread_mutex_unlock(&mutex)
+        let (pending, oldest, active, counters, lastError) = locked {
+            (plans.map { ($0.key, $0.value.unconfirmedSegments) }, plans.values.compactMap { $0.oldestUnconfirmedStoredAt }.min(),
+             plans.values.filter { !$0.isComplete }.count, counts, lastFailure)
+        }
         var bytes = 0
         for (id, sequences) in pending {
             for sequence in sequences {
@@ -224,7 +217,7 @@ public final class Publisher: @unchecked Sendable {
     public func cancelDrain() {
         locked {
             drainCancelled = true
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
         }
     }
 
@@ -232,7 +225,7 @@ public final class Publisher: @unchecked Sendable {
     public func stop() {
         locked {
             stopping = true
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
         }
         for worker in workers { worker.join() }
     }
@@ -279,10 +272,10 @@ public final class Publisher: @unchecked Sendable {
     /// Records a catalog or site upload: counters, the state change, and the log line.
     private func finishShared(path: String, error: UploadError?, _ change: () -> Void) {
         locked {
-            counters.attempts += 1
-            if let error { counters.failures += 1; lastError = "\(path): \(error)" }
+            counts.attempts += 1
+            if let error { counts.failures += 1; lastFailure = "\(path): \(error)" }
             change()
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
         }
         if let error { log("upload.retry", [("path", path), ("error", "\(error)")]) } else { log("upload.ok", [("path", path)]) }
     }
@@ -352,18 +345,18 @@ public final class Publisher: @unchecked Sendable {
         let now = monotonicMilliseconds()
         let event: (String, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }
-            counters.attempts += 1
+            counts.attempts += 1
             guard plans[id] != nil else { return nil }  // forgotten while uploading
             plans[id]!.finish(job, succeeded: error == nil, now: now, jitter: Double.random(in: 0..<1))
-            pthread_cond_broadcast(&changed)
+            condition.broadcast()
             if let error {
-                counters.failures += 1
-                lastError = "\(id)/\(path): \(error)"
+                counts.failures += 1
+                lastFailure = "\(id)/\(path): \(error)"
                 let (failures, notBefore) = plans[id]!.retryState(of: job)
                 return ("upload.retry", [("path", "\(id)/\(path)"), ("attempt", failures),
                                          ("error", "\(error)"), ("next_ms", (notBefore ?? now) - now)])
             }
-            counters.bytes += bytes
+            counts.bytes += bytes
             if case .playlist = job { catalogDirty = true }
             return nil
         }
@@ -395,15 +388,11 @@ public final class Publisher: @unchecked Sendable {
 
     // MARK: Locking
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
+    private func locked<T>(_ body: () -> T) -> T { condition.withLock(body) }
 
+    /// Inside `locked`: until something changes or CLOCK_MONOTONIC reaches `deadline` (ms).
     private func wait(until deadline: Int64) {
-        var time = timespec(tv_sec: Int(deadline / 1000), tv_nsec: Int(deadline % 1000) * 1_000_000)
-        pthread_cond_timedwait(&changed, &mutex, &time)
+        condition.wait(untilNanoseconds: deadline * 1_000_000)
     }
 }
 
