@@ -1,0 +1,66 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Devices
+import Publishing
+import HLS
+import Codecs
+import Media
+
+final class CommandLineTests: XCTestCase {
+    func testFlagsOverrideConfigAndSet() throws {
+        let config = "[video]\nfps = 25\n[server]\nlisten = 0.0.0.0:9000\n"
+        let invocation = try CommandLineParser.parse(
+            ["run", "--config", "a.conf", "--set", "video.fps=50", "--listen", "off", "--duration=12", "--pace", "fast", "--out", "/tmp/x"],
+            readFile: { _ in Array(config.utf8) })
+        guard case .run(let s, let files) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(files, ["a.conf"])
+        XCTAssertEqual(s.fps, 50)
+        XCTAssertNil(s.listen)
+        XCTAssertEqual(s.durationMilliseconds, 12_000)
+        XCTAssertEqual(s.pace, .fast)
+        XCTAssertEqual(s.dataDirectory, "/tmp/x")
+    }
+
+    /// A board's defaults, then the owner's file: later files win, key by key.
+    func testEncoderCapacityIsAPixelRateBeyondAnyBitRate() throws {
+        var settings = Settings()
+        try ConfigFile.apply(try ConfigFile.parse("[performance]\ncapacity.vaapi = 500M\n", file: "b.conf"), to: &settings)
+        XCTAssertEqual(settings.performance.capacity[.vaapi], 500_000_000)
+        XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[performance]\ncapacity.x264 = fast\n", file: "b.conf"), to: &settings)) {
+            XCTAssertEqual("\($0)", "b.conf:2: performance.capacity.x264: expected pixels per second like 62208000 or 120M, got 'fast'")
+        }
+    }
+
+    func testConfigFilesApplyInOrder() throws {
+        let files = ["/usr/share/onair/board.conf": "[video]\nfps = 15\nwidth = 320\nheight = 180\n",
+                     "/boot/firmware/onair.conf": "[video]\nfps = 25\n[publish]\nurl = http://10.0.2.2:8081/live/\n"]
+        let invocation = try CommandLineParser.parse(["run", "--config", "/usr/share/onair/board.conf", "--config", "/boot/firmware/onair.conf"],
+                                                     readFile: { Array((files[$0] ?? "").utf8) })
+        guard case .run(let s, let names) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(names.count, 2)
+        XCTAssertEqual(s.fps, 25, "the owner's file wins")
+        XCTAssertEqual(s.width, 320, "the board's value stays where the owner says nothing")
+        XCTAssertEqual(s.publish.url, "http://10.0.2.2:8081/live/")
+    }
+
+    func testErrorsNameTheFlag() {
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--duraton", "5"])) { XCTAssertEqual("\($0)", "unknown flag '--duraton' (see 'onair run --help')") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--duration", "soon"])) { XCTAssertTrue("\($0)".hasPrefix("--duration: expected seconds"), "\($0)") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--pace"])) { XCTAssertEqual("\($0)", "--pace: missing value") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--listen", "8080"])) { XCTAssertTrue("\($0)".hasPrefix("--listen: expected ADDR:PORT"), "\($0)") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--set", "nokey"])) { XCTAssertEqual("\($0)", "--set nokey: expected KEY=VALUE") }
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--config", "/nonexistent/onair.conf"])) {
+            XCTAssertEqual("\($0)", "--config /nonexistent/onair.conf: cannot read the file (No such file or directory)")
+        }
+        XCTAssertThrowsError(try CommandLineParser.parse(["frobnicate"]))
+    }
+
+    func testHelpEverywhere() throws {
+        XCTAssertEqual(try CommandLineParser.parse(["run", "--help"]), .help(CommandLineParser.runUsage))
+        XCTAssertEqual(try CommandLineParser.parse(["validate", "--help"]), .help(CommandLineParser.validateUsage))
+        XCTAssertEqual(try CommandLineParser.parse(["--help"]), .help(CommandLineParser.usage))
+        XCTAssertEqual(try CommandLineParser.parse([]), .usage(CommandLineParser.usage), "asked for nothing: usage on stderr, exit 2")
+        XCTAssertEqual(try CommandLineParser.parse(["version"]), .version)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Devices
+import Publishing
+import HLS
+import Codecs
+import Media
+
+final class ConfigTests: XCTestCase {
+    func settings(_ text: String) throws -> Settings {
+        var s = Settings()
+        try ConfigFile.apply(try ConfigFile.parse(text, file: "onair.conf"), to: &s)
+        return s
+    }
+
+    func testSectionsCommentsAndDottedKeys() throws {
+        let s = try settings("""
+            # onair.conf
+            [video]
+            quality = high
+            fps = 25   # smooth enough
+            rotation = 90
+            encoder = x264
+            ; audio
+            [audio]
+            enabled = off
+            [hls]
+            segment_seconds = 1.5
+            """)
+        XCTAssertEqual(s.quality, .high)
+        XCTAssertEqual(s.fps, 25)
+        XCTAssertEqual(s.rotation, .quarter)
+        XCTAssertEqual(s.encoder, .x264)
+        XCTAssertFalse(s.audioEnabled)
+        XCTAssertEqual(s.segmentMilliseconds, 1500)
+        XCTAssertEqual([s.encodedSize.width, s.encodedSize.height], [720, 1280], "rotated")
+    }
+
+    func testErrorsNameFileLineAndKey() {
+        XCTAssertThrowsError(try settings("[video]\nfsp = 30\n")) {
+            XCTAssertEqual("\($0)", "onair.conf:2: unknown key 'video.fsp'")
+        }
+        XCTAssertThrowsError(try settings("\n\n[video]\nfps = fast\n")) {
+            XCTAssertEqual("\($0)", "onair.conf:4: video.fps: expected an integer in 1…240, got 'fast'")
+        }
+        XCTAssertThrowsError(try settings("[video\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1:")) }
+        XCTAssertThrowsError(try settings("video.fps\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1:")) }
+        XCTAssertThrowsError(try settings("video.width = 641\n")) { XCTAssertTrue("\($0)".contains("even")) }
+        XCTAssertThrowsError(try settings("audio.sample_rate = 47000\n"))
+    }
+
+    func testMinimumFreeForms() throws {
+        XCTAssertEqual(try ConfigFile.minimumFree("auto"), .automatic)
+        XCTAssertEqual(try ConfigFile.minimumFree("15%"), .percent(15))
+        XCTAssertEqual(try ConfigFile.minimumFree("2G"), .bytes(2 << 30))
+        XCTAssertEqual(try ConfigFile.minimumFree("500m"), .bytes(500 << 20))
+        XCTAssertEqual(try ConfigFile.minimumFree("4096"), .bytes(4096))
+        for bad in ["", "95%", "-1G", "lots", "1.5G"] { XCTAssertThrowsError(try ConfigFile.minimumFree(bad), bad) }
+    }
+
+    func testBitrateForms() throws {
+        for text in ["1500000", "1500k", "1.5M", "1500K"] { XCTAssertEqual(try ConfigFile.bitrate(text), 1_500_000, text) }
+        XCTAssertEqual(try ConfigFile.bitrate("900k"), 900_000)
+        for bad in ["", "1.5", "abc", "1.5G", "-1M", "1e6", "1.0000005M"] { XCTAssertThrowsError(try ConfigFile.bitrate(bad), bad) }
+    }
+
+    func testQualityPresetsAndDerivedTiming() throws {
+        XCTAssertEqual(try settings("video.quality = low").captureWidth, 854)
+        let medium = Settings()
+        XCTAssertEqual([medium.captureWidth, medium.captureHeight, medium.videoBitrate], [1280, 720, 1_500_000])
+        XCTAssertEqual(medium.keyframeInterval, 60)
+        XCTAssertEqual(medium.segmentTicks, 180_000)
+        XCTAssertEqual(medium.targetDuration, 2)
+        let odd = try settings("video.fps = 25\nhls.segment_seconds = 1.5\nvideo.bitrate = 3M")
+        XCTAssertEqual(odd.keyframeInterval, 38, "1.5 s at 25 fps rounds to whole frames")
+        XCTAssertEqual(odd.targetDuration, 2)
+        XCTAssertEqual(odd.videoBitrate, 3_000_000)
+    }
+}
+
+/// Every board's defaults (board/*/onair.conf, installed in its image) are valid settings.
+final class BoardConfigTests: XCTestCase {
+    func testEveryBoardsDefaultsParse() throws {
+        let boards = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../board").standardized
+        let names = try FileManager.default.contentsOfDirectory(atPath: boards.path).filter { !$0.hasSuffix(".md") }.sorted()
+        XCTAssertEqual(names, ["qemu-x86_64", "rpi4", "rpi5", "x86-vaapi"])
+        for name in names {
+            let path = boards.appendingPathComponent(name).appendingPathComponent("onair.conf").path
+            var settings = Settings()
+            XCTAssertNoThrow(try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &settings),
+                             name)
+        }
+        var qemu = Settings()
+        let path = boards.appendingPathComponent("qemu-x86_64/onair.conf").path
+        try ConfigFile.apply(try ConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path), to: &qemu)
+        XCTAssertEqual(qemu.softwarePreset, "ultrafast")
+        XCTAssertEqual(qemu.button.keys, [57], "KEY_SPACE")
+        try ConfigFile.apply(try ConfigFile.parse("[preview]\nmode = 640x480\n", file: "x.conf"), to: &qemu)
+        XCTAssertEqual(qemu.previewMode, DRMDisplay.Mode(width: 640, height: 480, refresh: 0))
+        XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[preview]\nmode = big\n", file: "x.conf"), to: &qemu)) {
+            XCTAssertEqual("\($0)", "x.conf:2: preview.mode: expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got 'big'")
+        }
+    }
+}

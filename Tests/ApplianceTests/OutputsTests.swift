@@ -1,0 +1,94 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Devices
+import Publishing
+import HLS
+import Codecs
+import Media
+
+/// The pre-roll ring, driven by capture times on a made-up clock.
+final class PrerollTests: XCTestCase {
+    func testTheRingStartsAtTheIDRAtOrBeforeNewestMinusNAndMovesToTenSeconds() throws {
+        let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 3_000_000_000
+        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 1_796_000_000_000)
+        let encoder = StreamEncoder(timeline: timeline, fps: 30, rotation: .none,
+                                    keyframes: SegmentGrid(start: 900_000, segmentTicks: 90_000),  // an IDR a second
+                                    video: try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: 160, height: 96, fps: 30,
+                                                                                                      bitrate: 200_000, keyframeInterval: 30)),
+                                    audio: try AACEncoder(settings: AudioEncoderSettings()))
+        let preroll = Preroll(encoder: encoder, seconds: 1)
+        for i in Int64(0)..<100 {
+            try preroll.encode(pattern.frame(index: i, captureTime: origin + pattern.offset(of: i)))
+            if i % 3 == 2 {  // 100 ms of sound every third frame
+                try preroll.encode(AudioChunk(samples: tone.samples(from: (i / 3) * 4800, count: 4800), channels: 1, sampleRate: 48_000,
+                                              captureTime: origin + (i / 3) * 100_000_000))
+            }
+        }
+        let start = try XCTUnwrap(preroll.origin())
+        // Newest frame 99; 99 − 30 = 69; the IDR at or before it is frame 60.
+        XCTAssertEqual(start.video.count, 40)
+        XCTAssertTrue(start.video[0].isSync)
+        XCTAssertEqual(start.video[0].dts, 900_000, "moved to the stream's 10 s")
+        XCTAssertEqual(start.shift.video, 60 * 3000)
+        XCTAssertEqual(start.shift.audio, 96_000, "2 s at 48 kHz")
+        XCTAssertEqual(start.timeline.origin, origin + 2_000_000_000, "the stream's timeline starts at frame 60's capture")
+        XCTAssertEqual(start.timeline.originWallClockMs, 1_796_000_002_000)
+        let firstAudio = try XCTUnwrap(start.audio.first)
+        XCTAssertLessThanOrEqual(firstAudio.dts, 480_000, "sound starts at or before the first picture")
+        XCTAssertGreaterThan(firstAudio.dts + firstAudio.duration, 480_000, "with the AAC frame that covers it, none before")
+        let order = start.heldInTimeOrder(audioTimescale: 48_000)
+        XCTAssertEqual(order.count, start.video.count + start.audio.count)
+        XCTAssertTrue(zip(order, order.dropFirst()).allSatisfy { a, b in
+            let ta = a.isVideo ? a.sample.dts * 48_000 : a.sample.dts * 90_000
+            let tb = b.isVideo ? b.sample.dts * 48_000 : b.sample.dts * 90_000
+            return ta <= tb || (b.isVideo && !a.isVideo)
+        }, "interleaved in time order")
+    }
+}
+
+/// One capture, two outputs: an output that falls behind drops its own oldest pictures
+/// and never holds the other one back.
+final class OutputIndependenceTests: XCTestCase {
+    final class Counting: StreamOutput, @unchecked Sendable {
+        let name: String
+        let delay: useconds_t
+        let lock = NSLock()
+        var frames: [Int64] = []
+        init(name: String, delay: useconds_t) { self.name = name; self.delay = delay }
+        func prepare() throws {}
+        var encoding: EncodingCost.Output? { nil }
+        func prime(_ frame: VideoFrame) throws {}
+        func prime(_ chunk: AudioChunk) throws {}
+        func begin(_ start: StreamStart, firstFrame: VideoFrame) throws { try encode(firstFrame) }
+        func encode(_ frame: VideoFrame) throws {
+            usleep(delay)
+            lock.withLock { frames.append(frame.index) }
+        }
+        func encode(_ chunk: AudioChunk) throws {}
+        func setRate(_ fps: Int) {}
+        func finish() throws {}
+    }
+
+    func testASlowOutputDropsItsOwnFramesAndTheOtherGetsEveryOne() {
+        let slow = Counting(name: "live", delay: 20_000), fast = Counting(name: "recording", delay: 0)
+        // The recording's queue is the deeper one (as in Session); deep enough here that a
+        // busy test machine cannot make it drop, while the slow output must.
+        let workers = [(slow, 4), (fast, 100)].map {
+            OutputWorker($0.0, queue: MediaQueue(videoCapacity: $0.1, audioCapacity: 50, policy: .dropOldest), failed: { _, _ in })
+        }
+        for worker in workers { worker.queue.push(.begin(StreamStart(id: "s", wallClockMs: 0))) }
+        for i in Int64(0)..<100 {
+            let frame = VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: i, index: i)
+            for worker in workers { worker.queue.push(.video(frame)) }  // never waits: drops instead
+            usleep(2_000)
+        }
+        for worker in workers { worker.queue.push(.finish); worker.stop() }
+        XCTAssertEqual(fast.frames, Array(0..<100), "the fast output got every frame, in order")
+        XCTAssertLessThan(slow.frames.count, 100)
+        XCTAssertEqual(workers[0].queue.dropped.video, 100 - slow.frames.count, "the slow one dropped, and counted, the rest")
+        XCTAssertEqual(workers[1].queue.dropped.video, 0)
+    }
+}

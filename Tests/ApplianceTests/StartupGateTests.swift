@@ -1,0 +1,68 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Devices
+import Publishing
+import HLS
+import Codecs
+import Media
+
+/// The start-up buffer between the camera and the session.
+final class StartupGateTests: XCTestCase {
+    final class Presented: PreviewSink, @unchecked Sendable {
+        let lock = NSLock()
+        var frames: [Int64] = []
+        func present(_ frame: VideoFrame) { lock.withLock { frames.append(frame.index) } }
+        func waitForFirstFrame() {}
+    }
+
+    static func frame(_ index: Int64) -> VideoFrame {
+        VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: index, index: index)
+    }
+
+    /// With --pace fast a full gate makes the source wait; if the pipeline never comes up,
+    /// closing the gate lets it go (a run that fails to start must still exit).
+    func testClosingLetsAWaitingProducerGo() {
+        let gate = StartupGate(capacity: 1, blocking: true, preview: Presented(), log: Log(format: .logfmt, write: { _ in }))
+        gate.capture(Self.frame(0))
+        let released = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            gate.capture(Self.frame(1))  // waits for room
+            released.signal()
+        }
+        XCTAssertEqual(released.wait(timeout: .now() + 0.3), .timedOut, "the producer waits while the gate is full")
+        gate.close()
+        XCTAssertEqual(released.wait(timeout: .now() + 10), .success)
+    }
+
+    func testHeldFramesComeFirstMarkedThenFramesPassStraightThrough() {
+        let preview = Presented()
+        let gate = StartupGate(capacity: 3, blocking: false, preview: preview, log: Log(format: .logfmt, write: { _ in }))
+        for i: Int64 in 0..<6 {
+            gate.capture(Self.frame(i))
+            gate.capture(AudioChunk(samples: [0], channels: 1, sampleRate: 48_000, captureTime: i))
+        }
+        XCTAssertEqual(preview.frames, [0, 1, 2, 3, 4, 5], "every frame is presented at once")
+        XCTAssertEqual(gate.droppedWhileHeld, 3, "the oldest go when the buffer is full")
+        let queue = MediaQueue(videoCapacity: 1, audioCapacity: 1, policy: .dropOldest)
+        gate.open(into: queue)
+        var seen: [String] = []
+        // The queue holds one item of each kind; held items wait for room instead of
+        // evicting each other.
+        while seen.count < 6, let item = queue.pop() {
+            switch item {
+            case .video(let f): seen.append("v\(f.index)\(f.held ? "h" : "")")
+            case .audio(let c): seen.append("a\(c.captureTime)\(c.held ? "h" : "")")
+            default: break
+            }
+        }
+        gate.join()
+        XCTAssertEqual(seen, ["v3h", "a3h", "v4h", "a4h", "v5h", "a5h"])
+        XCTAssertEqual(queue.dropped.video + queue.dropped.audio, 0)
+        gate.capture(Self.frame(6))
+        if case .video(let f)? = queue.pop() {
+            XCTAssertEqual(f.index, 6)
+            XCTAssertFalse(f.held, "after the hand-over, frames pass straight on")
+        } else { XCTFail("frame 6 passes through") }
+    }
+}

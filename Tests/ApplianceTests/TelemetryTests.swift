@@ -1,0 +1,76 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Devices
+import Publishing
+import HLS
+import Codecs
+import Media
+
+/// The status snapshot as /metrics and the console show it.
+final class StatusSnapshotTests: XCTestCase {
+    let snapshot = StatusSnapshotTests.sample()
+    static func sample() -> StatusSnapshot { StatusSnapshot(state: "recording", stream: "20261202T164233Z-3f9a", uptimeSeconds: 3725.5, fps: 30, framesIn: 1800,
+                                  segmentsStored: 30, segmentBytes: 11_250_000, liveBitsPerSecond: 1_520_000, droppedVideoFrames: 2,
+                                  droppedAudioChunks: 0, streamsEnded: 1, recordings: 3, recordingBytes: 250_000_000,
+                                  recordingNowBytes: 37_748_736, cameraFrames: nil, cameraDriverDropped: nil, cameraReopened: nil,
+                                  lastError: "upload.failed url=http://origin/ reason=\"timeout\"",
+                                  publish: .init(destination: "http://origin/", pendingSegments: 3, pendingBytes: 1_125_000,
+                                                 oldestPendingSeconds: 6.2, streamsPublishing: 1, attempts: 40, failures: 7,
+                                                 bytes: 10_125_000, lastError: "timeout")) }
+
+    func testConsoleLine() {
+        XCTAssertEqual(snapshot.consoleLine(fpsActual: 29.97),
+                       "onair: recording stream=20261202T164233Z-3f9a up=1h02m05s fps=30.0/30 temp=- rate=1.52M seg=30/27 queue=3(6s) "
+                       + "rec=36.0M dropped=2 err=upload.failed url=http://origin/ reason=\"timeout\"")
+    }
+
+    func testMetricsInPrometheusTextFormat() {
+        let text = snapshot.metrics
+        XCTAssertTrue(text.hasPrefix("# HELP onair_up_seconds Seconds since onair started.\n# TYPE onair_up_seconds gauge\nonair_up_seconds 3725.5\n"))
+        for line in ["onair_recording 1", "onair_fps_target 30", "onair_frames_in_total 1800", "onair_segments_stored_total 30",
+                     "onair_live_bits_per_second 1520000", "onair_dropped_video_frames_total 2", "onair_recordings_bytes 250000000",
+                     "onair_publish_pending_segments 3", "onair_publish_oldest_pending_seconds 6.2", "onair_publish_failures_total 7"] {
+            XCTAssertTrue(text.contains("\n" + line + "\n"), line)
+        }
+        XCTAssertFalse(text.contains("camera"), "no camera, no camera metrics")
+        // Every sample has its HELP and TYPE, and names are onair_*.
+        let samples = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        XCTAssertEqual(samples.count * 3, text.split(separator: "\n").count)
+        XCTAssertTrue(samples.allSatisfy { $0.hasPrefix("onair_") })
+    }
+}
+
+/// /status: the page and its plots.
+final class StatusPageTests: XCTestCase {
+    func testPlotsHoldTheLastTenMinutesScaledToTheirRange() {
+        let history = History()
+        for i in 0..<130 {
+            history.add(.init(seconds: Double(i * 5), fps: i < 100 ? 30 : 24, temperatureC: nil,
+                              bitsPerSecond: 1_500_000 + Double(i % 3) * 10_000, queue: i % 4))
+        }
+        let samples = history.all
+        XCTAssertEqual(samples.count, 120, "ten minutes at one sample per 5 s")
+        XCTAssertEqual(samples.first?.seconds, 50)
+        let svg = StatusPage.svg(samples)
+        XCTAssertTrue(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        XCTAssertEqual(svg.components(separatedBy: "<polyline").count - 1, 3, "no line where there is no sensor")
+        XCTAssertTrue(svg.contains("frame rate: 24.0 fps"))
+        XCTAssertTrue(svg.contains("temperature: no data"))
+        XCTAssertTrue(svg.contains("upload queue: 1 segments"))
+        let firstLine = svg.components(separatedBy: "points=\"")[1].components(separatedBy: "\"")[0]
+        XCTAssertEqual(firstLine.split(separator: " ").count, 120)
+        XCTAssertTrue(firstLine.hasPrefix("0.0,"), "the oldest sample at the left edge")
+    }
+
+    func testThePageEscapesWhatItShows() {
+        let status = StatusSnapshot(state: "armed", stream: nil, uptimeSeconds: 3700, fps: 30, framesIn: 0, segmentsStored: 0,
+                                    segmentBytes: 0, liveBitsPerSecond: 0, droppedVideoFrames: 0, droppedAudioChunks: 0,
+                                    streamsEnded: 0, recordings: 0, recordingBytes: 0, recordingNowBytes: nil, cameraFrames: nil,
+                                    cameraDriverDropped: nil, cameraReopened: nil, lastError: "<script>x</script>", publish: nil)
+        let page = StatusPage.html(status)
+        XCTAssertTrue(page.contains("<td>&lt;script&gt;x&lt;/script&gt;</td>"))
+        XCTAssertTrue(page.contains("<td>1 h 1 min</td>"))
+        XCTAssertTrue(page.contains("src=\"/status/plots.svg\""))
+    }
+}
