@@ -68,7 +68,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
             if nextBuffer != nil { dropped += 1 }
             return nextBuffer
         }
-        if let replaced { display.giveBack?(replaced) }
+        if let replaced { display.giveBack(replaced) }
         return true
     }
 
@@ -77,7 +77,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
             while next == nil && nextBuffer == nil && !stopped { condition.wait() }
             defer { next = nil; nextBuffer = nil }
             if stopped {
-                if let nextBuffer { display.giveBack?(nextBuffer) }
+                if let nextBuffer { display.giveBack(nextBuffer) }
                 return nil
             }
             return (next, nextBuffer)

@@ -170,7 +170,7 @@ public enum Runner {
                         DRMDisplay.Indicators(recording: sessionBox.recording, uplinkFailing: sessionBox.uplinkFailing)
                     }
                     if let camera, screen.importsCameraBuffers {
-                        screen.giveBack = { camera.release($0) }
+                        screen.giveBuffersBack(to: { camera.release($0) })
                         camera.share(with: preview)
                     }
                     display = preview

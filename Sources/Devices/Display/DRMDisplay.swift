@@ -47,8 +47,6 @@ public final class DRMDisplay: @unchecked Sendable {
     public let picture: (width: Int, height: Int)
     /// Pictures shown (flips completed).
     public private(set) var shown = 0
-    /// Given back the camera's lent buffers once they are off the screen.
-    public var giveBack: (@Sendable (SharedBuffer) -> Void)?
 
     private let fd: Int32
     private let log: Log
@@ -73,6 +71,8 @@ public final class DRMDisplay: @unchecked Sendable {
     private var importing = false
     private var importFailure: String?
     private var onScreen: SharedBuffer?
+    /// Under `lock`: where the camera's lent buffers go back once they are off the screen.
+    private var returnBuffer: (@Sendable (SharedBuffer) -> Void)?
     private let flipDone = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
     /// Set once the display is taken; a failed init leaves nothing for deinit to undo.
     private var ready = false
@@ -269,7 +269,7 @@ public final class DRMDisplay: @unchecked Sendable {
         plan.overlay = nil
         lock.withLock { importing = false }
         plan.reason = reason
-        if let buffer = takeOnScreen() { giveBack?(buffer) }
+        if let buffer = takeOnScreen() { giveBack(buffer) }
         primaryShows = [nil, nil]
         log("preview.fallback", [("from", before.description), ("to", plan.description), ("reason", reason)])
     }
@@ -289,6 +289,17 @@ public final class DRMDisplay: @unchecked Sendable {
 
     /// Whether the camera's lent buffers are what the overlay shows.
     public var importsCameraBuffers: Bool { lock.withLock { importing } }
+
+    /// Where to give the camera's lent buffers back once they are off the screen; set before
+    /// the camera lends the first one.
+    public func giveBuffersBack(to handler: @escaping @Sendable (SharedBuffer) -> Void) {
+        lock.withLock { returnBuffer = handler }
+    }
+
+    /// Gives a lent buffer back to the camera (nothing when none was lent).
+    public func giveBack(_ buffer: SharedBuffer) {
+        lock.withLock { returnBuffer }?(buffer)
+    }
 
     /// Makes (once) the framebuffer for a lent camera buffer; call it while the loan's fd
     /// is valid (in `SharedBufferConsumer.offer`). A buffer the driver cannot scan out
@@ -323,7 +334,7 @@ public final class DRMDisplay: @unchecked Sendable {
     /// this picture: false). True once the flip that shows it has completed.
     public func show(frame: VideoFrame?, buffer: SharedBuffer?, indicators: Indicators, convert: Convert) -> Bool {
         var shownBuffer: SharedBuffer?
-        defer { if let buffer, buffer != shownBuffer { giveBack?(buffer) } }
+        defer { if let buffer, buffer != shownBuffer { giveBack(buffer) } }
         if flipDone.pointee == 0 && !waitForFlip(milliseconds: 50) { return false }
         if let failure = lock.withLock({ () -> String? in defer { importFailure = nil }; return importFailure }) {
             fallBack(failure)
@@ -372,7 +383,7 @@ public final class DRMDisplay: @unchecked Sendable {
         if overlay != nil, case .copied = plan.picture { overlayFront = 1 - overlayFront }
         if let shownBuffer {
             if let previous = lock.withLock({ () -> SharedBuffer? in defer { onScreen = shownBuffer }; return onScreen }) {
-                giveBack?(previous)
+                giveBack(previous)
             }
         }
         shown += 1
@@ -435,7 +446,7 @@ public final class DRMDisplay: @unchecked Sendable {
             drmModeFreeCrtc(saved)
             self.saved = nil
         }
-        if let buffer = takeOnScreen() { giveBack?(buffer) }
+        if let buffer = takeOnScreen() { giveBack(buffer) }
         let cameraBuffers = lock.withLock { () -> [Framebuffer] in
             defer { imported = [:]; importing = false }
             return Array(imported.values)
