@@ -280,3 +280,26 @@ public enum InitSegment {
         w.append(body)
     }
 }
+
+extension InitSegment {
+    /// A stream's init segment and its RFC 6381 codec strings (video first), from what the
+    /// encoders hand out: the parameter sets (SPS and PPS, with the VPS for HEVC) and the
+    /// AudioSpecificConfig. The picture size is the H.264 SPS's; HEVC takes `hevcSize`,
+    /// since its SPS's is padded to whole coding tree units.
+    public static func make(sps: [UInt8], pps: [UInt8], vps: [UInt8]?, hevcSize: (width: Int, height: Int),
+                            audio: AudioTrack?) throws -> (bytes: [UInt8], codecs: [String]) {
+        let width: Int, height: Int
+        var codecs: [String]
+        if vps != nil {
+            codecs = [try HEVC.SPS(nal: sps[...]).codecString]
+            (width, height) = hevcSize
+        } else {
+            let parsed = try H264SPS(nal: sps[...])
+            codecs = [parsed.codecString]
+            (width, height) = (parsed.width, parsed.height)
+        }
+        if let audio { codecs.append(try AudioSpecificConfig(bytes: audio.config).codecString) }
+        let bytes = make(video: VideoTrack(width: width, height: height, sps: sps, pps: pps, vps: vps), audio: audio)
+        return (bytes, codecs)
+    }
+}

@@ -83,6 +83,19 @@ final class InitSegmentTests: XCTestCase {
         XCTAssertEqual(a.audioConfig, Golden.audioConfig)
         XCTAssertEqual(parsed.trex.map(\.trackID), [1, 2])
     }
+
+    /// From the encoders' parameter sets: the size comes from the H.264 SPS (not the size
+    /// passed for HEVC), the codec strings from the SPS and the AudioSpecificConfig.
+    func testFromParameterSets() throws {
+        let made = try InitSegment.make(sps: Golden.sps, pps: Golden.pps, vps: nil, hevcSize: (320, 180), audio: audio)
+        XCTAssertEqual(made.bytes, InitSegment.make(video: video, audio: audio))
+        XCTAssertEqual(made.codecs, ["avc1.64001f", "mp4a.40.2"])
+        let silent = try InitSegment.make(sps: Golden.sps, pps: Golden.pps, vps: nil, hevcSize: (320, 180), audio: nil)
+        XCTAssertEqual(silent.codecs, ["avc1.64001f"])
+        XCTAssertEqual(try ParsedInit(bytes: silent.bytes).tracks.map(\.handler), ["vide"])
+        XCTAssertThrowsError(try InitSegment.make(sps: [0x67, 0x64], pps: Golden.pps, vps: nil, hevcSize: (320, 180), audio: nil),
+                             "a truncated SPS is an error, not a guess")
+    }
 }
 
 final class FragmentTests: XCTestCase {

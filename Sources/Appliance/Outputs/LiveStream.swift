@@ -36,15 +36,15 @@ final class LiveStream {
         segmenter = Segmenter(grid: origin.grid(settings.segmentTicks),
                               tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
                               timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps))
-        let tracks = try Self.tracks(video: encoder.video, audio: encoder.audio, sampleRate: settings.sampleRate,
-                                     channels: settings.channels, audioBitrate: settings.audioBitrate)
+        let tracks = try encoder.initSegment(sampleRate: settings.sampleRate, channels: settings.channels,
+                                             audioBitrate: settings.audioBitrate)
         let size = settings.encodedSize
         // The rate the stream starts at: the thermal ladder's, when it has stepped down.
         let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: encoder.fps,
                                             configuredBitrate: settings.videoBitrate + (encoder.audio == nil ? 0 : settings.audioBitrate),
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
-                                  initSegment: tracks.initSegment, makeRoom: makeRoom, observer: observer)
+                                  initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
         log("stream.started", ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
             ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
@@ -77,31 +77,6 @@ final class LiveStream {
     }
 
     /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
-    static func tracks(video: VideoEncoder, audio: AACEncoder?, sampleRate: Int, channels: Int,
-                       audioBitrate: Int) throws -> (initSegment: [UInt8], codecs: [String]) {
-        let width: Int, height: Int
-        var codecs: [String]
-        if video.vps != nil {
-            // HEVC (recordings): the size is the encoder's (the SPS's is CTU-padded).
-            codecs = [try HEVC.SPS(nal: video.sps[...]).codecString]
-            (width, height) = (video.settings.width, video.settings.height)
-        } else {
-            let sps = try H264SPS(nal: video.sps[...])
-            codecs = [sps.codecString]
-            (width, height) = (sps.width, sps.height)
-        }
-        var audioTrack: AudioTrack?
-        if let audio {
-            let config = try AudioSpecificConfig(bytes: audio.audioSpecificConfig)
-            codecs.append(config.codecString)
-            audioTrack = AudioTrack(sampleRate: sampleRate, channels: channels,
-                                    config: audio.audioSpecificConfig, averageBitrate: UInt32(audioBitrate))
-        }
-        let initSegment = InitSegment.make(
-            video: VideoTrack(width: width, height: height, sps: video.sps, pps: video.pps, vps: video.vps), audio: audioTrack)
-        return (initSegment, codecs)
-    }
-
     func encode(_ frame: VideoFrame) throws {
         if encoder.rateChangeDue(frame) {
             // A new frame rate starts a new discontinuity domain (HLS_RULES S17: one rate

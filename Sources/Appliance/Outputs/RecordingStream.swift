@@ -39,9 +39,9 @@ final class RecordingStream {
                                tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
                                timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps), cutsOnlyAtSync: false)
         let video = encoder.video
-        let tracks = try LiveStream.tracks(video: video, audio: encoder.audio, sampleRate: settings.sampleRate, channels: settings.channels,
-                                           audioBitrate: settings.audioBitrate)
-        file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.initSegment,
+        let tracks = try encoder.initSegment(sampleRate: settings.sampleRate, channels: settings.channels,
+                                             audioBitrate: settings.audioBitrate)
+        file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.bytes,
                                  preallocateBytes: Int64(profile.preallocateMegabytes) << 20, makeRoom: makeRoom)
         log("recording.started", ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
             ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.bitrate),

@@ -1,6 +1,7 @@
 import Codecs
 import HLS
 import Media
+import MP4
 
 /// One output's encoders on one stream's timeline: pictures go on a constant-frame-rate
 /// grid and sound where its capture time puts it. Both the live stream and the recording
@@ -185,5 +186,17 @@ final class StreamEncoder {
             }
         }
         return (try video.flush(), sound + (try audio?.flush() ?? []))
+    }
+}
+
+extension StreamEncoder {
+    /// The stream's init segment and codec strings, from this encoder's parameter sets
+    /// (MP4 builds it; the live stream and the recording both start with one).
+    func initSegment(sampleRate: Int, channels: Int, audioBitrate: Int) throws -> (bytes: [UInt8], codecs: [String]) {
+        let audioTrack = audio.map {
+            AudioTrack(sampleRate: sampleRate, channels: channels, config: $0.audioSpecificConfig, averageBitrate: UInt32(audioBitrate))
+        }
+        return try InitSegment.make(sps: video.sps, pps: video.pps, vps: video.vps,
+                                    hevcSize: (video.settings.width, video.settings.height), audio: audioTrack)
     }
 }
