@@ -129,7 +129,7 @@ final class Pipeline: @unchecked Sendable {
                 }
                 server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
                     "/api/status": .json { snapshot().json },
-                    "/api/recordings": .json { Runner.recordingsJSON(recordings) },
+                    "/api/recordings": .json { recordings.json },
                     "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
                     "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
                     "/status/plots.svg": .init(contentType: "image/svg+xml") { [history] in Array(StatusPage.svg(history.all).utf8) }
@@ -138,7 +138,7 @@ final class Pipeline: @unchecked Sendable {
                 // Say what is bound: one address, or every interface.
                 let address = server!.listenAddress, port = server!.port
                 log("server.listening", ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
-                    ("url", Runner.displayURL(address, port: port)))
+                    ("url", address.browserURL(port: port)))
             } catch {
                 session.shutdown()
                 throw StartError(description: "\(error)", status: 2)

@@ -1,7 +1,6 @@
 import Devices
 import Files
 import HLS
-import Media
 import Publishing
 import Recording
 import Server
@@ -362,17 +361,6 @@ public enum Runner {
             log("uplink.probe", level: .warn, ("error", "\(error)"), ("chosen", "low"))
             return .low
         }
-    }
-
-    /// `GET /api/recordings`: every local recording, oldest first, with its download path.
-    static func recordingsJSON(_ recordings: Recordings) -> [UInt8] {
-        JSON.object(["recordings": .array(recordings.list().map(\.json))]).bytes
-    }
-
-    /// The URL a person opens for a listen address: loopback for a wildcard bind.
-    static func displayURL(_ listen: ListenAddress, port: UInt16) -> String {
-        let host = listen.isWildcard ? (listen.isIPv6 ? "[::1]" : "127.0.0.1") : (listen.isIPv6 ? "[\(listen.host)]" : listen.host)
-        return "http://\(host):\(port)/"
     }
 
     /// Each line on a terminal or pipe toggles recording; end of input changes nothing.

@@ -226,19 +226,13 @@ public final class Session: @unchecked Sendable {
     private var audioEndTicks: Int64 { rescale(audioEndNs, from: Timescale.nanoseconds, to: Timescale.video) }
 
     private func begin(with frame: VideoFrame) {
-        let wallClock = Self.wallClock(atCapture: frame.captureTime)
+        let wallClock = wallClockMilliseconds(atCapture: frame.captureTime)
         let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
         streamOrigin = frame.captureTime
         lastSlot = -1
         audioEndNs = 0
         lock.withLock { currentStreamID = start.id }
         send(.begin(start))
-    }
-
-    /// PROGRAM-DATE-TIME is the wall clock at capture: step back over the time the frame
-    /// spent in queues (with --pace fast, frames run ahead of the clock).
-    static func wallClock(atCapture captureTime: Int64) -> Int64 {
-        wallClockMilliseconds() - max(0, MonotonicClock().now() - captureTime) / 1_000_000
     }
 
     private func finishStream() {

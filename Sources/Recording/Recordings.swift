@@ -63,6 +63,9 @@ public struct Recordings: Sendable {
         try AtomicFile.write(entry.json.bytes, to: "\(directory)/\(id).json")
     }
 
+    /// `GET /api/recordings`: every recording, oldest first.
+    public var json: [UInt8] { JSON.fields(["recordings": list().map(\.json)]).bytes }
+
     /// Every recording, oldest first (ids sort by start time).
     public func list() -> [Entry] {
         let names = FileSystem.names(in: directory) ?? []

@@ -31,6 +31,13 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
     /// Every interface rather than one address.
     public var isWildcard: Bool { host == "0.0.0.0" || host == "::" }
 
+    /// The URL a person opens for this address once bound to `port`: loopback for a
+    /// wildcard bind.
+    public func browserURL(port: UInt16) -> String {
+        let shown = isWildcard ? (isIPv6 ? "[::1]" : "127.0.0.1") : (isIPv6 ? "[\(host)]" : host)
+        return "http://\(shown):\(port)/"
+    }
+
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// The socket address to bind.

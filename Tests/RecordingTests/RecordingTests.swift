@@ -276,5 +276,12 @@ final class RecordingsTests: XCTestCase {
         XCTAssertEqual(events, ["recording.expired"])
         XCTAssertEqual(recordings.list().map(\.id), [ids[1], ids[2]])
         XCTAssertEqual(recordings.evictable().map(\.id), [ids[2]], "keep is never evicted")
+
+        // GET /api/recordings: the same list as JSON, each entry as its .json beside it says.
+        let api = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(recordings.json)) as? [String: [[String: Any]]])
+        XCTAssertEqual(api["recordings"]?.map { $0["id"] as? String }, [ids[1], ids[2]])
+        XCTAssertEqual(api["recordings"]?.map { $0["priority"] as? String }, ["keep", "normal"])
+        XCTAssertEqual(api["recordings"]?.first?["file"] as? String, "\(ids[1]).mp4")
+        XCTAssertEqual(api["recordings"]?.first?["frames"] as? Int, 60)
     }
 }

@@ -135,4 +135,11 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(try ListenAddress("0.0.0.0:8080").isWildcard, true)
         XCTAssertEqual(try ListenAddress("[::1]:0").description, "[::1]:0")
     }
+
+    func testTheURLAPersonOpensIsLoopbackForAWildcard() throws {
+        XCTAssertEqual(try ListenAddress("0.0.0.0:8080").browserURL(port: 8080), "http://127.0.0.1:8080/")
+        XCTAssertEqual(try ListenAddress("[::]:0").browserURL(port: 41234), "http://[::1]:41234/", "the port bound, not 0")
+        XCTAssertEqual(try ListenAddress("192.168.1.7:80").browserURL(port: 80), "http://192.168.1.7:80/")
+        XCTAssertEqual(try ListenAddress("[fe80::1]:8080").browserURL(port: 8080), "http://[fe80::1]:8080/")
+    }
 }

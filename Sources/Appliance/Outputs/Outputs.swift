@@ -1,4 +1,5 @@
 import Codecs
+import Devices
 import Files
 import Media
 import Publishing
@@ -161,7 +162,7 @@ final class EncodingOutput: StreamOutput {
         guard settings.record.prerollSeconds > 0 else { return }
         if preroll == nil {
             let opened = try encoders.take(encoderSettings, audio: settings, log: log)
-            preroll = Preroll(encoder: makeEncoder(frame, Session.wallClock(atCapture: frame.captureTime), opened.video, opened.audio),
+            preroll = Preroll(encoder: makeEncoder(frame, wallClockMilliseconds(atCapture: frame.captureTime), opened.video, opened.audio),
                               seconds: settings.record.prerollSeconds)
         }
         try preroll?.encode(frame)
