@@ -23,6 +23,9 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     private var thread: WorkerThread?
     private let presented = Completion()
     private(set) var dropped = 0
+    private var firstFrameAt: Double?
+
+    var firstFrameMilliseconds: Double? { condition.withLock { firstFrameAt } }
 
     /// `state`: recording, and whether the destination has stopped confirming uploads.
     init(display: DRMDisplay, log: Log, state: @escaping @Sendable () -> DRMDisplay.Indicators) {
@@ -40,6 +43,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
                     continue
                 }
                 if display.shown == 1 {
+                    condition.withLock { firstFrameAt = log.elapsedMilliseconds }
                     log("preview.first_frame", ("frame", buffer?.frameIndex ?? frame?.index ?? 0), ("device", display.path),
                         ("mode", display.mode.description), ("picture", display.plan.description))
                     presented.signal()

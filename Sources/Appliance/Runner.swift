@@ -154,7 +154,6 @@ public enum Runner {
         // The screen, when there is one (auto finds none on a headless board or a server:
         // the first captured frame counts as presented then).
         let sessionBox = SessionBox()
-        let firstFrame = FirstFrameTime(log: log)
         var display: DisplayPreview?
         if let device = settings.previewDevice {
             do {
@@ -272,7 +271,7 @@ public enum Runner {
         // Ready only now that the buttons listen: a press right after READY=1 (or after the
         // console says so) must not be lost. The start-up's two times since the process
         // started go on the console as well.
-        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", firstFrame.milliseconds.map { "\($0)" } ?? "none"),
+        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"),
             ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
         report.start()

@@ -11,21 +11,25 @@ protocol PreviewSink: AnyObject, Sendable {
     func present(_ frame: VideoFrame)
     /// Returns once the first frame is presented (on a screen: after its flip).
     func waitForFirstFrame()
+    /// When the first frame was presented, in the log's milliseconds since process start.
+    var firstFrameMilliseconds: Double? { get }
 }
 
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).
 final class FirstFramePreview: PreviewSink, @unchecked Sendable {
     private let presented = Completion()
     private let lock = Lock()
-    private var first: Int64?
+    private var first: Double?
     private let log: Log
 
     init(log: Log) { self.log = log }
 
+    var firstFrameMilliseconds: Double? { lock.withLock { first } }
+
     func present(_ frame: VideoFrame) {
         let isFirst = lock.withLock { () -> Bool in
             guard first == nil else { return false }
-            first = frame.captureTime
+            first = log.elapsedMilliseconds
             return true
         }
         if isFirst {
@@ -140,19 +144,4 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
             condition.broadcast()
         }
     }
-}
-
-/// When `preview.first_frame` was logged, in the log's milliseconds since process start.
-final class FirstFrameTime: @unchecked Sendable {
-    private let lock = Lock()
-    private var value: Double?
-
-    init(log: Log) {
-        log.listen { [weak self, log] event, _, _ in
-            guard event == "preview.first_frame", let self else { return }
-            self.lock.withLock { if self.value == nil { self.value = log.elapsedMilliseconds } }
-        }
-    }
-
-    var milliseconds: Double? { lock.withLock { value } }
 }

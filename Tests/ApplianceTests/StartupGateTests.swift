@@ -14,6 +14,23 @@ final class StartupGateTests: XCTestCase {
         var frames: [Int64] = []
         func present(_ frame: VideoFrame) { lock.withLock { frames.append(frame.index) } }
         func waitForFirstFrame() {}
+        var firstFrameMilliseconds: Double? { nil }
+    }
+
+    /// The first presented frame's time is the log's, taken when it is presented: no
+    /// listening to log lines for it.
+    func testTheHeadlessPreviewNotesWhenItsFirstFrameWasPresented() {
+        let lines = LogTests.Lines()
+        let log = Log(format: .logfmt, write: { lines.lines.append($0) })
+        let preview = FirstFramePreview(log: log)
+        XCTAssertNil(preview.firstFrameMilliseconds)
+        preview.present(Self.frame(0))
+        let first = preview.firstFrameMilliseconds
+        XCTAssertNotNil(first)
+        preview.present(Self.frame(1))
+        XCTAssertEqual(preview.firstFrameMilliseconds, first, "the first frame only")
+        preview.waitForFirstFrame()
+        XCTAssertEqual(lines.lines.filter { $0.contains("event=preview.first_frame") }.count, 1)
     }
 
     static func frame(_ index: Int64) -> VideoFrame {
