@@ -8,7 +8,7 @@ import Threading
 /// backlog: in real time a full queue drops the oldest item of that kind (newest wins) and
 /// counts it; with `--pace fast` the producer waits instead, so a benchmark measures work
 /// rather than drops.
-public final class MediaQueue: CaptureSink, @unchecked Sendable {
+public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var under `condition`
     public enum Item: Sendable {
         case video(VideoFrame)
         case audio(AudioChunk)

@@ -376,7 +376,7 @@ public enum Runner {
 }
 
 /// The id of the stream being written, shared with the storage keeper's thread.
-final class CurrentStream: @unchecked Sendable {
+final class CurrentStream: @unchecked Sendable {  // `id` under `lock`
     private let lock = Lock()
     private var id: String?
     func set(_ value: String?) { lock.withLock { id = value } }
@@ -384,7 +384,7 @@ final class CurrentStream: @unchecked Sendable {
 }
 
 /// The session for whoever is made before it (the preview's recording indicator).
-final class SessionBox: @unchecked Sendable {
+final class SessionBox: @unchecked Sendable {  // both vars under `lock`
     private let lock = Lock()
     private var session: Session?
     private var publisher: Publisher?

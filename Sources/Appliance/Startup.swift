@@ -16,7 +16,7 @@ protocol PreviewSink: AnyObject, Sendable {
 }
 
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).
-final class FirstFramePreview: PreviewSink, @unchecked Sendable {
+final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` under `lock`
     private let presented = Completion()
     private let lock = Lock()
     private var first: Double?

@@ -5,7 +5,7 @@ import Glibc
 import Threading
 
 /// The last ten minutes, one sample every five seconds, for the /status plots.
-final class History: @unchecked Sendable {
+final class History: @unchecked Sendable {  // `samples` under `lock`
     struct Sample: Equatable {
         var seconds: Double       // since onair started
         var fps: Double

@@ -9,7 +9,7 @@ import Threading
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
 /// the console line. Counters only grow; rates are over the last ten seconds.
-final class Telemetry: @unchecked Sendable {
+final class Telemetry: @unchecked Sendable {  // every var under `lock`
     private let lock = Lock()
     private let clock = MonotonicClock()
     let started: Int64

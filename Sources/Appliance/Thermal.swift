@@ -69,7 +69,7 @@ struct ThermalLadder {
 }
 
 /// Reads the sensor once a second and moves the session along the ladder.
-final class ThermalWatch: @unchecked Sendable {
+final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `thread` only in start()/stop()
     private let done = Completion()
     private var thread: WorkerThread?
     private let lock = Lock()

@@ -17,7 +17,7 @@ public struct DeviceError: Error, CustomStringConvertible {
 /// back over what was still buffered, so audio and video share one clock. An overrun
 /// (xrun) is recovered with `snd_pcm_recover` and counted; the gap it leaves shows in the
 /// timestamps, and the live path fills it with silence.
-public final class ALSAMicrophone: @unchecked Sendable {
+public final class ALSAMicrophone: @unchecked Sendable {  // `pcm` set in init, closed in deinit after the join; `stopped`, `xrunCount` under `lock`
     public let device: String
     public let sampleRate: Int
     public let channels: Int

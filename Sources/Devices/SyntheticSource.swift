@@ -18,7 +18,7 @@ public enum Pace: String, Sendable {
 /// origin: video frame i at i/fps, audio sample n at n/rate, both from the source start.
 /// One thread delivers both in time order (video when captured, audio when its 20 ms
 /// chunk is complete), which is also what makes `--pace fast` deterministic.
-public final class SyntheticSource: @unchecked Sendable {
+public final class SyntheticSource: @unchecked Sendable {  // `stopped` under `lock`; `thread` only in start()/stop(), on the owner's thread
     public let pattern: SyntheticPattern
     public let tone: SyntheticTone?
     public let pace: Pace

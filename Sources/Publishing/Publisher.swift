@@ -28,7 +28,7 @@ public struct UploadError: Error, CustomStringConvertible, Equatable {
 /// Publishes every stream from the local spool (the data directory) to one destination,
 /// in the order PublishPlan allows, with `parallel` segment uploads at once. The media
 /// thread reports what it stored; workers read the files back from disk and upload them.
-public final class Publisher: @unchecked Sendable {
+public final class Publisher: @unchecked Sendable {  // every var under `condition`; `workers` set in init, joined in stop()
     public typealias Log = @Sendable (String, [(String, Any)]) -> Void
 
     public struct Counters: Sendable, Equatable {

@@ -8,7 +8,7 @@ import Threading
 /// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
 /// once a second, so each playlist is parsed again only when its size or modification
 /// time changed: an ended stream is read once, a live one once per new segment.
-public final class StreamCatalog: @unchecked Sendable {
+public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
     public let root: String
     private let lock = Lock()
     private var cache: [String: (size: Int64, modified: Int64, info: StreamInfo)] = [:]

@@ -6,7 +6,7 @@ import Glibc
 /// state: `withLock { while !ready { wait() } }`. Timed waits run on CLOCK_MONOTONIC, so a
 /// wall-clock step (NTP on a board without an RTC) neither stretches nor cuts them. The
 /// pthread objects live on the heap: they must not move while another thread uses them.
-public final class Condition: @unchecked Sendable {
+public final class Condition: @unchecked Sendable {  // the pthread objects are the synchronisation
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 

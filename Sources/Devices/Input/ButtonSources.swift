@@ -33,7 +33,7 @@ enum GPIOChip {
 
 /// A button on a GPIO line, through the character device uAPI v2: edge events on both
 /// edges with the kernel's debounce; when the chip cannot debounce, onair does.
-public final class GPIOButton: @unchecked Sendable {
+public final class GPIOButton: @unchecked Sendable {  // `stopped` under `lock`; `debouncer` only on its reading thread; `thread` only in start()/stop()
     public let description: String
     private let lineFD: Int32
     private var debouncer: Debouncer
@@ -85,7 +85,7 @@ public final class GPIOButton: @unchecked Sendable {
 
 /// Record keys on evdev devices: a named one, or (`auto`) every device that reports one
 /// of the keys, looked for again every two seconds so a keyboard plugged in later works.
-public final class EvdevButtons: @unchecked Sendable {
+public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock`; `thread` only in start()/stop(), on the owner's thread
     public let keys: Set<UInt16>
     private let device: String?
     private let lock = Lock()

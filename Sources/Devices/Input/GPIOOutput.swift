@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// One GPIO output line (a tally light) through the uAPI v2.
-public final class GPIOOutput: @unchecked Sendable {
+public final class GPIOOutput: Sendable {
     public let description: String
     private let lineFD: Int32
 
