@@ -98,7 +98,7 @@ struct ButtonLogic {
 
 /// Edges from every button source → ButtonLogic → the session. Thread-safe: GPIO and
 /// evdev threads call `edge`; a timer thread of its own runs the deadlines.
-final class ButtonController: @unchecked Sendable {
+final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `thread` set in init, joined by stop()
     private let lock = Lock()
     private var logic: ButtonLogic
     private let clock = MonotonicClock()
@@ -163,7 +163,7 @@ enum TallyPattern: Equatable {
 }
 
 /// Drives the tally line from the appliance's state, eight times a second.
-final class TallyLight: @unchecked Sendable {
+final class TallyLight: @unchecked Sendable {  // `thread` set in init, joined by stop(); the rest immutable
     private let output: GPIOOutput
     private let done = Completion()
     private var thread: WorkerThread?

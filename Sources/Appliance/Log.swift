@@ -9,7 +9,7 @@ import Glibc
 /// people and the serial console, or JSON lines for machines. `t_ms` counts from process
 /// start on CLOCK_MONOTONIC (before the Swift runtime, the config and this logger; only exec
 /// and the loader come before it). Thread-safe: media and control threads both log.
-public final class Log: @unchecked Sendable {
+public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the rest immutable
     public enum Level: String, Sendable { case debug, info, warn, error }
 
     public let format: Settings.LogFormat

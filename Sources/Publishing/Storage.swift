@@ -25,7 +25,7 @@ public enum MinimumFree: Sendable, Equatable {
 /// oldest normal-priority local recordings; streams the destination does not have yet go
 /// only as a last resort, each with an error event; the stream being recorded is never
 /// touched.
-public final class StorageKeeper: @unchecked Sendable {
+public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `lock`; the rest immutable
     public struct Space: Sendable { public var total: Int64; public var available: Int64
         public init(total: Int64, available: Int64) { self.total = total; self.available = available }
     }

@@ -6,7 +6,7 @@ import Glibc
 /// The one thread type: a pthread that names itself (what `top -H` and gdb show) and is
 /// joined by its owner. The media plane (capture, encode, publish) runs on these, never on
 /// the cooperative pool the control plane shares.
-public final class WorkerThread: @unchecked Sendable {
+public final class WorkerThread: @unchecked Sendable {  // `thread` set in init only; `isJoined` under `joined`
     /// What the thread is for, for debuggers and logs (the kernel keeps 15 bytes of it).
     public let name: String
     private var thread = pthread_t()
@@ -50,7 +50,7 @@ public final class WorkerThread: @unchecked Sendable {
 /// A serial queue of jobs on one WorkerThread, started when the first job arrives and
 /// joined by `stop()` or when its owner lets go of it (the thread holds only the queue).
 public final class SerialWorker: Sendable {
-    private final class Queue: @unchecked Sendable {
+    private final class Queue: @unchecked Sendable {  // `jobs` and `stopping` under `state`
         let state = Condition()
         var jobs: [@Sendable () -> Void] = []
         var stopping = false

@@ -24,7 +24,7 @@ protocol StreamOutput: AnyObject {
 /// An output's thread and its own bounded queue. The session hands every item to each
 /// worker; a worker whose queue is full drops its own oldest picture (and counts it),
 /// never another output's.
-final class OutputWorker: @unchecked Sendable {
+final class OutputWorker: @unchecked Sendable {  // `output` used only on its thread; `thread` set in init, joined by stop()
     let output: StreamOutput
     let queue: MediaQueue
     private var thread: WorkerThread?
