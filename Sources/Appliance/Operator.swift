@@ -43,7 +43,7 @@ struct SystemdNotifier: Sendable {
 /// The operator's view while the appliance runs: a status line on the serial console
 /// every `console.interval_s` (and a line for each important event), and systemd's
 /// STATUS=/WATCHDOG=1. One thread, woken at the shorter of the two intervals.
-final class OperatorReport: @unchecked Sendable {
+final class OperatorReport: @unchecked Sendable {  // `console` under `lock` after init; `thread` only in start()/stop()
     /// Events worth a console line of their own.
     static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
                                          "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
@@ -93,7 +93,7 @@ final class OperatorReport: @unchecked Sendable {
     }
 
     func start() {
-        guard console != nil || notifier != nil else { return }
+        guard lock.withLock({ console != nil }) || notifier != nil else { return }
         let tick = min(interval, notifier?.watchdogInterval ?? interval)
         thread = WorkerThread(name: "onair-report") { [self] in
             let clock = MonotonicClock()

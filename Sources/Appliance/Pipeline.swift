@@ -12,7 +12,7 @@ import Threading
 /// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
 /// session with its encoders and recording writer, the web server), and takes down at the
 /// end of a run.
-final class Pipeline: @unchecked Sendable {
+final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init, stopped by stop() on the run's thread; the rest immutable
     let settings: Settings
     let session: Session
     let publisher: Publisher?

@@ -13,7 +13,7 @@ import Threading
 /// while recording and an amber corner while the uplink is failing.
 /// `preview.first_frame` is logged when the first flip has completed: the picture is on
 /// the screen, and the deferred start may begin.
-final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {
+final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {  // vars under `condition`; `thread` set in init, joined by stop()
     private let display: DRMDisplay
     private let converter = PictureConverter()
     private let condition = Condition()
@@ -22,7 +22,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     private var stopped = false
     private var thread: WorkerThread?
     private let presented = Completion()
-    private(set) var dropped = 0
+    private var dropped = 0
     private var firstFrameAt: Double?
 
     var firstFrameMilliseconds: Double? { condition.withLock { firstFrameAt } }

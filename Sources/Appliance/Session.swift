@@ -11,7 +11,7 @@ import Threading
 /// `stopRecording`) are picked up at the next item, so stream state has exactly one owner.
 /// One capture feeds every use: the session decides which frames make up a stream and
 /// hands the same ones to each output (live HLS, the recording), each on its own thread.
-public final class Session: @unchecked Sendable {
+public final class Session: @unchecked Sendable {  // shared state under `lock`, the stream's only on its thread; start() sets `workers` (under `lock`), `onIdle`, `thread` before that thread runs
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
     enum Command { case start, stop, toggle, rate(Int) }
 
@@ -32,7 +32,7 @@ public final class Session: @unchecked Sendable {
     private var lastSlot: Int64 = -1
     private var audioEndNs: Int64 = 0
     private var finishingFrames = 0
-    public private(set) var streamsEnded = 0
+    private var endedCount = 0  // under `lock`: read by the status page
 
     /// Told of everything a stream writes, once it is on disk (the publisher).
     private let observer: @Sendable (StreamEvent) -> Void
@@ -68,7 +68,7 @@ public final class Session: @unchecked Sendable {
     /// Pictures and sound chunks dropped because a thread fell behind: at the session's
     /// own queue and at each output's.
     public var dropped: (video: Int, audio: Int) {
-        ([queue] + workers.map(\.queue)).reduce((0, 0)) { total, queue in
+        ([queue] + lock.withLock { workers }.map(\.queue)).reduce((0, 0)) { total, queue in
             let d = queue.dropped
             return (total.0 + d.video, total.1 + d.audio)
         }
@@ -105,7 +105,8 @@ public final class Session: @unchecked Sendable {
         }
         log("encoder.ready", ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
-        workers = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
+        let started = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
+        lock.withLock { workers = started }
         thread = WorkerThread(name: "onair-session") { [self] in run() }
     }
 
@@ -179,6 +180,8 @@ public final class Session: @unchecked Sendable {
 
     /// Frames handed to the outputs as part of a stream.
     public var framesIn: Int { lock.withLock { framesSent } }
+    /// Streams ended in this run.
+    public var streamsEnded: Int { lock.withLock { endedCount } }
     private var framesSent = 0
 
     private func handle(_ item: MediaQueue.Item) {
@@ -243,7 +246,7 @@ public final class Session: @unchecked Sendable {
         streamOrigin = nil
         lock.withLock { currentStreamID = nil }
         send(.finish)
-        streamsEnded += 1
+        lock.withLock { endedCount += 1 }
         let dropped = self.dropped
         if dropped.video + dropped.audio > 0 {
             log("capture.dropped", level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))

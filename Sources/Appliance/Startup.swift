@@ -46,7 +46,7 @@ final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` un
 /// so a start asked for before the encoders existed still begins with the frame it was
 /// asked at. Once open, a feeder hands the held frames over in order (marked `held`, so
 /// no queue drops them) and then the gate passes everything straight through.
-final class StartupGate: CaptureSink, @unchecked Sendable {
+final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `condition`; `feeder` only in open()/join(), on the run's thread
     private let preview: PreviewSink
     private let condition = Condition()
     private var held: [MediaQueue.Item] = []
@@ -59,7 +59,9 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
     private var closed = false
     private var firstFrame = true
     private let log: Log
-    private(set) var droppedWhileHeld = 0
+    private var droppedCount = 0
+    /// Frames dropped because the buffer was full before the pipeline opened.
+    var droppedWhileHeld: Int { condition.withLock { droppedCount } }
     private var feeder: WorkerThread?
 
     /// `capacity`: how many frames may be held (sound rides along with them).
@@ -99,7 +101,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
                     let next = held[(oldest + 1)...].firstIndex(where: Self.isVideo) ?? held.endIndex
                     held.removeSubrange(0..<next)
                     heldVideo -= 1
-                    droppedWhileHeld += 1
+                    droppedCount += 1
                 }
             }
             return nil
@@ -109,8 +111,8 @@ final class StartupGate: CaptureSink, @unchecked Sendable {
 
     /// The pipeline is ready: hand over what is held, then pass frames straight on.
     func open(into queue: MediaQueue) {
-        let count = condition.withLock { () -> Int in target = queue; return heldVideo }
-        log("startup.buffer", ("held_frames", count), ("dropped_frames", droppedWhileHeld))
+        let (count, dropped) = condition.withLock { () -> (Int, Int) in target = queue; return (heldVideo, droppedCount) }
+        log("startup.buffer", ("held_frames", count), ("dropped_frames", dropped))
         feeder = WorkerThread(name: "onair-startup") { [self] in
             while true {
                 let next = condition.withLock { () -> MediaQueue.Item? in

@@ -15,7 +15,7 @@ public struct ServerError: Error, CustomStringConvertible {
 /// recordings (Range requests for downloads), with the
 /// headers HLS players and caches expect. libmicrohttpd runs its own threads; the handler
 /// only reads files, so it shares nothing mutable with the media plane.
-public final class WebServer: @unchecked Sendable {
+public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in init, `daemon` cleared by stop() once its threads end; `messages` under `messageLock`
     public let root: String
     private let canonicalRoot: String
     private let catalog: StreamCatalog
