@@ -12,7 +12,7 @@ import Glibc
 /// XRGB8888. Atomic modesetting when the driver has it (each change tested first, then
 /// applied at a vblank), legacy SetCrtc/SetPlane/PageFlip otherwise. A layout the driver
 /// refuses falls back to the next one, said in the log. Closing gives back what was there.
-public final class DRMDisplay: @unchecked Sendable {
+public final class DRMDisplay: @unchecked Sendable {  // the capture thread's state under `lock`; the KMS state on the preview's thread only, after init
     public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     public struct Mode: Sendable, Equatable, CustomStringConvertible {
         public var width: Int

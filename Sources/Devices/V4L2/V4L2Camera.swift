@@ -9,7 +9,7 @@ import Glibc
 /// driver's CLOCK_MONOTONIC capture time. When the device goes away (unplugged, ENODEV,
 /// EIO, or silent for `stallMilliseconds`) it says so once, keeps trying to reopen it with
 /// backoff, and marks the first frame after its return as a discontinuity.
-public final class V4L2Camera: @unchecked Sendable {
+public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`, but `thread`: only in start()/stop(), on the owner's thread
     public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     /// MJPEG → I420 at the given size (libavcodec's decoder, from Codecs).
     public typealias Decoder = (UnsafeRawBufferPointer, Size) throws -> [UInt8]
@@ -74,7 +74,9 @@ public final class V4L2Camera: @unchecked Sendable {
     private var stopped = false
     private var thread: WorkerThread?
     private var stats = Statistics()
-    public private(set) var opened: Opened?
+    private var openedValue: Opened?
+    /// What open() found and was granted.
+    public var opened: Opened? { lock.withLock { openedValue } }
 
     public init(_ configuration: Configuration, clock: MediaClock = MonotonicClock(), decoder: Decoder? = nil,
                 openDevice: @escaping (String) throws -> VideoDevice = { try LinuxVideoDevice(path: $0) },
@@ -107,7 +109,7 @@ public final class V4L2Camera: @unchecked Sendable {
     }
 
     /// Whether buffers can be lent at all: the driver exported one DMABUF per buffer.
-    public var sharesBuffers: Bool { lock.withLock { !exported.isEmpty && exported.count == (opened?.buffers ?? -1) } }
+    public var sharesBuffers: Bool { lock.withLock { !exported.isEmpty && exported.count == (openedValue?.buffers ?? -1) } }
 
     /// The buffer at `index` as a loan to the consumer, registered as lent; nil when there
     /// is no consumer, no DMABUF, or lending it would leave the driver fewer than two.
@@ -124,7 +126,7 @@ public final class V4L2Camera: @unchecked Sendable {
     @discardableResult
     public func open() throws -> Opened {
         let result = try openAndStream()
-        opened = result
+        lock.withLock { openedValue = result }
         return result
     }
 
