@@ -56,14 +56,14 @@ let package = Package(
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media", "Threading"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media", "Threading", "TestSupport"]),
         .testTarget(name: "PublishingTests", dependencies: ["Publishing", "Files", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),

@@ -46,10 +46,3 @@ public final class Condition: @unchecked Sendable {  // the pthread objects are 
     public func signal() { pthread_cond_signal(condition) }
     public func broadcast() { pthread_cond_broadcast(condition) }
 }
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock of every wait and timeout.
-public func monotonicNanoseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-}

@@ -1,3 +1,4 @@
+import TestSupport
 import Threading
 import XCTest
 @testable import Devices
@@ -91,6 +92,24 @@ final class SyntheticSourceTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(due, lastDelivery)
             lastDelivery = due
         }
+    }
+
+    /// Real-time pace on a clock the test drives: each capture waits on the clock's
+    /// sleep, so on virtual time a second of frames and sound takes no real second, and
+    /// the clock stands at the last delivery's due time.
+    func testRealTimePaceSleepsOnTheClockItIsGiven() {
+        let clock = ManualClock(now: 5_000_000_000)
+        let source = SyntheticSource(width: 64, height: 32, fps: 25, audio: (48_000, 1), pace: .realtime, clock: clock)
+        let recorder = Recorder(wanted: 76)  // 26 frames and 50 chunks: the first second
+        let origin = source.start(into: recorder)
+        recorder.done.wait()
+        source.stop()
+        XCTAssertEqual(origin, 5_000_000_000)
+        let events = recorder.lock.withLock { recorder.events }
+        let video = events.filter { $0.kind == "v" }
+        XCTAssertEqual(video.prefix(26).map(\.time), (0..<26).map { origin + Int64($0) * 40_000_000 })
+        // The source slept until each due time: the clock is at least at the 76th delivery's.
+        XCTAssertGreaterThanOrEqual(clock.now(), origin + 1_000_000_000)
     }
 }
 

@@ -7,13 +7,13 @@ import TestSupport
 final class TimelineTests: XCTestCase {
     func testFirstVideoFrameIsTenSecondsAndOneDeltaAppliesToBothTracks() {
         let clock = ManualClock(now: 123_456_789_000)
-        let timeline = Timeline(firstVideoCaptureTime: clock.now, wallClockMs: 1_796_229_753_000)
-        XCTAssertEqual(timeline.ticks(captureTime: clock.now, timescale: 90_000), 900_000)
-        XCTAssertEqual(timeline.ticks(captureTime: clock.now, timescale: 48_000), 480_000)
+        let timeline = Timeline(firstVideoCaptureTime: clock.now(), wallClockMs: 1_796_229_753_000)
+        XCTAssertEqual(timeline.ticks(captureTime: clock.now(), timescale: 90_000), 900_000)
+        XCTAssertEqual(timeline.ticks(captureTime: clock.now(), timescale: 48_000), 480_000)
         // Audio captured 15 ms before the first frame keeps its 15 ms lead.
-        XCTAssertEqual(timeline.ticks(captureTime: clock.now - 15_000_000, timescale: 48_000), 480_000 - 720)
+        XCTAssertEqual(timeline.ticks(captureTime: clock.now() - 15_000_000, timescale: 48_000), 480_000 - 720)
         clock.advance(by: 2_000_000_000)
-        XCTAssertEqual(timeline.ticks(captureTime: clock.now, timescale: 90_000), 1_080_000)
+        XCTAssertEqual(timeline.ticks(captureTime: clock.now(), timescale: 90_000), 1_080_000)
         XCTAssertEqual(timeline.wallClockMs(ticks: 1_080_000, timescale: 90_000), 1_796_229_755_000)
     }
 

@@ -1,11 +1,16 @@
-import Media
 import HLS
+import Media
+import Threading
 
 /// A clock a test moves by hand (the NIOEmbedded idea): nothing sleeps.
-public final class ManualClock: @unchecked Sendable {
-    public private(set) var now: Int64
-    public init(now: Int64 = 1_000_000_000) { self.now = now }
-    public func advance(by nanoseconds: Int64) { now += nanoseconds }
+public final class ManualClock: MediaClock, @unchecked Sendable {  // `time` under `lock`
+    private let lock = Lock()
+    private var time: Int64
+    public init(now: Int64 = 1_000_000_000) { time = now }
+    public func now() -> Int64 { lock.withLock { time } }
+    public func advance(by nanoseconds: Int64) { lock.withLock { time += nanoseconds } }
+    /// Virtual time: a sleep moves the clock to its deadline at once (never back).
+    public func sleep(until deadline: Int64) { lock.withLock { time = max(time, deadline) } }
 }
 
 /// Hex to bytes, for golden tables: spaces and newlines are ignored.
