@@ -190,15 +190,20 @@ public enum Runner {
         let fast = settings.pace == .fast && camera == nil
         let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
                                blocking: fast, preview: preview, log: log)
+        // A start that ends before the pipeline runs: the camera and the screen go, in the
+        // reverse of the order they came.
+        func abandonStart() {
+            gate.close()
+            source.stop()
+            display?.stop()
+        }
         let deferred = settings.startup.deferred
         if deferred != .off {
             startSource(source, into: gate, settings: settings, log: log)
             if deferred == .auto {
                 preview.waitForFirstFrame()
             } else if !waitForStartSignal(signals, log: log) {
-                gate.close()
-                source.stop()
-                display?.stop()
+                abandonStart()
                 log("onair.exit", ("streams", 0))
                 return 0
             }
@@ -213,18 +218,10 @@ public enum Runner {
                                     camera: cameraStatistics) { session in
                 if session.error != nil || settings.durationMilliseconds != nil { done.signal() }
             }
-        } catch let error as Pipeline.StartError {
-            gate.close()
-            source.stop()
-            display?.stop()
-            printError("onair: \(error)")
-            return error.status
         } catch {
-            gate.close()
-            source.stop()
-            display?.stop()
+            abandonStart()
             printError("onair: \(error)")
-            return 1
+            return (error as? Pipeline.StartError)?.status ?? 1
         }
         gate.open(into: pipeline.session.queue)
         // The operator's view: the serial console's status line, and systemd's READY=1.
