@@ -372,7 +372,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// to the confirmed segments.
     private func load(_ id: String, _ job: PublishPlan.Job) -> (String, [UInt8]?) {
         let directory = "\(root)/streams/\(id)"
-        func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)").map { Array($0) } }
+        func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)") }
         switch job {
         case .initSegment: return ("init.mp4", read("init.mp4"))
         case .segment(let sequence):

@@ -56,7 +56,7 @@ public enum Recovery {
         guard let data = FileSystem.read(playlistPath) else {
             return nil  // no segment was ever stored: nothing to publish
         }
-        guard let text = String(validating: Array(data), as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
+        guard let text = String(validating: data, as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
             setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
             return nil
         }
@@ -65,7 +65,7 @@ public enum Recovery {
         let initPath = directory + "/init.mp4"
         if let initBytes = FileSystem.read(initPath) {
             do {
-                let parsedInit = try ParsedInit(bytes: Array(initBytes))
+                let parsedInit = try ParsedInit(bytes: initBytes)
                 if let video = parsedInit.track("vide") {
                     addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
                 }
@@ -90,7 +90,7 @@ public enum Recovery {
             guard let bytes = FileSystem.read(path) else { return }
             let traf: ParsedSegment.TrackFragment
             do {
-                let segment = try ParsedSegment(bytes: Array(bytes), trex: trex)
+                let segment = try ParsedSegment(bytes: bytes, trex: trex)
                 guard let first = segment.traf(video.trackID).first, first.duration > 0 else {
                     throw MP4Error.missing("video samples")
                 }
