@@ -22,7 +22,6 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     private var stopped = false
     private var thread: WorkerThread?
     private let presented = Completion()
-    private var dropped = 0
     private var firstFrameAt: Double?
 
     var firstFrameMilliseconds: Double? { condition.withLock { firstFrameAt } }
@@ -38,10 +37,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
                 let ok = display.show(frame: frame, buffer: buffer, indicators: state()) { [converter] frame, memory, pitch, width, height in
                     converter.draw(frame, into: memory, pitch: pitch, width: width, height: height)
                 }
-                guard ok else {
-                    condition.withLock { dropped += 1 }
-                    continue
-                }
+                guard ok else { continue }
                 if display.shown == 1 {
                     condition.withLock { firstFrameAt = log.elapsedMilliseconds }
                     log("preview.first_frame", ("frame", buffer?.frameIndex ?? frame?.index ?? 0), ("device", display.path),
@@ -56,7 +52,6 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         // While the camera's buffers are scanned out, its copies are for the encoders only.
         guard !display.importsCameraBuffers else { return }
         condition.withLock {
-            if next != nil { dropped += 1 }
             next = frame
             condition.signal()
         }
@@ -69,7 +64,6 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         let replaced = condition.withLock { () -> SharedBuffer? in
             guard !stopped else { return buffer }
             defer { nextBuffer = buffer; condition.signal() }
-            if nextBuffer != nil { dropped += 1 }
             return nextBuffer
         }
         if let replaced { display.giveBack(replaced) }
