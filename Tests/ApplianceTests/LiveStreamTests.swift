@@ -14,13 +14,7 @@ final class LiveStreamTimingTests: XCTestCase {
     /// A 160x96 stream at `fps` with real x264 and AAC encoders, writing under a temporary
     /// folder that `addTeardownBlock` removes.
     func settingsAndEncoders(fps: Int) throws -> (Settings, VideoEncoder, AACEncoder, Log) {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-live-\(UUID().uuidString)").path
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
-        var settings = Settings()
-        settings.width = 160
-        settings.height = 96
-        settings.fps = fps
-        settings.dataDirectory = root
+        let settings = smallStreamSettings(fps: fps)
         let size = settings.encodedSize
         let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: fps,
                                                                                 bitrate: 200_000, keyframeInterval: 2 * fps))
@@ -101,12 +95,7 @@ final class LiveStreamTimingTests: XCTestCase {
 /// recording keeps the last picture up through the gap while the sound goes on.
 final class DiscontinuityTests: XCTestCase {
     func testACameraGapBecomesADiscontinuityLiveAndAPauseInTheRecording() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-gap-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        var settings = Settings()
-        settings.width = 160
-        settings.height = 96
-        settings.dataDirectory = root
+        var settings = smallStreamSettings(fps: 30)
         settings.record.preallocateMegabytes = 0
         let encoderSettings = VideoEncoderSettings(width: 160, height: 96, fps: 30, bitrate: 200_000, keyframeInterval: 60)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
@@ -153,7 +142,7 @@ final class DiscontinuityTests: XCTestCase {
                        "the date after the gap is the capture time of the frame after it")
         XCTAssertEqual(parsed.entries.reduce(0.0) { $0 + (Double($1.duration) ?? 0) }, 6.0, accuracy: 0.001)
 
-        let file = root + "/recordings/\(start.id).mp4"
+        let file = settings.dataDirectory + "/recordings/\(start.id).mp4"
         XCTAssertTrue(FileManager.default.fileExists(atPath: file))
         let movie = try ParsedMovieSummary(path: file)
         XCTAssertEqual(movie.videoFrames, 180)
@@ -185,5 +174,20 @@ struct ParsedMovieSummary {
             if fields[0] == "video" { videoSeconds = Double(fields[1]) ?? 0; videoFrames = Int(fields[2]) ?? 0 }
             if fields[0] == "audio" { audioSeconds = Double(fields[1]) ?? 0 }
         }
+    }
+}
+
+extension XCTestCase {
+    /// Settings for a 160x96 stream at `fps`, writing under a temporary folder that the
+    /// test's teardown removes.
+    func smallStreamSettings(fps: Int) -> Settings {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-stream-\(UUID().uuidString)").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        var settings = Settings()
+        settings.width = 160
+        settings.height = 96
+        settings.fps = fps
+        settings.dataDirectory = root
+        return settings
     }
 }
