@@ -30,7 +30,7 @@ results = []
 
 
 def check(name, ok, detail=""):
-    results.append(ok)
+    results.append((name, bool(ok), detail))
     print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
     return ok
 
@@ -162,7 +162,11 @@ def main():
         sizes = subprocess.run(["du", "-sm", os.path.join(tree, "usr/lib/modules")], capture_output=True, text=True).stdout.split()
         check("kernel modules: trimmed (under 40 MB)", sizes and int(sizes[0]) < 40, f"{sizes[0] if sizes else '?'} MB")
 
-    failed = results.count(False)
+    failed = sum(1 for _, ok, _ in results if not ok)
+    # Again at the end: CI keeps only the tail of a long log, and the failure is what matters.
+    for name, ok, detail in results:
+        if not ok:
+            print(f"FAILED {name}{': ' + detail[-300:] if detail else ''}")
     print(f"{len(results) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -107,7 +107,7 @@ def say(text):
 
 
 def check(name, ok, detail=""):
-    results.append((name, bool(ok)))
+    results.append((name, bool(ok), detail))
     say(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
     return ok
 
@@ -619,8 +619,12 @@ def root_used_mb(image):
 def finish(timings):
     for name, value in timings.items():
         say(f"measured: {name} = {value}")
-    passed = sum(1 for _, ok in results if ok)
+    passed = sum(1 for _, ok, _ in results if ok)
     failed = len(results) - passed
+    # Again at the end: CI keeps only the tail of a long log, and the failure is what matters.
+    for name, ok, detail in results:
+        if not ok:
+            say(f"FAILED {name}{': ' + detail[-300:] if detail else ''}")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
