@@ -48,7 +48,7 @@ final class OperatorReport: @unchecked Sendable {  // `console` under `lock` aft
     static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
                                          "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
                                          "performance.lowered", "audio.unavailable", "record.codec", "deferred_start.done",
-                                         "thermal.step", "preview.fallback", "recording.recovered", "recovery.skipped",
+                                         "thermal.step", "thermal.limit", "preview.fallback", "recording.recovered", "recovery.skipped",
                                          "recording.paused", "recording.resumed", "recording.reserve_off"]
 
     private let device: String?

@@ -21,7 +21,20 @@ public struct ThermalSettings: Sendable, Equatable {
 /// The frame-rate ladder (pure, on any clock): step down when it has been hot (or the
 /// encoders have been dropping frames) for the dwell time, step up when it has been cool
 /// for the dwell time; never faster than the dwell, either way.
+///
+/// A rate the encoders could not keep up with is retried after twice as long each time it
+/// fails again (up to 64 dwells): without that a board at its limit flaps between two
+/// rates every other dwell, and every change is a discontinuity the viewers see.
 struct ThermalLadder {
+    enum Reason: String, Equatable { case hot, backlog = "encoder backlog", cool }
+    enum Event: Equatable {
+        /// The rate changes from `from` to `to`.
+        case step(from: Int, to: Int, reason: Reason)
+        /// Hot (or behind) for a dwell at the lowest rate: nothing left to lower. Once per
+        /// episode, so the operator knows the board is past what the ladder can do.
+        case atLowest(fps: Int, reason: Reason)
+    }
+
     let steps: [Int]
     let hot: Double
     let cool: Double
@@ -30,6 +43,10 @@ struct ThermalLadder {
     private var hotSince: Int64?
     private var coolSince: Int64?
     private var lastChange: Int64?
+    private var reportedLowest = false
+    /// How many times the encoders fell behind at each step (by index).
+    private var backlogs: [Int: Int] = [:]
+    static let maximumBackoff = 6
 
     /// Starts at `fps`, the configured rate, which is also the top: the ladder lowers the
     /// rate and restores it, never raises it past what the camera was opened at (a board
@@ -45,24 +62,38 @@ struct ThermalLadder {
 
     var fps: Int { steps[index] }
 
-    /// One reading; returns the step taken, if any: (from, to, reason).
-    mutating func observe(temperature: Double?, pressure: Bool, at now: Int64) -> (from: Int, to: Int, reason: String)? {
-        let isHot = (temperature.map { $0 >= hot } ?? false) || pressure
+    /// How long it must stay cool before the rate goes back up to step `index`.
+    func coolDwell(toward index: Int) -> Int64 {
+        dwell << min(backlogs[index] ?? 0, Self.maximumBackoff)
+    }
+
+    /// One reading; returns what the ladder did, if anything.
+    mutating func observe(temperature: Double?, pressure: Bool, at now: Int64) -> Event? {
+        let isHotReading = temperature.map { $0 >= hot } ?? false
+        let isHot = isHotReading || pressure
         let isCool = !pressure && (temperature.map { $0 <= cool } ?? true)
         hotSince = isHot ? (hotSince ?? now) : nil
         coolSince = isCool ? (coolSince ?? now) : nil
+        if hotSince == nil { reportedLowest = false }
         let settled = lastChange.map { now - $0 >= dwell } ?? true
-        if let since = hotSince, now - since >= dwell, settled, index + 1 < steps.count {
+        if let since = hotSince, now - since >= dwell, settled {
+            let reason: Reason = isHotReading ? .hot : .backlog
+            guard index + 1 < steps.count else {
+                if reportedLowest { return nil }
+                reportedLowest = true
+                return .atLowest(fps: fps, reason: reason)
+            }
+            if reason == .backlog { backlogs[index, default: 0] += 1 }
             index += 1
             lastChange = now
             hotSince = now  // the next step down needs another whole dwell of heat
-            return (steps[index - 1], steps[index], pressure && !(temperature.map { $0 >= hot } ?? false) ? "encoder backlog" : "hot")
+            return .step(from: steps[index - 1], to: steps[index], reason: reason)
         }
-        if let since = coolSince, now - since >= dwell, settled, index > 0 {
+        if let since = coolSince, index > 0, now - since >= coolDwell(toward: index - 1), settled {
             index -= 1
             lastChange = now
             coolSince = now
-            return (steps[index + 1], steps[index], "cool")
+            return .step(from: steps[index + 1], to: steps[index], reason: .cool)
         }
         return nil
     }
@@ -105,10 +136,16 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `thre
                 report(temperature)
                 let drops = dropped()
                 defer { lastDropped = drops }
-                if let step = ladder.observe(temperature: temperature, pressure: drops > lastDropped, at: clock.now()) {
-                    log("thermal.step", level: .warn, ("from", step.from), ("to", step.to),
-                        ("temp_c", temperature.map { ($0 * 10).rounded() / 10 } ?? -1), ("reason", step.reason))
-                    setRate(step.to)
+                let celsius = temperature.map { ($0 * 10).rounded() / 10 } ?? -1
+                switch ladder.observe(temperature: temperature, pressure: drops > lastDropped, at: clock.now()) {
+                case .step(let from, let to, let reason)?:
+                    log("thermal.step", level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
+                    setRate(to)
+                case .atLowest(let fps, let reason)?:
+                    log("thermal.limit", level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
+                        ("note", "already at the lowest of thermal.fps_steps"))
+                case nil:
+                    break
                 }
             }
         }
