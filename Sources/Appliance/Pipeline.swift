@@ -169,7 +169,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         let finished = recordings.list()
         let camera = self.camera?()
         return StatusSnapshot(
-            state: session.state.rawValue, stream: session.currentStream, uptimeSeconds: counts.uptimeSeconds, fps: settings.fps,
+            state: session.state.rawValue, stream: session.currentStream, uptimeSeconds: counts.uptimeSeconds, fps: session.rate,
             framesIn: session.framesIn, segmentsStored: counts.segments, segmentBytes: counts.segmentBytes,
             liveBitsPerSecond: counts.liveBitsPerSecond, droppedVideoFrames: dropped.video, droppedAudioChunks: dropped.audio,
             streamsEnded: session.streamsEnded, recordings: finished.filter { !$0.recording }.count,

@@ -133,7 +133,14 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     public func stopRecording() { post(.stop) }
     public func toggle() { post(.toggle) }
     /// The thermal ladder's frame rate; the outputs change at their next segment boundary.
-    public func setRate(_ fps: Int) { post(.rate(fps)) }
+    public func setRate(_ fps: Int) {
+        lock.withLock { targetRate = fps }
+        post(.rate(fps))
+    }
+
+    /// The frame rate streams are made at now: the configured one, or the thermal ladder's.
+    public var rate: Int { lock.withLock { targetRate ?? settings.fps } }
+    private var targetRate: Int?  // under `lock`
 
     /// Finishes any stream in progress with what has been captured, lets every output
     /// write it out, then ends the threads.

@@ -105,7 +105,7 @@ struct StatusSnapshot {
         }
         metric("up_seconds", "gauge", "Seconds since onair started.", (uptimeSeconds * 1000).rounded() / 1000)
         metric("recording", "gauge", "1 while a stream is being recorded.", state == "recording" || state == "finishing" ? 1 : 0)
-        metric("fps_target", "gauge", "The frame rate streams are made at.", Double(fps))
+        metric("fps_target", "gauge", "The frame rate streams are made at now (the thermal ladder lowers it).", Double(fps))
         metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
         metric("segments_stored_total", "counter", "Live media segments stored.", Double(segmentsStored))
         metric("segment_bytes_total", "counter", "Bytes of live media segments stored.", Double(segmentBytes))

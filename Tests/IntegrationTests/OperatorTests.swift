@@ -154,11 +154,23 @@ final class ThermalTests: XCTestCase {
         try "45000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", out, "--duration", "10",
                                               "--set", "video.quality=low", "--set", "thermal.sensor=\(sensor)",
-                                              "--set", "thermal.dwell_s=1", "--set", "thermal.fps_steps=30,24"])
+                                              "--set", "thermal.dwell_s=1", "--set", "thermal.fps_steps=30,24",
+                                              "--set", "console.device=\(out)/console", "--set", "console.interval_s=1"])
         XCTAssertNotNil(onair.waitForLog("event=segment.stored"), onair.stderr)
         try "91000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         XCTAssertTrue(onair.stderr.contains("event=thermal.step from=30 to=24 temp_c=91.0 reason=hot"), onair.stderr)
+        // The console says so, and its status lines show the rate in use from then on.
+        let console = try String(contentsOfFile: out + "/console", encoding: .utf8).components(separatedBy: "\r\n")
+        let step = try XCTUnwrap(console.firstIndex { $0.hasPrefix("onair: thermal.step from=30 to=24") }, console.joined(separator: "\n"))
+        let statusLines = { (lines: ArraySlice<String>) in lines.filter { $0.contains(" up=") } }
+        XCTAssertTrue(statusLines(console[..<step]).allSatisfy { $0.contains(" fps=") && $0.contains("/30 ") }, console.joined(separator: "\n"))
+        let after = statusLines(console[(step + 1)...])
+        XCTAssertFalse(after.isEmpty)
+        XCTAssertTrue(after.allSatisfy { $0.contains("/24 ") }, console.joined(separator: "\n"))
+        // Still hot at the lowest step: said once.
+        XCTAssertEqual(console.filter { $0.hasPrefix("onair: thermal.limit fps=24 temp_c=91.0 reason=hot") }.count, 1,
+                       console.joined(separator: "\n"))
         let rate = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=stream.rate") }.map(String.init))
         let frame = try XCTUnwrap(logValue(rate, "frame").flatMap(Int.init))
         XCTAssertEqual(frame % 60, 0, "the new rate starts at a segment boundary (2 s = 60 frames at 30 fps)")
