@@ -30,6 +30,8 @@ let package = Package(
 
         // The file system through POSIX: atomic writes, reading, listing, removing.
         .target(name: "Files"),
+        // Typed events (declared beside the code that emits them) and the one log they go to.
+        .target(name: "Logging", dependencies: ["Media", "Threading"]),
 
         // Pure media code: no I/O.
         .target(name: "Media"),
@@ -38,13 +40,13 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media", "Threading", "CALSA", "CLinux", "CDRM"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "CCurl"]),
-        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "CLinux"]),
-        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "CMicroHTTPD"]),
+        .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl"]),
+        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux"]),
+        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -56,18 +58,19 @@ let package = Package(
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
+        .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "TestSupport"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Media", "Threading", "TestSupport"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Publishing", "Files", "HLS", "Media", "TestSupport"]),
-        .testTarget(name: "RecordingTests", dependencies: ["Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]

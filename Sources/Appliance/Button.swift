@@ -1,4 +1,5 @@
 import Devices
+import Logging
 import Publishing
 import Threading
 #if canImport(Glibc)
@@ -122,12 +123,12 @@ final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `t
 
     func edge(_ edge: ButtonEdge, source: String) {
         let actions = lock.withLock { edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time) }
-        if edge.pressed { log("button.pressed", ("source", source)) } else { log("button.released", ("source", source)) }
+        if edge.pressed { log(.buttonPressed, ("source", source)) } else { log(.buttonReleased, ("source", source)) }
         for action in actions { perform(action, source: source) }
     }
 
     private func perform(_ action: ButtonLogic.Action, source: String) {
-        if action == .longPress { log("button.long_press", ("source", source)) }
+        if action == .longPress { log(.buttonLongPress, ("source", source)) }
         act(action)
     }
 

@@ -1,5 +1,6 @@
 import Codecs
 import Devices
+import Logging
 import Media
 
 /// Where pictures come from in a run: the V4L2 camera or the synthetic one.
@@ -34,10 +35,10 @@ enum Capture {
                 .init(device: settings.videoDevice == "auto" ? nil : settings.videoDevice,
                       size: ask, fps: settings.fps, buffers: settings.videoBuffers),
                 decoder: { jpeg, size in try decoder.decode(jpeg, width: size.width, height: size.height) },
-                log: { event, fields in log.emit(event, level: event == "camera.lost" ? .error : .warn, fields) })
+                log: log)
             do {
                 let opened = try camera.open()
-                log("camera.opened", ("device", opened.path), ("card", opened.card), ("driver", opened.driver),
+                log(.cameraOpened, ("device", opened.path), ("card", opened.card), ("driver", opened.driver),
                     ("asked", "\(ask)@\(settings.fps)"),
                     ("format", opened.granted.format.description),
                     ("granted", "\(opened.granted.width)x\(opened.granted.height)@\(opened.fps.map { formatRate($0) } ?? "?")"),
@@ -47,7 +48,7 @@ enum Capture {
                 return (camera, settings)
             } catch {
                 if settings.source == .v4l2 { throw error }
-                log("source.selected", ("source", "synthetic"), ("reason", "\(error)"))
+                log(.sourceSelected, ("source", "synthetic"), ("reason", "\(error)"))
             }
         }
         return (nil, settings)

@@ -1,5 +1,6 @@
 import Codecs
 import Devices
+import Logging
 import Media
 import Publishing
 import Recording
@@ -151,7 +152,7 @@ public enum ConfigFile {
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
-        "log.format": { $0.logFormat = try choice($1, Settings.LogFormat.self) },
+        "log.format": { $0.logFormat = try choice($1, Log.Format.self) },
         "publish.url": { $0.publish.url = $1.isEmpty || $1 == "off" ? nil : $1 },
         // Repeatable: each line adds a header (e.g. a bearer token).
         "publish.header": {

@@ -4,6 +4,7 @@ import Devices
 import Files
 import Glibc
 #endif
+import Logging
 import Media
 
 /// `performance.*`: what the board's encoders can sustain, and what to do when a
@@ -122,7 +123,7 @@ enum X264Calibration {
         // the live and recording encoders together do.
         let capacity = Double(width * height * (frames - 5)) / seconds * Double(cores) * 0.8
         try? AtomicFile.write(Array("\(key)\n\(capacity)\n".utf8), to: cache)
-        log("performance.calibrated", ("encoder", "x264"), ("cpu", model), ("cores", cores),
+        log(.performanceCalibrated, ("encoder", "x264"), ("cpu", model), ("cores", cores),
             ("pixels_per_second", Int(capacity)), ("cache", cache))
         return capacity
     }

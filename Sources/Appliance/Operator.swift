@@ -1,5 +1,6 @@
 import Devices
 import Files
+import Logging
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -44,13 +45,6 @@ struct SystemdNotifier: Sendable {
 /// every `console.interval_s` (and a line for each important event), and systemd's
 /// STATUS=/WATCHDOG=1. One thread, woken at the shorter of the two intervals.
 final class OperatorReport: @unchecked Sendable {  // `console` under `lock` after init; `thread` only in start()/stop()
-    /// Events worth a console line of their own.
-    static let important: Set<String> = ["stream.started", "stream.ended", "recording.ended", "camera.lost", "camera.reopened",
-                                         "publish.incomplete", "storage.low", "storage.deleted_unpublished", "session.failed",
-                                         "performance.lowered", "audio.unavailable", "record.codec", "deferred_start.done",
-                                         "thermal.step", "thermal.limit", "preview.fallback", "recording.recovered", "recovery.skipped",
-                                         "recording.paused", "recording.resumed", "recording.reserve_off"]
-
     private let device: String?
     private var console: Int32?
     private let notifier: SystemdNotifier?
@@ -66,14 +60,14 @@ final class OperatorReport: @unchecked Sendable {  // `console` under `lock` aft
          snapshot: @escaping @Sendable () -> StatusSnapshot, alive: @escaping @Sendable () -> Bool) {
         self.device = device
         console = device.flatMap(Self.open)
-        if let device, console == nil { log("console.unavailable", level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
+        if let device, console == nil { log(.consoleUnavailable, level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
         self.notifier = notifier
         self.interval = interval
         self.snapshot = snapshot
         self.alive = alive
         if console != nil {
             log.listen { [weak self] event, _, fields in
-                guard OperatorReport.important.contains(event) else { return }
+                guard event.onConsole else { return }
                 self?.write("onair: \(event) " + fields.map { "\($0.0)=\(Log.logfmtValue($0.1))" }.joined(separator: " "))
             }
         }

@@ -3,6 +3,7 @@ import Devices
 import Glibc
 #endif
 import HLS
+import Logging
 import Publishing
 import Recording
 import Server
@@ -51,7 +52,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                 microphone = try ALSAMicrophone(device: audioDevice, sampleRate: adjusted.sampleRate, channels: adjusted.channels)
             } catch {
                 if adjusted.audio == .on { throw StartError(description: "\(error)", status: 2) }
-                log("audio.unavailable", level: .warn, ("error", "\(error)"), ("note", "recording video only"))
+                log(.audioUnavailable, level: .warn, ("error", "\(error)"), ("note", "recording video only"))
                 adjusted.audio = .off
             }
         }
@@ -72,29 +73,25 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             isPublished: { id in
                 destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
             },
-            log: { event, fields in
-                log.emit(event, level: event == "storage.deleted" ? .info : event == "storage.deleted_recording" ? .warn : .error, fields)
-            },
+            log: log,
             deleted: { [publisher] id in publisher?.forget(id) },
             recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
         storage.prune(recording: nil)
         // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
         // was completely stored, and published to the end, before anything new starts.
         // A file that cannot be used is set aside and said once; the start goes on.
-        let skipped: (Recovery.Skipped) -> Void = { log("recovery.skipped", level: .error, ("path", $0.path), ("reason", $0.reason)) }
+        let skipped: (Recovery.Skipped) -> Void = { log(.recoverySkipped, level: .error, ("path", $0.path), ("reason", $0.reason)) }
         for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped) {
-            if stream.wasInterrupted { log("stream.recovered", level: .warn, ("id", stream.id), ("segments", stream.segments)) }
+            if stream.wasInterrupted { log(.streamRecovered, level: .warn, ("id", stream.id), ("segments", stream.segments)) }
             if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
-                log("publish.resumed", ("id", stream.id), ("pending_segments", pending))
+                log(.publishResumed, ("id", stream.id), ("pending_segments", pending))
             }
         }
         // Recordings a crash left as `.part` become playable MP4s from their complete
         // fragments; old ones go by record.keep_days.
-        recordings.recoverAll(priority: settings.record.priority) { event, fields in
-            log.emit(event, level: event == "recording.recovered" ? .warn : .error, fields)
-        }
+        recordings.recoverAll(priority: settings.record.priority, log: log)
         if let days = settings.record.keepDays {
-            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds()) { event, fields in log.emit(event, level: .info, fields) }
+            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds(), log: log)
         }
         let current = CurrentStream()
         session = Session(settings: settings, log: log, makeRoom: { storage.makeRoom(recording: current.get()) }, observer: { [publisher] event in
@@ -124,7 +121,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                 let snapshot: @Sendable () -> StatusSnapshot = { [unowned self] in self.snapshot() }
                 let control: @Sendable (Bool) -> [UInt8] = { start in
                     if start { session.startRecording() } else { session.stopRecording() }
-                    log("button.pressed", ("source", "api"), ("action", start ? "start" : "stop"))
+                    log(.buttonPressed, ("source", "api"), ("action", start ? "start" : "stop"))
                     return Array("{\"accepted\":\"\(start ? "start" : "stop")\"}".utf8)
                 }
                 server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
@@ -134,10 +131,10 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                     "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
                     "/status/plots.svg": .init(contentType: "image/svg+xml") { [history] in Array(StatusPage.svg(history.all).utf8) }
                 ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
-                   log: { event, fields in log.emit(event, level: .warn, fields) })
+                   log: log)
                 // Say what is bound: one address, or every interface.
                 let address = server!.listenAddress, port = server!.port
-                log("server.listening", ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
+                log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
                     ("url", address.browserURL(port: port)))
             } catch {
                 session.shutdown()
@@ -157,7 +154,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         }
         if let microphone {
             microphone.start(into: session.queue)
-            log("audio.selected", ("device", audioDevice), ("rate", microphone.sampleRate),
+            log(.audioSelected, ("device", audioDevice), ("rate", microphone.sampleRate),
                 ("channels", settings.channels), ("period_frames", microphone.periodFrames))
         }
     }
@@ -187,15 +184,15 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         session.shutdown()
         if let microphone {
             microphone.stop()
-            if microphone.xruns > 0 { log("audio.xruns", level: .warn, ("count", microphone.xruns)) }
+            if microphone.xruns > 0 { log(.audioXruns, level: .warn, ("count", microphone.xruns)) }
         }
         if let publisher {
             // Whatever cannot be published in time stays in the spool (the data directory).
-            if publisher.pendingSegments > 0 { log("publish.draining", ("pending_segments", publisher.pendingSegments),
+            if publisher.pendingSegments > 0 { log(.publishDraining, ("pending_segments", publisher.pendingSegments),
                                                    ("seconds", Double(settings.publish.drainMilliseconds) / 1000),
                                                    ("note", "signal again to stop waiting")) }
             let drained = publisher.drain(seconds: Double(settings.publish.drainMilliseconds) / 1000)
-            log(drained ? "publish.drained" : "publish.incomplete", level: drained ? .info : .warn,
+            log(drained ? Event.publishDrained : Event.publishIncomplete, level: drained ? .info : .warn,
                 ("pending_segments", publisher.pendingSegments), ("last_error", publisher.lastError ?? "none"))
             publisher.stop()
         }

@@ -3,6 +3,7 @@ import Devices
 #if canImport(Glibc)
 import Glibc
 #endif
+import Logging
 import Media
 import Threading
 
@@ -29,7 +30,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     /// `state`: recording, and whether the destination has stopped confirming uploads.
     init(display: DRMDisplay, log: Log, state: @escaping @Sendable () -> DRMDisplay.Indicators) {
         self.display = display
-        log("preview.opened", ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
+        log(.previewOpened, ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
             ("modeset", display.atomic ? "atomic" : "legacy"), ("picture", display.plan.description),
             ("why", display.plan.reason ?? "best available"))
         thread = WorkerThread(name: "onair-preview") { [self] in
@@ -40,7 +41,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
                 guard ok else { continue }
                 if display.shown == 1 {
                     condition.withLock { firstFrameAt = log.elapsedMilliseconds }
-                    log("preview.first_frame", ("frame", buffer?.frameIndex ?? frame?.index ?? 0), ("device", display.path),
+                    log(.previewFirstFrame, ("frame", buffer?.frameIndex ?? frame?.index ?? 0), ("device", display.path),
                         ("mode", display.mode.description), ("picture", display.plan.description))
                     presented.signal()
                 }

@@ -1,6 +1,7 @@
 import Devices
 import Files
 import HLS
+import Logging
 import Publishing
 import Recording
 import Server
@@ -86,7 +87,7 @@ public enum Runner {
                 printError("onair: \(error)")
                 return 2
             }
-            if destination.insecure { log("publish.insecure", level: .warn, ("note", "TLS certificates are not checked")) }
+            if destination.insecure { log(.publishInsecure, level: .warn, ("note", "TLS certificates are not checked")) }
             publisherDestination = destination
         }
         // video.quality = auto: the talk's test upload, before the camera starts and before
@@ -98,10 +99,10 @@ public enum Runner {
         // Made in the deferred start, after the preview.
         let makePublisher: () -> Publisher? = {
             guard let destination = publisherDestination else { return nil }
-            log("publish.destination", ("url", destination.description), ("parallel", publishing.publish.parallel))
+            log(.publishDestination, ("url", destination.description), ("parallel", publishing.publish.parallel))
             return Publisher(root: publishing.dataDirectory, destination: destination.description, parallel: publishing.publish.parallel,
                              retry: RetryPolicy(maximumMilliseconds: Int64(publishing.publish.maximumBackoffMilliseconds)),
-                             log: { event, fields in log.emit(event, level: event == "upload.retry" ? .warn : .info, fields) },
+                             log: log,
                              // A plain bucket or web directory becomes a complete viewing site.
                              siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
                              makeTransport: { CurlTransport(destination: destination) })
@@ -163,7 +164,7 @@ public enum Runner {
                 let lends = camera?.sharesBuffers == true && granted != .mjpeg
                 if let screen = try DRMDisplay.open(device == "auto" ? nil : device, picture: (settings.captureWidth, settings.captureHeight),
                                                     camera: lends ? granted : nil, mode: settings.previewMode, atomic: settings.previewAtomic,
-                                                    log: { event, fields in log.emit(event, level: .warn, fields) }) {
+                                                    log: log) {
                     let preview = DisplayPreview(display: screen, log: log) {
                         DRMDisplay.Indicators(recording: sessionBox.recording, uplinkFailing: sessionBox.uplinkFailing)
                     }
@@ -173,7 +174,7 @@ public enum Runner {
                     }
                     display = preview
                 } else {
-                    log("preview.none", ("reason", "no connected display"), ("note", "headless"))
+                    log(.previewNone, ("reason", "no connected display"), ("note", "headless"))
                 }
             } catch {
                 if device != "auto" {
@@ -181,7 +182,7 @@ public enum Runner {
                     printError("onair: \(error)")
                     return 2
                 }
-                log("preview.none", level: .warn, ("reason", "\(error)"))
+                log(.previewNone, level: .warn, ("reason", "\(error)"))
             }
         }
         let preview: PreviewSink = display ?? FirstFramePreview(log: log)
@@ -204,11 +205,11 @@ public enum Runner {
                 preview.waitForFirstFrame()
             } else if !waitForStartSignal(signals, log: log) {
                 abandonStart()
-                log("onair.exit", ("streams", 0))
+                log(.onairExit, ("streams", 0))
                 return 0
             }
         }
-        log("deferred_start.began", ("mode", deferred.rawValue))
+        log(.deferredStartBegan, ("mode", deferred.rawValue))
         let done = Completion()
         let pipeline: Pipeline
         do {
@@ -259,16 +260,16 @@ public enum Runner {
         if let input = settings.button.input {
             do {
                 keys = try EvdevButtons(device: input == "auto" ? nil : input, keys: settings.button.keys,
-                                        log: { event, fields in log.emit(event, level: .info, fields) })
+                                        log: log)
                 keys?.start { edge in buttons.edge(edge, source: "evdev") }
             } catch {
-                log("button.unavailable", level: .warn, ("error", "\(error)"))
+                log(.buttonUnavailable, level: .warn, ("error", "\(error)"))
             }
         }
         // Ready only now that the buttons listen: a press right after READY=1 (or after the
         // console says so) must not be lost. The start-up's two times since the process
         // started go on the console as well.
-        log("deferred_start.done", ("mode", deferred.rawValue), ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"),
+        log(.deferredStartDone, ("mode", deferred.rawValue), ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"),
             ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
         report.start()
@@ -282,7 +283,7 @@ public enum Runner {
                 sigwait(&waitFor, &received)
                 guard received == SIGINT || received == SIGTERM else { continue }
                 let finishing = done.hasFired
-                log("signal.received", ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
+                log(.signalReceived, ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
                 if finishing { publisher?.cancelDrain() } else { done.signal() }
             }
         }
@@ -300,7 +301,7 @@ public enum Runner {
         gate.join()
         if let camera {
             let stats = camera.statistics
-            log("camera.stats", ("frames", stats.frames), ("copies_per_frame", stats.copiesPerFrame),
+            log(.cameraStats, ("frames", stats.frames), ("copies_per_frame", stats.copiesPerFrame),
                 ("driver_dropped", stats.driverDropped), ("timestamps_replaced", stats.timestampsReplaced),
                 ("corrupt_buffers", stats.corruptBuffers), ("reopened", stats.reopened))
         }
@@ -308,11 +309,11 @@ public enum Runner {
             printError("onair: \(error)")
             return 1
         }
-        log("onair.exit", ("streams", pipeline.session.streamsEnded))
+        log(.onairExit, ("streams", pipeline.session.streamsEnded))
         if shutdown.hasFired {
             // A long press asked for power-off: only now, with the uploads drained (or
             // publish.drain_seconds spent) and every file closed.
-            log("onair.shutdown", ("command", settings.button.shutdownCommand))
+            log(.onairShutdown, ("command", settings.button.shutdownCommand))
             sync()
             runShell(settings.button.shutdownCommand)
         }
@@ -321,14 +322,14 @@ public enum Runner {
 
     static func startSource(_ source: VideoSource, into gate: StartupGate, settings: Settings, log: Log) {
         source.start(into: gate)
-        log("source.started", ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
+        log(.sourceStarted, ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
             ("fps", settings.fps), ("pace", source is V4L2Camera ? "camera" : settings.pace.rawValue))
     }
 
     /// `startup.deferred = manual`: the preview runs until SIGUSR1 says to start the rest
     /// (a UI's call); SIGINT/SIGTERM end the run instead (false).
     static func waitForStartSignal(_ signals: sigset_t, log: Log) -> Bool {
-        log("deferred_start.waiting", ("for", "SIGUSR1"))
+        log(.deferredStartWaiting, ("for", "SIGUSR1"))
         while true {
             var received: Int32 = 0
             var waitFor = signals
@@ -343,7 +344,7 @@ public enum Runner {
     /// is no destination to probe.
     static func chooseQuality(_ settings: Settings, destination: Destination?, log: Log) -> Settings.Quality {
         guard let destination else {
-            log("uplink.probe", ("result", "no destination"), ("chosen", "medium"))
+            log(.uplinkProbe, ("result", "no destination"), ("chosen", "medium"))
             return .medium
         }
         let audio = settings.audioEnabled ? settings.audioBitrate : 0
@@ -351,10 +352,10 @@ public enum Runner {
         do {
             let throughput = try UplinkProbe.measure(with: CurlTransport(destination: destination))
             let chosen = UplinkProbe.choose(presets, throughput: throughput)
-            log("uplink.probe", ("bits_per_second", throughput), ("chosen", chosen.rawValue))
+            log(.uplinkProbe, ("bits_per_second", throughput), ("chosen", chosen.rawValue))
             return chosen
         } catch {
-            log("uplink.probe", level: .warn, ("error", "\(error)"), ("chosen", "low"))
+            log(.uplinkProbe, level: .warn, ("error", "\(error)"), ("chosen", "low"))
             return .low
         }
     }
@@ -365,7 +366,7 @@ public enum Runner {
         guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return }
         WorkerThread.detached(name: "onair-stdin") {
             while let _ = readLine() {
-                log("button.pressed", ("source", "stdin"))
+                log(.buttonPressed, ("source", "stdin"))
                 session.toggle()
             }
         }

@@ -2,6 +2,7 @@ import Codecs
 import Devices
 import Files
 import HLS
+import Logging
 import Media
 import Publishing
 import Threading
@@ -83,7 +84,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         var outputs = try prepareOutputs(live: settings, recording: settings)
         // The talk's sustained-performance rule: know the cost before starting.
         let cost = EncodingCost(outputs: outputs.compactMap { $0.0.encoding }, capacity: capacities(outputs.compactMap { $0.0.encoding }))
-        log("performance.cost", ("cost", (cost.value * 100).rounded() / 100),
+        log(.performanceCost, ("cost", (cost.value * 100).rounded() / 100),
             ("outputs", cost.outputs.map(\.description).joined(separator: "; ")))
         if cost.value > 1 {
             let lowered = settings.performance.overload == .lower ? cost.lowered() : nil
@@ -100,10 +101,10 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             }
             if let l = lowered.outputs.first(where: { $0.name == "live" }) { live.fps = l.fps }
             outputs = try prepareOutputs(live: live, recording: recording)
-            log("performance.lowered", level: .warn, ("changes", lowered.changes.joined(separator: ", ")),
+            log(.performanceLowered, level: .warn, ("changes", lowered.changes.joined(separator: ", ")),
                 ("cost", (EncodingCost(outputs: lowered.outputs, capacity: cost.capacity).value * 100).rounded() / 100))
         }
-        log("encoder.ready", ("outputs", outputs.map(\.0.name).joined(separator: ",")))
+        log(.encoderReady, ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
         let started = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
         lock.withLock { workers = started }
@@ -256,14 +257,14 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         lock.withLock { endedCount += 1 }
         let dropped = self.dropped
         if dropped.video + dropped.audio > 0 {
-            log("capture.dropped", level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
+            log(.captureDropped, level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
         }
         if state != .stopped { set(recordingRequested ? .recording : .armed) }
         onIdle?(self)
     }
 
     private func fail(_ error: Error, output: String) {
-        log("session.failed", level: .error, ("output", output), ("error", "\(error)"))
+        log(.sessionFailed, level: .error, ("output", output), ("error", "\(error)"))
         lock.withLock {
             if failure == nil { failure = error }
             stateValue = .stopped

@@ -1,5 +1,6 @@
 import Codecs
 import Devices
+import Logging
 import Media
 import Publishing
 import Recording
@@ -22,7 +23,6 @@ public struct Settings: Sendable, Equatable {
     }
     public enum SourceKind: String, Sendable, CaseIterable { case auto, synthetic, v4l2 }
     public enum StartMode: String, Sendable, CaseIterable { case now, button }
-    public enum LogFormat: String, Sendable, CaseIterable { case logfmt, json }
     public enum AudioMode: String, Sendable, CaseIterable { case auto, on, off }
 
     public var quality: Quality = .medium
@@ -63,7 +63,7 @@ public struct Settings: Sendable, Equatable {
     public var start: StartMode = .now
     /// Stop after this much media, in milliseconds.
     public var durationMilliseconds: Int?
-    public var logFormat: LogFormat = .logfmt
+    public var logFormat: Log.Format = .logfmt
 
     /// Publishing: off without a URL.
     public var publish = PublishSettings()

@@ -1,4 +1,5 @@
 import Devices
+import Logging
 import Media
 import Threading
 #if canImport(Glibc)
@@ -33,7 +34,7 @@ final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` un
             return true
         }
         if isFirst {
-            log("preview.first_frame", ("frame", frame.index), ("sink", "none (no display in this build)"))
+            log(.previewFirstFrame, ("frame", frame.index), ("sink", "none (no display in this build)"))
             presented.signal()
         }
     }
@@ -74,7 +75,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
 
     func capture(_ frame: VideoFrame) {
         if condition.withLock({ () -> Bool in defer { firstFrame = false }; return firstFrame }) {
-            log("camera.first_frame", ("frame", frame.index))
+            log(.cameraFirstFrame, ("frame", frame.index))
         }
         preview.present(frame)
         forward(.video(frame))
@@ -112,7 +113,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
     /// The pipeline is ready: hand over what is held, then pass frames straight on.
     func open(into queue: MediaQueue) {
         let (count, dropped) = condition.withLock { () -> (Int, Int) in target = queue; return (heldVideo, droppedCount) }
-        log("startup.buffer", ("held_frames", count), ("dropped_frames", dropped))
+        log(.startupBuffer, ("held_frames", count), ("dropped_frames", dropped))
         feeder = WorkerThread(name: "onair-startup") { [self] in
             while true {
                 let next = condition.withLock { () -> MediaQueue.Item? in

@@ -3,6 +3,7 @@ import Devices
 import Files
 import Glibc
 #endif
+import Logging
 import Threading
 import Media
 
@@ -139,10 +140,10 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `thre
                 let celsius = temperature.map { ($0 * 10).rounded() / 10 } ?? -1
                 switch ladder.observe(temperature: temperature, pressure: drops > lastDropped, at: clock.now()) {
                 case .step(let from, let to, let reason)?:
-                    log("thermal.step", level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
+                    log(.thermalStep, level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
                     setRate(to)
                 case .atLowest(let fps, let reason)?:
-                    log("thermal.limit", level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
+                    log(.thermalLimit, level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
                         ("note", "already at the lowest of thermal.fps_steps"))
                 case nil:
                     break

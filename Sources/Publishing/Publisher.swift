@@ -4,6 +4,7 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// Where published objects go. One instance per worker thread, so an implementation may
@@ -29,7 +30,6 @@ public struct UploadError: Error, CustomStringConvertible, Equatable {
 /// in the order PublishPlan allows, with `parallel` segment uploads at once. The media
 /// thread reports what it stored; workers read the files back from disk and upload them.
 public final class Publisher: @unchecked Sendable {  // every var under `condition`; `workers` set in init, joined in stop()
-    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
 
     public struct Counters: Sendable, Equatable {
         public var attempts = 0
@@ -75,7 +75,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// The last upload that failed, and why.
     public var lastError: String? { locked { lastFailure } }
 
-    public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: @escaping Log,
+    public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: Log,
                 siteFiles: [String: [UInt8]] = [:], makeTransport: @escaping @Sendable () -> Transport) {
         self.root = root
         self.siteFiles = siteFiles
@@ -277,7 +277,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             change()
             condition.broadcast()
         }
-        if let error { log("upload.retry", [("path", path), ("error", "\(error)")]) } else { log("upload.ok", [("path", path)]) }
+        if let error { log.emit(.uploadRetry, level: .warn, [("path", path), ("error", "\(error)")]) } else { log.emit(.uploadOk, level: .info, [("path", path)]) }
     }
 
     private func nextWork() -> Work? {
@@ -340,10 +340,10 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         if error == nil, case .playlist(let count, let ended) = job {
             let confirmed = locked { plans[id]?.confirmedThrough ?? 0 }
             let journal = Journal(destination: destination, confirmedSegments: confirmed, listed: count, endlist: ended)
-            do { try journal.write("\(root)/streams/\(id)") } catch { log("journal.failed", [("id", id), ("error", "\(error)")]) }
+            do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
         let now = monotonicMilliseconds()
-        let event: (String, [(String, Any)])? = locked {
+        let event: (Event, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }
             counts.attempts += 1
             guard plans[id] != nil else { return nil }  // forgotten while uploading
@@ -353,18 +353,18 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
                 counts.failures += 1
                 lastFailure = "\(id)/\(path): \(error)"
                 let (failures, notBefore) = plans[id]!.retryState(of: job)
-                return ("upload.retry", [("path", "\(id)/\(path)"), ("attempt", failures),
+                return (Event.uploadRetry, [("path", "\(id)/\(path)"), ("attempt", failures),
                                          ("error", "\(error)"), ("next_ms", (notBefore ?? now) - now)])
             }
             counts.bytes += bytes
             if case .playlist = job { catalogDirty = true }
             return nil
         }
-        if let event { log(event.0, event.1); return }
-        log("upload.ok", [("path", "\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
+        if let event { log.emit(event.0, level: .warn, event.1); return }
+        log.emit(.uploadOk, level: .info, [("path", "\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
         if case .playlist(let count, let ended) = job {
-            log("playlist.published", [("id", id), ("seq", count)])
-            if ended { log("stream.published", [("id", id), ("segments", count)]) }
+            log.emit(.playlistPublished, level: .info, [("id", id), ("seq", count)])
+            if ended { log.emit(.streamPublished, level: .info, [("id", id), ("segments", count)]) }
         }
     }
 

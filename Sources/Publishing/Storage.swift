@@ -2,6 +2,7 @@ import Files
 import Threading
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// `storage.min_free`: how much of the data file system must stay free.
@@ -34,7 +35,7 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
     private let minimum: MinimumFree
     private let isPublished: @Sendable (String) -> Bool
     private let space: @Sendable (String) -> Space?
-    private let log: Publisher.Log
+    private let log: Log
     private let deleted: @Sendable (String) -> Void
     private let recordings: @Sendable () -> [Evictable]
     private let worker = SerialWorker(name: "onair-storage")
@@ -54,7 +55,7 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
     }
 
     public init(root: String, minimum: MinimumFree, isPublished: @escaping @Sendable (String) -> Bool,
-                space: @escaping @Sendable (String) -> Space? = StorageKeeper.statvfsSpace, log: @escaping Publisher.Log,
+                space: @escaping @Sendable (String) -> Space? = StorageKeeper.statvfsSpace, log: Log,
                 deleted: @escaping @Sendable (String) -> Void = { _ in },
                 recordings: @escaping @Sendable () -> [Evictable] = { [] }) {
         self.root = root
@@ -121,14 +122,14 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
             removed.append(candidate.id)
             let fields: [(String, Any)] = [("id", candidate.id), ("available_bytes", free.available), ("needed_bytes", needed)]
             switch candidate.kind {
-            case .published: deleted(candidate.id); log("storage.deleted", fields)
-            case .recording: log("storage.deleted_recording", fields)
-            case .unpublished: deleted(candidate.id); log("storage.deleted_unpublished", fields)
+            case .published: deleted(candidate.id); log.emit(.storageDeleted, level: .info, fields)
+            case .recording: log.emit(.storageDeletedRecording, level: .warn, fields)
+            case .unpublished: deleted(candidate.id); log.emit(.storageDeletedUnpublished, level: .error, fields)
             }
             free = space(root) ?? free
         }
         if free.available < needed {
-            log("storage.low", [("available_bytes", free.available), ("needed_bytes", needed)])
+            log.emit(.storageLow, level: .error, [("available_bytes", free.available), ("needed_bytes", needed)])
         }
         return removed
     }

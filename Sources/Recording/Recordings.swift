@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Media
 import Files
+import Logging
 
 /// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside
 /// it), the one being written (`<id>.mp4.part`), and what start-up and retention do to them.
@@ -94,23 +95,23 @@ public struct Recordings: Sendable {
 
     /// Finalises every `.part` an earlier run left (crash, kill -9, power cut) from its
     /// complete fragments. A `.part` that cannot be read is set aside (`.corrupt`), reported.
-    public func recoverAll(priority: Priority, log: (String, [(String, Any)]) -> Void) {
+    public func recoverAll(priority: Priority, log: Log) {
         for entry in list() where entry.recording {
             do {
                 if let result = try Finaliser.finalise(partPath: partPath(entry.id), to: "\(directory)/\(entry.id).mp4") {
                     try describe(result, id: entry.id, priority: priority)
-                    log("recording.recovered", [("id", entry.id), ("seconds", result.seconds), ("frames", result.videoFrames),
+                    log.emit(.recordingRecovered, level: .warn, [("id", entry.id), ("seconds", result.seconds), ("frames", result.videoFrames),
                                                 ("discarded_bytes", result.discardedBytes)])
                 } else {
-                    log("recording.empty", [("id", entry.id), ("note", "no complete fragment; removed")])
+                    log.emit(.recordingEmpty, level: .error, [("id", entry.id), ("note", "no complete fragment; removed")])
                 }
             } catch let error as RecordingError {
                 // Not a fragmented MP4 onair can read: set aside, so later starts go on.
                 let path = partPath(entry.id)
-                log("recovery.skipped", [("path", path), ("reason", AtomicFile.setAside(path, because: "\(error)"))])
+                log.emit(.recoverySkipped, level: .error, [("path", path), ("reason", AtomicFile.setAside(path, because: "\(error)"))])
             } catch {
                 // A write that failed (a full disk): the .part stays, tried again next start.
-                log("recording.unrecoverable", [("id", entry.id), ("error", "\(error)")])
+                log.emit(.recordingUnrecoverable, level: .error, [("id", entry.id), ("error", "\(error)")])
             }
         }
     }
@@ -125,14 +126,14 @@ public struct Recordings: Sendable {
     }
 
     /// `record.keep_days`: normal recordings whose start is older than that go.
-    public func expire(keepDays: Int, nowMs: Int64, log: (String, [(String, Any)]) -> Void) {
+    public func expire(keepDays: Int, nowMs: Int64, log: Log) {
         for entry in evictable() {
             guard let started = UTCDate.parseCompact(entry.id), nowMs - started > Int64(keepDays) * 86_400_000 else { continue }
             do {
                 try remove(entry.id)
-                log("recording.expired", [("id", entry.id), ("keep_days", keepDays)])
+                log.emit(.recordingExpired, level: .info, [("id", entry.id), ("keep_days", keepDays)])
             } catch {
-                log("recording.expire_failed", [("id", entry.id), ("error", "\(error)")])
+                log.emit(.recordingExpireFailed, level: .info, [("id", entry.id), ("error", "\(error)")])
             }
         }
     }

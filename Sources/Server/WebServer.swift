@@ -6,6 +6,7 @@ import Glibc
 import HLS
 import Media
 import Threading
+import Logging
 
 public struct ServerError: Error, CustomStringConvertible {
     public var description: String
@@ -70,7 +71,6 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
 
-    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     private let log: Log
     private let guard_: ConnectionGuard
     private let logger = UnsafeMutablePointer<onair_mhd_logger>.allocate(capacity: 1)
@@ -81,7 +81,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil,
-                limits: Limits = .forThisProcess, log: @escaping Log = { _, _ in }) throws {
+                limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.root = root
         self.log = log
         self.api = api
@@ -204,7 +204,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             defer { messages.suppressed = 0 }
             return (true, messages.suppressed)
         }
-        if emit { log("server.message", [("message", line), ("suppressed_before", suppressed)]) }
+        if emit { log.emit(.serverMessage, level: .warn, [("message", line), ("suppressed_before", suppressed)]) }
     }
 
     static let messagesPerMinute = 20

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import Logging
 @testable import Appliance
 import Devices
 import Publishing
@@ -37,11 +38,11 @@ final class ConsoleHangupTests: XCTestCase {
             }
             return text
         }
-        log("stream.started", ("id", "first"))
+        log(.streamStarted, ("id", "first"))
         let before = readUntil("first")
         // What agetty does when it starts on the tty (it flushes what was not yet read).
         XCTAssertEqual(ioctl(keeper, UInt(0x5437) /* TIOCVHANGUP */), 0, String(cString: strerror(errno)))
-        log("stream.started", ("id", "second"))
+        log(.streamStarted, ("id", "second"))
         let after = readUntil("second")
         withExtendedLifetime(report) {}
         XCTAssertTrue(before.contains("onair: stream.started id=first"), before)

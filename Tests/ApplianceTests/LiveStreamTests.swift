@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import Logging
 @testable import Appliance
 import Devices
 import Publishing

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import Logging
+import TestSupport
 @testable import Appliance
 import Devices
 import Publishing
@@ -20,9 +22,8 @@ final class StartupGateTests: XCTestCase {
     /// The first presented frame's time is the log's, taken when it is presented: no
     /// listening to log lines for it.
     func testTheHeadlessPreviewNotesWhenItsFirstFrameWasPresented() {
-        let lines = LogTests.Lines()
-        let log = Log(format: .logfmt, write: { lines.lines.append($0) })
-        let preview = FirstFramePreview(log: log)
+        let events = EventNames()
+        let preview = FirstFramePreview(log: events.log)
         XCTAssertNil(preview.firstFrameMilliseconds)
         preview.present(Self.frame(0))
         let first = preview.firstFrameMilliseconds
@@ -30,7 +31,7 @@ final class StartupGateTests: XCTestCase {
         preview.present(Self.frame(1))
         XCTAssertEqual(preview.firstFrameMilliseconds, first, "the first frame only")
         preview.waitForFirstFrame()
-        XCTAssertEqual(lines.lines.filter { $0.contains("event=preview.first_frame") }.count, 1)
+        XCTAssertEqual(events.names.filter { $0 == "preview.first_frame" }.count, 1)
     }
 
     static func frame(_ index: Int64) -> VideoFrame {

@@ -1,4 +1,5 @@
 import XCTest
+import Logging
 @testable import Devices
 import Media
 
@@ -150,7 +151,7 @@ final class DisplayTests: XCTestCase {
     }
 
     func testANodeThatIsNoDisplayIsOneClearError() {
-        XCTAssertThrowsError(try DRMDisplay.open("/dev/null", picture: (640, 360), camera: nil, log: { _, _ in })) {
+        XCTAssertThrowsError(try DRMDisplay.open("/dev/null", picture: (640, 360), camera: nil, log: .silent())) {
             XCTAssertTrue("\($0)".hasPrefix("preview.device /dev/null: not a KMS display"), "\($0)")
         }
     }

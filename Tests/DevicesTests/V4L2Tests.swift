@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import Logging
 @testable import Devices
 import Media
 
@@ -178,9 +179,9 @@ final class FrameSink: CaptureSink, @unchecked Sendable {
 final class LogRecorder: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [(String, [String: String])] = []
-    var log: V4L2Camera.Log {
-        { [self] event, fields in
-            lock.withLock { entries.append((event, Dictionary(fields.map { ($0.0, "\($0.1)") }, uniquingKeysWith: { a, _ in a }))) }
+    var log: Log {
+        .silent { [self] event, _, fields in
+            lock.withLock { entries.append((event.name, Dictionary(fields.map { ($0.0, "\($0.1)") }, uniquingKeysWith: { a, _ in a }))) }
         }
     }
     var events: [String] { lock.withLock { entries.map(\.0) } }
@@ -318,11 +319,11 @@ final class V4L2CameraTests: XCTestCase {
         m2m.capabilities = VideoCapabilities(driver: "bcm2835-codec", card: "bcm2835-codec-encode",
                                              flags: VideoCapabilities.videoM2M | VideoCapabilities.streaming)
         let v4l2 = V4L2Camera(.init(device: "/dev/video11", size: Size(320, 240), fps: 30),
-                              openDevice: { FakeVideoDevice(path: $0, mode: m2m) }, log: { _, _ in })
+                              openDevice: { FakeVideoDevice(path: $0, mode: m2m) }, log: .silent())
         XCTAssertThrowsError(try v4l2.open()) { error in
             XCTAssertEqual("\(error)", "/dev/video11 (bcm2835-codec-encode, bcm2835-codec) is not a video capture device with streaming I/O")
         }
-        let none = V4L2Camera(.init(device: nil, size: Size(320, 240), fps: 30), listDevices: { [] }, log: { _, _ in })
+        let none = V4L2Camera(.init(device: nil, size: Size(320, 240), fps: 30), listDevices: { [] }, log: .silent())
         XCTAssertThrowsError(try none.open()) { XCTAssertEqual("\($0)", "no V4L2 device under /dev") }
     }
 
@@ -442,7 +443,7 @@ final class V4L2CameraTests: XCTestCase {
                                   let made = FakeVideoDevice(path: path, mode: self.camera)
                                   device = made
                                   return made
-                              }, log: { _, _ in })
+                              }, log: .silent())
         let opened = try v4l2.open()
         XCTAssertEqual(opened.buffers, 4)
         XCTAssertTrue(v4l2.sharesBuffers)

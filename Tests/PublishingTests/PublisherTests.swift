@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import Logging
 @testable import Publishing
 import HLS
 import Media
@@ -11,12 +12,6 @@ final class PublisherTests: XCTestCase {
     var root = ""
     override func setUp() { root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-publish-\(UUID().uuidString)").path }
     override func tearDown() { try? FileManager.default.removeItem(atPath: root) }
-
-    final class Events: @unchecked Sendable {
-        let lock = NSLock()
-        var names: [String] = []
-        func add(_ name: String) { lock.withLock { names.append(name) } }
-    }
 
     /// Writes `segments` 1 s segments; the writer tells the publisher, as on the live path.
     func record(_ publisher: Publisher, id: String, segments: Int, size: (Int) -> Int = { _ in 500 }) throws -> StreamWriter {
@@ -43,9 +38,9 @@ final class PublisherTests: XCTestCase {
             (path.hasSuffix("seg/000002.m4s") && attempt <= 4) || (path.hasSuffix("init.mp4") && attempt == 1)
                 || (path.hasSuffix("playlist.m3u8") && attempt % 3 == 0)
         }
-        let events = Events()
+        let events = EventNames()
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
-                                  log: { name, _ in events.add(name) }, siteFiles: ["index.html": Array("<html>".utf8)],
+                                  log: events.log, siteFiles: ["index.html": Array("<html>".utf8)],
                                   makeTransport: { origin.transport() })
         defer { publisher.stop() }
         let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
@@ -77,7 +72,7 @@ final class PublisherTests: XCTestCase {
         let outage = Switch()
         let origin = FakeOrigin { _, _ in outage.down }
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
-                                  log: { _, _ in }, makeTransport: { origin.transport() })
+                                  log: .silent(), makeTransport: { origin.transport() })
         defer { publisher.stop() }
         _ = try record(publisher, id: "s2", segments: 3)
         XCTAssertFalse(publisher.drain(seconds: 0.3), "nothing can be published during the outage")

@@ -1,6 +1,7 @@
 import Files
 import Foundation
 import XCTest
+import Logging
 @testable import Publishing
 import HLS
 import Media
@@ -98,7 +99,7 @@ final class RecoveryTests: XCTestCase {
         origin.seed("s/playlist.m3u8", Array(local.prefix(2).render().utf8))
         try Journal(destination: "fake", confirmedSegments: 2, listed: 2, endlist: false).write(directory)
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
-                                  log: { _, _ in }, makeTransport: { origin.transport() })
+                                  log: .silent(), makeTransport: { origin.transport() })
         defer { publisher.stop() }
         XCTAssertEqual(publisher.resume("s", segments: 3), 1)
         XCTAssertTrue(publisher.drain(seconds: 30))

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import Logging
+import TestSupport
 @testable import Publishing
 
 final class StorageTests: XCTestCase {
@@ -15,29 +17,23 @@ final class StorageTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(atPath: root) }
 
     /// A disk of 10 000 bytes with 500 free, where every deleted stream frees 300.
-    func keeper(minimum: MinimumFree, events: Events) -> StorageKeeper {
+    func keeper(minimum: MinimumFree, events: EventNames) -> StorageKeeper {
         let root = self.root
         return StorageKeeper(root: root, minimum: minimum, isPublished: { $0.hasSuffix("bbbb") || $0.hasSuffix("cccc") },
                              space: { _ in
                                  let left = (try? FileManager.default.contentsOfDirectory(atPath: root + "/streams").count) ?? 0
                                  return .init(total: 10_000, available: 500 + Int64(4 - left) * 300)
-                             }, log: { name, _ in events.add(name) })
-    }
-
-    final class Events: @unchecked Sendable {
-        let lock = NSLock()
-        var names: [String] = []
-        func add(_ name: String) { lock.withLock { names.append(name) } }
+                             }, log: events.log)
     }
 
     func testPublishedStreamsGoFirstOldestFirst() {
-        let events = Events()
+        let events = EventNames()
         XCTAssertEqual(keeper(minimum: .bytes(700), events: events).prune(recording: "20261202T000000Z-live"), ["20261201T010000Z-bbbb"])
         XCTAssertEqual(events.names, ["storage.deleted"])
     }
 
     func testUnpublishedOnlyAsALastResortAndNeverTheLiveStream() {
-        let events = Events()
+        let events = EventNames()
         let deleted = keeper(minimum: .percent(20), events: events).prune(recording: "20261202T000000Z-live")
         XCTAssertEqual(deleted, ["20261201T010000Z-bbbb", "20261201T020000Z-cccc", "20261201T000000Z-aaaa"])
         XCTAssertEqual(events.names, ["storage.deleted", "storage.deleted", "storage.deleted_unpublished", "storage.low"])
@@ -45,7 +41,7 @@ final class StorageTests: XCTestCase {
     }
 
     func testNothingHappensWithEnoughRoom() {
-        let events = Events()
+        let events = EventNames()
         XCTAssertEqual(keeper(minimum: .bytes(400), events: events).prune(recording: nil), [])
         XCTAssertEqual(events.names, [])
     }
@@ -60,7 +56,7 @@ final class StorageTests: XCTestCase {
     /// A write that found the disk full: some headroom (5 % of the disk) beyond the minimum
     /// is freed at once, oldest published first, and the caller is told to write again.
     func testMakeRoomFreesHeadroomBeyondTheMinimum() {
-        let events = Events()
+        let events = EventNames()
         let keeper = keeper(minimum: .bytes(400), events: events)
         XCTAssertTrue(keeper.makeRoom(recording: "20261202T000000Z-live"), "500 free < 400 + 500 (5 % of 10 000): both published streams go")
         XCTAssertEqual(events.names, ["storage.deleted", "storage.deleted"])

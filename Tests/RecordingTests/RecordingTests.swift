@@ -5,6 +5,7 @@ import MP4
 import Recording
 import TestSupport
 import XCTest
+import Logging
 
 /// A recording as the recording output makes it: 30 fps video with an IDR every 2 s and
 /// 48 kHz AAC frames starting one priming frame early, cut into 1 s fragments by the same
@@ -259,9 +260,9 @@ final class RecordingsTests: XCTestCase {
             let file = try RecordingFile(directory: recordings.directory, id: id, initSegment: recording.initSegment, preallocateBytes: 0)
             for fragment in recording.fragments { try file.append(fragment) }
         }
-        var events: [String] = []
-        recordings.recoverAll(priority: .normal) { event, _ in events.append(event) }
-        XCTAssertEqual(events, Array(repeating: "recording.recovered", count: 3))
+        let events = EventNames()
+        recordings.recoverAll(priority: .normal, log: events.log)
+        XCTAssertEqual(events.names, Array(repeating: "recording.recovered", count: 3))
         let listed = recordings.list()
         XCTAssertEqual(listed.map(\.id), ids)
         XCTAssertEqual(listed.map(\.frames), [60, 60, 60])
@@ -271,9 +272,9 @@ final class RecordingsTests: XCTestCase {
         let keepPath = "\(recordings.directory)/\(ids[1]).json"
         let kept = try String(contentsOfFile: keepPath, encoding: .utf8).replacingOccurrences(of: "\"normal\"", with: "\"keep\"")
         try kept.write(toFile: keepPath, atomically: true, encoding: .utf8)
-        events = []
-        recordings.expire(keepDays: 10, nowMs: now) { event, _ in events.append(event) }
-        XCTAssertEqual(events, ["recording.expired"])
+        let expired = EventNames()
+        recordings.expire(keepDays: 10, nowMs: now, log: expired.log)
+        XCTAssertEqual(expired.names, ["recording.expired"])
         XCTAssertEqual(recordings.list().map(\.id), [ids[1], ids[2]])
         XCTAssertEqual(recordings.evictable().map(\.id), [ids[2]], "keep is never evicted")
 

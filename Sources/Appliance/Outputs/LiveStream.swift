@@ -1,6 +1,7 @@
 import Codecs
 import Files
 import HLS
+import Logging
 import Media
 import MP4
 import Publishing
@@ -45,7 +46,7 @@ final class LiveStream {
                                             targetDuration: settings.targetDuration)
         writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
                                   initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
-        log("stream.started", ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
+        log(.streamStarted, ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
             ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
             try store(isVideo ? segmenter.appendVideo(sample) : segmenter.appendAudio(sample))
@@ -87,7 +88,7 @@ final class LiveStream {
             try writer.raiseFrameRate(to: encoder.fps)
             for sample in samples { try store(segmenter.appendVideo(origin.moved(video: sample))) }
             segmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
-            log("stream.rate", ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
+            log(.streamRate, ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
             return
         }
         if frame.discontinuity && framesEncoded > 0 {
@@ -96,7 +97,7 @@ final class LiveStream {
             // B-frames, zero latency.)
             try store(segmenter.discontinuity())
             encoder.resync()
-            log("stream.discontinuity", ("id", id), ("frame", frame.index))
+            log(.streamDiscontinuity, ("id", id), ("frame", frame.index))
         }
         for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(origin.moved(video: sample))) }
     }
@@ -115,7 +116,7 @@ final class LiveStream {
         for sample in rest.audio { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
         try store(segmenter.finish())
         try writer.finish()
-        log("stream.ended", ("id", id), ("segments", writer.segmentCount),
+        log(.streamEnded, ("id", id), ("segments", writer.segmentCount),
             ("duration", decimalSeconds(writer.totalTicks, timescale: Timescale.video)),
             ("frames", framesEncoded), ("skipped", framesSkipped), ("repeated", framesRepeated),
             ("silence_samples", audioSilenceFilled), ("bytes", writer.totalBytes))
@@ -124,7 +125,7 @@ final class LiveStream {
     private func store(_ reports: [SegmentReport]) throws {
         for report in reports {
             try writer.append(report)
-            log("segment.stored", ("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
+            log(.segmentStored, ("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
                 ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples))
         }
     }

@@ -1,6 +1,7 @@
 import Codecs
 import Devices
 import Files
+import Logging
 import Media
 import Publishing
 
@@ -46,21 +47,21 @@ struct EncoderChoice {
         if let codecFallback { settings.codec = codecFallback }
         if let kind { return try VideoEncoder(kind: kind, settings: settings, device: device) }
         let notes: (VideoEncoderKind, String) -> Void = { [role] kind, note in
-            if note != "selected" { log("encoder.skipped", ("output", role), ("encoder", kind.rawValue), ("reason", note)) }
+            if note != "selected" { log(.encoderSkipped, ("output", role), ("encoder", kind.rawValue), ("reason", note)) }
         }
         let video: VideoEncoder
         do {
             video = try VideoEncoder.select(requested, settings: settings, notes: notes)
         } catch where settings.codec == .hevc && requested == .auto {
             // record.codec = hevc means "HEVC when a hardware HEVC encoder opens".
-            log("record.codec", ("requested", "hevc"), ("using", "h264"), ("reason", "\(error)"))
+            log(.recordCodec, ("requested", "hevc"), ("using", "h264"), ("reason", "\(error)"))
             settings.codec = .h264
             codecFallback = .h264
             video = try VideoEncoder.select(.auto, settings: settings, notes: notes)
         }
         kind = video.kind
         device = video.device
-        log("encoder.selected", ("output", role), ("encoder", video.kind.rawValue), ("codec", video.codecName),
+        log(.encoderSelected, ("output", role), ("encoder", video.kind.rawValue), ("codec", video.codecName),
             ("requested", requested.rawValue), ("width", settings.width), ("height", settings.height),
             ("fps", settings.fps), ("bitrate", settings.bitrate))
         return video
@@ -174,7 +175,7 @@ final class EncodingOutput: StreamOutput {
         defer { preroll = nil }
         let origin: StreamOrigin
         if let held = preroll?.origin() {
-            log("preroll.used", ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
+            log(.prerollUsed, ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
             origin = held
         } else {
             let opened = try encoders.take(encoderSettings, audio: settings, log: log)

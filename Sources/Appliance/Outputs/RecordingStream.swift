@@ -1,6 +1,7 @@
 import Codecs
 import Files
 import HLS
+import Logging
 import Media
 import Publishing
 import Recording
@@ -43,7 +44,7 @@ final class RecordingStream {
                                              audioBitrate: settings.audioBitrate)
         file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.bytes,
                                  preallocateBytes: Int64(profile.preallocateMegabytes) << 20, makeRoom: makeRoom)
-        log("recording.started", ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
+        log(.recordingStarted, ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
             ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.bitrate),
             ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
@@ -97,7 +98,7 @@ final class RecordingStream {
         let latencies = file.writeLatencies
         guard let result = try file.finish() else { return }
         try recordings.describe(result, id: id, priority: priority)
-        log("recording.ended", ("id", id), ("file", result.path), ("seconds", result.seconds), ("frames", result.videoFrames),
+        log(.recordingEnded, ("id", id), ("file", result.path), ("seconds", result.seconds), ("frames", result.videoFrames),
             ("bytes", result.bytes), ("repeated", encoder.framesRepeated), ("skipped", encoder.framesSkipped),
             ("write_ms_p50", percentileMilliseconds(latencies, 0.5)), ("write_ms_p99", percentileMilliseconds(latencies, 0.99)))
     }
@@ -109,10 +110,10 @@ final class RecordingStream {
             let wasPaused = file.paused, wasReserving = !file.reservationOff
             try file.append(fragment.bytes)
             if wasReserving && file.reservationOff {
-                log("recording.reserve_off", level: .warn, ("id", id), ("reason", "no room for record.preallocate_mb"))
+                log(.recordingReserveOff, level: .warn, ("id", id), ("reason", "no room for record.preallocate_mb"))
             }
             if file.paused != wasPaused {
-                log(file.paused ? "recording.paused" : "recording.resumed", level: file.paused ? .error : .warn, ("id", id),
+                log(file.paused ? Event.recordingPaused : Event.recordingResumed, level: file.paused ? .error : .warn, ("id", id),
                     ("reason", "disk full"), ("fragments_dropped", file.fragmentsDropped))
             }
         }

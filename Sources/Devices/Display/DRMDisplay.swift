@@ -3,6 +3,7 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// The attached screen through DRM/KMS (libdrm). Opening takes the display (DRM master),
@@ -13,7 +14,6 @@ import Glibc
 /// applied at a vblank), legacy SetCrtc/SetPlane/PageFlip otherwise. A layout the driver
 /// refuses falls back to the next one, said in the log. Closing gives back what was there.
 public final class DRMDisplay: @unchecked Sendable {  // the capture thread's state under `lock`; the KMS state on the preview's thread only, after init
-    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     public struct Mode: Sendable, Equatable, CustomStringConvertible {
         public var width: Int
         public var height: Int
@@ -82,7 +82,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
     /// `camera`: the format of its shareable buffers (nil when it cannot lend them).
     /// `mode`: the display mode to use instead of the connector's preferred one.
     public static func open(_ device: String?, picture: (width: Int, height: Int), camera: FourCC?, mode: Mode? = nil, atomic: Bool = true,
-                            log: @escaping Log) throws -> DRMDisplay? {
+                            log: Log) throws -> DRMDisplay? {
         if let device { return try DRMDisplay(path: device, picture: picture, camera: camera, mode: mode, allowAtomic: atomic, log: log) }
         for card in deviceNodes(in: "/dev/dri", prefix: "card") {
             if let display = try? DRMDisplay(path: card, picture: picture, camera: camera, mode: mode, allowAtomic: atomic, log: log) {
@@ -92,7 +92,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         return nil
     }
 
-    init(path: String, picture: (width: Int, height: Int), camera: FourCC?, mode wanted: Mode?, allowAtomic: Bool, log: @escaping Log) throws {
+    init(path: String, picture: (width: Int, height: Int), camera: FourCC?, mode wanted: Mode?, allowAtomic: Bool, log: Log) throws {
         self.path = path
         self.picture = picture
         self.log = log
@@ -271,7 +271,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         plan.reason = reason
         if let buffer = takeOnScreen() { giveBack(buffer) }
         primaryShows = [nil, nil]
-        log("preview.fallback", [("from", before.description), ("to", plan.description), ("reason", reason)])
+        log.emit(.previewFallback, level: .warn, [("from", before.description), ("to", plan.description), ("reason", reason)])
     }
 
     /// Takes the overlay plane off the screen (a blocking commit, or SetPlane with no fb).

@@ -3,6 +3,7 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// Drops the chatter of a mechanical contact: an edge within `period` of the last one
@@ -92,11 +93,11 @@ public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock
     private var stopped = false
     private var thread: WorkerThread?
     private let clock: MediaClock
-    private let log: @Sendable (String, [(String, Any)]) -> Void
+    private let log: Log
 
     /// `device`: a path, or nil for every keyboard-like device.
     public init(device: String?, keys: Set<UInt16>, clock: MediaClock = MonotonicClock(),
-                log: @escaping @Sendable (String, [(String, Any)]) -> Void) throws {
+                log: Log) throws {
         self.device = device
         self.keys = keys
         self.clock = clock
@@ -132,7 +133,7 @@ public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock
                     // A named device is taken as it is; among all, only those with the keys.
                     if device == nil && !keys.contains(where: { onair_evdev_has_key(fd, UInt32($0)) == 1 }) { close(fd); continue }
                     open[path] = fd
-                    log("button.input", [("device", path), ("keys", keys.sorted().map(String.init).joined(separator: ","))])
+                    log.emit(.buttonInput, level: .info, [("device", path), ("keys", keys.sorted().map(String.init).joined(separator: ","))])
                 }
                 nextScan = clock.now() + 2_000_000_000
             }

@@ -2,6 +2,7 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
@@ -10,7 +11,6 @@ import Glibc
 /// EIO, or silent for `stallMilliseconds`) it says so once, keeps trying to reopen it with
 /// backoff, and marks the first frame after its return as a discontinuity.
 public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`, but `thread`: only in start()/stop(), on the owner's thread
-    public typealias Log = @Sendable (String, [(String, Any)]) -> Void
     /// MJPEG → I420 at the given size (libavcodec's decoder, from Codecs).
     public typealias Decoder = (UnsafeRawBufferPointer, Size) throws -> [UInt8]
 
@@ -80,7 +80,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
 
     public init(_ configuration: Configuration, clock: MediaClock = MonotonicClock(), decoder: Decoder? = nil,
                 openDevice: @escaping (String) throws -> VideoDevice = { try LinuxVideoDevice(path: $0) },
-                listDevices: @escaping () -> [String] = { V4L2Camera.deviceNodes() }, log: @escaping Log) {
+                listDevices: @escaping () -> [String] = { V4L2Camera.deviceNodes() }, log: Log) {
         self.configuration = configuration
         self.clock = clock
         self.decoder = decoder
@@ -248,7 +248,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
                         throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
                     }
                     lock.withLock { stats.reopened += 1 }
-                    log("camera.reopened", [("device", again.path), ("after_ms", (now - (lostAt ?? now)) / 1_000_000)])
+                    log.emit(.cameraReopened, level: .warn, [("device", again.path), ("after_ms", (now - (lostAt ?? now)) / 1_000_000)])
                     discontinuity = true
                     lastTimestamp = nil
                     lastSequence = nil
@@ -291,7 +291,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
                     lock.withLock { stats.timestampsReplaced += 1 }
                     if !warnedTimestamps {
                         warnedTimestamps = true
-                        log("camera.timestamps", [("device", device.path),
+                        log.emit(.cameraTimestamps, level: .warn, [("device", device.path),
                                                   ("problem", buffer.monotonicTimestamp == nil ? "not CLOCK_MONOTONIC" : "went backwards"),
                                                   ("using", "dequeue time")])
                     }
@@ -336,7 +336,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
                 }
             } catch {
                 let lost = (error as? VideoDeviceError)?.isDeviceLost ?? false
-                log("camera.lost", [("device", device.path), ("error", "\(error)"), ("reopen", true), ("device_gone", lost)])
+                log.emit(.cameraLost, level: .error, [("device", device.path), ("error", "\(error)"), ("reopen", true), ("device_gone", lost)])
                 lostAt = clock.now()
                 teardown()
                 nextAttempt = clock.now() + backoff

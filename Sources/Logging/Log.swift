@@ -1,4 +1,3 @@
-import Devices
 import Media
 import Threading
 #if canImport(Glibc)
@@ -11,37 +10,46 @@ import Glibc
 /// and the loader come before it). Thread-safe: media and control threads both log.
 public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the rest immutable
     public enum Level: String, Sendable { case debug, info, warn, error }
+    /// `log.format`: logfmt for people and the serial console, JSON lines for machines.
+    public enum Format: String, Sendable, CaseIterable { case logfmt, json }
 
-    public let format: Settings.LogFormat
+    public let format: Format
     private let origin: Int64
     private let clock = MonotonicClock()
     private let lock = Lock()
     private let write: @Sendable (String) -> Void
 
-    public init(format: Settings.LogFormat, origin: Int64? = nil,
+    public init(format: Format, origin: Int64? = nil,
                 write: @escaping @Sendable (String) -> Void = Log.standardError) {
         self.format = format
         self.origin = origin ?? MonotonicClock.processStart
         self.write = write
     }
 
-    public func callAsFunction(_ event: String, level: Level = .info, _ fields: (String, Any)...) {
+    /// A log that writes nothing; `listener` (tests) still hears every event.
+    public static func silent(_ listener: (@Sendable (Event, Level, [(String, Any)]) -> Void)? = nil) -> Log {
+        let log = Log(format: .logfmt, write: { _ in })
+        if let listener { log.listen(listener) }
+        return log
+    }
+
+    public func callAsFunction(_ event: Event, level: Level = .info, _ fields: (String, Any)...) {
         emit(event, level: level, fields)
     }
 
     /// Told of every event after it is written (the console, the last error).
-    private var listeners: [@Sendable (String, Level, [(String, Any)]) -> Void] = []
-    public func listen(_ listener: @escaping @Sendable (String, Level, [(String, Any)]) -> Void) {
+    private var listeners: [@Sendable (Event, Level, [(String, Any)]) -> Void] = []
+    public func listen(_ listener: @escaping @Sendable (Event, Level, [(String, Any)]) -> Void) {
         lock.withLock { listeners.append(listener) }
     }
 
     /// Milliseconds since process start (the `t_ms` of a line logged now), to 0.1 ms.
     public var elapsedMilliseconds: Double { Double((clock.now() - origin) / 100_000) / 10 }
 
-    public func emit(_ event: String, level: Level, _ fields: [(String, Any)]) {
+    public func emit(_ event: Event, level: Level, _ fields: [(String, Any)]) {
         defer { for listener in lock.withLock({ listeners }) { listener(event, level, fields) } }
         let elapsed = elapsedMilliseconds
-        let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event)] + fields
+        let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event.name)] + fields
         let line: String
         switch format {
         case .logfmt:
@@ -57,7 +65,7 @@ public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the 
         _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
     }
 
-    static func logfmtValue(_ value: Any) -> String {
+    public static func logfmtValue(_ value: Any) -> String {
         let text = "\(value)"
         if text.isEmpty || text.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\n" }) {
             return "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")

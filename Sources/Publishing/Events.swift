@@ -1,0 +1,14 @@
+import Logging
+
+/// What Publishing logs (Logging.Event: one constant per kind of event).
+extension Event {
+    public static let journalFailed = Event("journal.failed")
+    public static let playlistPublished = Event("playlist.published")
+    public static let storageDeleted = Event("storage.deleted")
+    public static let storageDeletedRecording = Event("storage.deleted_recording")
+    public static let storageDeletedUnpublished = Event("storage.deleted_unpublished", console: true)
+    public static let storageLow = Event("storage.low", console: true)
+    public static let streamPublished = Event("stream.published")
+    public static let uploadOk = Event("upload.ok")
+    public static let uploadRetry = Event("upload.retry")
+}
