@@ -83,7 +83,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         let skipped: (Recovery.Skipped) -> Void = { log(.recoverySkipped, level: .error, ("path", $0.path), ("reason", $0.reason)) }
         for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped) {
             if stream.wasInterrupted { log(.streamRecovered, level: .warn, ("id", stream.id), ("segments", stream.segments)) }
-            if let pending = publisher?.resume(stream.id, segments: stream.segments), pending > 0 {
+            if let pending = publisher?.resume(stream.id, segments: stream.segments, multivariantRewritten: stream.multivariantRewritten), pending > 0 {
                 log(.publishResumed, ("id", stream.id), ("pending_segments", pending))
             }
         }

@@ -46,6 +46,12 @@ public enum FileSystem {
         return stat(path, &info) == 0
     }
 
+    /// The size of a file in bytes; nil when it cannot be looked at.
+    public static func size(_ path: String) -> Int64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
     public static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR

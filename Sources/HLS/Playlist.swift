@@ -79,6 +79,24 @@ public struct MultivariantPlaylist: Sendable, Equatable {
 
     public init(variants: [Variant]) { self.variants = variants }
 
+    /// Reads back a multivariant playlist this type rendered; nil if the text is not one.
+    public init?(parsing text: String) {
+        let parsed = ParsedPlaylist(text: text)
+        guard parsed.isMultivariant else { return nil }
+        var variants: [Variant] = []
+        for v in parsed.variants {
+            let a = v.attributes
+            let size = (a["RESOLUTION"] ?? "").split(separator: "x").compactMap { Int($0) }
+            guard let bandwidth = a["BANDWIDTH"].flatMap(HLSValue.integer), size.count == 2,
+                  let rate = a["FRAME-RATE"].flatMap(HLSValue.duration) else { return nil }
+            variants.append(Variant(uri: v.uri, bandwidth: bandwidth,
+                                    averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap(HLSValue.integer) ?? bandwidth,
+                                    codecs: (a["CODECS"] ?? "").split(separator: ",").map(String.init),
+                                    width: size[0], height: size[1], frameRateMilli: Int((rate * 1000).rounded())))
+        }
+        self.variants = variants
+    }
+
     public func render() -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
         for v in variants {
@@ -154,6 +172,16 @@ extension MediaPlaylist {
             entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity))
         }
         isEnded = parsed.isEnded
+    }
+
+    /// Peak and average bit rate of the listed segments, as a player (and `onair
+    /// validate`) measures them: file sizes over EXTINF durations (§4.4.6.2).
+    public func measuredBitrates(size: (String) -> Int64?) -> BitrateMeter {
+        var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
+        for entry in entries {
+            meter.add(bytes: Int(size(entry.uri) ?? 0), ticks: Int64(((HLSValue.duration(entry.duration) ?? 0) * 1000).rounded()))
+        }
+        return meter
     }
 
     /// The playlist as it stands with only its first `count` segments; ENDLIST only if

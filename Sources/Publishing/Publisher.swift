@@ -105,15 +105,17 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     }
 
     /// Picks up a stream an earlier run left (closed by Recovery): what its journal says
-    /// the destination already has is not sent again. Returns the segments still to send.
+    /// the destination already has is not sent again, except index.m3u8 when recovery
+    /// measured it again. Returns the segments still to send.
     @discardableResult
-    public func resume(_ id: String, segments: Int) -> Int {
+    public func resume(_ id: String, segments: Int, multivariantRewritten: Bool = false) -> Int {
         let journal = Journal.read("\(root)/streams/\(id)", destination: destination)
         return locked {
             var plan = PublishPlan(id: id, retry: retry)
             for sequence in stride(from: 1, through: segments, by: 1) { plan.segmentStored(sequence) }
             plan.ended()
             if let journal { plan.restore(confirmedSegments: journal.confirmedSegments, listed: journal.listed, endlist: journal.endlist) }
+            if multivariantRewritten { plan.multivariantChanged() }
             if plan.isComplete { return 0 }
             plans[id] = plan
             order.append(id)

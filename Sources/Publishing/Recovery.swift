@@ -17,6 +17,8 @@ public enum Recovery {
         public var segments: Int
         /// It had no ENDLIST and was closed now.
         public var wasInterrupted: Bool
+        /// index.m3u8 was rewritten with the bit rates the stream really had.
+        public var multivariantRewritten = false
     }
 
     /// A file recovery could not use: renamed to `<name>.corrupt` beside where it was (never
@@ -75,8 +77,29 @@ public enum Recovery {
             }
         }
         playlist.isEnded = true
+        // index.m3u8 first: a playlist is never listed before the variant describing it.
+        let remeasured = try remeasure(directory: directory, playlist: playlist)
         try AtomicFile.write(Array(playlist.render().utf8), to: playlistPath)
-        return Closed(id: id, segments: playlist.entries.count, wasInterrupted: true)
+        return Closed(id: id, segments: playlist.entries.count, wasInterrupted: true, multivariantRewritten: remeasured)
+    }
+
+    /// A live stream's index.m3u8 carries the AVERAGE-BANDWIDTH measured when it was last
+    /// rewritten (the writer rewrites it when the peak rises, and at the end); a stream the
+    /// power cut ended never got the final one, so it can be more than 10% off what was
+    /// stored (HLS_RULES C7), and the segments recovered after the last playlist write can
+    /// raise the peak (C6). Both are measured again from the files; true if it changed.
+    static func remeasure(directory: String, playlist: MediaPlaylist) throws -> Bool {
+        let path = directory + "/index.m3u8"
+        guard let text = FileSystem.readText(path), var index = MultivariantPlaylist(parsing: text) else { return false }
+        let meter = playlist.measuredBitrates { FileSystem.size(directory + "/" + $0) }
+        let before = index
+        for i in index.variants.indices where index.variants[i].uri == "playlist.m3u8" {
+            index.variants[i].averageBandwidth = meter.average
+            index.variants[i].bandwidth = max(index.variants[i].bandwidth, meter.peak)
+        }
+        guard index != before else { return false }
+        try AtomicFile.write(Array(index.render().utf8), to: path)
+        return true
     }
 
     /// Appends each complete segment after the last listed one, its EXTINF read from its own

@@ -34,7 +34,7 @@ final class RecoveryTests: XCTestCase {
     func testClosesWithEveryCompleteSegmentAndNothingHalfWritten() throws {
         let directory = try interrupted(stored: 3, unlisted: 1)
         let closed = try XCTUnwrap(try Recovery.close(directory: directory))
-        XCTAssertEqual(closed, Recovery.Closed(id: "s", segments: 3, wasInterrupted: true))
+        XCTAssertEqual(closed, Recovery.Closed(id: "s", segments: 3, wasInterrupted: true, multivariantRewritten: true))
         let playlist = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))
         XCTAssertTrue(playlist.isEnded)
         XCTAssertEqual(playlist.entries.map(\.duration), ["2.000", "2.000", "2.000"], "the unlisted one measured from its trun")
@@ -43,6 +43,41 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
         XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false), "idempotent")
         XCTAssertEqual(Recovery.closeAll(root: root).map(\.id), ["s"])
+    }
+
+    /// The power cut came before the writer's final AVERAGE-BANDWIDTH: index.m3u8 still says
+    /// what the first segments measured (found by vm-test: 176 kbit/s declared, 197 stored,
+    /// over the 10% HLS_RULES C7 allows). Recovery measures the stored stream again, and
+    /// the publisher sends index.m3u8 again though its journal had confirmed it.
+    func testAStaleAverageBandwidthIsMeasuredAgainAndSentAgain() throws {
+        let directory = try interrupted(stored: 3, unlisted: 1)
+        let indexPath = directory + "/index.m3u8"
+        var stale = try XCTUnwrap(MultivariantPlaylist(parsing: try String(contentsOfFile: indexPath, encoding: .utf8)))
+        stale.variants[0].averageBandwidth /= 2
+        try AtomicFile.write(Array(stale.render().utf8), to: indexPath)
+        XCTAssertNotEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+
+        let closed = try XCTUnwrap(try Recovery.close(directory: directory))
+        XCTAssertTrue(closed.multivariantRewritten)
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+        let index = try XCTUnwrap(MultivariantPlaylist(parsing: try String(contentsOfFile: indexPath, encoding: .utf8)))
+        XCTAssertEqual(index.variants[0].codecs, stale.variants[0].codecs, "only the bit rates change")
+        XCTAssertEqual(index.variants[0].frameRateMilli, 30_000)
+        XCTAssertGreaterThan(index.variants[0].averageBandwidth, stale.variants[0].averageBandwidth)
+
+        let origin = FakeOrigin()
+        for name in ["init.mp4", MediaPlaylist.segmentURI(1), MediaPlaylist.segmentURI(2)] {
+            origin.seed("s/\(name)", Array(FileManager.default.contents(atPath: directory + "/" + name)!))
+        }
+        origin.seed("s/index.m3u8", Array(stale.render().utf8))
+        try Journal(destination: "fake", confirmedSegments: 2, listed: 2, endlist: false).write(directory)
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
+                                  log: .silent(), makeTransport: { origin.transport() })
+        defer { publisher.stop() }
+        XCTAssertEqual(publisher.resume("s", segments: 3, multivariantRewritten: closed.multivariantRewritten), 1)
+        XCTAssertTrue(publisher.drain(seconds: 30))
+        XCTAssertEqual(origin.violations, [])
+        XCTAssertEqual(origin.body("s/index.m3u8"), Array(index.render().utf8))
     }
 
     /// Issue 13: one unlisted segment with a box size no file can have used to trap at every
@@ -55,7 +90,7 @@ final class RecoveryTests: XCTestCase {
         try handle.close()
         var skipped: [Recovery.Skipped] = []
         let closed = Recovery.closeAll(root: root) { skipped.append($0) }
-        XCTAssertEqual(closed, [Recovery.Closed(id: "s", segments: 2, wasInterrupted: true)])
+        XCTAssertEqual(closed, [Recovery.Closed(id: "s", segments: 2, wasInterrupted: true, multivariantRewritten: true)])
         XCTAssertEqual(skipped.map(\.path), [path])
         XCTAssertTrue(skipped[0].reason.contains("64-bit size"), skipped[0].reason)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path + ".corrupt"), "kept for a person, not deleted")
