@@ -153,6 +153,8 @@ final class PlaylistTests: XCTestCase {
             playlist.m3u8
 
             """)
+        XCTAssertEqual(MultivariantPlaylist(parsing: playlist.render()), playlist, "reads back what it renders")
+        XCTAssertNil(MultivariantPlaylist(parsing: "#EXTM3U\n#EXT-X-TARGETDURATION:2\n"), "a media playlist is not one")
     }
 
     func testBitrateMeterPeakIsTheBusiestWindow() {
