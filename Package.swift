@@ -1,7 +1,9 @@
 // swift-tools-version: 6.0
 // onair: a camera appliance that encodes, packages fMP4 HLS and serves it, in one binary.
 // Module layout and allowed imports follow ARCHITECTURE.md; the data flow reads top to
-// bottom: Devices → Codecs → HLS (+MP4, Media) → Publishing → Server, wired by Appliance.
+// bottom: Devices (frames, sound) → Streaming (Codecs encode, HLS + MP4 cut) → Publishing
+// (live segments, uploads) and Recording (the local file) → Server; Appliance is the
+// control plane around it, and everything logs typed events through Logging.
 import PackageDescription
 
 let package = Package(
@@ -43,10 +45,14 @@ let package = Package(
         .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
         .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl"]),
         .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux"]),
+        // The engine between capture and files: the media queue, one worker per output, the
+        // live and recording stream encoders, pre-roll, encoder choice and cost.
+        .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
+                                                  "Publishing", "Recording"]),
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -70,7 +76,9 @@ let package = Package(
         .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Appliance", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
+                                                      "Publishing", "Recording"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]

@@ -1,6 +1,7 @@
 import Devices
 import Logging
 import Publishing
+import Streaming
 import Threading
 #if canImport(Glibc)
 import Glibc

@@ -7,6 +7,7 @@ import Logging
 import Publishing
 import Recording
 import Server
+import Streaming
 import Threading
 
 /// Everything after the preview: what the deferred start brings up once the first frame
@@ -94,7 +95,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             recordings.expire(keepDays: days, nowMs: wallClockMilliseconds(), log: log)
         }
         let current = CurrentStream()
-        session = Session(settings: settings, log: log, makeRoom: { storage.makeRoom(recording: current.get()) }, observer: { [publisher] event in
+        session = Session(profile: settings.sessionProfile, log: log, makeRoom: { storage.makeRoom(recording: current.get()) }, observer: { [publisher] event in
             publisher?.observe(event)
             switch event {
             case .started(let id): current.set(id)

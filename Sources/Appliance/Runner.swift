@@ -5,6 +5,7 @@ import Logging
 import Publishing
 import Recording
 import Server
+import Streaming
 import Threading
 #if canImport(Glibc)
 import Glibc

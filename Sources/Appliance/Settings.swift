@@ -4,6 +4,7 @@ import Logging
 import Media
 import Publishing
 import Recording
+import Streaming
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
@@ -126,12 +127,36 @@ public struct Settings: Sendable, Equatable {
         rotation.outputSize(width: record.width ?? captureWidth, height: record.height ?? captureHeight)
     }
     public var recordFPS: Int { record.fps ?? fps }
-    /// Frames per segment; the segment is a whole number of frames.
-    public var keyframeInterval: Int { max(1, (segmentMilliseconds * fps + 500) / 1000) }
-    /// Segment length in 90 kHz ticks, exactly a whole number of frames.
-    public var segmentTicks: Int64 { Int64(keyframeInterval) * Timescale.video / Int64(fps) }
-    /// EXT-X-TARGETDURATION: the segment length rounded up to whole seconds.
-    public var targetDuration: Int { Int((segmentTicks + Timescale.video - 1) / Timescale.video) }
+
+    /// What the streaming engine needs, and no more: built once, when the camera is open.
+    public var sessionProfile: SessionProfile {
+        SessionProfile(live: liveProfile, recording: record.enabled ? recordingProfile : nil, fps: fps,
+                       prerollSeconds: record.prerollSeconds, durationMilliseconds: durationMilliseconds,
+                       waitsForEncoders: pace == .fast, performance: performance, dataDirectory: dataDirectory)
+    }
+
+    private var audioProfile: AudioEncoderSettings? {
+        audioEnabled ? AudioEncoderSettings(sampleRate: sampleRate, channels: channels, bitrate: audioBitrate) : nil
+    }
+
+    public var liveProfile: LiveProfile {
+        var video = VideoEncoderSettings(width: encodedSize.width, height: encodedSize.height, fps: fps, bitrate: videoBitrate,
+                                         keyframeInterval: 1)  // the profile sets it from the segment length
+        video.x264Preset = softwarePreset
+        return LiveProfile(output: OutputProfile(encoder: encoder, video: video, rotation: rotation, audio: audioProfile,
+                                                 dataDirectory: dataDirectory),
+                           segmentMilliseconds: segmentMilliseconds)
+    }
+
+    public var recordingProfile: RecordingProfile {
+        var video = VideoEncoderSettings(width: recordSize.width, height: recordSize.height, fps: recordFPS, bitrate: record.bitrate,
+                                         keyframeInterval: 1)  // the profile sets it: an IDR every 2 s
+        video.codec = record.codec
+        video.x264Preset = softwarePreset
+        return RecordingProfile(output: OutputProfile(encoder: record.encoder, video: video, rotation: rotation, audio: audioProfile,
+                                                      dataDirectory: dataDirectory),
+                                preallocateMegabytes: record.preallocateMegabytes, priority: record.priority)
+    }
 }
 
 /// `publish.*`: where streams go besides the local disk, and how hard to try.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import Logging
+import Streaming
 import TestSupport
 @testable import Appliance
 import Devices

@@ -16,7 +16,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
     enum Command { case start, stop, toggle, rate(Int) }
 
-    public let settings: Settings
+    public let profile: SessionProfile
     public let queue: MediaQueue
     private let log: Log
     private let lock = Lock()
@@ -41,23 +41,23 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// Frees space when a write finds the disk full (the storage keeper); true if it did.
     private let makeRoom: SpaceRetry.MakeRoom
 
-    public init(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
+    public init(profile: SessionProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
-        self.settings = settings
+        self.profile = profile
         self.log = log
         self.observer = observer
         // In real time about 200 ms of video and a second of 20 ms audio chunks: enough to
         // ride out a hiccup, small enough for a board's memory (6 × 1.4 MB at 720p). With
         // --pace fast the producer waits instead of dropping, so two frames of lead keep
         // the encoders busy without holding more pictures than they need.
-        queue = Self.makeQueue(settings, seconds: 0.2)
+        queue = Self.makeQueue(profile, seconds: 0.2)
     }
 
-    static func makeQueue(_ settings: Settings, seconds: Double) -> MediaQueue {
-        settings.pace == .fast
+    static func makeQueue(_ profile: SessionProfile, seconds: Double) -> MediaQueue {
+        profile.waitsForEncoders
             ? MediaQueue(videoCapacity: 2, audioCapacity: 50, policy: .block)
-            : MediaQueue(videoCapacity: max(2, Int(Double(settings.fps) * seconds)), audioCapacity: 50, policy: .dropOldest)
+            : MediaQueue(videoCapacity: max(2, Int(Double(profile.fps) * seconds)), audioCapacity: 50, policy: .dropOldest)
     }
 
     public var state: State { lock.withLock { stateValue } }
@@ -81,41 +81,46 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// failed.
     public func start(onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.onIdle = onIdle
-        var outputs = try prepareOutputs(live: settings, recording: settings)
+        var outputs = try prepareOutputs(live: profile.live, recording: profile.recording)
         // The talk's sustained-performance rule: know the cost before starting.
         let cost = EncodingCost(outputs: outputs.compactMap { $0.0.encoding }, capacity: capacities(outputs.compactMap { $0.0.encoding }))
         log(.performanceCost, ("cost", (cost.value * 100).rounded() / 100),
             ("outputs", cost.outputs.map(\.description).joined(separator: "; ")))
         if cost.value > 1 {
-            let lowered = settings.performance.overload == .lower ? cost.lowered() : nil
+            let lowered = profile.performance.overload == .lower ? cost.lowered() : nil
             guard let lowered else {
                 throw SessionError("encoding would cost \(cost.value.fixed(2)) of what the encoders sustain "
                     + "(\(cost.outputs.map(\.description).joined(separator: " + "))); lower "
-                    + (settings.record.enabled ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
+                    + (profile.recording != nil ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
                     + "the live stream (video.quality, video.fps), or set performance.overload=lower")
             }
-            var live = settings, recording = settings
-            if let r = lowered.outputs.first(where: { $0.name == "recording" }), r.width * r.height < settings.recordSize.width * settings.recordSize.height {
-                recording.record.width = settings.liveSize.width
-                recording.record.height = settings.liveSize.height
+            var live = profile.live, recording = profile.recording
+            if let r = lowered.outputs.first(where: { $0.name == "recording" }), let video = recording?.output.video,
+               r.width * r.height < video.width * video.height {
+                recording?.output.video.width = live.output.video.width
+                recording?.output.video.height = live.output.video.height
             }
-            if let l = lowered.outputs.first(where: { $0.name == "live" }) { live.fps = l.fps }
+            if let l = lowered.outputs.first(where: { $0.name == "live" }) { live = live.at(fps: l.fps) }
             outputs = try prepareOutputs(live: live, recording: recording)
             log(.performanceLowered, level: .warn, ("changes", lowered.changes.joined(separator: ", ")),
                 ("cost", (EncodingCost(outputs: lowered.outputs, capacity: cost.capacity).value * 100).rounded() / 100))
         }
         log(.encoderReady, ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
-        let started = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(settings, seconds: $0.seconds), failed: failed) }
+        let started = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(profile, seconds: $0.seconds), failed: failed) }
         lock.withLock { workers = started }
         thread = WorkerThread(name: "onair-session") { [self] in run() }
     }
 
     /// The outputs, their encoders opened.
-    private func prepareOutputs(live: Settings, recording: Settings) throws -> [(StreamOutput, seconds: Double)] {
-        var outputs: [(StreamOutput, seconds: Double)] = [(EncodingOutput.live(settings: live, log: log, makeRoom: makeRoom, observer: observer), 0.2)]
+    private func prepareOutputs(live: LiveProfile, recording: RecordingProfile?) throws -> [(StreamOutput, seconds: Double)] {
+        let preroll = profile.prerollSeconds
+        var outputs: [(StreamOutput, seconds: Double)] = [
+            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
-        if settings.record.enabled { outputs.append((EncodingOutput.recording(settings: recording, log: log, makeRoom: makeRoom), 0.5)) }
+        if let recording {
+            outputs.append((EncodingOutput.recording(recording, prerollSeconds: preroll, log: log, makeRoom: makeRoom), 0.5))
+        }
         for (output, _) in outputs { try output.prepare() }
         return outputs
     }
@@ -123,9 +128,9 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// Each encoder kind's capacity: the configured one (the board profile), else the
     /// hardware's published limit, else (x264) measured on this CPU.
     private func capacities(_ outputs: [EncodingCost.Output]) -> [VideoEncoderKind: Double] {
-        var table = PerformanceSettings.hardwareDefaults.merging(settings.performance.capacity) { $1 }
+        var table = PerformanceSettings.hardwareDefaults.merging(profile.performance.capacity) { $1 }
         if outputs.contains(where: { $0.kind == .x264 }) && table[.x264] == nil {
-            table[.x264] = X264Calibration.capacity(dataDirectory: settings.dataDirectory, log: log)
+            table[.x264] = X264Calibration.capacity(dataDirectory: profile.dataDirectory, log: log)
         }
         return table
     }
@@ -140,7 +145,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     }
 
     /// The frame rate streams are made at now: the configured one, or the thermal ladder's.
-    public var rate: Int { lock.withLock { targetRate ?? settings.fps } }
+    public var rate: Int { lock.withLock { targetRate ?? profile.live.fps } }
     private var targetRate: Int?  // under `lock`
 
     /// Finishes any stream in progress with what has been captured, lets every output
@@ -200,8 +205,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
                 if streamOrigin == nil { begin(with: frame) }
                 guard let origin = streamOrigin else { return }
                 send(item)
-                lastSlot = max(lastSlot, StreamEncoder.slot(captureTime: frame.captureTime, origin: origin, fps: settings.fps))
-                if let limit = settings.durationMilliseconds, videoEndTicks >= Int64(limit) * 90 {
+                lastSlot = max(lastSlot, StreamEncoder.slot(captureTime: frame.captureTime, origin: origin, fps: profile.fps))
+                if let limit = profile.durationMilliseconds, videoEndTicks >= Int64(limit) * 90 {
                     recordingRequested = false
                     set(.finishing)
                     finishingFrames = 0
@@ -209,17 +214,17 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             case .finishing:
                 // Let the audio catch up with the last frame, but not for long.
                 finishingFrames += 1
-                if finishingFrames > 5 || !settings.audioEnabled || audioEndTicks >= videoEndTicks { finishStream() }
+                if finishingFrames > 5 || !profile.audioEnabled || audioEndTicks >= videoEndTicks { finishStream() }
             case .armed:
                 // Pre-roll: the outputs' encoders run while armed.
-                if settings.record.prerollSeconds > 0 { send(item) }
+                if profile.prerollSeconds > 0 { send(item) }
             case .stopped:
                 break
             }
         case .audio(let chunk):
             guard let origin = streamOrigin else {
                 // Pre-roll: sound goes on into the outputs' rings until a stream begins.
-                if settings.record.prerollSeconds > 0 && (state == .armed || state == .recording) { send(item) }
+                if profile.prerollSeconds > 0 && (state == .armed || state == .recording) { send(item) }
                 return
             }
             guard state == .recording || state == .finishing else { return }
@@ -233,7 +238,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     }
 
     /// Media time the stream's video covers, 90 kHz ticks (the grid the outputs encode on).
-    private var videoEndTicks: Int64 { rescale(lastSlot + 1, from: Int64(settings.fps), to: Timescale.video) }
+    private var videoEndTicks: Int64 { rescale(lastSlot + 1, from: Int64(profile.fps), to: Timescale.video) }
     private var audioEndTicks: Int64 { rescale(audioEndNs, from: Timescale.nanoseconds, to: Timescale.video) }
 
     private func begin(with frame: VideoFrame) {

@@ -82,7 +82,7 @@ public struct EncodingCost: Sendable, Equatable {
 /// fifth kept back for capture, audio, packaging and the network. Measured once per CPU
 /// model and core count, and kept where it outlives the data directory: it describes the
 /// machine (`$XDG_CACHE_HOME/onair`, else `~/.cache/onair`, else the data directory).
-enum X264Calibration {
+public enum X264Calibration {
     static func cacheFile(dataDirectory: String) -> String {
         let environment = Environment.variables
         let base = environment["XDG_CACHE_HOME"].map { $0 + "/onair" } ?? environment["HOME"].map { $0 + "/.cache/onair" }
@@ -92,7 +92,7 @@ enum X264Calibration {
         return dataDirectory + "/.x264-capacity"
     }
 
-    static func capacity(dataDirectory: String, log: Log) -> Double {
+    public static func capacity(dataDirectory: String, log: Log) -> Double {
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let model = FileSystem.readText("/proc/cpuinfo")?
             .split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Appliance
+@testable import Streaming
 import Devices
 import Publishing
 import HLS

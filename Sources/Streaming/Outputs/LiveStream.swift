@@ -10,7 +10,7 @@ import Publishing
 /// files. Runs on the live output's thread only; nothing here is shared.
 final class LiveStream {
     let writer: StreamWriter
-    let settings: Settings
+    let profile: LiveProfile
     private let log: Log
     private let encoder: StreamEncoder
     private var segmenter: Segmenter
@@ -26,27 +26,25 @@ final class LiveStream {
     private let origin: StreamOrigin
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
-    init(start: StreamStart, origin: StreamOrigin, settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
+    init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
          observer: @escaping (StreamEvent) -> Void) throws {
-        self.settings = settings
+        self.profile = profile
         self.log = log
         self.origin = origin
         encoder = origin.encoder
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
-        let rate = Int64(settings.sampleRate)
-        segmenter = Segmenter(grid: origin.grid(settings.segmentTicks),
+        let rate = Int64(profile.output.sampleRate)
+        segmenter = Segmenter(grid: origin.grid(profile.segmentTicks),
                               tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
                               timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps))
-        let tracks = try encoder.initSegment(sampleRate: settings.sampleRate, channels: settings.channels,
-                                             audioBitrate: settings.audioBitrate)
-        let size = settings.encodedSize
+        let tracks = try encoder.initSegment()
+        let video = profile.output.video
         // The rate the stream starts at: the thermal ladder's, when it has stepped down.
-        let description = StreamDescription(codecs: tracks.codecs, width: size.width, height: size.height, fps: encoder.fps,
-                                            configuredBitrate: settings.videoBitrate + (encoder.audio == nil ? 0 : settings.audioBitrate),
-                                            targetDuration: settings.targetDuration)
-        writer = try StreamWriter(root: settings.dataDirectory, id: start.id, description: description,
+        let description = StreamDescription(codecs: tracks.codecs, width: video.width, height: video.height, fps: encoder.fps,
+                                            configuredBitrate: profile.configuredBitrate, targetDuration: profile.targetDuration)
+        writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, description: description,
                                   initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
-        log(.streamStarted, ("id", start.id), ("dir", writer.directory), ("target_duration", settings.targetDuration),
+        log(.streamStarted, ("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
             ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
             try store(isVideo ? segmenter.appendVideo(sample) : segmenter.appendAudio(sample))
@@ -54,26 +52,26 @@ final class LiveStream {
     }
 
     /// A stream that starts at `firstFrame`.
-    convenience init(start: StreamStart, firstFrame: VideoFrame, settings: Settings, video: VideoEncoder, audio: AACEncoder?, log: Log,
+    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?, log: Log,
                      observer: @escaping (StreamEvent) -> Void) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, settings: settings, video: video, audio: audio)
-        try self.init(start: start, origin: StreamOrigin(encoder: encoder), settings: settings, log: log, observer: observer)
+        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, profile: profile, video: video, audio: audio)
+        try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log, observer: observer)
         try encode(firstFrame)
     }
 
     /// The same, with an id made from the wall clock (tests).
-    convenience init(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: VideoEncoder, audio: AACEncoder?,
+    convenience init(firstFrame: VideoFrame, wallClockMs: Int64, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?,
                      log: Log, observer: @escaping (StreamEvent) -> Void) throws {
         try self.init(start: StreamStart(id: StreamWriter.makeID(wallClockMs: wallClockMs), wallClockMs: wallClockMs),
-                      firstFrame: firstFrame, settings: settings, video: video, audio: audio, log: log, observer: observer)
+                      firstFrame: firstFrame, profile: profile, video: video, audio: audio, log: log, observer: observer)
     }
 
     /// The live encoders on a timeline that starts at `firstFrame`, IDRs on the segment grid.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, settings: Settings, video: VideoEncoder,
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, profile: LiveProfile, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
         let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
-        return StreamEncoder(timeline: timeline, fps: settings.fps, rotation: settings.rotation,
-                             keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: settings.segmentTicks),
+        return StreamEncoder(timeline: timeline, fps: profile.fps, rotation: profile.output.rotation,
+                             keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: profile.segmentTicks),
                              video: video, audio: audio)
     }
 

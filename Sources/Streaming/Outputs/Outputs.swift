@@ -29,12 +29,12 @@ struct EncoderChoice {
     }
 
     /// Opens the encoders now so the first stream starts without waiting for them.
-    mutating func prepare(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws {
+    mutating func prepare(_ settings: VideoEncoderSettings, audio: AudioEncoderSettings?, log: Log) throws {
         ready = (try open(settings, log: log), try openAudioEncoder(audio))
     }
 
     /// The prepared encoders, else new ones.
-    mutating func take(_ settings: VideoEncoderSettings, audio: Settings, log: Log) throws -> (video: VideoEncoder, audio: AACEncoder?) {
+    mutating func take(_ settings: VideoEncoderSettings, audio: AudioEncoderSettings?, log: Log) throws -> (video: VideoEncoder, audio: AACEncoder?) {
         if let ready {
             self.ready = nil
             return ready
@@ -68,10 +68,8 @@ struct EncoderChoice {
     }
 }
 
-func openAudioEncoder(_ settings: Settings) throws -> AACEncoder? {
-    settings.audioEnabled
-        ? try AACEncoder(settings: .init(sampleRate: settings.sampleRate, channels: settings.channels, bitrate: settings.audioBitrate))
-        : nil
+func openAudioEncoder(_ settings: AudioEncoderSettings?) throws -> AACEncoder? {
+    try settings.map { try AACEncoder(settings: $0) }
 }
 
 /// What an output writes one stream into: the live HLS directory or the recording file.
@@ -91,10 +89,10 @@ extension RecordingStream: EncodedStream {}
 /// IDR grid and what they write.
 final class EncodingOutput: StreamOutput {
     let name: String
-    private let settings: Settings
+    private let output: OutputProfile
+    private let prerollSeconds: Double
     private let log: Log
     private var encoders: EncoderChoice
-    private let encoderSettings: VideoEncoderSettings
     /// The output's encoders on a timeline that starts at a frame (its wall clock given).
     private let makeEncoder: (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
@@ -103,68 +101,53 @@ final class EncodingOutput: StreamOutput {
     /// The thermal ladder's rate, for this stream and the ones after it.
     private var rate: Int?
 
-    private init(name: String, requested: VideoEncoderKind, settings: Settings, log: Log, encoderSettings: VideoEncoderSettings,
+    private init(name: String, output: OutputProfile, prerollSeconds: Double, log: Log,
                  makeEncoder: @escaping (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder,
                  makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
         self.name = name
-        self.settings = settings
+        self.output = output
+        self.prerollSeconds = prerollSeconds
         self.log = log
-        self.encoderSettings = encoderSettings
         self.makeEncoder = makeEncoder
         self.makeStream = makeStream
-        encoders = EncoderChoice(role: name, requested: requested)
+        encoders = EncoderChoice(role: name, requested: output.encoder)
     }
 
     /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
-    static func live(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
+    static func live(_ profile: LiveProfile, prerollSeconds: Double, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
                      observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
-        let size = settings.encodedSize
-        return EncodingOutput(
-            name: "live", requested: settings.encoder, settings: settings, log: log,
-            encoderSettings: {
-                var encoder = VideoEncoderSettings(width: size.width, height: size.height, fps: settings.fps,
-                                                   bitrate: settings.videoBitrate, keyframeInterval: settings.keyframeInterval)
-                encoder.x264Preset = settings.softwarePreset
-                return encoder
-            }(),
+        EncodingOutput(
+            name: "live", output: profile.output, prerollSeconds: prerollSeconds, log: log,
             makeEncoder: { frame, wallClock, video, audio in
-                LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, settings: settings, video: video, audio: audio)
+                LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, profile: profile, video: video, audio: audio)
             },
             makeStream: { start, origin in
-                try LiveStream(start: start, origin: origin, settings: settings, log: log, makeRoom: makeRoom, observer: observer)
+                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, observer: observer)
             })
     }
 
     /// The full-quality local recording, in its own profile.
-    static func recording(settings: Settings, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom) -> EncodingOutput {
-        let size = settings.recordSize
-        let fps = settings.recordFPS
-        return EncodingOutput(
-            name: "recording", requested: settings.record.encoder, settings: settings, log: log,
-            encoderSettings: {
-                var encoder = VideoEncoderSettings(width: size.width, height: size.height, fps: fps, bitrate: settings.record.bitrate,
-                                                   keyframeInterval: Int(RecordingStream.keyframeTicks / Timescale.video) * fps)
-                encoder.codec = settings.record.codec
-                encoder.x264Preset = settings.softwarePreset
-                return encoder
-            }(),
+    static func recording(_ profile: RecordingProfile, prerollSeconds: Double, log: Log,
+                          makeRoom: @escaping SpaceRetry.MakeRoom) -> EncodingOutput {
+        EncodingOutput(
+            name: "recording", output: profile.output, prerollSeconds: prerollSeconds, log: log,
             makeEncoder: { frame, wallClock, video, audio in
-                RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, fps: fps, settings: settings, video: video, audio: audio)
+                RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, profile: profile, video: video, audio: audio)
             },
             makeStream: { start, origin in
-                try RecordingStream(start: start, origin: origin, profile: settings.record, settings: settings, log: log, makeRoom: makeRoom)
+                try RecordingStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom)
             })
     }
 
-    func prepare() throws { try encoders.prepare(encoderSettings, audio: settings, log: log) }
+    func prepare() throws { try encoders.prepare(output.video, audio: output.audio, log: log) }
     var encoding: EncodingCost.Output? { encoders.encoding }
 
     func prime(_ frame: VideoFrame) throws {
-        guard settings.record.prerollSeconds > 0 else { return }
+        guard prerollSeconds > 0 else { return }
         if preroll == nil {
-            let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+            let opened = try encoders.take(output.video, audio: output.audio, log: log)
             preroll = Preroll(encoder: makeEncoder(frame, wallClockMilliseconds(atCapture: frame.captureTime), opened.video, opened.audio),
-                              seconds: settings.record.prerollSeconds)
+                              seconds: prerollSeconds)
         }
         try preroll?.encode(frame)
     }
@@ -178,7 +161,7 @@ final class EncodingOutput: StreamOutput {
             log(.prerollUsed, ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
             origin = held
         } else {
-            let opened = try encoders.take(encoderSettings, audio: settings, log: log)
+            let opened = try encoders.take(output.video, audio: output.audio, log: log)
             origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.wallClockMs, opened.video, opened.audio))
         }
         if let rate { origin.encoder.requestRate(rate) }

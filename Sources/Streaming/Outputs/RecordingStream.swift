@@ -27,25 +27,24 @@ final class RecordingStream {
     private let origin: StreamOrigin
 
     /// A recording from `origin`: its encoder, timeline, and any pre-roll already encoded.
-    init(start: StreamStart, origin: StreamOrigin, profile: RecordProfile, settings: Settings, log: Log,
+    init(start: StreamStart, origin: StreamOrigin, profile: RecordingProfile, log: Log,
          makeRoom: @escaping SpaceRetry.MakeRoom = { false }) throws {
         self.log = log
         self.origin = origin
         priority = profile.priority
-        recordings = Recordings(root: settings.dataDirectory)
+        recordings = Recordings(root: profile.output.dataDirectory)
         encoder = origin.encoder
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
-        let rate = Int64(settings.sampleRate)
+        let rate = Int64(profile.output.sampleRate)
         fragmenter = Segmenter(grid: origin.grid(Self.fragmentTicks),
                                tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
                                timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps), cutsOnlyAtSync: false)
         let video = encoder.video
-        let tracks = try encoder.initSegment(sampleRate: settings.sampleRate, channels: settings.channels,
-                                             audioBitrate: settings.audioBitrate)
+        let tracks = try encoder.initSegment()
         file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.bytes,
                                  preallocateBytes: Int64(profile.preallocateMegabytes) << 20, makeRoom: makeRoom)
         log(.recordingStarted, ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
-            ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.bitrate),
+            ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.output.video.bitrate),
             ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
             try store(isVideo ? fragmenter.appendVideo(sample) : fragmenter.appendAudio(sample))
@@ -53,19 +52,18 @@ final class RecordingStream {
     }
 
     /// A recording that starts at `firstFrame`.
-    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordProfile, fps: Int, settings: Settings, video: VideoEncoder,
+    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordingProfile, video: VideoEncoder,
                      audio: AACEncoder?, log: Log) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, fps: fps, settings: settings,
-                                   video: video, audio: audio)
-        try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, settings: settings, log: log)
+        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, profile: profile, video: video, audio: audio)
+        try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log)
         try encode(firstFrame)
     }
 
     /// The recording's encoders on a timeline that starts at `firstFrame`, an IDR every 2 s.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, fps: Int, settings: Settings, video: VideoEncoder,
+    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, profile: RecordingProfile, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
         let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
-        return StreamEncoder(timeline: timeline, fps: fps, rotation: settings.rotation,
+        return StreamEncoder(timeline: timeline, fps: profile.output.video.fps, rotation: profile.output.rotation,
                              keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: keyframeTicks),
                              video: video, audio: audio)
     }

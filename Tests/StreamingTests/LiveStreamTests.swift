@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 import Logging
-@testable import Appliance
+@testable import Streaming
 import Devices
 import Publishing
 import HLS
@@ -14,23 +14,23 @@ import Media
 final class LiveStreamTimingTests: XCTestCase {
     /// A 160x96 stream at `fps` with real x264 and AAC encoders, writing under a temporary
     /// folder that `addTeardownBlock` removes.
-    func settingsAndEncoders(fps: Int) throws -> (Settings, VideoEncoder, AACEncoder, Log) {
-        let settings = smallStreamSettings(fps: fps)
-        let size = settings.encodedSize
+    func profileAndEncoders(fps: Int) throws -> (LiveProfile, VideoEncoder, AACEncoder, Log) {
+        let profile = smallLiveProfile(fps: fps)
+        let size = profile.output.video
         let video = try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: size.width, height: size.height, fps: fps,
                                                                                 bitrate: 200_000, keyframeInterval: 2 * fps))
-        return (settings, video, try AACEncoder(settings: AudioEncoderSettings()), Log(format: .logfmt, write: { _ in }))
+        return (profile, video, try AACEncoder(settings: AudioEncoderSettings()), Log(format: .logfmt, write: { _ in }))
     }
 
     func testDropsRepeatsJitterAndLostAudioStillGiveAValidStream() throws {
-        let (settings, video, audio, log) = try settingsAndEncoders(fps: 30)
+        let (profile, video, audio, log) = try profileAndEncoders(fps: 30)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
         let origin: Int64 = 5_000_000_000
         func frame(_ i: Int64, jitter: Int64 = 0) -> VideoFrame {
             pattern.frame(index: i, captureTime: origin + pattern.offset(of: i) + jitter)
         }
-        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, settings: settings,
+        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, profile: profile,
                                     video: video, audio: audio, log: log, observer: { _ in })
         var chunk: Int64 = 0
         for i in Int64(1)..<180 {
@@ -59,7 +59,7 @@ final class LiveStreamTimingTests: XCTestCase {
     /// drops 26 frames, then a stop, with the sound let in until it covers the last picture
     /// (as the session's finishing state does). Both tracks still end together.
     func testAStopAfterAStallWithLaggingSoundEndsBothTracksTogether() throws {
-        let (settings, video, audio, log) = try settingsAndEncoders(fps: 10)
+        let (profile, video, audio, log) = try profileAndEncoders(fps: 10)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 10)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
         let origin: Int64 = 5_000_000_000
@@ -67,7 +67,7 @@ final class LiveStreamTimingTests: XCTestCase {
         func chunk(_ n: Int64) -> AudioChunk {
             AudioChunk(samples: tone.samples(from: n * 960, count: 960), channels: 1, sampleRate: 48_000, captureTime: origin + n * 20_000_000)
         }
-        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, settings: settings,
+        let stream = try LiveStream(firstFrame: frame(0), wallClockMs: 1_796_229_753_000, profile: profile,
                                     video: video, audio: audio, log: log, observer: { _ in })
         var next: Int64 = 0
         let last: Int64 = 205
@@ -96,8 +96,8 @@ final class LiveStreamTimingTests: XCTestCase {
 /// recording keeps the last picture up through the gap while the sound goes on.
 final class DiscontinuityTests: XCTestCase {
     func testACameraGapBecomesADiscontinuityLiveAndAPauseInTheRecording() throws {
-        var settings = smallStreamSettings(fps: 30)
-        settings.record.preallocateMegabytes = 0
+        let profile = smallLiveProfile(fps: 30)
+        let recordingProfile = RecordingProfile(output: profile.output, preallocateMegabytes: 0, priority: .normal)
         let encoderSettings = VideoEncoderSettings(width: 160, height: 96, fps: 30, bitrate: 200_000, keyframeInterval: 60)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
@@ -109,10 +109,10 @@ final class DiscontinuityTests: XCTestCase {
             return f
         }
         let start = StreamStart(id: "20261202T120000Z-0001", wallClockMs: 1_796_229_753_000)
-        let live = try LiveStream(start: start, firstFrame: frame(0), settings: settings,
+        let live = try LiveStream(start: start, firstFrame: frame(0), profile: profile,
                                   video: try VideoEncoder(kind: .x264, settings: encoderSettings),
                                   audio: try AACEncoder(settings: AudioEncoderSettings()), log: log, observer: { _ in })
-        let recording = try RecordingStream(start: start, firstFrame: frame(0), profile: settings.record, fps: 30, settings: settings,
+        let recording = try RecordingStream(start: start, firstFrame: frame(0), profile: recordingProfile,
                                             video: try VideoEncoder(kind: .x264, settings: encoderSettings),
                                             audio: try AACEncoder(settings: AudioEncoderSettings()), log: log)
         var chunk: Int64 = 0
@@ -143,7 +143,7 @@ final class DiscontinuityTests: XCTestCase {
                        "the date after the gap is the capture time of the frame after it")
         XCTAssertEqual(parsed.entries.reduce(0.0) { $0 + (Double($1.duration) ?? 0) }, 6.0, accuracy: 0.001)
 
-        let file = settings.dataDirectory + "/recordings/\(start.id).mp4"
+        let file = profile.output.dataDirectory + "/recordings/\(start.id).mp4"
         XCTAssertTrue(FileManager.default.fileExists(atPath: file))
         let movie = try ParsedMovieSummary(path: file)
         XCTAssertEqual(movie.videoFrames, 180)
@@ -179,16 +179,13 @@ struct ParsedMovieSummary {
 }
 
 extension XCTestCase {
-    /// Settings for a 160x96 stream at `fps`, writing under a temporary folder that the
-    /// test's teardown removes.
-    func smallStreamSettings(fps: Int) -> Settings {
+    /// A 160x96 live stream at `fps` with sound, 2 s segments, writing under a temporary
+    /// folder that the test's teardown removes.
+    func smallLiveProfile(fps: Int) -> LiveProfile {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-stream-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
-        var settings = Settings()
-        settings.width = 160
-        settings.height = 96
-        settings.fps = fps
-        settings.dataDirectory = root
-        return settings
+        let video = VideoEncoderSettings(width: 160, height: 96, fps: fps, bitrate: 1_500_000, keyframeInterval: 1)
+        return LiveProfile(output: OutputProfile(encoder: .auto, video: video, audio: AudioEncoderSettings(), dataDirectory: root),
+                           segmentMilliseconds: 2000)
     }
 }

@@ -192,9 +192,10 @@ final class StreamEncoder {
 extension StreamEncoder {
     /// The stream's init segment and codec strings, from this encoder's parameter sets
     /// (MP4 builds it; the live stream and the recording both start with one).
-    func initSegment(sampleRate: Int, channels: Int, audioBitrate: Int) throws -> (bytes: [UInt8], codecs: [String]) {
+    func initSegment() throws -> (bytes: [UInt8], codecs: [String]) {
         let audioTrack = audio.map {
-            AudioTrack(sampleRate: sampleRate, channels: channels, config: $0.audioSpecificConfig, averageBitrate: UInt32(audioBitrate))
+            AudioTrack(sampleRate: $0.settings.sampleRate, channels: $0.settings.channels, config: $0.audioSpecificConfig,
+                       averageBitrate: UInt32($0.settings.bitrate))
         }
         return try InitSegment.make(sps: video.sps, pps: video.pps, vps: video.vps,
                                     hevcSize: (video.settings.width, video.settings.height), audio: audioTrack)

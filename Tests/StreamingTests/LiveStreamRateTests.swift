@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Appliance
+@testable import Streaming
 import Devices
 import Publishing
 import HLS
@@ -15,12 +15,12 @@ extension LiveStreamTimingTests {
     /// the frame at 5.9 s rounds to the 6.0 s boundary; at 10 fps it once took the slot
     /// before it, and the first segment at the new rate began without an IDR.)
     func testFrameRateIsTheRateTheStreamRunsAtAndRisesBeforeTheFasterSegments() throws {
-        let (settings, video, _, log) = try settingsAndEncoders(fps: 10)
+        let (profile, video, _, log) = try profileAndEncoders(fps: 10)
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 10)
         let origin: Int64 = 5_000_000_000
         func frame(_ i: Int64) -> VideoFrame { pattern.frame(index: i, captureTime: origin + i * 100_000_000) }
         let start = StreamStart(id: "rate", wallClockMs: 1_796_229_753_000)
-        let encoder = LiveStream.encoder(firstFrame: frame(0), wallClockMs: start.wallClockMs, settings: settings,
+        let encoder = LiveStream.encoder(firstFrame: frame(0), wallClockMs: start.wallClockMs, profile: profile,
                                          video: video, audio: nil)
         encoder.requestRate(5)  // the ladder's rate when the stream begins
         var directory = ""
@@ -29,7 +29,7 @@ extension LiveStreamTimingTests {
             let index = (try? String(contentsOfFile: directory + "/index.m3u8", encoding: .utf8)) ?? ""
             return index.components(separatedBy: "FRAME-RATE=").dropFirst().first.map { String($0.prefix { $0 != "\n" && $0 != "," }) } ?? "none"
         }
-        let stream = try LiveStream(start: start, origin: StreamOrigin(encoder: encoder), settings: settings, log: log) { event in
+        let stream = try LiveStream(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log) { event in
             if case .segmentStored(_, let sequence) = event { declaredWhenListed[sequence] = frameRate() }
         }
         directory = stream.writer.directory

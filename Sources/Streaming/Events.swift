@@ -1,0 +1,25 @@
+import Logging
+
+/// What Streaming logs (Logging.Event: one constant per kind of event).
+extension Event {
+    public static let captureDropped = Event("capture.dropped")
+    public static let encoderReady = Event("encoder.ready")
+    public static let encoderSelected = Event("encoder.selected")
+    public static let encoderSkipped = Event("encoder.skipped")
+    public static let performanceCalibrated = Event("performance.calibrated")
+    public static let performanceCost = Event("performance.cost")
+    public static let performanceLowered = Event("performance.lowered", console: true)
+    public static let prerollUsed = Event("preroll.used")
+    public static let recordCodec = Event("record.codec", console: true)
+    public static let recordingEnded = Event("recording.ended", console: true)
+    public static let recordingPaused = Event("recording.paused", console: true)
+    public static let recordingReserveOff = Event("recording.reserve_off", console: true)
+    public static let recordingResumed = Event("recording.resumed", console: true)
+    public static let recordingStarted = Event("recording.started")
+    public static let segmentStored = Event("segment.stored")
+    public static let sessionFailed = Event("session.failed", console: true)
+    public static let streamDiscontinuity = Event("stream.discontinuity")
+    public static let streamEnded = Event("stream.ended", console: true)
+    public static let streamRate = Event("stream.rate")
+    public static let streamStarted = Event("stream.started", console: true)
+}

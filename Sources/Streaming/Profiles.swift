@@ -1,0 +1,107 @@
+import Codecs
+import Media
+import Recording
+
+/// What one output encodes and where it writes: built once from the settings (Appliance
+/// does that), so the engine never sees the whole configuration. Sizes are after rotation.
+public struct OutputProfile: Sendable, Equatable {
+    /// The encoder asked for (`auto`: the best that opens).
+    public var encoder: VideoEncoderKind
+    /// The picture and rate it starts at; `fps` is the configured rate (the thermal ladder
+    /// lowers it later, stream by stream).
+    public var video: VideoEncoderSettings
+    public var rotation: Rotation
+    /// nil: a stream without sound.
+    public var audio: AudioEncoderSettings?
+    /// Where `streams/` and `recordings/` are.
+    public var dataDirectory: String
+
+    public init(encoder: VideoEncoderKind, video: VideoEncoderSettings, rotation: Rotation = .none,
+                audio: AudioEncoderSettings?, dataDirectory: String) {
+        self.encoder = encoder
+        self.video = video
+        self.rotation = rotation
+        self.audio = audio
+        self.dataDirectory = dataDirectory
+    }
+
+    /// The sample rate both tracks' timelines use (the microphone's, or the default).
+    var sampleRate: Int { audio?.sampleRate ?? AudioEncoderSettings().sampleRate }
+}
+
+/// The live HLS stream: segments of `segmentMilliseconds`, a whole number of frames.
+public struct LiveProfile: Sendable, Equatable {
+    public var output: OutputProfile
+    public var segmentMilliseconds: Int
+
+    public init(output: OutputProfile, segmentMilliseconds: Int) {
+        self.output = output
+        self.segmentMilliseconds = segmentMilliseconds
+        self.output.video.keyframeInterval = keyframeInterval
+    }
+
+    public var fps: Int { output.video.fps }
+    /// Frames per segment; the segment is a whole number of frames.
+    public var keyframeInterval: Int { max(1, (segmentMilliseconds * fps + 500) / 1000) }
+    /// Segment length in 90 kHz ticks, exactly a whole number of frames.
+    public var segmentTicks: Int64 { Int64(keyframeInterval) * Timescale.video / Int64(fps) }
+    /// EXT-X-TARGETDURATION: the segment length rounded up to whole seconds.
+    public var targetDuration: Int { Int((segmentTicks + Timescale.video - 1) / Timescale.video) }
+    /// What the encoders are asked for, the multivariant playlist's first guess.
+    public var configuredBitrate: Int { output.video.bitrate + (output.audio?.bitrate ?? 0) }
+
+    /// The same stream at another frame rate (the cost check lowering it).
+    public func at(fps: Int) -> LiveProfile {
+        var output = output
+        output.video.fps = fps
+        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds)
+    }
+}
+
+/// The full-quality local recording: its own encoder profile, an IDR every 2 s.
+public struct RecordingProfile: Sendable, Equatable {
+    public var output: OutputProfile
+    /// Space reserved ahead of the writer, MiB (0: none).
+    public var preallocateMegabytes: Int
+    public var priority: Recordings.Priority
+
+    public init(output: OutputProfile, preallocateMegabytes: Int, priority: Recordings.Priority) {
+        self.output = output
+        self.preallocateMegabytes = preallocateMegabytes
+        self.priority = priority
+        self.output.video.keyframeInterval = Int(RecordingStream.keyframeTicks / Timescale.video) * output.video.fps
+    }
+}
+
+/// What the session needs: its outputs, and how it decides which frames make a stream.
+public struct SessionProfile: Sendable, Equatable {
+    public var live: LiveProfile
+    /// nil: no local recording.
+    public var recording: RecordingProfile?
+    /// The capture's frame rate: the grid a stream's length is counted on.
+    public var fps: Int
+    /// Seconds of pre-roll the outputs keep while armed (0: none).
+    public var prerollSeconds: Double
+    /// Stop after this much media, in milliseconds.
+    public var durationMilliseconds: Int?
+    /// `--pace fast`: a file source waits for the encoders instead of dropping frames.
+    public var waitsForEncoders: Bool
+    public var performance: PerformanceSettings
+    /// Where x264's measured capacity is kept between runs.
+    public var dataDirectory: String
+
+    public init(live: LiveProfile, recording: RecordingProfile?, fps: Int, prerollSeconds: Double = 0,
+                durationMilliseconds: Int? = nil, waitsForEncoders: Bool = false,
+                performance: PerformanceSettings = PerformanceSettings(), dataDirectory: String) {
+        self.live = live
+        self.recording = recording
+        self.fps = fps
+        self.prerollSeconds = prerollSeconds
+        self.durationMilliseconds = durationMilliseconds
+        self.waitsForEncoders = waitsForEncoders
+        self.performance = performance
+        self.dataDirectory = dataDirectory
+    }
+
+    var audioEnabled: Bool { live.output.audio != nil }
+}
