@@ -7,14 +7,14 @@ import Media
 import Publishing
 import Threading
 
-/// The recording state machine, on the session thread: armed ⇄ recording → finishing →
-/// armed. Capture threads feed `queue`; control calls (`toggle`, `startRecording`,
+/// The session thread around `SessionMachine` (armed ⇄ recording → finishing → armed):
+/// capture threads feed `queue`; control calls (`toggle`, `startRecording`,
 /// `stopRecording`) are picked up at the next item, so stream state has exactly one owner.
 /// One capture feeds every use: the session decides which frames make up a stream and
 /// hands the same ones to each output (live HLS, the recording), each on its own thread.
 public final class Session: @unchecked Sendable {  // shared state under `lock`, the stream's only on its thread; start() sets `workers` (under `lock`), `onIdle`, `thread` before that thread runs
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
-    enum Command { case start, stop, toggle, rate(Int) }
+    typealias Command = SessionMachine.Command
 
     public let profile: SessionProfile
     public let queue: MediaQueue
@@ -27,12 +27,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     private var onIdle: (@Sendable (Session) -> Void)?
     private var workers: [OutputWorker] = []
 
-    // Session-thread state: the stream in progress, by capture times.
-    private var recordingRequested = false
-    private var streamOrigin: Int64?
-    private var lastSlot: Int64 = -1
-    private var audioEndNs: Int64 = 0
-    private var finishingFrames = 0
+    /// The decisions; only the session thread touches it once started.
+    private var machine: SessionMachine
     private var endedCount = 0  // under `lock`: read by the status page
 
     /// Told of everything a stream writes, once it is on disk (the publisher).
@@ -45,6 +41,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
         self.profile = profile
+        machine = SessionMachine(fps: profile.fps, durationMilliseconds: profile.durationMilliseconds, hasAudio: profile.audioEnabled,
+                                 preroll: profile.prerollSeconds > 0)
         self.log = log
         self.observer = observer
         // In real time about 200 ms of video and a second of 20 ms audio chunks: enough to
@@ -158,36 +156,29 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     }
 
     private func post(_ command: Command) { lock.withLock { commands.append(command) } }
-    private func set(_ state: State) { lock.withLock { stateValue = state } }
 
     private func run() {
         while let item = queue.pop() {
             if error != nil { continue }  // keep draining so producers never block
             for command in lock.withLock({ () -> [Command] in defer { commands = [] }; return commands }) {
-                apply(command)
+                carryOut(machine.handle(.command(command)), item: item)
             }
-            handle(item)
+            switch item {
+            case .video(let frame):
+                carryOut(machine.handle(.video(captureTime: frame.captureTime)), item: item)
+            case .audio(let chunk):
+                let end = chunk.captureTime + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds)
+                carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item)
+            case .begin, .finish, .rate:
+                break
+            }
         }
         // Queue closed: finish what is open.
-        finishStream()
-        if error == nil { set(.stopped) }
-    }
-
-    private func apply(_ command: Command) {
-        switch command {
-        case .start: recordingRequested = true
-        case .stop: recordingRequested = false
-        case .toggle: recordingRequested = !(recordingRequested)
-        case .rate(let fps): send(.rate(fps)); return
-        }
-        if recordingRequested && state == .armed { set(.recording) }
-        if !recordingRequested && state == .recording {
-            if streamOrigin == nil { set(.armed) } else { set(.finishing); finishingFrames = 0 }
-        }
+        carryOut(machine.handle(.closed), item: nil)
     }
 
     private func send(_ item: MediaQueue.Item) {
-        if case .video = item, streamOrigin != nil { lock.withLock { framesSent += 1 } }
+        if case .video = item, machine.origin != nil { lock.withLock { framesSent += 1 } }
         for worker in workers { worker.queue.push(item) }
     }
 
@@ -195,77 +186,36 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     public var framesIn: Int { lock.withLock { framesSent } }
     /// Streams ended in this run.
     public var streamsEnded: Int { lock.withLock { endedCount } }
-    private var framesSent = 0
+    private var framesSent = 0  // under `lock`
 
-    private func handle(_ item: MediaQueue.Item) {
-        switch item {
-        case .video(let frame):
-            switch state {
-            case .recording:
-                if streamOrigin == nil { begin(with: frame) }
-                guard let origin = streamOrigin else { return }
-                send(item)
-                lastSlot = max(lastSlot, StreamEncoder.slot(captureTime: frame.captureTime, origin: origin, fps: profile.fps))
-                if let limit = profile.durationMilliseconds, videoEndTicks >= Int64(limit) * 90 {
-                    recordingRequested = false
-                    set(.finishing)
-                    finishingFrames = 0
+    /// What the machine decided, done: its state published, the outputs told.
+    private func carryOut(_ actions: [SessionMachine.Action], item: MediaQueue.Item?) {
+        lock.withLock { if failure == nil { stateValue = machine.state } }
+        for action in actions {
+            switch action {
+            case .begin:
+                guard case .video(let frame)? = item else { continue }
+                let wallClock = wallClockMilliseconds(atCapture: frame.captureTime)
+                let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
+                lock.withLock { currentStreamID = start.id }
+                send(.begin(start))
+            case .forward:
+                if let item { send(item) }
+            case .rate(let fps):
+                send(.rate(fps))
+            case .finish:
+                lock.withLock {
+                    currentStreamID = nil
+                    endedCount += 1
                 }
-            case .finishing:
-                // Let the audio catch up with the last frame, but not for long.
-                finishingFrames += 1
-                if finishingFrames > 5 || !profile.audioEnabled || audioEndTicks >= videoEndTicks { finishStream() }
-            case .armed:
-                // Pre-roll: the outputs' encoders run while armed.
-                if profile.prerollSeconds > 0 { send(item) }
-            case .stopped:
-                break
+                send(.finish)
+                let dropped = self.dropped
+                if dropped.video + dropped.audio > 0 {
+                    log(.captureDropped, level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
+                }
+                onIdle?(self)
             }
-        case .audio(let chunk):
-            guard let origin = streamOrigin else {
-                // Pre-roll: sound goes on into the outputs' rings until a stream begins.
-                if profile.prerollSeconds > 0 && (state == .armed || state == .recording) { send(item) }
-                return
-            }
-            guard state == .recording || state == .finishing else { return }
-            send(item)
-            audioEndNs = max(audioEndNs, chunk.captureTime - origin
-                             + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds))
-            if state == .finishing && audioEndTicks >= videoEndTicks { finishStream() }
-        case .begin, .finish, .rate:
-            break
         }
-    }
-
-    /// Media time the stream's video covers, 90 kHz ticks (the grid the outputs encode on).
-    private var videoEndTicks: Int64 { rescale(lastSlot + 1, from: Int64(profile.fps), to: Timescale.video) }
-    private var audioEndTicks: Int64 { rescale(audioEndNs, from: Timescale.nanoseconds, to: Timescale.video) }
-
-    private func begin(with frame: VideoFrame) {
-        let wallClock = wallClockMilliseconds(atCapture: frame.captureTime)
-        let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
-        streamOrigin = frame.captureTime
-        lastSlot = -1
-        audioEndNs = 0
-        lock.withLock { currentStreamID = start.id }
-        send(.begin(start))
-    }
-
-    private func finishStream() {
-        guard streamOrigin != nil else {
-            if state == .finishing { set(.armed) }
-            return
-        }
-        streamOrigin = nil
-        lock.withLock { currentStreamID = nil }
-        send(.finish)
-        lock.withLock { endedCount += 1 }
-        let dropped = self.dropped
-        if dropped.video + dropped.audio > 0 {
-            log(.captureDropped, level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
-        }
-        if state != .stopped { set(recordingRequested ? .recording : .armed) }
-        onIdle?(self)
     }
 
     private func fail(_ error: Error, output: String) {
