@@ -1,0 +1,287 @@
+import Devices
+import Logging
+import Publishing
+import Streaming
+import Threading
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `onair run` once the settings are final, in its phases: open devices → preview →
+/// armed → streaming → stopping → teardown. The start-up order is the talk's: camera →
+/// first frame → preview, and only then the rest (`Pipeline`), while frames wait in the
+/// start-up buffer; `startup.deferred = off` brings the rest up first. Everything opened
+/// goes on one `Teardown` list, closed in reverse exactly once on every path.
+final class Run {
+    private let log: Log
+    private let signals: sigset_t
+    private let teardown = Teardown()
+    /// Set when the stream ends (`--duration`), the session fails, a signal or a long press.
+    private let done = Completion()
+    /// A long press asked for power-off.
+    private let shutdown = Completion()
+    private var failure: RunFailure?
+
+    // Opened by `openDevices`.
+    private var settings: Settings
+    private var camera: V4L2Camera?
+    private var source: VideoSource?
+    private var display: DisplayPreview?
+    private var gpioButton: GPIOButton?
+    private var tallyLine: GPIOOutput?
+    private var audioDevice = "auto"
+    private let sessionBox = SessionBox()
+
+    init(_ settings: Settings, log: Log, signals: sigset_t) {
+        self.settings = settings
+        self.log = log
+        self.signals = signals
+    }
+
+    /// The whole run; returns when it is over and everything is closed. Throws what ended
+    /// it early, or what failed on the way out.
+    func execute(makePublisher: () -> Publisher?) throws {
+        do {
+            try openDevices()
+            let (gate, preview) = startPreview()
+            guard try waitForTheRest(preview) else {
+                teardown.run()
+                log(.onairExit, ("streams", 0))
+                return
+            }
+            let pipeline = try startPipeline(gate: gate, makePublisher: makePublisher)
+            let notifier = arm(pipeline, gate: gate, preview: preview)
+            done.wait()
+            notifier?.send("STOPPING=1")
+            teardown.run()
+            if let failure { throw failure }
+            log(.onairExit, ("streams", pipeline.session.streamsEnded))
+        } catch {
+            teardown.run()
+            throw error
+        }
+        if shutdown.hasFired {
+            // A long press asked for power-off: only now, with the uploads drained (or
+            // publish.drain_seconds spent) and every file closed.
+            log(.onairShutdown, ("command", settings.button.shutdownCommand))
+            sync()
+            runShell(settings.button.shutdownCommand)
+        }
+    }
+
+    // MARK: Phase 1: open devices
+
+    /// GPIO first (a configured line that does not open is a configuration error said at
+    /// once), then the camera (its granted size and rate are what everything else is made
+    /// for), then the screen.
+    private func openDevices() throws {
+        // x264's capacity on this CPU is measured once per machine (about a second), before
+        // the camera, so a first boot's deferred start does not wait for it.
+        if settings.performance.capacity[.x264] == nil && settings.encoder != .vaapi && settings.encoder != .v4l2m2m {
+            settings.performance.capacity[.x264] = X264Calibration.capacity(dataDirectory: settings.dataDirectory, log: log)
+        }
+        if let line = settings.button.tally {
+            do { tallyLine = try GPIOOutput(line: line, activeLow: settings.button.tallyActiveLow) } catch { throw RunFailure.configuration(error) }
+        }
+        if let line = settings.button.gpio {
+            do {
+                let button = try GPIOButton(line: line, activeLow: settings.button.activeLow, bias: settings.button.bias,
+                                            debounceMilliseconds: settings.button.debounceMs)
+                gpioButton = button
+                teardown.add("gpio button") { button.stop() }
+            } catch { throw RunFailure.configuration(error) }
+        }
+        do { (camera, settings) = try Capture.openCamera(settings, log: log) } catch { throw RunFailure.configuration(error) }
+        // With a real camera `audio.device = auto` means ALSA's `default` PCM; with the
+        // synthetic one, its own tone.
+        audioDevice = settings.audioDevice == "auto" && camera != nil ? "default" : settings.audioDevice
+        let source: VideoSource = camera ?? SyntheticSource(
+            width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
+            audio: settings.audioEnabled && audioDevice == "auto" ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
+        self.source = source
+        teardown.add("capture") { source.stop() }
+        try openScreen()
+    }
+
+    /// The screen, when there is one (auto finds none on a headless board or a server: the
+    /// first captured frame counts as presented then).
+    private func openScreen() throws {
+        guard let device = settings.previewDevice else { return }
+        do {
+            // The camera's own buffers can go on an overlay when it lends them (DMABUFs) in a
+            // format the pipeline does not have to decode.
+            let granted = camera?.opened?.granted.format
+            let lends = camera?.sharesBuffers == true && granted != .mjpeg
+            guard let screen = try DRMDisplay.open(device == "auto" ? nil : device, picture: (settings.captureWidth, settings.captureHeight),
+                                                   camera: lends ? granted : nil, mode: settings.previewMode,
+                                                   atomic: settings.previewAtomic, log: log) else {
+                log(.previewNone, ("reason", "no connected display"), ("note", "headless"))
+                return
+            }
+            let box = sessionBox
+            let preview = DisplayPreview(display: screen, log: log) {
+                DRMDisplay.Indicators(recording: box.recording, uplinkFailing: box.uplinkFailing)
+            }
+            if let camera, screen.importsCameraBuffers {
+                screen.giveBuffersBack(to: { camera.release($0) })
+                camera.share(with: preview)
+            }
+            display = preview
+            // Registered before the capture's last word: the screen goes last.
+            teardown.add("screen") { preview.stop() }
+            if let source { teardown.add("capture") { source.stop() } }
+        } catch {
+            if device != "auto" { throw RunFailure.configuration(error) }
+            log(.previewNone, level: .warn, ("reason", "\(error)"))
+        }
+    }
+
+    // MARK: Phase 2: preview
+
+    /// The start-up buffer between the capture and the pipeline to come, and the capture
+    /// started into it (unless `startup.deferred = off`).
+    private func startPreview() -> (StartupGate, PreviewSink) {
+        let preview: PreviewSink = display ?? FirstFramePreview(log: log)
+        // With --pace fast the source waits for room, so two frames are enough to hold: a
+        // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
+        let fast = settings.pace == .fast && camera == nil
+        let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
+                               blocking: fast, preview: preview, log: log)
+        if let source { teardown.add("capture") { gate.close(); source.stop() } }
+        if settings.startup.deferred != .off { startSource(into: gate) }
+        return (gate, preview)
+    }
+
+    /// `auto`: until the first frame is on the screen; `manual`: until SIGUSR1 (false when
+    /// SIGINT/SIGTERM come first); `off`: not at all.
+    private func waitForTheRest(_ preview: PreviewSink) throws -> Bool {
+        switch settings.startup.deferred {
+        case .auto: preview.waitForFirstFrame()
+        case .manual: if !Runner.waitForStartSignal(signals, log: log) { return false }
+        case .off: break
+        }
+        log(.deferredStartBegan, ("mode", settings.startup.deferred.rawValue))
+        return true
+    }
+
+    private func startSource(into gate: StartupGate) {
+        guard let source else { return }
+        source.start(into: gate)
+        log(.sourceStarted, ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
+            ("fps", settings.fps), ("pace", source is V4L2Camera ? "camera" : settings.pace.rawValue))
+    }
+
+    // MARK: Phase 3: the pipeline
+
+    /// The session, its outputs, storage, publishing and the web server; the buffered
+    /// frames flow into it from now on.
+    private func startPipeline(gate: StartupGate, makePublisher: () -> Publisher?) throws -> Pipeline {
+        let pipeline: Pipeline
+        do {
+            var statistics: (@Sendable () -> V4L2Camera.Statistics)?
+            if let camera { statistics = { camera.statistics } }
+            let (done, oneShot) = (self.done, settings.durationMilliseconds != nil)
+            pipeline = try Pipeline(settings, audioDevice: audioDevice, makePublisher: makePublisher, log: log, camera: statistics) { session in
+                if session.error != nil || oneShot { done.signal() }
+            }
+        } catch let error as Pipeline.StartError {
+            throw RunFailure(description: error.description, status: error.status)
+        }
+        teardown.add("pipeline") { [unowned self] in
+            if let error = pipeline.stop() { failure = .runtime(error) }
+        }
+        gate.open(into: pipeline.session.queue)
+        // Once the pipeline takes the frames, the capture stops before it (and says what it
+        // saw), so the stream finishes with everything captured.
+        let (source, camera, log) = (self.source, self.camera, self.log)
+        teardown.add("capture") {
+            source?.stop()
+            gate.join()
+            if let camera {
+                let stats = camera.statistics
+                log(.cameraStats, ("frames", stats.frames), ("copies_per_frame", stats.copiesPerFrame),
+                    ("driver_dropped", stats.driverDropped), ("timestamps_replaced", stats.timestampsReplaced),
+                    ("corrupt_buffers", stats.corruptBuffers), ("reopened", stats.reopened))
+            }
+        }
+        return pipeline
+    }
+
+    // MARK: Phase 4: armed
+
+    /// The operator's side around the running pipeline: the console and systemd, the
+    /// buttons, the thermal ladder, the tally light, stdin and the signals. Ready
+    /// (READY=1, deferred_start.done) only once the buttons listen: a press right after it
+    /// must not be lost.
+    private func arm(_ pipeline: Pipeline, gate: StartupGate, preview: PreviewSink) -> SystemdNotifier? {
+        let session = pipeline.session
+        let notifier = SystemdNotifier()
+        let report = OperatorReport(
+            device: settings.consoleDevice == "auto" ? OperatorReport.autoDevice() : settings.consoleDevice,
+            interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
+            snapshot: { [pipeline] in pipeline.snapshot() },
+            alive: { session.error == nil && session.state != .stopped })
+        teardown.add("console report") { report.stop() }
+        if settings.startup.deferred == .off { startSource(into: gate) }
+        let (done, shutdown) = (self.done, self.shutdown)
+        let buttons = ButtonController(settings: settings.button, log: log) { [button = settings.button] action in
+            switch action {
+            case .start: session.startRecording()
+            case .stop: session.stopRecording()
+            case .toggle: session.toggle()
+            case .longPress:
+                session.stopRecording()
+                if button.longPress == .shutdown { shutdown.signal(); done.signal() }
+            }
+        }
+        teardown.add("buttons") { buttons.stop() }
+        if let gpioButton {
+            gpioButton.start { edge in buttons.edge(edge, source: "gpio") }
+            teardown.add("gpio button") { gpioButton.stop() }
+        }
+        sessionBox.set(session, publisher: pipeline.publisher)
+        let telemetry = pipeline.telemetry
+        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
+                                   temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })
+        teardown.add("thermal") { thermal.stop() }
+        if let tallyLine {
+            let tally = TallyLight(output: tallyLine) { [publisher = pipeline.publisher] in
+                TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
+            }
+            teardown.add("tally") { tally.stop() }
+        }
+        if let input = settings.button.input {
+            do {
+                let keys = try EvdevButtons(device: input == "auto" ? nil : input, keys: settings.button.keys, log: log)
+                keys.start { edge in buttons.edge(edge, source: "evdev") }
+                teardown.add("keys") { keys.stop() }
+            } catch {
+                log(.buttonUnavailable, level: .warn, ("error", "\(error)"))
+            }
+        }
+        log(.deferredStartDone, ("mode", settings.startup.deferred.rawValue),
+            ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
+        notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
+        report.start()
+        Runner.watchStandardInput(session, log: log)
+        watchSignals(publisher: pipeline.publisher)
+        return notifier
+    }
+
+    /// A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
+    /// finishing (uploads draining) stops waiting for them: the rest stays in the spool.
+    private func watchSignals(publisher: Publisher?) {
+        let (signals, done, log) = (self.signals, self.done, self.log)
+        WorkerThread.detached(name: "onair-signals") {
+            while true {
+                var received: Int32 = 0
+                var waitFor = signals
+                sigwait(&waitFor, &received)
+                guard received == SIGINT || received == SIGTERM else { continue }
+                let finishing = done.hasFired
+                log(.signalReceived, ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
+                if finishing { publisher?.cancelDrain() } else { done.signal() }
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/// What a run has opened, closed in the reverse of the order it was opened, exactly once,
+/// on every path: a start that fails half-way, a signal, a long press, a fatal error.
+final class Teardown {
+    private var steps: [(name: String, close: () -> Void)] = []
+
+    /// Adds how to close what was just opened. The same `name` again replaces the earlier
+    /// step and moves it here: a capture stopped on its own while the start can still be
+    /// abandoned is, once the pipeline takes its frames, stopped before the pipeline.
+    func add(_ name: String, _ close: @escaping () -> Void) {
+        steps.removeAll { $0.name == name }
+        steps.append((name, close))
+    }
+
+    /// What is still open, in the order it would be closed.
+    var pending: [String] { steps.reversed().map(\.name) }
+
+    /// Closes everything, newest first; a second call finds nothing left.
+    func run() {
+        while let step = steps.popLast() { step.close() }
+    }
+}
+
+/// Why a run ended early, said on one line; the exit status is decided from it in one
+/// place (`Runner.run`): 2 for usage and configuration (a flag, a file, a device that will
+/// not open, a port in use), 1 for a failure at run time.
+struct RunFailure: Error, CustomStringConvertible {
+    var description: String
+    var status: Int32
+
+    static func configuration(_ error: Any) -> RunFailure { RunFailure(description: "\(error)", status: 2) }
+    static func runtime(_ error: Any) -> RunFailure { RunFailure(description: "\(error)", status: 1) }
+}
