@@ -1,4 +1,5 @@
 import Devices
+import Files
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,14 +29,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
 
-    struct StartError: Error, CustomStringConvertible {
-        var description: String
-        /// 2: usage or configuration (a device that will not open, a port in use); 1: runtime.
-        var status: Int32
-    }
-
     /// `onIdle` is called when a stream has ended or the session failed.
-    init(_ requested: Settings, audioDevice: String, makePublisher: () -> Publisher?, log: Log,
+    init(_ requested: Settings, audioDevice: String, publisher: Publisher?, log: Log,
          camera: (@Sendable () -> V4L2Camera.Statistics)? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
         self.camera = camera
@@ -43,30 +38,55 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         log.listen { event, level, fields in
             if level == .error { telemetry.error("\(event) " + fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")) }
         }
-        var adjusted = requested
-        // An ALSA device replaces the synthetic source's own microphone. audio.enabled = auto
-        // means "on when the capture PCM opens": without one the stream is video only, with
-        // a warning; audio.enabled = on makes it an error.
-        var microphone: ALSAMicrophone?
-        if adjusted.audioEnabled && audioDevice != "auto" {
-            do {
-                microphone = try ALSAMicrophone(device: audioDevice, sampleRate: adjusted.sampleRate, channels: adjusted.channels)
-            } catch {
-                if adjusted.audio == .on { throw StartError(description: "\(error)", status: 2) }
-                log(.audioUnavailable, level: .warn, ("error", "\(error)"), ("note", "recording video only"))
-                adjusted.audio = .off
-            }
-        }
-        self.microphone = microphone
-        let settings = adjusted
+        var settings = requested
+        microphone = try Self.openMicrophone(&settings, device: audioDevice, log: log)
         self.settings = settings
-        let publisher = makePublisher()
         self.publisher = publisher
         // The storage keeper first: a full card must not stop the start at its first write
         // (issue 13), so space is made before anything is written, and again whenever a
         // write finds the disk full.
-        let recordings = Recordings(root: settings.dataDirectory)
-        self.recordings = recordings
+        recordings = Recordings(root: settings.dataDirectory)
+        let storage = Self.keepStorage(settings, publisher: publisher, recordings: recordings, log: log)
+        Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
+        session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, log: log)
+        // Asked for before the camera's first frame reaches the session, so the stream
+        // begins with that frame.
+        if settings.start == .now { session.startRecording() }
+        do { try session.start(onIdle: onIdle) } catch {
+            // An estimate that refuses is a configuration problem; an encoder that fails, not.
+            throw error is SessionError ? RunFailure.configuration(error) : RunFailure.runtime(error)
+        }
+        if let listen = settings.listen {
+            do { server = try serve(listen) } catch {
+                session.shutdown()
+                throw RunFailure.configuration(error)
+            }
+        }
+        startHistory()
+        if let microphone {
+            microphone.start(into: session.queue)
+            log(.audioSelected, ("device", audioDevice), ("rate", microphone.sampleRate),
+                ("channels", settings.channels), ("period_frames", microphone.periodFrames))
+        }
+    }
+
+    /// An ALSA device replaces the synthetic source's own microphone. audio.enabled = auto
+    /// means "on when the capture PCM opens": without one the stream is video only, with a
+    /// warning; audio.enabled = on makes it an error.
+    private static func openMicrophone(_ settings: inout Settings, device: String, log: Log) throws -> ALSAMicrophone? {
+        guard settings.audioEnabled && device != "auto" else { return nil }
+        do {
+            return try ALSAMicrophone(device: device, sampleRate: settings.sampleRate, channels: settings.channels)
+        } catch {
+            if settings.audio == .on { throw RunFailure.configuration(error) }
+            log(.audioUnavailable, level: .warn, ("error", "\(error)"), ("note", "recording video only"))
+            settings.audio = .off
+            return nil
+        }
+    }
+
+    /// The storage keeper, after a first pass that makes room before anything is written.
+    private static func keepStorage(_ settings: Settings, publisher: Publisher?, recordings: Recordings, log: Log) -> StorageKeeper {
         // A stream counts as published once its journal for this destination says ENDLIST.
         let destinationName = publisher?.destination
         let storage = StorageKeeper(
@@ -78,71 +98,70 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             deleted: { [publisher] id in publisher?.forget(id) },
             recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
         storage.prune(recording: nil)
-        // Streams an earlier run left open (crash, kill -9, power cut) are closed with what
-        // was completely stored, and published to the end, before anything new starts.
-        // A file that cannot be used is set aside and said once; the start goes on.
+        return storage
+    }
+
+    /// Streams an earlier run left open (crash, kill -9, power cut) are closed with what
+    /// was completely stored, and published to the end, before anything new starts. A file
+    /// that cannot be used is set aside and said once; the start goes on. Recordings a
+    /// crash left as `.part` become playable MP4s from their complete fragments; old ones
+    /// go by record.keep_days.
+    private static func recover(_ settings: Settings, publisher: Publisher?, recordings: Recordings, log: Log) {
         let skipped: (Recovery.Skipped) -> Void = { log(.recoverySkipped, level: .error, ("path", $0.path), ("reason", $0.reason)) }
         for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped) {
             if stream.wasInterrupted { log(.streamRecovered, level: .warn, ("id", stream.id), ("segments", stream.segments)) }
-            if let pending = publisher?.resume(stream.id, segments: stream.segments, multivariantRewritten: stream.multivariantRewritten), pending > 0 {
+            if let pending = publisher?.resume(stream.id, segments: stream.segments, multivariantRewritten: stream.multivariantRewritten),
+               pending > 0 {
                 log(.publishResumed, ("id", stream.id), ("pending_segments", pending))
             }
         }
-        // Recordings a crash left as `.part` become playable MP4s from their complete
-        // fragments; old ones go by record.keep_days.
         recordings.recoverAll(priority: settings.record.priority, log: log)
         if let days = settings.record.keepDays {
             recordings.expire(keepDays: days, nowMs: wallClockMilliseconds(), log: log)
         }
-        let current = CurrentStream()
-        session = Session(profile: settings.sessionProfile, log: log, makeRoom: { storage.makeRoom(recording: current.get()) }, observer: { [publisher] event in
+    }
+
+    /// The session on the settings' profiles; what it stores goes to the publisher, the
+    /// storage keeper and the live bit rate.
+    private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
+                                    log: Log) -> Session {
+        Session(profile: settings.sessionProfile, log: log, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
-            switch event {
-            case .started(let id): current.set(id)
-            case .segmentStored(let id, let sequence):
-                storage.checkSoon(recording: current.get())
-                let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
-                var info = stat()
-                let size = stat(path, &info) == 0 ? Int(info.st_size) : 0
-                telemetry.segmentStored(bytes: size)
-            case .ended: current.set(nil)
-            case .multivariantRewritten: break
-            }
-        })
-        // Asked for before the camera's first frame reaches the session, so the stream
-        // begins with that frame.
-        if settings.start == .now { session.startRecording() }
-        do { try session.start(onIdle: onIdle) } catch {
-            // An estimate that refuses is a configuration problem; an encoder that fails, not.
-            throw StartError(description: "\(error)", status: error is SessionError ? 2 : 1)
+            guard case .segmentStored(let id, let sequence) = event else { return }
+            // The stream that stored it is the one being recorded: spared.
+            storage.checkSoon(recording: id)
+            let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
+            telemetry.segmentStored(bytes: Int(FileSystem.size(path) ?? 0))
         }
+    }
+
+    /// The web server: the stream files, the viewer, /api/*, /metrics, /status and control.
+    private func serve(_ listen: String) throws -> WebServer {
+        let (session, log, recordings, history) = (self.session, self.log, self.recordings, self.history)
+        let snapshot: @Sendable () -> StatusSnapshot = { [unowned self] in self.snapshot() }
+        let control: @Sendable (Bool) -> [UInt8] = { start in
+            if start { session.startRecording() } else { session.stopRecording() }
+            log(.buttonPressed, ("source", "api"), ("action", start ? "start" : "stop"))
+            return Array("{\"accepted\":\"\(start ? "start" : "stop")\"}".utf8)
+        }
+        let server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
+            "/api/status": .json { snapshot().json },
+            "/api/recordings": .json { recordings.json },
+            "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
+            "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
+            "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
+        ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
+           log: log)
+        // Say what is bound: one address, or every interface.
+        let address = server.listenAddress, port = server.port
+        log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
+            ("url", address.browserURL(port: port)))
+        return server
+    }
+
+    /// The /status plots: a sample every five seconds.
+    private func startHistory() {
         let session = self.session
-        if let listen = settings.listen {
-            do {
-                let snapshot: @Sendable () -> StatusSnapshot = { [unowned self] in self.snapshot() }
-                let control: @Sendable (Bool) -> [UInt8] = { start in
-                    if start { session.startRecording() } else { session.stopRecording() }
-                    log(.buttonPressed, ("source", "api"), ("action", start ? "start" : "stop"))
-                    return Array("{\"accepted\":\"\(start ? "start" : "stop")\"}".utf8)
-                }
-                server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
-                    "/api/status": .json { snapshot().json },
-                    "/api/recordings": .json { recordings.json },
-                    "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
-                    "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
-                    "/status/plots.svg": .init(contentType: "image/svg+xml") { [history] in Array(StatusPage.svg(history.all).utf8) }
-                ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
-                   log: log)
-                // Say what is bound: one address, or every interface.
-                let address = server!.listenAddress, port = server!.port
-                log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
-                    ("url", address.browserURL(port: port)))
-            } catch {
-                session.shutdown()
-                throw StartError(description: "\(error)", status: 2)
-            }
-        }
-        // The /status plots: a sample every five seconds.
         sampler = WorkerThread(name: "onair-history") { [unowned self] in
             var last = (frames: session.framesIn, at: MonotonicClock().now())
             while !sampling.wait(seconds: 5) {
@@ -152,11 +171,6 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                 history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
                                   bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
             }
-        }
-        if let microphone {
-            microphone.start(into: session.queue)
-            log(.audioSelected, ("device", audioDevice), ("rate", microphone.sampleRate),
-                ("channels", settings.channels), ("period_frames", microphone.periodFrames))
         }
     }
 

@@ -24,18 +24,26 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     private var thread: WorkerThread?
     private let presented = Completion()
     private var firstFrameAt: Double?
+    /// Recording, and whether the destination has stopped confirming uploads: from the
+    /// pipeline, once it runs (`showIndicators`); none before.
+    private var indicators: (@Sendable () -> DRMDisplay.Indicators)?
 
     var firstFrameMilliseconds: Double? { condition.withLock { firstFrameAt } }
 
-    /// `state`: recording, and whether the destination has stopped confirming uploads.
-    init(display: DRMDisplay, log: Log, state: @escaping @Sendable () -> DRMDisplay.Indicators) {
+    /// The session's state on the picture from now on.
+    func showIndicators(_ state: @escaping @Sendable () -> DRMDisplay.Indicators) {
+        condition.withLock { indicators = state }
+    }
+
+    init(display: DRMDisplay, log: Log) {
         self.display = display
         log(.previewOpened, ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
             ("modeset", display.atomic ? "atomic" : "legacy"), ("picture", display.plan.description),
             ("why", display.plan.reason ?? "best available"))
         thread = WorkerThread(name: "onair-preview") { [self] in
             while let (frame, buffer) = take() {
-                let ok = display.show(frame: frame, buffer: buffer, indicators: state()) { [converter] frame, memory, pitch, width, height in
+                let state = condition.withLock { indicators }?() ?? DRMDisplay.Indicators(recording: false, uplinkFailing: false)
+                let ok = display.show(frame: frame, buffer: buffer, indicators: state) { [converter] frame, memory, pitch, width, height in
                     converter.draw(frame, into: memory, pitch: pitch, width: width, height: height)
                 }
                 guard ok else { continue }

@@ -1,6 +1,7 @@
 import Devices
 import Logging
 import Publishing
+import Server
 import Streaming
 import Threading
 #if canImport(Glibc)
@@ -30,17 +31,19 @@ final class Run {
     private var gpioButton: GPIOButton?
     private var tallyLine: GPIOOutput?
     private var audioDevice = "auto"
-    private let sessionBox = SessionBox()
+    /// Where a stream is published, if anywhere; the publisher is made in phase 3.
+    private let destination: Destination?
 
-    init(_ settings: Settings, log: Log, signals: sigset_t) {
+    init(_ settings: Settings, destination: Destination?, log: Log, signals: sigset_t) {
         self.settings = settings
+        self.destination = destination
         self.log = log
         self.signals = signals
     }
 
     /// The whole run; returns when it is over and everything is closed. Throws what ended
     /// it early, or what failed on the way out.
-    func execute(makePublisher: () -> Publisher?) throws {
+    func execute() throws {
         do {
             try openDevices()
             let (gate, preview) = startPreview()
@@ -49,7 +52,7 @@ final class Run {
                 log(.onairExit, ("streams", 0))
                 return
             }
-            let pipeline = try startPipeline(gate: gate, makePublisher: makePublisher)
+            let pipeline = try startPipeline(gate: gate)
             let notifier = arm(pipeline, gate: gate, preview: preview)
             done.wait()
             notifier?.send("STOPPING=1")
@@ -118,10 +121,7 @@ final class Run {
                 log(.previewNone, ("reason", "no connected display"), ("note", "headless"))
                 return
             }
-            let box = sessionBox
-            let preview = DisplayPreview(display: screen, log: log) {
-                DRMDisplay.Indicators(recording: box.recording, uplinkFailing: box.uplinkFailing)
-            }
+            let preview = DisplayPreview(display: screen, log: log)
             if let camera, screen.importsCameraBuffers {
                 screen.giveBuffersBack(to: { camera.release($0) })
                 camera.share(with: preview)
@@ -173,19 +173,33 @@ final class Run {
 
     // MARK: Phase 3: the pipeline
 
+    /// Made in the deferred start, after the preview: uploads wait for the picture.
+    private func makePublisher() -> Publisher? {
+        guard let destination else { return nil }
+        log(.publishDestination, ("url", destination.description), ("parallel", settings.publish.parallel))
+        return Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
+                         retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
+                         log: log,
+                         // A plain bucket or web directory becomes a complete viewing site.
+                         siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
+                         makeTransport: { CurlTransport(destination: destination) })
+    }
+
     /// The session, its outputs, storage, publishing and the web server; the buffered
     /// frames flow into it from now on.
-    private func startPipeline(gate: StartupGate, makePublisher: () -> Publisher?) throws -> Pipeline {
+    private func startPipeline(gate: StartupGate) throws -> Pipeline {
         let pipeline: Pipeline
+        let publisher = makePublisher()
         do {
             var statistics: (@Sendable () -> V4L2Camera.Statistics)?
             if let camera { statistics = { camera.statistics } }
             let (done, oneShot) = (self.done, settings.durationMilliseconds != nil)
-            pipeline = try Pipeline(settings, audioDevice: audioDevice, makePublisher: makePublisher, log: log, camera: statistics) { session in
+            pipeline = try Pipeline(settings, audioDevice: audioDevice, publisher: publisher, log: log, camera: statistics) { session in
                 if session.error != nil || oneShot { done.signal() }
             }
-        } catch let error as Pipeline.StartError {
-            throw RunFailure(description: error.description, status: error.status)
+        } catch {
+            publisher?.stop()
+            throw error
         }
         teardown.add("pipeline") { [unowned self] in
             if let error = pipeline.stop() { failure = .runtime(error) }
@@ -239,7 +253,12 @@ final class Run {
             gpioButton.start { edge in buttons.edge(edge, source: "gpio") }
             teardown.add("gpio button") { gpioButton.stop() }
         }
-        sessionBox.set(session, publisher: pipeline.publisher)
+        display?.showIndicators { [publisher = pipeline.publisher] in
+            // Nothing confirmed by the destination for 30 s: the amber corner (and the
+            // tally's fast blink).
+            DRMDisplay.Indicators(recording: session.state == .recording || session.state == .finishing,
+                                  uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30)
+        }
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
                                    temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })

@@ -91,19 +91,7 @@ public enum Runner {
         if settings.quality == .auto {
             settings.quality = chooseQuality(settings, destination: destination, log: log)
         }
-        let publishing = settings
-        // Made in the deferred start, after the preview.
-        let makePublisher: () -> Publisher? = {
-            guard let destination else { return nil }
-            log(.publishDestination, ("url", destination.description), ("parallel", publishing.publish.parallel))
-            return Publisher(root: publishing.dataDirectory, destination: destination.description, parallel: publishing.publish.parallel,
-                             retry: RetryPolicy(maximumMilliseconds: Int64(publishing.publish.maximumBackoffMilliseconds)),
-                             log: log,
-                             // A plain bucket or web directory becomes a complete viewing site.
-                             siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
-                             makeTransport: { CurlTransport(destination: destination) })
-        }
-        try Run(settings, log: log, signals: signals).execute(makePublisher: makePublisher)
+        try Run(settings, destination: destination, log: log, signals: signals).execute()
     }
 
     /// `publish.*` as a destination (credentials from the environment when not set), or
@@ -172,28 +160,6 @@ public enum Runner {
                 session.toggle()
             }
         }
-    }
-}
-
-/// The id of the stream being written, shared with the storage keeper's thread.
-final class CurrentStream: @unchecked Sendable {  // `id` under `lock`
-    private let lock = Lock()
-    private var id: String?
-    func set(_ value: String?) { lock.withLock { id = value } }
-    func get() -> String? { lock.withLock { id } }
-}
-
-/// The session for whoever is made before it (the preview's recording indicator).
-final class SessionBox: @unchecked Sendable {  // both vars under `lock`
-    private let lock = Lock()
-    private var session: Session?
-    private var publisher: Publisher?
-    func set(_ session: Session, publisher: Publisher?) { lock.withLock { self.session = session; self.publisher = publisher } }
-    /// Nothing confirmed by the destination for 30 s (the tally's fast blink, too).
-    var uplinkFailing: Bool { (lock.withLock { publisher }?.status.oldestPendingSeconds ?? 0) > 30 }
-    var recording: Bool {
-        let state = lock.withLock { session?.state }
-        return state == .recording || state == .finishing
     }
 }
 

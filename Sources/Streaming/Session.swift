@@ -34,10 +34,11 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// Told of everything a stream writes, once it is on disk (the publisher).
     private let observer: @Sendable (StreamEvent) -> Void
 
-    /// Frees space when a write finds the disk full (the storage keeper); true if it did.
-    private let makeRoom: SpaceRetry.MakeRoom
+    /// Frees space when a write finds the disk full (the storage keeper), sparing the
+    /// stream being recorded; true if it did.
+    private let makeRoom: @Sendable (_ recording: String?) -> Bool
 
-    public init(profile: SessionProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
+    public init(profile: SessionProfile, log: Log, makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
         self.profile = profile
@@ -113,6 +114,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// The outputs, their encoders opened.
     private func prepareOutputs(live: LiveProfile, recording: RecordingProfile?) throws -> [(StreamOutput, seconds: Double)] {
         let preroll = profile.prerollSeconds
+        let makeRoom: SpaceRetry.MakeRoom = { [weak self, makeRoom] in makeRoom(self?.currentStream) }
         var outputs: [(StreamOutput, seconds: Double)] = [
             (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
