@@ -1,6 +1,32 @@
 import Media
 import MP4
 
+/// What the media walk carries from one segment to the next.
+struct MediaWalk {
+    var previousSequence: UInt32?
+    var nextDecodeTime: [UInt32: UInt64] = [:]
+    var firstVideoTime: UInt64?
+    var playlistTime = 0.0
+    var domainStart = 0.0  // playlist time where the current discontinuity domain began
+    var avOffset: Double?
+    var minFrameDuration: UInt32?
+    var frameDurations = Set<UInt32>()
+    var lastIDRTime: UInt64?
+    var previousRange: (uri: String, end: Int)?
+}
+
+/// One segment as the walk sees it.
+struct SegmentUnderCheck {
+    let index: Int
+    let entry: ParsedPlaylist.Segment
+    let at: String
+    let bytes: [UInt8]
+    let segment: ParsedSegment
+    /// It is the last segment, or the next one starts a discontinuity domain.
+    let endsDomain: Bool
+    let isLast: Bool
+}
+
 extension StreamChecker {
     /// I1–I11 on the init segment, S1–S15 and S17 on every segment, P9/P12 and the
     /// measured bit rates (C4–C5) for the variant check.
@@ -13,129 +39,146 @@ extension StreamChecker {
         let video = initSegment.track("vide")
         let audio = initSegment.track("soun")
         var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
-        var previousSequence: UInt32?
-        var nextDecodeTime: [UInt32: UInt64] = [:]
-        var firstVideoTime: UInt64?
-        var playlistTime = 0.0
-        var domainStart = 0.0  // playlist time where the current discontinuity domain began
-        var avOffset: Double?
-        var minFrameDuration: UInt32?
-        var frameDurations = Set<UInt32>()
-        var lastIDRTime: UInt64?
-        var previousRange: (uri: String, end: Int)?
+        var walk = MediaWalk()
         for (index, entry) in p.segments.enumerated() {
             let at = resolve(entry.uri, against: path)
             guard let file = read(at, "the segment") else { continue }
-            guard let bytes = byteRange(of: entry, in: file, uri: at, previous: &previousRange) else { continue }
+            guard let bytes = byteRange(of: entry, in: file, uri: at, previous: &walk.previousRange) else { continue }
             let segment: ParsedSegment
             do { segment = try ParsedSegment(bytes: bytes, trex: initSegment.trex) } catch {
                 self.error("S1", at, "\(error)"); continue
             }
-            // S1
-            var layout = segment.topLevel[...]
-            while let first = layout.first, ["styp", "sidx", "prft", "emsg"].contains(first) { layout = layout.dropFirst() }
-            if layout.isEmpty || layout.count % 2 != 0 || stride(from: layout.startIndex, to: layout.endIndex, by: 2).contains(where: {
-                layout[$0] != "moof" || layout[$0 + 1] != "mdat" }) {
-                error("S1", at, "layout \(segment.topLevel.joined(separator: " ")) is not moof+mdat pairs")
-            }
-            for fragment in segment.fragments {
-                // S2
-                if fragment.mfhdCount != 1 { error("S2", at, "moof has \(fragment.mfhdCount) mfhd boxes") }
-                if let previousSequence, fragment.sequenceNumber <= previousSequence {
-                    warning("S2", at, "mfhd sequence \(fragment.sequenceNumber) does not increase from \(previousSequence)")
-                }
-                previousSequence = fragment.sequenceNumber
-                for traf in fragment.trafs { checkTraf(traf, at: at, known: initSegment.tracks) }
-            }
+            let isLast = index == p.segments.count - 1
+            let current = SegmentUnderCheck(index: index, entry: entry, at: at, bytes: bytes, segment: segment,
+                                            endsDomain: isLast || p.segments[index + 1].discontinuity, isLast: isLast)
+            checkLayout(current, initSegment: initSegment, walk: &walk)
             meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))  // at most a year: no overflow
-            // S7/P9: decode times continue exactly across segments, except after
-            // EXT-X-DISCONTINUITY, where a new timeline domain starts (§4.4.4.3).
-            for track in initSegment.tracks {
-                let trafs = segment.traf(track.trackID)
-                if trafs.isEmpty { error("S14", at, "no traf for track \(track.trackID) (\(track.handler))"); continue }
-                for traf in trafs {
-                    if let expected = nextDecodeTime[track.trackID], expected != traf.baseDecodeTime, !entry.discontinuity {
-                        error("S7", at, "track \(track.trackID) tfdt \(traf.baseDecodeTime), expected \(expected)")
-                    }
-                    nextDecodeTime[track.trackID] = traf.baseDecodeTime &+ traf.duration
-                }
-            }
+            checkDecodeTimes(current, tracks: initSegment.tracks, walk: &walk)
             guard let video, let videoTraf = segment.traf(video.trackID).first else { continue }
-            let ts = Double(video.timescale)
-            let actual = Double(videoTraf.duration) / ts
-            // S8, S9
-            if firstVideoTime == nil || entry.discontinuity {
-                // S17 holds per discontinuity domain: one frame rate in each.
-                if frameDurations.count > 1 { error("S17", path, "frame durations vary: \(frameDurations.sorted())") }
-                frameDurations = []
-                firstVideoTime = videoTraf.baseDecodeTime
-                domainStart = playlistTime
-                lastIDRTime = nil
-            }
-            let frame = Double(videoTraf.samples.first?.duration ?? 0) / ts
-            let mediaTime = Double(Int64(bitPattern: videoTraf.baseDecodeTime &- firstVideoTime!)) / ts
-            if abs(mediaTime - (playlistTime - domainStart)) > frame + 0.0005 {
-                error("S8", at, "media time \(mediaTime) s vs playlist time \(playlistTime - domainStart) s")
-            }
-            playlistTime += entry.duration ?? 0
-            if actual > Double(targetDuration) + 0.5 { error("S9", at, "lasts \(actual) s, over TARGETDURATION + 0.5 s") }
-            if let extinf = entry.duration, abs(extinf - actual) > 0.0005 {
-                report(abs(extinf - actual) > frame ? .error : .warning, "S9", at, "EXTINF \(extinf) vs actual \(actual) s")
-            }
-            // S10–S12, S17
-            var time = videoTraf.baseDecodeTime
-            for (n, sample) in videoTraf.samples.enumerated() {
-                defer { time &+= UInt64(sample.duration) }
-                let data = Array(bytes[sample.range.clamped(to: 0..<bytes.count)])
-                let units: [ArraySlice<UInt8>]
-                do { units = try H264.splitLengthPrefixed(data, lengthSize: max(video.nalLengthSize, 1)) } catch {
-                    self.error("S12", at, "video sample \(n): \(error)"); continue
-                }
-                // A start code read as a length leaves a NAL whose header says type 0.
-                if units.contains(where: { H264.nalType($0) == 0 }) { error("S12", at, "video sample \(n) holds a NAL of type 0 (Annex B start code?)") }
-                let hasIDR = units.contains { H264.nalType($0) == H264.NALType.idr.rawValue }
-                if n == 0 && !(hasIDR && sample.isSync && (sample.flags >> 24) & 3 == 2) {
-                    error("S10", at, "first video sample is not a flagged IDR")
-                }
-                if hasIDR != sample.isSync { error("S11", at, "video sample \(n): IDR=\(hasIDR) but sync flag=\(sample.isSync)") }
-                if hasIDR {
-                    if let last = lastIDRTime, Double(Int64(bitPattern: time &- last)) / ts > 2.0 + 0.0005 {
-                        warning("S17", at, "IDR interval \(Double(Int64(bitPattern: time &- last)) / ts) s exceeds 2 s")
-                    }
-                    lastIDRTime = time
-                }
-                let isLastSample = index == p.segments.count - 1 && n == videoTraf.samples.count - 1
-                // The last frame of a domain or of the stream gets a nominal duration.
-                let beforeDiscontinuity = index + 1 < p.segments.count && p.segments[index + 1].discontinuity
-                let isLastOfDomain = (isLastSample || beforeDiscontinuity) && n == videoTraf.samples.count - 1
-                if !isLastOfDomain { frameDurations.insert(sample.duration) }
-                minFrameDuration = min(minFrameDuration ?? sample.duration, sample.duration)
-            }
-            // S13–S15
+            checkVideoTiming(current, videoTraf, timescale: video.timescale, targetDuration: targetDuration, path: path, walk: &walk)
+            checkVideoSamples(current, videoTraf, video, walk: &walk)
             if let audio, let audioTraf = segment.traf(audio.trackID).first {
-                checkAudio(audioTraf, audio, bytes: bytes, at: at)
-                let vStart = Double(videoTraf.baseDecodeTime) / ts, vEnd = vStart + actual
-                let aStart = Double(audioTraf.baseDecodeTime) / Double(audio.timescale)
-                let aEnd = aStart + Double(audioTraf.duration) / Double(audio.timescale)
-                let aacFrame = 1024.0 / Double(audio.timescale)
-                if index == 0 {
-                    if aStart > vStart + 0.0005 { error("S15", at, "audio starts \(aStart - vStart) s after video") }
-                    if vStart - aStart > 0.1 + aacFrame { error("S15", at, "video starts \(vStart - aStart) s after audio") }
-                    avOffset = vStart - aStart
-                }
-                // Within one AAC frame plus the constant priming offset (S14); the offset
-                // itself cannot drift because tfdt continuity (S7) is exact.
-                let allowed = aacFrame + abs(avOffset ?? 0) + 0.0005
-                if abs(vStart - aStart) > allowed { error("S14", at, "audio starts \(aStart - vStart) s from video") }
-                if abs(vEnd - aEnd) > allowed { error("S14", at, "audio ends \(aEnd - vEnd) s from video end") }
+                checkSync(current, video: videoTraf, timescale: video.timescale, audio: audioTraf, audio, walk: &walk)
             }
         }
-        if frameDurations.count > 1 { error("S17", path, "frame durations vary: \(frameDurations.sorted())") }
-        if let video, let d = minFrameDuration, d > 0 { summary.frameRate = Double(video.timescale) / Double(d) }
+        if walk.frameDurations.count > 1 { error("S17", path, "frame durations vary: \(walk.frameDurations.sorted())") }
+        if let video, let d = walk.minFrameDuration, d > 0 { summary.frameRate = Double(video.timescale) / Double(d) }
         summary.peakBitrate = meter.peak
         summary.averageBitrate = meter.average
         if p.tags("EXT-X-INDEPENDENT-SEGMENTS").isEmpty { warning("P12", path, "no EXT-X-INDEPENDENT-SEGMENTS") }
         return summary
+    }
+
+    /// S1: moof+mdat pairs (after styp/sidx/prft/emsg); S2: one mfhd, sequence rising.
+    private mutating func checkLayout(_ s: SegmentUnderCheck, initSegment: ParsedInit, walk: inout MediaWalk) {
+        var layout = s.segment.topLevel[...]
+        while let first = layout.first, ["styp", "sidx", "prft", "emsg"].contains(first) { layout = layout.dropFirst() }
+        if layout.isEmpty || layout.count % 2 != 0 || stride(from: layout.startIndex, to: layout.endIndex, by: 2).contains(where: {
+            layout[$0] != "moof" || layout[$0 + 1] != "mdat" }) {
+            error("S1", s.at, "layout \(s.segment.topLevel.joined(separator: " ")) is not moof+mdat pairs")
+        }
+        for fragment in s.segment.fragments {
+            if fragment.mfhdCount != 1 { error("S2", s.at, "moof has \(fragment.mfhdCount) mfhd boxes") }
+            if let previous = walk.previousSequence, fragment.sequenceNumber <= previous {
+                warning("S2", s.at, "mfhd sequence \(fragment.sequenceNumber) does not increase from \(previous)")
+            }
+            walk.previousSequence = fragment.sequenceNumber
+            for traf in fragment.trafs { checkTraf(traf, at: s.at, known: initSegment.tracks) }
+        }
+    }
+
+    /// S7/P9: decode times continue exactly across segments, except after
+    /// EXT-X-DISCONTINUITY, where a new timeline domain starts (§4.4.4.3).
+    private mutating func checkDecodeTimes(_ s: SegmentUnderCheck, tracks: [ParsedInit.Track], walk: inout MediaWalk) {
+        for track in tracks {
+            let trafs = s.segment.traf(track.trackID)
+            if trafs.isEmpty { error("S14", s.at, "no traf for track \(track.trackID) (\(track.handler))"); continue }
+            for traf in trafs {
+                if let expected = walk.nextDecodeTime[track.trackID], expected != traf.baseDecodeTime, !s.entry.discontinuity {
+                    error("S7", s.at, "track \(track.trackID) tfdt \(traf.baseDecodeTime), expected \(expected)")
+                }
+                walk.nextDecodeTime[track.trackID] = traf.baseDecodeTime &+ traf.duration
+            }
+        }
+    }
+
+    /// S8: media time against playlist time within a domain; S9: EXTINF against the
+    /// segment's real length, and that length against TARGETDURATION.
+    private mutating func checkVideoTiming(_ s: SegmentUnderCheck, _ videoTraf: ParsedSegment.TrackFragment, timescale: UInt32,
+                                           targetDuration: Int, path: String, walk: inout MediaWalk) {
+        let ts = Double(timescale)
+        let actual = Double(videoTraf.duration) / ts
+        if walk.firstVideoTime == nil || s.entry.discontinuity {
+            // S17 holds per discontinuity domain: one frame rate in each.
+            if walk.frameDurations.count > 1 { error("S17", path, "frame durations vary: \(walk.frameDurations.sorted())") }
+            walk.frameDurations = []
+            walk.firstVideoTime = videoTraf.baseDecodeTime
+            walk.domainStart = walk.playlistTime
+            walk.lastIDRTime = nil
+        }
+        let frame = Double(videoTraf.samples.first?.duration ?? 0) / ts
+        let mediaTime = Double(Int64(bitPattern: videoTraf.baseDecodeTime &- walk.firstVideoTime!)) / ts
+        if abs(mediaTime - (walk.playlistTime - walk.domainStart)) > frame + 0.0005 {
+            error("S8", s.at, "media time \(mediaTime) s vs playlist time \(walk.playlistTime - walk.domainStart) s")
+        }
+        walk.playlistTime += s.entry.duration ?? 0
+        if actual > Double(targetDuration) + 0.5 { error("S9", s.at, "lasts \(actual) s, over TARGETDURATION + 0.5 s") }
+        if let extinf = s.entry.duration, abs(extinf - actual) > 0.0005 {
+            report(abs(extinf - actual) > frame ? .error : .warning, "S9", s.at, "EXTINF \(extinf) vs actual \(actual) s")
+        }
+    }
+
+    /// S10–S12: length-prefixed NALs, an IDR first and flagged, sync flags that match;
+    /// S17: IDRs at most 2 s apart, one frame duration per domain.
+    private mutating func checkVideoSamples(_ s: SegmentUnderCheck, _ videoTraf: ParsedSegment.TrackFragment,
+                                            _ video: ParsedInit.Track, walk: inout MediaWalk) {
+        let ts = Double(video.timescale)
+        var time = videoTraf.baseDecodeTime
+        for (n, sample) in videoTraf.samples.enumerated() {
+            defer { time &+= UInt64(sample.duration) }
+            let data = Array(s.bytes[sample.range.clamped(to: 0..<s.bytes.count)])
+            let units: [ArraySlice<UInt8>]
+            do { units = try H264.splitLengthPrefixed(data, lengthSize: max(video.nalLengthSize, 1)) } catch {
+                self.error("S12", s.at, "video sample \(n): \(error)"); continue
+            }
+            // A start code read as a length leaves a NAL whose header says type 0.
+            if units.contains(where: { H264.nalType($0) == 0 }) { error("S12", s.at, "video sample \(n) holds a NAL of type 0 (Annex B start code?)") }
+            let hasIDR = units.contains { H264.nalType($0) == H264.NALType.idr.rawValue }
+            if n == 0 && !(hasIDR && sample.isSync && (sample.flags >> 24) & 3 == 2) {
+                error("S10", s.at, "first video sample is not a flagged IDR")
+            }
+            if hasIDR != sample.isSync { error("S11", s.at, "video sample \(n): IDR=\(hasIDR) but sync flag=\(sample.isSync)") }
+            if hasIDR {
+                if let last = walk.lastIDRTime, Double(Int64(bitPattern: time &- last)) / ts > 2.0 + 0.0005 {
+                    warning("S17", s.at, "IDR interval \(Double(Int64(bitPattern: time &- last)) / ts) s exceeds 2 s")
+                }
+                walk.lastIDRTime = time
+            }
+            // The last frame of a domain or of the stream gets a nominal duration.
+            if !(s.endsDomain && n == videoTraf.samples.count - 1) { walk.frameDurations.insert(sample.duration) }
+            walk.minFrameDuration = min(walk.minFrameDuration ?? sample.duration, sample.duration)
+        }
+    }
+
+    /// S13: the audio track's own rules; S14–S15: sound starts and ends with the pictures.
+    private mutating func checkSync(_ s: SegmentUnderCheck, video videoTraf: ParsedSegment.TrackFragment, timescale: UInt32,
+                                    audio audioTraf: ParsedSegment.TrackFragment, _ audio: ParsedInit.Track, walk: inout MediaWalk) {
+        checkAudio(audioTraf, audio, bytes: s.bytes, at: s.at)
+        let ts = Double(timescale)
+        let vStart = Double(videoTraf.baseDecodeTime) / ts, vEnd = vStart + Double(videoTraf.duration) / ts
+        let aStart = Double(audioTraf.baseDecodeTime) / Double(audio.timescale)
+        let aEnd = aStart + Double(audioTraf.duration) / Double(audio.timescale)
+        let aacFrame = 1024.0 / Double(audio.timescale)
+        if s.index == 0 {
+            if aStart > vStart + 0.0005 { error("S15", s.at, "audio starts \(aStart - vStart) s after video") }
+            if vStart - aStart > 0.1 + aacFrame { error("S15", s.at, "video starts \(vStart - aStart) s after audio") }
+            walk.avOffset = vStart - aStart
+        }
+        // Within one AAC frame plus the constant priming offset (S14); the offset itself
+        // cannot drift because tfdt continuity (S7) is exact.
+        let allowed = aacFrame + abs(walk.avOffset ?? 0) + 0.0005
+        if abs(vStart - aStart) > allowed { error("S14", s.at, "audio starts \(aStart - vStart) s from video") }
+        if abs(vEnd - aEnd) > allowed { error("S14", s.at, "audio ends \(aEnd - vEnd) s from video end") }
     }
 
     /// The bytes a segment entry names: the whole file, or its EXT-X-BYTERANGE (P8, §4.4.4.2:

@@ -238,74 +238,81 @@ public struct ParsedSegment: Sendable {
                 try r.skip(4)
                 sequence = try r.u32()
             }
-            var trafs: [TrackFragment] = []
-            for traf in moof.all("traf") {
-                guard let tfhd = traf.child("tfhd") else { throw MP4Error.missing("tfhd") }
-                var r = ByteReader(bytes, range: tfhd.payload)
-                try r.skip(1)
-                let tfhdFlags = try r.u24()
-                let trackID = try r.u32()
-                let defaults = trex.first { $0.trackID == trackID }
-                var base = moof.start
-                if tfhdFlags & 0x01 != 0 {
-                    let offset = try r.u64()
-                    guard offset <= UInt64(bytes.count) else { throw MP4Error.badBox("tfhd base data offset \(offset) lies past the segment", at: tfhd.start) }
-                    base = Int(offset)
-                }
-                if tfhdFlags & 0x02 != 0 { _ = try r.u32() }
-                var defaultDuration = defaults?.defaultDuration ?? 0
-                var defaultSize: UInt32 = 0
-                var defaultFlags = defaults?.defaultFlags ?? 0
-                if tfhdFlags & 0x08 != 0 { defaultDuration = try r.u32() }
-                if tfhdFlags & 0x10 != 0 { defaultSize = try r.u32() }
-                if tfhdFlags & 0x20 != 0 { defaultFlags = try r.u32() }
-                var tfdtVersion: UInt8 = 0, decodeTime: UInt64 = 0
-                if let tfdt = traf.child("tfdt") {
-                    var t = ByteReader(bytes, range: tfdt.payload)
-                    tfdtVersion = try t.u8(); try t.skip(3)
-                    decodeTime = tfdtVersion == 1 ? try t.u64() : UInt64(try t.u32())
-                }
-                var samples: [Sample] = []
-                var inside = true
-                var cursor = base
-                for trun in traf.all("trun") {
-                    var t = ByteReader(bytes, range: trun.payload)
-                    try t.skip(1)
-                    let flags = try t.u24()
-                    let count = Int(try t.u32())
-                    // Each sample has a size field, or a default size and a place in the
-                    // mdat: a count no segment of this size can hold is refused before
-                    // anything is allocated for it (linear work in the input).
-                    let perSample = [0x100, 0x200, 0x400, 0x800].filter { flags & UInt32($0) != 0 }.count * 4
-                    guard count <= (perSample > 0 ? t.remaining / perSample : max(bytes.count, 1)) else {
-                        throw MP4Error.badBox("trun of \(count) samples in \(t.remaining) bytes", at: trun.start)
-                    }
-                    if flags & 0x001 != 0 { cursor = base + Int(Int32(bitPattern: try t.u32())) }
-                    samples.reserveCapacity(samples.count + count)
-                    var firstFlags: UInt32?
-                    if flags & 0x004 != 0 { firstFlags = try t.u32() }
-                    for i in 0..<count {
-                        let duration = flags & 0x100 != 0 ? try t.u32() : defaultDuration
-                        let size = flags & 0x200 != 0 ? try t.u32() : defaultSize
-                        var sampleFlags = flags & 0x400 != 0 ? try t.u32() : defaultFlags
-                        if i == 0, let firstFlags, flags & 0x400 == 0 { sampleFlags = firstFlags }
-                        let cto = flags & 0x800 != 0 ? Int32(bitPattern: try t.u32()) : 0
-                        let range = cursor..<(cursor + Int(size))
-                        if let mdat {
-                            if !mdat.payload.contains(range.lowerBound) && size > 0 || range.upperBound > mdat.payload.upperBound {
-                                inside = false
-                            }
-                        } else { inside = false }
-                        samples.append(Sample(duration: duration, size: size, flags: sampleFlags,
-                                              compositionOffset: cto, range: range))
-                        cursor += Int(size)
-                    }
-                }
-                trafs.append(TrackFragment(trackID: trackID, tfhdFlags: tfhdFlags, tfdtVersion: tfdtVersion,
-                                           baseDecodeTime: decodeTime, trunCount: traf.all("trun").count,
-                                           tfdtCount: traf.all("tfdt").count, samples: samples, dataInsideMdat: inside))
-            }
+            let trafs = try moof.all("traf").map { try Self.trackFragment($0, moof: moof, mdat: mdat, bytes: bytes, trex: trex) }
             fragments.append(Fragment(sequenceNumber: sequence, mfhdCount: mfhds.count, trafs: trafs))
+        }
+    }
+
+    /// One traf: tfhd (with the trex defaults), tfdt, and its truns' samples, each sample's
+    /// place checked against the mdat that follows the moof.
+    static func trackFragment(_ traf: Box, moof: Box, mdat: Box?, bytes: [UInt8], trex: [ParsedInit.Trex]) throws -> TrackFragment {
+        guard let tfhd = traf.child("tfhd") else { throw MP4Error.missing("tfhd") }
+        var r = ByteReader(bytes, range: tfhd.payload)
+        try r.skip(1)
+        let tfhdFlags = try r.u24()
+        let trackID = try r.u32()
+        let defaults = trex.first { $0.trackID == trackID }
+        var base = moof.start
+        if tfhdFlags & 0x01 != 0 {
+            let offset = try r.u64()
+            guard offset <= UInt64(bytes.count) else { throw MP4Error.badBox("tfhd base data offset \(offset) lies past the segment", at: tfhd.start) }
+            base = Int(offset)
+        }
+        if tfhdFlags & 0x02 != 0 { _ = try r.u32() }
+        var sampleDefaults = (duration: defaults?.defaultDuration ?? 0, size: UInt32(0), flags: defaults?.defaultFlags ?? 0)
+        if tfhdFlags & 0x08 != 0 { sampleDefaults.duration = try r.u32() }
+        if tfhdFlags & 0x10 != 0 { sampleDefaults.size = try r.u32() }
+        if tfhdFlags & 0x20 != 0 { sampleDefaults.flags = try r.u32() }
+        var tfdtVersion: UInt8 = 0, decodeTime: UInt64 = 0
+        if let tfdt = traf.child("tfdt") {
+            var t = ByteReader(bytes, range: tfdt.payload)
+            tfdtVersion = try t.u8(); try t.skip(3)
+            decodeTime = tfdtVersion == 1 ? try t.u64() : UInt64(try t.u32())
+        }
+        var samples: [Sample] = []
+        var inside = true
+        var cursor = base
+        for trun in traf.all("trun") {
+            try readTrun(trun, bytes: bytes, base: base, defaults: sampleDefaults, cursor: &cursor, into: &samples)
+        }
+        for sample in samples {
+            if let mdat {
+                if !mdat.payload.contains(sample.range.lowerBound) && sample.size > 0 || sample.range.upperBound > mdat.payload.upperBound {
+                    inside = false
+                }
+            } else { inside = false }
+        }
+        return TrackFragment(trackID: trackID, tfhdFlags: tfhdFlags, tfdtVersion: tfdtVersion,
+                             baseDecodeTime: decodeTime, trunCount: traf.all("trun").count,
+                             tfdtCount: traf.all("tfdt").count, samples: samples, dataInsideMdat: inside)
+    }
+
+    /// One trun's samples (§8.8.8), each placed after the one before from `cursor`.
+    static func readTrun(_ trun: Box, bytes: [UInt8], base: Int, defaults: (duration: UInt32, size: UInt32, flags: UInt32),
+                         cursor: inout Int, into samples: inout [Sample]) throws {
+        var t = ByteReader(bytes, range: trun.payload)
+        try t.skip(1)
+        let flags = try t.u24()
+        let count = Int(try t.u32())
+        // Each sample has a size field, or a default size and a place in the mdat: a count
+        // no segment of this size can hold is refused before anything is allocated for it
+        // (linear work in the input).
+        let perSample = [0x100, 0x200, 0x400, 0x800].filter { flags & UInt32($0) != 0 }.count * 4
+        guard count <= (perSample > 0 ? t.remaining / perSample : max(bytes.count, 1)) else {
+            throw MP4Error.badBox("trun of \(count) samples in \(t.remaining) bytes", at: trun.start)
+        }
+        if flags & 0x001 != 0 { cursor = base + Int(Int32(bitPattern: try t.u32())) }
+        samples.reserveCapacity(samples.count + count)
+        var firstFlags: UInt32?
+        if flags & 0x004 != 0 { firstFlags = try t.u32() }
+        for i in 0..<count {
+            let duration = flags & 0x100 != 0 ? try t.u32() : defaults.duration
+            let size = flags & 0x200 != 0 ? try t.u32() : defaults.size
+            var sampleFlags = flags & 0x400 != 0 ? try t.u32() : defaults.flags
+            if i == 0, let firstFlags, flags & 0x400 == 0 { sampleFlags = firstFlags }
+            let cto = flags & 0x800 != 0 ? Int32(bitPattern: try t.u32()) : 0
+            samples.append(Sample(duration: duration, size: size, flags: sampleFlags, compositionOffset: cto, range: cursor..<(cursor + Int(size))))
+            cursor += Int(size)
         }
     }
 }

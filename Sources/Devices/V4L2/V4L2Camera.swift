@@ -2,8 +2,8 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
-import Logging
 #endif
+import Logging
 
 /// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
 /// buffers on a thread of its own and hands I420 frames to the sink, stamped with the
@@ -223,112 +223,38 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
 
     private var isStopped: Bool { lock.withLock { stopped } }
 
-    private func run(_ sink: CaptureSink) {
-        guard let format = opened?.granted else { return }
-        let pictureSize = VideoFrame.byteCount(width: format.width, height: format.height)
+    /// What the capture loop carries from one frame to the next.
+    private struct Loop {
         var lastTimestamp: Int64?
         var lastSequence: UInt32?
-        var lastFrameAt = clock.now()
+        var lastFrameAt: Int64
         var lostAt: Int64?
         var backoff: Int64 = 250_000_000
         var nextAttempt: Int64 = 0
         var discontinuity = false
         var warnedTimestamps = false
-        let interval = Int64(1_000_000_000 / max(1, configuration.fps))
+    }
+
+    private func run(_ sink: CaptureSink) {
+        guard let format = opened?.granted else { return }
+        var loop = Loop(lastFrameAt: clock.now())
         while !isStopped {
-            let device = lock.withLock { self.device }
-            guard let device else {
-                // Lost: try again with backoff (250 ms doubling to 4 s), checking for stop.
-                let now = clock.now()
-                if now < nextAttempt { clock.sleep(until: min(nextAttempt, now + 50_000_000)); continue }
-                do {
-                    let again = try openAndStream()
-                    guard again.granted == format else {
-                        teardown()
-                        throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
-                    }
-                    lock.withLock { stats.reopened += 1 }
-                    log.emit(.cameraReopened, level: .warn, [("device", again.path), ("after_ms", (now - (lostAt ?? now)) / 1_000_000)])
-                    discontinuity = true
-                    lastTimestamp = nil
-                    lastSequence = nil
-                    lastFrameAt = clock.now()
-                    backoff = 250_000_000
-                } catch {
-                    nextAttempt = now + backoff
-                    backoff = min(backoff * 2, 4_000_000_000)
-                }
+            guard let device = lock.withLock({ self.device }) else {
+                reopen(format, &loop)
                 continue
             }
             do {
                 guard try device.waitForFrame(timeoutMilliseconds: 100) else {
-                    if clock.now() - lastFrameAt > Int64(configuration.stallMilliseconds) * 1_000_000 {
+                    if clock.now() - loop.lastFrameAt > Int64(configuration.stallMilliseconds) * 1_000_000 {
                         throw VideoDeviceError(path: device.path, operation: "no frame for \(configuration.stallMilliseconds) ms", code: ETIMEDOUT)
                     }
                     continue
                 }
                 guard let buffer = try device.dequeueBuffer() else { continue }
-                lastFrameAt = clock.now()
+                loop.lastFrameAt = clock.now()
                 var lentOut = false
                 defer { if !lentOut { try? device.queueBuffer(buffer.index) } }
-                if let last = lastSequence, buffer.sequence > last &+ 1 {
-                    lock.withLock { stats.driverDropped += Int(buffer.sequence - last - 1) }
-                }
-                lastSequence = buffer.sequence
-                if buffer.hasError {
-                    lock.withLock { stats.corruptBuffers += 1 }
-                    continue
-                }
-                // The driver's capture time, on the clock audio uses too; a missing or
-                // backwards one is replaced (and said once) so the pipeline's timeline holds.
-                var timestamp = buffer.monotonicTimestamp ?? lastFrameAt
-                var replaced = buffer.monotonicTimestamp == nil
-                if let last = lastTimestamp, timestamp <= last {
-                    timestamp = last + interval  // one frame on: the pictures are in order
-                    replaced = true
-                }
-                if replaced {
-                    lock.withLock { stats.timestampsReplaced += 1 }
-                    if !warnedTimestamps {
-                        warnedTimestamps = true
-                        log.emit(.cameraTimestamps, level: .warn, [("device", device.path),
-                                                  ("problem", buffer.monotonicTimestamp == nil ? "not CLOCK_MONOTONIC" : "went backwards"),
-                                                  ("using", "dequeue time")])
-                    }
-                }
-                lastTimestamp = timestamp
-                let data = lock.withLock { mapped.indices.contains(buffer.index) ? mapped[buffer.index] : nil }
-                guard let data else { continue }
-                let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
-                // Each frame gets planes of its own, written once: reusing one array would
-                // make copy-on-write copy the previous picture first (the frame still holds it).
-                let planes: [UInt8]
-                if format.format == .mjpeg, let decoder {
-                    guard let decoded = try? decoder(used, Size(format.width, format.height)), decoded.count == pictureSize else {
-                        lock.withLock { stats.corruptBuffers += 1 }
-                        continue
-                    }
-                    planes = decoded
-                } else {
-                    var converted = false
-                    planes = [UInt8](unsafeUninitializedCapacity: pictureSize) { buffer, count in
-                        converted = PixelConversion.toI420(used, format: format.format, width: format.width, height: format.height,
-                                                           stride: format.bytesPerLine, into: buffer)
-                        count = pictureSize
-                    }
-                    guard converted else {
-                        lock.withLock { stats.corruptBuffers += 1 }
-                        continue
-                    }
-                }
-                let index = lock.withLock { () -> Int in
-                    stats.copies += 1
-                    stats.frames += 1
-                    return stats.frames - 1
-                }
-                var frame = VideoFrame(width: format.width, height: format.height, planes: planes, captureTime: timestamp, index: Int64(index))
-                frame.discontinuity = discontinuity
-                discontinuity = false
+                guard let frame = frame(from: buffer, device: device, format: format, &loop) else { continue }
                 sink.capture(frame)
                 if let (consumer, loan) = lend(buffer.index, format: format, frame: frame.index) {
                     lentOut = consumer.offer(loan)
@@ -337,11 +263,107 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
             } catch {
                 let lost = (error as? VideoDeviceError)?.isDeviceLost ?? false
                 log.emit(.cameraLost, level: .error, [("device", device.path), ("error", "\(error)"), ("reopen", true), ("device_gone", lost)])
-                lostAt = clock.now()
+                loop.lostAt = clock.now()
                 teardown()
-                nextAttempt = clock.now() + backoff
+                loop.nextAttempt = clock.now() + loop.backoff
             }
         }
+    }
+
+    /// Lost: tries again with backoff (250 ms doubling to 4 s), checking for stop. The
+    /// camera must come back as it was opened; the next frame is a discontinuity.
+    private func reopen(_ format: GrantedFormat, _ loop: inout Loop) {
+        let now = clock.now()
+        if now < loop.nextAttempt {
+            clock.sleep(until: min(loop.nextAttempt, now + 50_000_000))
+            return
+        }
+        do {
+            let again = try openAndStream()
+            guard again.granted == format else {
+                teardown()
+                throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
+            }
+            lock.withLock { stats.reopened += 1 }
+            log.emit(.cameraReopened, level: .warn, [("device", again.path), ("after_ms", (now - (loop.lostAt ?? now)) / 1_000_000)])
+            loop.discontinuity = true
+            loop.lastTimestamp = nil
+            loop.lastSequence = nil
+            loop.lastFrameAt = clock.now()
+            loop.backoff = 250_000_000
+        } catch {
+            loop.nextAttempt = now + loop.backoff
+            loop.backoff = min(loop.backoff * 2, 4_000_000_000)
+        }
+    }
+
+    /// A dequeued buffer as a frame: dropped sequence numbers counted, a corrupt buffer
+    /// skipped, the capture time mended, the picture decoded or converted to I420.
+    private func frame(from buffer: DequeuedBuffer, device: VideoDevice, format: GrantedFormat, _ loop: inout Loop) -> VideoFrame? {
+        if let last = loop.lastSequence, buffer.sequence > last &+ 1 {
+            lock.withLock { stats.driverDropped += Int(buffer.sequence - last - 1) }
+        }
+        loop.lastSequence = buffer.sequence
+        if buffer.hasError {
+            lock.withLock { stats.corruptBuffers += 1 }
+            return nil
+        }
+        let timestamp = captureTime(of: buffer, device: device, &loop)
+        let data = lock.withLock { mapped.indices.contains(buffer.index) ? mapped[buffer.index] : nil }
+        guard let data else { return nil }
+        let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
+        guard let planes = picture(used, format: format) else {
+            lock.withLock { stats.corruptBuffers += 1 }
+            return nil
+        }
+        let index = lock.withLock { () -> Int in
+            stats.copies += 1
+            stats.frames += 1
+            return stats.frames - 1
+        }
+        var frame = VideoFrame(width: format.width, height: format.height, planes: planes, captureTime: timestamp, index: Int64(index))
+        frame.discontinuity = loop.discontinuity
+        loop.discontinuity = false
+        return frame
+    }
+
+    /// The driver's capture time, on the clock audio uses too; a missing or backwards one
+    /// is replaced (and said once) so the pipeline's timeline holds.
+    private func captureTime(of buffer: DequeuedBuffer, device: VideoDevice, _ loop: inout Loop) -> Int64 {
+        var timestamp = buffer.monotonicTimestamp ?? loop.lastFrameAt
+        var replaced = buffer.monotonicTimestamp == nil
+        if let last = loop.lastTimestamp, timestamp <= last {
+            timestamp = last + Int64(1_000_000_000 / max(1, configuration.fps))  // one frame on: the pictures are in order
+            replaced = true
+        }
+        if replaced {
+            lock.withLock { stats.timestampsReplaced += 1 }
+            if !loop.warnedTimestamps {
+                loop.warnedTimestamps = true
+                log.emit(.cameraTimestamps, level: .warn, [("device", device.path),
+                                                          ("problem", buffer.monotonicTimestamp == nil ? "not CLOCK_MONOTONIC" : "went backwards"),
+                                                          ("using", "dequeue time")])
+            }
+        }
+        loop.lastTimestamp = timestamp
+        return timestamp
+    }
+
+    /// Each frame gets planes of its own, written once: reusing one array would make
+    /// copy-on-write copy the previous picture first (the frame still holds it).
+    private func picture(_ used: UnsafeRawBufferPointer, format: GrantedFormat) -> [UInt8]? {
+        let pictureSize = VideoFrame.byteCount(width: format.width, height: format.height)
+        if format.format == .mjpeg, let decoder {
+            guard let decoded = try? decoder(used, Size(format.width, format.height)), decoded.count == pictureSize else { return nil }
+            return decoded
+        }
+        var converted = false
+        let planes = [UInt8](unsafeUninitializedCapacity: pictureSize) { buffer, count in
+            converted = PixelConversion.toI420(used, format: format.format, width: format.width, height: format.height,
+                                               stride: format.bytesPerLine, into: buffer)
+            count = pictureSize
+        }
+        return converted ? planes : nil
     }
 }
 
