@@ -2,8 +2,8 @@ import Files
 import Threading
 #if canImport(Glibc)
 import Glibc
-import Logging
 #endif
+import Logging
 
 /// `storage.min_free`: how much of the data file system must stay free.
 public enum MinimumFree: Sendable, Equatable {

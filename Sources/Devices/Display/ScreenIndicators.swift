@@ -33,3 +33,15 @@ public enum ScreenIndicators {
         }
     }
 }
+
+extension DRMDisplay {
+    /// What the screen shows around the picture.
+    public struct Indicators: Sendable, Equatable {
+        public var recording: Bool
+        public var uplinkFailing: Bool
+        public init(recording: Bool, uplinkFailing: Bool) {
+            self.recording = recording
+            self.uplinkFailing = uplinkFailing
+        }
+    }
+}

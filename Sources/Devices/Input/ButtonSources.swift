@@ -3,8 +3,8 @@ import Media
 import Threading
 #if canImport(Glibc)
 import Glibc
-import Logging
 #endif
+import Logging
 
 /// Drops the chatter of a mechanical contact: an edge within `period` of the last one
 /// accepted, or one that repeats the state, is not a press or a release.
