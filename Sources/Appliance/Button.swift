@@ -99,31 +99,35 @@ struct ButtonLogic {
 }
 
 /// Edges from every button source → ButtonLogic → the session. Thread-safe: GPIO and
-/// evdev threads call `edge`; a timer thread of its own runs the deadlines.
-final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `thread` set in init, joined by stop()
+/// evdev threads call `edge`; the hold deadlines (long press, minimum hold) are a task on
+/// the control scheduler, moved to each new deadline as edges come.
+final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `task` set in init, cancelled by stop()
     private let lock = Lock()
     private var logic: ButtonLogic
-    private let clock = MonotonicClock()
     private let act: @Sendable (ButtonLogic.Action) -> Void
     private let log: Log
-    private var thread: WorkerThread?
-    private let done = Completion()
+    private let scheduler: Scheduler
+    private var task: Scheduler.Task?
+    /// With no deadline pending, the timer looks again this often.
+    private static let idle: Int64 = 500_000_000
 
-    init(settings: ButtonSettings, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
+    init(settings: ButtonSettings, scheduler: Scheduler, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
         logic = ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds)
         self.log = log
         self.act = act
-        thread = WorkerThread(name: "onair-button") { [self] in
-            while !done.hasFired {
-                let due = lock.withLock { logic.nextDeadline }
-                _ = done.wait(seconds: due.map { max(0.001, Double($0 - clock.now()) / 1e9) } ?? 0.5)
-                for action in lock.withLock({ logic.tick(at: clock.now()) }) { perform(action, source: "timer") }
-            }
+        self.scheduler = scheduler
+        task = scheduler.schedule("button", at: scheduler.clock.now() + Self.idle) { [unowned self] now in
+            let (actions, due) = lock.withLock { (logic.tick(at: now), logic.nextDeadline) }
+            for action in actions { perform(action, source: "timer") }
+            return due ?? now + Self.idle
         }
     }
 
     func edge(_ edge: ButtonEdge, source: String) {
-        let actions = lock.withLock { edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time) }
+        let (actions, due) = lock.withLock {
+            (edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time), logic.nextDeadline)
+        }
+        if let task, let due { scheduler.reschedule(task, at: due) }
         if edge.pressed { log(.buttonPressed, ("source", source)) } else { log(.buttonReleased, ("source", source)) }
         for action in actions { perform(action, source: source) }
     }
@@ -134,9 +138,7 @@ final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `t
     }
 
     func stop() {
-        done.signal()
-        thread?.join()
-        thread = nil
+        if let task { scheduler.cancel(task) }
     }
 }
 
@@ -164,29 +166,25 @@ enum TallyPattern: Equatable {
     }
 }
 
-/// Drives the tally line from the appliance's state, eight times a second.
-final class TallyLight: @unchecked Sendable {  // `thread` set in init, joined by stop(); the rest immutable
+/// Drives the tally line from the appliance's state, sixteen times a second (a task on
+/// the control scheduler); dark once stopped.
+final class TallyLight: @unchecked Sendable {  // `task` set in init, cancelled by stop(); the rest immutable
     private let output: GPIOOutput
-    private let done = Completion()
-    private var thread: WorkerThread?
+    private let scheduler: Scheduler
+    private var task: Scheduler.Task?
 
-    init(output: GPIOOutput, pattern: @escaping @Sendable () -> TallyPattern) {
+    init(output: GPIOOutput, scheduler: Scheduler, pattern: @escaping @Sendable () -> TallyPattern) {
         self.output = output
-        thread = WorkerThread(name: "onair-tally") { [self] in
-            let clock = MonotonicClock()
-            var last: Bool?
-            while !done.hasFired {
-                let lit = pattern().lit(at: clock.now() / 1_000_000)
-                if lit != last { output.set(lit); last = lit }
-                _ = done.wait(seconds: 0.0625)
-            }
-            output.set(false)
+        self.scheduler = scheduler
+        var last: Bool?
+        task = scheduler.every(0.0625, "tally") { now in
+            let lit = pattern().lit(at: now / 1_000_000)
+            if lit != last { output.set(lit); last = lit }
         }
     }
 
     func stop() {
-        done.signal()
-        thread?.join()
-        thread = nil
+        if let task { scheduler.cancel(task) }
+        output.set(false)
     }
 }

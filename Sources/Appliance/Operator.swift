@@ -43,16 +43,15 @@ struct SystemdNotifier: Sendable {
 
 /// The operator's view while the appliance runs: a status line on the serial console
 /// every `console.interval_s` (and a line for each important event), and systemd's
-/// STATUS=/WATCHDOG=1. One thread, woken at the shorter of the two intervals.
-final class OperatorReport: @unchecked Sendable {  // `console` under `lock` after init; `thread` only in start()/stop()
+/// STATUS=/WATCHDOG=1, on the control scheduler at the shorter of the two intervals.
+final class OperatorReport: @unchecked Sendable {  // `console`, `stopTask` under `lock` after init
     private let device: String?
     private var console: Int32?
     private let notifier: SystemdNotifier?
     private let interval: Double
     private let snapshot: @Sendable () -> StatusSnapshot
     private let alive: @Sendable () -> Bool
-    private let done = Completion()
-    private var thread: WorkerThread?
+    private var stopTask: (() -> Void)?  // under `lock`
     private let lock = Lock()
 
     /// `device`: a path to write lines to (a tty, or any file), or nil.
@@ -86,34 +85,31 @@ final class OperatorReport: @unchecked Sendable {  // `console` under `lock` aft
         ["/dev/serial0", "/dev/ttyAMA0"].first(where: exists)
     }
 
-    func start() {
+    /// The first status line now, then one every `interval`; WATCHDOG=1 at the
+    /// watchdog's pace too. A task on the control scheduler.
+    func start(on scheduler: Scheduler) {
         guard lock.withLock({ console != nil }) || notifier != nil else { return }
-        let tick = min(interval, notifier?.watchdogInterval ?? interval)
-        thread = WorkerThread(name: "onair-report") { [self] in
-            let clock = MonotonicClock()
-            var nextLine = clock.now()
-            var lastFrames = snapshot().framesIn, lastAt = clock.now()
-            while !done.hasFired {
-                let now = clock.now()
-                if now >= nextLine {
-                    let state = snapshot()
-                    let fps = Double(state.framesIn - lastFrames) / max(0.001, Double(now - lastAt) / 1e9)
-                    (lastFrames, lastAt) = (state.framesIn, now)
-                    let line = state.consoleLine(fpsActual: fps)
-                    write(line)
-                    notifier?.send("STATUS=\(line)")
-                    nextLine = now + Int64(interval * 1e9)
-                }
-                if notifier?.watchdogInterval != nil && alive() { notifier?.send("WATCHDOG=1") }
-                _ = done.wait(seconds: tick)
+        let tick = Int64(min(interval, notifier?.watchdogInterval ?? interval) * 1e9)
+        var nextLine = scheduler.clock.now()
+        var lastFrames = snapshot().framesIn, lastAt = scheduler.clock.now()
+        let task = scheduler.schedule("console report", at: nextLine) { [self] now in
+            if now >= nextLine {
+                let state = snapshot()
+                let fps = Double(state.framesIn - lastFrames) / max(0.001, Double(now - lastAt) / 1e9)
+                (lastFrames, lastAt) = (state.framesIn, now)
+                let line = state.consoleLine(fpsActual: fps)
+                write(line)
+                notifier?.send("STATUS=\(line)")
+                nextLine = now + Int64(interval * 1e9)
             }
+            if notifier?.watchdogInterval != nil && alive() { notifier?.send("WATCHDOG=1") }
+            return now + tick
         }
+        lock.withLock { stopTask = { scheduler.cancel(task) } }
     }
 
     func stop() {
-        done.signal()
-        thread?.join()
-        thread = nil
+        lock.withLock { stopTask }?()
     }
 
     private func write(_ line: String) {

@@ -23,16 +23,17 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     private(set) var server: WebServer?
     let telemetry = Telemetry()
     let history = History()
-    private let sampling = Completion()
-    private var sampler: WorkerThread?
+    private let scheduler: Scheduler
+    private var sampler: Scheduler.Task?
     let recordings: Recordings
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
-    init(_ requested: Settings, audioDevice: String, publisher: Publisher?, log: Log,
+    init(_ requested: Settings, audioDevice: String, publisher: Publisher?, scheduler: Scheduler, log: Log,
          camera: (@Sendable () -> V4L2Camera.Statistics)? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
+        self.scheduler = scheduler
         self.camera = camera
         let telemetry = self.telemetry
         log.listen { event, level, fields in
@@ -159,18 +160,15 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         return server
     }
 
-    /// The /status plots: a sample every five seconds.
+    /// The /status plots: a sample every five seconds (a task on the control scheduler).
     private func startHistory() {
-        let session = self.session
-        sampler = WorkerThread(name: "onair-history") { [unowned self] in
-            var last = (frames: session.framesIn, at: MonotonicClock().now())
-            while !sampling.wait(seconds: 5) {
-                let now = MonotonicClock().now(), state = snapshot()
-                let fps = Double(state.framesIn - last.frames) / max(0.001, Double(now - last.at) / 1e9)
-                last = (state.framesIn, now)
-                history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
-                                  bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
-            }
+        var last = (frames: session.framesIn, at: scheduler.clock.now())
+        sampler = scheduler.every(5, "history") { [unowned self] now in
+            let state = snapshot()
+            let fps = Double(state.framesIn - last.frames) / max(0.001, Double(now - last.at) / 1e9)
+            last = (state.framesIn, now)
+            history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
+                              bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
         }
     }
 
@@ -194,8 +192,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to
     /// publish.drain_seconds) and stops the server. Returns the session's failure, if any.
     func stop() -> Error? {
-        sampling.signal()
-        sampler?.join()
+        if let sampler { scheduler.cancel(sampler) }
         session.shutdown()
         if let microphone {
             microphone.stop()

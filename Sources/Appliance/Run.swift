@@ -52,8 +52,8 @@ final class Run {
                 log(.onairExit, ("streams", 0))
                 return
             }
-            let pipeline = try startPipeline(gate: gate)
-            let notifier = arm(pipeline, gate: gate, preview: preview)
+            let (pipeline, scheduler) = try startPipeline(gate: gate)
+            let notifier = arm(pipeline, gate: gate, preview: preview, scheduler: scheduler)
             done.wait()
             notifier?.send("STOPPING=1")
             teardown.run()
@@ -187,14 +187,19 @@ final class Run {
 
     /// The session, its outputs, storage, publishing and the web server; the buffered
     /// frames flow into it from now on.
-    private func startPipeline(gate: StartupGate) throws -> Pipeline {
+    private func startPipeline(gate: StartupGate) throws -> (Pipeline, Scheduler) {
         let pipeline: Pipeline
+        // The control loops' one thread; it stops after everything that schedules on it.
+        let scheduler = Scheduler()
+        scheduler.start()
+        teardown.add("scheduler") { scheduler.stop() }
         let publisher = makePublisher()
         do {
             var statistics: (@Sendable () -> V4L2Camera.Statistics)?
             if let camera { statistics = { camera.statistics } }
             let (done, oneShot) = (self.done, settings.durationMilliseconds != nil)
-            pipeline = try Pipeline(settings, audioDevice: audioDevice, publisher: publisher, log: log, camera: statistics) { session in
+            pipeline = try Pipeline(settings, audioDevice: audioDevice, publisher: publisher, scheduler: scheduler, log: log,
+                                    camera: statistics) { session in
                 if session.error != nil || oneShot { done.signal() }
             }
         } catch {
@@ -218,7 +223,7 @@ final class Run {
                     ("corrupt_buffers", stats.corruptBuffers), ("reopened", stats.reopened))
             }
         }
-        return pipeline
+        return (pipeline, scheduler)
     }
 
     // MARK: Phase 4: armed
@@ -227,7 +232,7 @@ final class Run {
     /// buttons, the thermal ladder, the tally light, stdin and the signals. Ready
     /// (READY=1, deferred_start.done) only once the buttons listen: a press right after it
     /// must not be lost.
-    private func arm(_ pipeline: Pipeline, gate: StartupGate, preview: PreviewSink) -> SystemdNotifier? {
+    private func arm(_ pipeline: Pipeline, gate: StartupGate, preview: PreviewSink, scheduler: Scheduler) -> SystemdNotifier? {
         let session = pipeline.session
         let notifier = SystemdNotifier()
         let report = OperatorReport(
@@ -238,7 +243,7 @@ final class Run {
         teardown.add("console report") { report.stop() }
         if settings.startup.deferred == .off { startSource(into: gate) }
         let (done, shutdown) = (self.done, self.shutdown)
-        let buttons = ButtonController(settings: settings.button, log: log) { [button = settings.button] action in
+        let buttons = ButtonController(settings: settings.button, scheduler: scheduler, log: log) { [button = settings.button] action in
             switch action {
             case .start: session.startRecording()
             case .stop: session.stopRecording()
@@ -260,11 +265,12 @@ final class Run {
                                   uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30)
         }
         let telemetry = pipeline.telemetry
-        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, log: log, dropped: { session.dropped.video },
+        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, scheduler: scheduler, log: log,
+                                   dropped: { session.dropped.video },
                                    temperature: { telemetry.temperature($0) }, setRate: { session.setRate($0) })
         teardown.add("thermal") { thermal.stop() }
         if let tallyLine {
-            let tally = TallyLight(output: tallyLine) { [publisher = pipeline.publisher] in
+            let tally = TallyLight(output: tallyLine, scheduler: scheduler) { [publisher = pipeline.publisher] in
                 TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
             }
             teardown.add("tally") { tally.stop() }
@@ -281,7 +287,7 @@ final class Run {
         log(.deferredStartDone, ("mode", settings.startup.deferred.rawValue),
             ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
-        report.start()
+        report.start(on: scheduler)
         Runner.watchStandardInput(session, log: log)
         watchSignals(publisher: pipeline.publisher)
         return notifier

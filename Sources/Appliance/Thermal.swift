@@ -100,10 +100,11 @@ struct ThermalLadder {
     }
 }
 
-/// Reads the sensor once a second and moves the session along the ladder.
-final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `thread` only in start()/stop()
-    private let done = Completion()
-    private var thread: WorkerThread?
+/// Reads the sensor once a second (a task on the control scheduler, on its clock) and
+/// moves the session along the ladder.
+final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task` set in init, cancelled by stop()
+    private let scheduler: Scheduler
+    private var task: Scheduler.Task?
     private let lock = Lock()
     private var latest: Double?
 
@@ -122,39 +123,35 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `thre
         return value / 1000
     }
 
-    init(settings: ThermalSettings, fps: Int, log: Log, dropped: @escaping @Sendable () -> Int,
+    init(settings: ThermalSettings, fps: Int, scheduler: Scheduler, log: Log, dropped: @escaping @Sendable () -> Int,
          temperature report: @escaping @Sendable (Double?) -> Void, setRate: @escaping @Sendable (Int) -> Void) {
+        self.scheduler = scheduler
         guard let sensor = settings.sensor else { return }
         var ladder = ThermalLadder(steps: settings.fpsSteps, fps: fps, hot: settings.hotC, cool: settings.coolC,
                                    dwellSeconds: settings.dwellSeconds)
         if ladder.fps != fps { setRate(ladder.fps) }
-        thread = WorkerThread(name: "onair-thermal") { [self] in
-            let clock = MonotonicClock()
-            var lastDropped = dropped()
-            while !done.wait(seconds: 1) {
-                let temperature = sensor == "auto" ? Self.hottestZone() : Self.read(sensor)
-                lock.withLock { latest = temperature }
-                report(temperature)
-                let drops = dropped()
-                defer { lastDropped = drops }
-                let celsius = temperature.map { ($0 * 10).rounded() / 10 } ?? -1
-                switch ladder.observe(temperature: temperature, pressure: drops > lastDropped, at: clock.now()) {
-                case .step(let from, let to, let reason)?:
-                    log(.thermalStep, level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
-                    setRate(to)
-                case .atLowest(let fps, let reason)?:
-                    log(.thermalLimit, level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
-                        ("note", "already at the lowest of thermal.fps_steps"))
-                case nil:
-                    break
-                }
+        var lastDropped = dropped()
+        task = scheduler.every(1, "thermal") { [self] now in
+            let temperature = sensor == "auto" ? Self.hottestZone() : Self.read(sensor)
+            lock.withLock { latest = temperature }
+            report(temperature)
+            let drops = dropped()
+            defer { lastDropped = drops }
+            let celsius = temperature.map { ($0 * 10).rounded() / 10 } ?? -1
+            switch ladder.observe(temperature: temperature, pressure: drops > lastDropped, at: now) {
+            case .step(let from, let to, let reason)?:
+                log(.thermalStep, level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
+                setRate(to)
+            case .atLowest(let fps, let reason)?:
+                log(.thermalLimit, level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
+                    ("note", "already at the lowest of thermal.fps_steps"))
+            case nil:
+                break
             }
         }
     }
 
     func stop() {
-        done.signal()
-        thread?.join()
-        thread = nil
+        if let task { scheduler.cancel(task) }
     }
 }

@@ -6,6 +6,9 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Logging
+import Threading
+import TestSupport
 
 /// The record button's meaning, on a made-up clock.
 final class ButtonLogicTests: XCTestCase {
@@ -59,5 +62,61 @@ final class TallyPatternTests: XCTestCase {
         XCTAssertEqual(TallyPattern.of(state: .stopped, publish: nil, failed: true), .fastBlink)
         XCTAssertEqual((0..<8).map { TallyPattern.slowBlink.lit(at: Int64($0) * 250) }, [true, true, false, false, true, true, false, false])
         XCTAssertEqual((0..<4).map { TallyPattern.fastBlink.lit(at: Int64($0) * 125) }, [true, false, true, false])
+    }
+}
+
+/// The button controller and the thermal watch on the control scheduler, on virtual time.
+final class ControlLoopTests: XCTestCase {
+    final class Actions: @unchecked Sendable {  // touched by the test's thread only (runDue runs tasks there)
+        var list: [ButtonLogic.Action] = []
+    }
+
+    func testAHeldButtonIsALongPressOnceTheSchedulerReachesItsDeadline() {
+        let clock = ManualClock()
+        let scheduler = Scheduler(clock: clock)
+        let actions = Actions()
+        var settings = ButtonSettings()
+        settings.longPressSeconds = 3
+        let buttons = ButtonController(settings: settings, scheduler: scheduler, log: .silent()) { actions.list.append($0) }
+        buttons.edge(ButtonEdge(pressed: true, time: clock.now()), source: "test")
+        XCTAssertEqual(actions.list, [.toggle], "toggle mode: the press itself")
+        clock.advance(by: 2_900_000_000)
+        scheduler.runDue()
+        XCTAssertEqual(actions.list, [.toggle], "not held for 3 s yet")
+        clock.advance(by: 100_000_000)
+        scheduler.runDue()
+        XCTAssertEqual(actions.list, [.toggle, .longPress], "the deadline the press set, not the idle half second")
+        buttons.stop()
+        XCTAssertEqual(scheduler.pending, [])
+    }
+
+    func testTheThermalWatchStepsDownAfterTheDwellOnTheSchedulersClock() throws {
+        let clock = ManualClock()
+        let scheduler = Scheduler(clock: clock)
+        let sensor = FileManager.default.temporaryDirectory.appendingPathComponent("onair-temp-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: sensor) }
+        try "91000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        var settings = ThermalSettings()
+        settings.sensor = sensor
+        settings.dwellSeconds = 2
+        let rates = Rates()
+        let watch = ThermalWatch(settings: settings, fps: 30, scheduler: scheduler, log: .silent(), dropped: { 0 },
+                                 temperature: { _ in }, setRate: { rates.add($0) })
+        for _ in 0..<2 {
+            clock.advance(by: 1_000_000_000)
+            scheduler.runDue()
+        }
+        XCTAssertEqual(rates.list, [], "hot since the first reading, a second ago")
+        clock.advance(by: 1_000_000_000)
+        scheduler.runDue()
+        XCTAssertEqual(rates.list, [24], "hot for the 2 s dwell: one step down the ladder")
+        XCTAssertEqual(watch.temperature, 91)
+        watch.stop()
+        XCTAssertEqual(scheduler.pending, [])
+    }
+
+    final class Rates: @unchecked Sendable {  // touched by the test's thread only
+        var list: [Int] = []
+        func add(_ fps: Int) { list.append(fps) }
     }
 }
