@@ -22,7 +22,7 @@ public struct ButtonSettings: Sendable, Equatable {
     public var bias = "pull-up"
     public var debounceMs = 20
     /// `auto`: every keyboard-like evdev device; a path; nil: none.
-    public var input: String? = "auto"
+    public var input: DeviceChoice? = .auto
     public var keys: Set<UInt16> = [167]  // KEY_RECORD
     public var mode: Mode = .toggle
     public var minimumHoldMs = 1000

@@ -32,7 +32,7 @@ enum Capture {
             var ask = settings.requestedCaptureSize
             if settings.record.enabled && settings.record.width == nil && ask.width * ask.height < 1920 * 1080 { ask = Size(1920, 1080) }
             let camera = V4L2Camera(
-                .init(device: settings.videoDevice == "auto" ? nil : settings.videoDevice,
+                .init(device: settings.videoDevice.name,
                       size: ask, fps: settings.fps, buffers: settings.videoBuffers),
                 decoder: { jpeg, size in try decoder.decode(jpeg, width: size.width, height: size.height) },
                 log: log)

@@ -118,7 +118,7 @@ public enum ConfigFile {
         "video.encoder": { $0.encoder = try choice($1, VideoEncoderKind.self) },
         "video.device": {
             guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError("expected auto or a device path such as /dev/video0, got \(quoted($1))") }
-            $0.videoDevice = $1
+            $0.videoDevice = DeviceChoice($1)
         },
         "video.buffers": { $0.videoBuffers = try integer($1, 2...32) },
         "audio.enabled": { $0.audio = try choice($1, Settings.AudioMode.self) },
@@ -129,7 +129,7 @@ public enum ConfigFile {
         },
         "audio.device": {
             guard !$1.isEmpty else { throw ConfigError("expected auto or an ALSA PCM name such as default or hw:1,0") }
-            $0.audioDevice = $1
+            $0.audioDevice = DeviceChoice($1)
         },
         "audio.channels": { $0.channels = try integer($1, 1...2) },
         "audio.bitrate": { $0.audioBitrate = try bitrate($1) },
@@ -148,7 +148,7 @@ public enum ConfigFile {
             guard $1.count >= 16 || $1.isEmpty else { throw ConfigError("a token needs at least 16 characters") }
             $0.serverToken = $1.isEmpty ? nil : $1
         },
-        "console.device": { $0.consoleDevice = $1 == "off" ? nil : $1 },
+        "console.device": { $0.consoleDevice = DeviceChoice(orOff: $1) },
         "console.interval_s": { $0.consoleIntervalSeconds = Double(try milliseconds($1, 1000...3_600_000)) / 1000 },
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
@@ -182,7 +182,7 @@ public enum ConfigFile {
             $0.button.bias = $1
         },
         "button.debounce_ms": { $0.button.debounceMs = try integer($1, 0...1000) },
-        "button.input": { $0.button.input = $1 == "off" ? nil : $1 },
+        "button.input": { $0.button.input = DeviceChoice(orOff: $1) },
         "button.keys": {
             guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError("expected key names such as KEY_RECORD,KEY_SPACE or codes, got \(quoted($1))") }
             $0.button.keys = keys
@@ -194,7 +194,7 @@ public enum ConfigFile {
         "button.shutdown_command": { $0.button.shutdownCommand = $1 },
         "tally.gpio": { $0.button.tally = $1 == "off" || $1.isEmpty ? nil : $1 },
         "tally.active_low": { $0.button.tallyActiveLow = try boolean($1) },
-        "thermal.sensor": { $0.thermal.sensor = $1 == "off" ? nil : $1 },
+        "thermal.sensor": { $0.thermal.sensor = DeviceChoice(orOff: $1) },
         "thermal.fps_steps": {
             let steps = $1.split(separator: ",").compactMap { Int($0.trimmingWhitespace()) }
             guard !steps.isEmpty, steps.count == $1.split(separator: ",").count, steps.allSatisfy({ (1...240).contains($0) }) else {
@@ -207,7 +207,7 @@ public enum ConfigFile {
         "thermal.dwell_s": { $0.thermal.dwellSeconds = Double(try milliseconds($1, 500...600_000)) / 1000 },
         "preview.device": {
             guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got \(quoted($1))") }
-            $0.previewDevice = $1 == "off" ? nil : $1
+            $0.previewDevice = DeviceChoice(orOff: $1)
         },
         "video.preset": {
             let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow"]

@@ -30,7 +30,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     private let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
-    init(_ requested: Settings, audioDevice: String, publisher: Publisher?, scheduler: Scheduler, log: Log,
+    init(_ requested: Settings, audioDevice: DeviceChoice, publisher: Publisher?, scheduler: Scheduler, log: Log,
          camera: (@Sendable () -> V4L2Camera.Statistics)? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
         self.scheduler = scheduler
@@ -66,7 +66,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         startHistory()
         if let microphone {
             microphone.start(into: session.queue)
-            log(.audioSelected, ("device", audioDevice), ("rate", microphone.sampleRate),
+            log(.audioSelected, ("device", audioDevice.description), ("rate", microphone.sampleRate),
                 ("channels", settings.channels), ("period_frames", microphone.periodFrames))
         }
     }
@@ -74,8 +74,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// An ALSA device replaces the synthetic source's own microphone. audio.enabled = auto
     /// means "on when the capture PCM opens": without one the stream is video only, with a
     /// warning; audio.enabled = on makes it an error.
-    private static func openMicrophone(_ settings: inout Settings, device: String, log: Log) throws -> ALSAMicrophone? {
-        guard settings.audioEnabled && device != "auto" else { return nil }
+    private static func openMicrophone(_ settings: inout Settings, device choice: DeviceChoice, log: Log) throws -> ALSAMicrophone? {
+        guard settings.audioEnabled, let device = choice.name else { return nil }
         do {
             return try ALSAMicrophone(device: device, sampleRate: settings.sampleRate, channels: settings.channels)
         } catch {

@@ -30,7 +30,7 @@ final class Run {
     private var display: DisplayPreview?
     private var gpioButton: GPIOButton?
     private var tallyLine: GPIOOutput?
-    private var audioDevice = "auto"
+    private var audioDevice = DeviceChoice.auto
     /// Where a stream is published, if anywhere; the publisher is made in phase 3.
     private let destination: Destination?
 
@@ -95,12 +95,15 @@ final class Run {
             } catch { throw RunFailure.configuration(error) }
         }
         do { (camera, settings) = try Capture.openCamera(settings, log: log) } catch { throw RunFailure.configuration(error) }
+        // `--pace fast` is for the synthetic source: a camera keeps its own time. Decided
+        // here once, for the start-up buffer and the session alike.
+        if camera != nil { settings.pace = .realtime }
         // With a real camera `audio.device = auto` means ALSA's `default` PCM; with the
         // synthetic one, its own tone.
-        audioDevice = settings.audioDevice == "auto" && camera != nil ? "default" : settings.audioDevice
+        audioDevice = settings.audioDevice == .auto && camera != nil ? .named("default") : settings.audioDevice
         let source: VideoSource = camera ?? SyntheticSource(
             width: settings.captureWidth, height: settings.captureHeight, fps: settings.fps,
-            audio: settings.audioEnabled && audioDevice == "auto" ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
+            audio: settings.audioEnabled && audioDevice == .auto ? (settings.sampleRate, settings.channels) : nil, pace: settings.pace)
         self.source = source
         teardown.add("capture") { source.stop() }
         try openScreen()
@@ -115,7 +118,7 @@ final class Run {
             // format the pipeline does not have to decode.
             let granted = camera?.opened?.granted.format
             let lends = camera?.sharesBuffers == true && granted != .mjpeg
-            guard let screen = try DRMDisplay.open(device == "auto" ? nil : device, picture: (settings.captureWidth, settings.captureHeight),
+            guard let screen = try DRMDisplay.open(device.name, picture: (settings.captureWidth, settings.captureHeight),
                                                    camera: lends ? granted : nil, mode: settings.previewMode,
                                                    atomic: settings.previewAtomic, log: log) else {
                 log(.previewNone, ("reason", "no connected display"), ("note", "headless"))
@@ -131,7 +134,7 @@ final class Run {
             teardown.add("screen") { preview.stop() }
             if let source { teardown.add("capture") { source.stop() } }
         } catch {
-            if device != "auto" { throw RunFailure.configuration(error) }
+            if device != .auto { throw RunFailure.configuration(error) }
             log(.previewNone, level: .warn, ("reason", "\(error)"))
         }
     }
@@ -144,7 +147,7 @@ final class Run {
         let preview: PreviewSink = display ?? FirstFramePreview(log: log)
         // With --pace fast the source waits for room, so two frames are enough to hold: a
         // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
-        let fast = settings.pace == .fast && camera == nil
+        let fast = settings.pace == .fast
         let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
                                blocking: fast, preview: preview, log: log)
         if let source { teardown.add("capture") { gate.close(); source.stop() } }
@@ -236,7 +239,7 @@ final class Run {
         let session = pipeline.session
         let notifier = SystemdNotifier()
         let report = OperatorReport(
-            device: settings.consoleDevice == "auto" ? OperatorReport.autoDevice() : settings.consoleDevice,
+            device: settings.consoleDevice.flatMap { $0.name ?? OperatorReport.autoDevice() },
             interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
             snapshot: { [pipeline] in pipeline.snapshot() },
             alive: { session.error == nil && session.state != .stopped })
@@ -277,7 +280,7 @@ final class Run {
         }
         if let input = settings.button.input {
             do {
-                let keys = try EvdevButtons(device: input == "auto" ? nil : input, keys: settings.button.keys, log: log)
+                let keys = try EvdevButtons(device: input.name, keys: settings.button.keys, log: log)
                 keys.start { edge in buttons.edge(edge, source: "evdev") }
                 teardown.add("keys") { keys.stop() }
             } catch {

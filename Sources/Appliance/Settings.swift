@@ -37,7 +37,7 @@ public struct Settings: Sendable, Equatable {
     public var audio: AudioMode = .auto
     /// `auto`: the source's own microphone (the synthetic tone); else an ALSA PCM name
     /// (`default`, `hw:1,0`, …) captured beside whatever the video source is.
-    public var audioDevice = "auto"
+    public var audioDevice = DeviceChoice.auto
     public var sampleRate = 48_000
     public var channels = 1
     public var audioBitrate = 64_000
@@ -47,7 +47,7 @@ public struct Settings: Sendable, Equatable {
 
     public var source: SourceKind = .auto
     /// `auto`: the first V4L2 camera under /dev; or a device path.
-    public var videoDevice = "auto"
+    public var videoDevice = DeviceChoice.auto
     /// V4L2 buffers the driver fills in turn (mmap streaming).
     public var videoBuffers = 4
     public var pace: Pace = .realtime
@@ -59,7 +59,7 @@ public struct Settings: Sendable, Equatable {
     public var serverToken: String?
     /// `console.device`: where the status line goes (`auto`: /dev/serial0 or /dev/ttyAMA0
     /// when present); nil: off.
-    public var consoleDevice: String? = "auto"
+    public var consoleDevice: DeviceChoice? = .auto
     public var consoleIntervalSeconds = 5.0
     public var start: StartMode = .now
     /// Stop after this much media, in milliseconds.
@@ -78,7 +78,7 @@ public struct Settings: Sendable, Equatable {
     public var button = ButtonSettings()
     /// `preview.device`: `auto` (the first card with a connected display; none: headless),
     /// a card node, or nil (off).
-    public var previewDevice: String? = "auto"
+    public var previewDevice: DeviceChoice? = .auto
     /// `video.preset`: the x264 preset (speed against compression), for both outputs.
     public var softwarePreset = "veryfast"
     /// `preview.mode`: `WxH` or `WxH@HZ`; nil: the connector's preferred mode.
@@ -157,6 +157,29 @@ public struct Settings: Sendable, Equatable {
                                                       dataDirectory: dataDirectory),
                                 preallocateMegabytes: record.preallocateMegabytes, priority: record.priority)
     }
+}
+
+/// A device setting as the config file gives it: find one (`auto`), or this one (a path,
+/// an ALSA PCM name). Where a setting can be `off`, that is nil. Decided once, at parse
+/// time, so no part of onair compares strings with "auto" again.
+public enum DeviceChoice: Sendable, Equatable, CustomStringConvertible {
+    case auto
+    case named(String)
+
+    public init(_ text: String) { self = text == "auto" ? .auto : .named(text) }
+    /// `off` is nil.
+    public init?(orOff text: String) {
+        guard text != "off" else { return nil }
+        self.init(text)
+    }
+
+    /// The device asked for by name; nil for `auto`.
+    public var name: String? {
+        if case .named(let name) = self { return name }
+        return nil
+    }
+
+    public var description: String { name ?? "auto" }
 }
 
 /// `publish.*`: where streams go besides the local disk, and how hard to try.

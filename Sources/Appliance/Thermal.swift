@@ -11,7 +11,7 @@ import Media
 public struct ThermalSettings: Sendable, Equatable {
     /// `auto`: the hottest /sys/class/thermal zone; a path to any file holding millidegrees
     /// C; nil: off.
-    public var sensor: String? = "auto"
+    public var sensor: DeviceChoice? = .auto
     public var fpsSteps = [30, 24, 20, 15, 10]
     public var hotC = 80.0
     public var coolC = 70.0
@@ -132,7 +132,7 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task
         if ladder.fps != fps { setRate(ladder.fps) }
         var lastDropped = dropped()
         task = scheduler.every(1, "thermal") { [self] now in
-            let temperature = sensor == "auto" ? Self.hottestZone() : Self.read(sensor)
+            let temperature = sensor.name.map { Self.read($0) } ?? Self.hottestZone()
             lock.withLock { latest = temperature }
             report(temperature)
             let drops = dropped()

@@ -97,7 +97,7 @@ final class ControlLoopTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: sensor) }
         try "91000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         var settings = ThermalSettings()
-        settings.sensor = sensor
+        settings.sensor = .named(sensor)
         settings.dwellSeconds = 2
         let rates = Rates()
         let watch = ThermalWatch(settings: settings, fps: 30, scheduler: scheduler, log: .silent(), dropped: { 0 },

@@ -50,6 +50,35 @@ final class ConfigTests: XCTestCase {
         XCTAssertThrowsError(try settings("audio.sample_rate = 47000\n"))
     }
 
+    /// `auto` and `off` are decided when the file is read: nothing later compares strings.
+    func testDeviceSettingsBecomeChoicesAtParseTime() throws {
+        let defaults = Settings()
+        XCTAssertEqual([defaults.videoDevice, defaults.audioDevice], [.auto, .auto])
+        XCTAssertEqual([defaults.consoleDevice, defaults.previewDevice, defaults.button.input, defaults.thermal.sensor], [.auto, .auto, .auto, .auto])
+        let set = try settings("""
+            [video]
+            device = /dev/video2
+            [audio]
+            device = hw:1,0
+            [console]
+            device = off
+            [preview]
+            device = /dev/dri/card1
+            [button]
+            input = off
+            [thermal]
+            sensor = /sys/class/thermal/thermal_zone3/temp
+            """)
+        XCTAssertEqual(set.videoDevice, .named("/dev/video2"))
+        XCTAssertEqual(set.audioDevice.name, "hw:1,0")
+        XCTAssertNil(set.consoleDevice)
+        XCTAssertEqual(set.previewDevice, .named("/dev/dri/card1"))
+        XCTAssertNil(set.button.input)
+        XCTAssertEqual(set.thermal.sensor?.name, "/sys/class/thermal/thermal_zone3/temp")
+        XCTAssertEqual(try settings("[thermal]\nsensor = off").thermal.sensor, nil)
+        XCTAssertEqual(DeviceChoice.auto.name, nil)
+    }
+
     func testMinimumFreeForms() throws {
         XCTAssertEqual(try ConfigFile.minimumFree("auto"), .automatic)
         XCTAssertEqual(try ConfigFile.minimumFree("15%"), .percent(15))
