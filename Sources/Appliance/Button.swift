@@ -188,3 +188,46 @@ final class TallyLight: @unchecked Sendable {  // `task` set in init, cancelled 
         output.set(false)
     }
 }
+
+/// Each line on a terminal or a pipe toggles recording; end of input changes nothing.
+/// The thread polls standard input and a pipe of its own, so `stop()` can wake it and
+/// join it (a plain read of the terminal could not be interrupted).
+final class StandardInputButton: @unchecked Sendable {  // `thread` set in init, joined by stop(); the pipe's ends immutable
+    private var thread: WorkerThread?
+    private let wake: (read: Int32, write: Int32)
+
+    /// nil when standard input is neither a terminal nor a pipe (a file, /dev/null).
+    init?(log: Log, toggle: @escaping @Sendable () -> Void) {
+        var info = stat()
+        guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return nil }
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        wake = (ends[0], ends[1])
+        thread = WorkerThread(name: "onair-stdin") { [wake] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+                if fds[1].revents != 0 { return }
+                guard fds[0].revents != 0 else { continue }
+                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }  // end of input
+                for _ in 0..<buffer[0..<n].filter({ $0 == UInt8(ascii: "\n") }).count {
+                    log(.buttonPressed, ("source", "stdin"))
+                    toggle()
+                }
+            }
+        }
+    }
+
+    func stop() {
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+        thread?.join()
+        thread = nil
+        close(wake.read)
+        close(wake.write)
+    }
+}

@@ -291,25 +291,36 @@ final class Run {
             ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
         report.start(on: scheduler)
-        Runner.watchStandardInput(session, log: log)
+        if let stdin = StandardInputButton(log: log, toggle: { session.toggle() }) {
+            teardown.add("stdin") { stdin.stop() }
+        }
         watchSignals(publisher: pipeline.publisher)
         return notifier
     }
 
     /// A SIGINT/SIGTERM finishes the stream; one that comes while the run is already
     /// finishing (uploads draining) stops waiting for them: the rest stays in the spool.
+    /// The thread waits in sigwait; its teardown wakes it with SIGUSR1 and joins it, after
+    /// the pipeline has drained (a signal must still be able to cut the drain short).
     private func watchSignals(publisher: Publisher?) {
         let (signals, done, log) = (self.signals, self.done, self.log)
-        WorkerThread.detached(name: "onair-signals") {
+        let ending = Completion()
+        let thread = WorkerThread(name: "onair-signals") {
             while true {
                 var received: Int32 = 0
                 var waitFor = signals
                 sigwait(&waitFor, &received)
+                if ending.hasFired { return }
                 guard received == SIGINT || received == SIGTERM else { continue }
                 let finishing = done.hasFired
                 log(.signalReceived, ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
                 if finishing { publisher?.cancelDrain() } else { done.signal() }
             }
+        }
+        teardown.add("signals", before: "pipeline") {
+            ending.signal()
+            thread.interrupt(with: SIGUSR1)
+            thread.join()
         }
     }
 }

@@ -149,18 +149,6 @@ public enum Runner {
             return .low
         }
     }
-
-    /// Each line on a terminal or pipe toggles recording; end of input changes nothing.
-    static func watchStandardInput(_ session: Session, log: Log) {
-        var info = stat()
-        guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return }
-        WorkerThread.detached(name: "onair-stdin") {
-            while let _ = readLine() {
-                log(.buttonPressed, ("source", "stdin"))
-                session.toggle()
-            }
-        }
-    }
 }
 
 /// Runs `command` with /bin/sh and waits for it (posix_spawn(3): no fork of a process with

@@ -11,6 +11,14 @@ final class Teardown {
         steps.append((name, close))
     }
 
+    /// Adds a step that runs right after `other` closes (or now-last, without it): what
+    /// must outlive it, such as the signal thread, which can still cut the pipeline's
+    /// drain short.
+    func add(_ name: String, before other: String, _ close: @escaping () -> Void) {
+        steps.removeAll { $0.name == name }
+        steps.insert((name, close), at: steps.firstIndex { $0.name == other } ?? steps.count)
+    }
+
     /// What is still open, in the order it would be closed.
     var pending: [String] { steps.reversed().map(\.name) }
 

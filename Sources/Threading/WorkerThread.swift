@@ -30,12 +30,11 @@ public final class WorkerThread: @unchecked Sendable {  // `thread` set in init 
         precondition(result == 0, "pthread_create failed: \(result)")
     }
 
-    /// A thread that lives as long as the process and cannot be woken to end (one blocked in
-    /// sigwait or in a read of the terminal): started detached, so nothing waits for it.
-    public static func detached(name: String, _ body: @escaping () -> Void) {
-        let thread = WorkerThread(name: name, body)
-        thread.joined.withLock { thread.isJoined = true }
-        pthread_detach(thread.thread)
+    /// Sends `signal` to this thread alone (pthread_kill): wakes one blocked in sigwait
+    /// for it, so its owner can end it and join it.
+    public func interrupt(with signal: Int32) {
+        guard !joined.withLock({ isJoined }) else { return }
+        pthread_kill(thread, signal)
     }
 
     /// Waits for the body to return; later calls return at once. Called on the thread

@@ -18,4 +18,17 @@ final class TeardownTests: XCTestCase {
         teardown.run()
         XCTAssertEqual(closed.count, 3, "a second run closes nothing again")
     }
+
+    /// The signal thread is made last but must outlive the pipeline's drain.
+    func testAStepCanBeMadeToCloseRightAfterAnother() {
+        let teardown = Teardown()
+        var closed: [String] = []
+        teardown.add("screen") { closed.append("screen") }
+        teardown.add("pipeline") { closed.append("pipeline") }
+        teardown.add("console") { closed.append("console") }
+        teardown.add("signals", before: "pipeline") { closed.append("signals") }
+        teardown.add("orphan", before: "nothing such") { closed.append("orphan") }
+        teardown.run()
+        XCTAssertEqual(closed, ["orphan", "console", "pipeline", "signals", "screen"])
+    }
 }
