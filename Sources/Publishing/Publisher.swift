@@ -43,6 +43,10 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private let parallel: Int
     private let retry: RetryPolicy
     private let log: Log
+    /// Every deadline and backoff is on this clock (CLOCK_MONOTONIC, or a test's).
+    private let clock: MediaClock
+    /// Spreads retries of many streams apart (PublishPlan's jitter): 0..<1.
+    private let jitter: @Sendable () -> Double
     private var plans: [String: PublishPlan] = [:]
     private var order: [String] = []
     /// What a worker does: a stream's job, the list of streams, or a file of the site.
@@ -52,6 +56,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         case site(String)
     }
     private var ready: [(id: String, job: PublishPlan.Job)] = []
+    /// Without worker threads, `runReady()` uploads through this.
+    private let inlineTransport: Transport?
     /// streams.json at the destination's root: sent again whenever a playlist there
     /// advances, one upload at a time; `siteFiles` (the viewer page) once each.
     private var catalogDirty = false
@@ -75,16 +81,23 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// The last upload that failed, and why.
     public var lastError: String? { locked { lastFailure } }
 
+    /// `threads: false` starts no worker threads: whoever holds the publisher calls
+    /// `runReady()` instead (tests, on a clock they move).
     public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: Log,
-                siteFiles: [String: [UInt8]] = [:], makeTransport: @escaping @Sendable () -> Transport) {
+                siteFiles: [String: [UInt8]] = [:], clock: MediaClock = MonotonicClock(),
+                jitter: @escaping @Sendable () -> Double = { .random(in: 0..<1) }, threads: Bool = true,
+                makeTransport: @escaping @Sendable () -> Transport) {
         self.root = root
+        self.clock = clock
+        self.jitter = jitter
+        inlineTransport = threads ? nil : makeTransport()
         self.siteFiles = siteFiles
         self.destination = destination
         self.parallel = max(1, parallel)
         self.retry = retry
         self.log = log
         // One worker more than segment slots, so playlists never queue behind segments.
-        for index in 0...self.parallel {
+        for index in 0...self.parallel where threads {
             // Workers hold the publisher until stop() ends their loop.
             workers.append(WorkerThread(name: "onair-publish-\(index)") { self.work(transport: makeTransport()) })
         }
@@ -98,7 +111,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         case .started(let id): update(id) { _ in }
         case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
         case .segmentStored(let id, let sequence):
-            let now = monotonicMilliseconds()
+            let now = nowMilliseconds
             update(id) { $0.segmentStored(sequence, at: now) }
         case .ended(let id): update(id) { $0.ended() }
         }
@@ -148,7 +161,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     // MARK: State
 
     public var status: Status {
-        let now = monotonicMilliseconds()
+        let now = nowMilliseconds
         let (pending, oldest, active, counters, lastError) = locked {
             (plans.map { ($0.key, $0.value.unconfirmedSegments) }, plans.values.compactMap { $0.oldestUnconfirmedStoredAt }.min(),
              plans.values.filter { !$0.isComplete }.count, counts, lastFailure)
@@ -171,11 +184,11 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// Waits until every ended stream is completely published, or `seconds` pass.
     @discardableResult
     public func drain(seconds: Double) -> Bool {
-        let deadline = monotonicMilliseconds() + Int64(seconds * 1000)
+        let deadline = nowMilliseconds + Int64(seconds * 1000)
         return locked {
             while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty {
-                if monotonicMilliseconds() >= deadline || drainCancelled { return false }
-                wait(until: min(deadline, monotonicMilliseconds() + 100))
+                if nowMilliseconds >= deadline || drainCancelled { return false }
+                wait(until: min(deadline, nowMilliseconds + 100))
             }
             return true
         }
@@ -201,29 +214,44 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     // MARK: Workers
 
     private func work(transport: Transport) {
-        while let work = nextWork() {
-            switch work {
-            case .stream(let id, let job):
-                let (path, body) = load(id, job)
-                let started = monotonicMilliseconds()
-                let failure = upload("\(id)/\(path)", body, with: transport, missing: "the local \(path)")
-                finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: monotonicMilliseconds() - started)
-            case .catalog:
-                let failure = upload("streams.json", catalog(), with: transport, missing: "the list of streams")
-                finishShared(path: "streams.json", error: failure) {
-                    catalogInFlight = false
-                    if failure != nil {
-                        catalogDirty = true
-                        catalogFailures += 1
-                        catalogNotBefore = monotonicMilliseconds() + retry.delayMilliseconds(afterFailures: catalogFailures, jitter: .random(in: 0..<1))
-                    } else { catalogFailures = 0 }
-                }
-            case .site(let name):
-                let failure = upload(name, locked { siteFiles[name] }, with: transport, missing: name)
-                finishShared(path: name, error: failure) {
-                    siteInFlight.remove(name)
-                    if failure == nil { siteFiles[name] = nil; siteNotBefore[name] = nil } else { siteNotBefore[name] = monotonicMilliseconds() + retry.quickMilliseconds.last! }
-                }
+        while let work = nextWork() { perform(work, with: transport) }
+    }
+
+    /// Without worker threads: does every job that is due now on the clock, on the
+    /// caller's thread, including what finishing one makes due; returns how many.
+    @discardableResult
+    public func runReady() -> Int {
+        guard let transport = inlineTransport else { return 0 }
+        var done = 0
+        while let work = locked({ takeReady(now: nowMilliseconds) }) {
+            perform(work, with: transport)
+            done += 1
+        }
+        return done
+    }
+
+    private func perform(_ work: Work, with transport: Transport) {
+        switch work {
+        case .stream(let id, let job):
+            let (path, body) = load(id, job)
+            let started = nowMilliseconds
+            let failure = upload("\(id)/\(path)", body, with: transport, missing: "the local \(path)")
+            finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: nowMilliseconds - started)
+        case .catalog:
+            let failure = upload("streams.json", catalog(), with: transport, missing: "the list of streams")
+            finishShared(path: "streams.json", error: failure) {
+                catalogInFlight = false
+                if failure != nil {
+                    catalogDirty = true
+                    catalogFailures += 1
+                    catalogNotBefore = nowMilliseconds + retry.delayMilliseconds(afterFailures: catalogFailures, jitter: jitter())
+                } else { catalogFailures = 0 }
+            }
+        case .site(let name):
+            let failure = upload(name, locked { siteFiles[name] }, with: transport, missing: name)
+            finishShared(path: name, error: failure) {
+                siteInFlight.remove(name)
+                if failure == nil { siteFiles[name] = nil; siteNotBefore[name] = nil } else { siteNotBefore[name] = nowMilliseconds + retry.quickMilliseconds.last! }
             }
         }
     }
@@ -251,28 +279,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private func nextWork() -> Work? {
         locked {
             while !stopping {
-                let now = monotonicMilliseconds()
-                if ready.isEmpty {
-                    for id in order {
-                        for job in plans[id]!.start(now: now, segmentSlots: parallel - segmentsInFlight) {
-                            if case .segment = job { segmentsInFlight += 1 }
-                            ready.append((id, job))
-                        }
-                    }
-                }
-                if !ready.isEmpty {
-                    let (id, job) = ready.removeFirst()
-                    return .stream(id, job)
-                }
-                if let name = siteFiles.keys.sorted().first(where: { !siteInFlight.contains($0) && siteNotBefore[$0, default: 0] <= now }) {
-                    siteInFlight.insert(name)
-                    return .site(name)
-                }
-                if catalogDirty && !catalogInFlight && catalogNotBefore <= now {
-                    catalogDirty = false
-                    catalogInFlight = true
-                    return .catalog
-                }
+                let now = nowMilliseconds
+                if let work = takeReady(now: now) { return work }
                 // Sleep until the next retry falls due (at most a second); only future
                 // times count, or a stale one would make this spin.
                 let pendingSite = siteFiles.keys.compactMap { siteNotBefore[$0] }
@@ -282,6 +290,32 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             }
             return nil
         }
+    }
+
+    /// Inside `locked`: the next job due at `now`, marked as started; nil if none is.
+    private func takeReady(now: Int64) -> Work? {
+        if ready.isEmpty {
+            for id in order {
+                for job in plans[id]!.start(now: now, segmentSlots: parallel - segmentsInFlight) {
+                    if case .segment = job { segmentsInFlight += 1 }
+                    ready.append((id, job))
+                }
+            }
+        }
+        if !ready.isEmpty {
+            let (id, job) = ready.removeFirst()
+            return .stream(id, job)
+        }
+        if let name = siteFiles.keys.sorted().first(where: { !siteInFlight.contains($0) && siteNotBefore[$0, default: 0] <= now }) {
+            siteInFlight.insert(name)
+            return .site(name)
+        }
+        if catalogDirty && !catalogInFlight && catalogNotBefore <= now {
+            catalogDirty = false
+            catalogInFlight = true
+            return .catalog
+        }
+        return nil
     }
 
     /// streams.json as the destination sees it: each stream with only the segments its
@@ -310,12 +344,12 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             let journal = Journal(destination: destination, confirmedSegments: confirmed, listed: count, endlist: ended)
             do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
-        let now = monotonicMilliseconds()
+        let now = nowMilliseconds
         let event: (Event, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }
             counts.attempts += 1
             guard plans[id] != nil else { return nil }  // forgotten while uploading
-            plans[id]!.finish(job, succeeded: error == nil, now: now, jitter: Double.random(in: 0..<1))
+            plans[id]!.finish(job, succeeded: error == nil, now: now, jitter: jitter())
             condition.broadcast()
             if let error {
                 counts.failures += 1
@@ -358,10 +392,12 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     private func locked<T>(_ body: () -> T) -> T { condition.withLock(body) }
 
-    /// Inside `locked`: until something changes or CLOCK_MONOTONIC reaches `deadline` (ms).
+    /// Inside `locked`: until something changes or the clock reaches `deadline` (ms),
+    /// waited for on CLOCK_MONOTONIC as that far from now.
     private func wait(until deadline: Int64) {
-        condition.wait(untilNanoseconds: deadline * 1_000_000)
+        let left = min(max(0, deadline - nowMilliseconds), Int64.max / 2_000_000)
+        condition.wait(untilNanoseconds: monotonicNanoseconds() + left * 1_000_000)
     }
-}
 
-func monotonicMilliseconds() -> Int64 { monotonicNanoseconds() / 1_000_000 }
+    private var nowMilliseconds: Int64 { clock.now() / 1_000_000 }
+}

@@ -39,12 +39,12 @@ final class PublisherTests: XCTestCase {
                 || (path.hasSuffix("playlist.m3u8") && attempt % 3 == 0)
         }
         let events = EventNames()
+        let clock = ManualClock()
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
-                                  log: events.log, siteFiles: ["index.html": Array("<html>".utf8)],
+                                  log: events.log, siteFiles: ["index.html": Array("<html>".utf8)], clock: clock, threads: false,
                                   makeTransport: { origin.transport() })
-        defer { publisher.stop() }
         let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
-        XCTAssertTrue(publisher.drain(seconds: 30), "published within the drain time")
+        XCTAssertTrue(pump(publisher, clock), "published, on virtual time")
         XCTAssertEqual(origin.violations, [])
         for name in ["init.mp4", "index.m3u8", "playlist.m3u8"] + (1...6).map(MediaPlaylist.segmentURI) {
             XCTAssertEqual(origin.body("s1/\(name)"), FileManager.default.contents(atPath: writer.directory + "/" + name).map { Array($0) }, name)
@@ -65,6 +65,53 @@ final class PublisherTests: XCTestCase {
         XCTAssertEqual(streams.first?.state, "ended")
         XCTAssertEqual(streams.first?.segments, 6)
         XCTAssertEqual(streams.first?.playlist, "s1/index.m3u8", "relative to the site's root")
+    }
+
+    /// Without worker threads: the clock moves a millisecond at a time and the publisher
+    /// does what is due, until everything is published (true) or 10 virtual seconds pass.
+    func pump(_ publisher: Publisher, _ clock: ManualClock) -> Bool {
+        var steps = 0
+        while !publisher.drain(seconds: 0) && steps < 10_000 {
+            publisher.runReady()
+            clock.advance(by: 1_000_000)
+            steps += 1
+        }
+        return publisher.drain(seconds: 0)
+    }
+
+    /// The retry schedule on virtual time: no worker threads, no real sleep. The clock
+    /// moves a millisecond at a time and the publisher does what is due; segment 2's
+    /// attempts fall exactly where the policy puts them (5, 10 ms quick, then backoff
+    /// doubling from 20 ms to the 40 ms ceiling, at its low end with jitter 0).
+    func testRetriesFallWhereThePolicyPutsThemOnVirtualTime() throws {
+        final class Stamped: Transport, @unchecked Sendable {  // used on the test's thread only (no worker threads)
+            let inner: Transport, clock: ManualClock, times = Times()
+            init(_ inner: Transport, _ clock: ManualClock) { self.inner = inner; self.clock = clock }
+            func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
+                if path.hasSuffix("seg/000002.m4s") { times.append(clock.now() / 1_000_000) }
+                try inner.put(path, body: body, contentType: contentType, cacheControl: cacheControl)
+            }
+        }
+        final class Times: @unchecked Sendable {  // one thread: runReady runs on the test's
+            var list: [Int64] = []
+            func append(_ value: Int64) { list.append(value) }
+        }
+        let origin = FakeOrigin { path, attempt in
+            (path.hasSuffix("seg/000002.m4s") && attempt <= 4) || (path.hasSuffix("playlist.m3u8") && attempt % 3 == 0)
+        }
+        let clock = ManualClock(now: 5_000_000_000)
+        let transport = Stamped(origin.transport(), clock)
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 40),
+                                  log: .silent(), clock: clock, jitter: { 0 }, threads: false, makeTransport: { transport })
+        _ = try record(publisher, id: "s1", segments: 4)
+        let start = clock.now()
+        XCTAssertTrue(pump(publisher, clock))
+        XCTAssertEqual(origin.violations, [])
+        let attempts = transport.times.list
+        XCTAssertEqual(attempts.count, 5)
+        XCTAssertEqual(zip(attempts, attempts.dropFirst()).map { $1 - $0 }, [5, 10, 10, 20])
+        XCTAssertEqual(origin.attempts["s1/seg/000002.m4s"], 5)
+        XCTAssertLessThan(clock.now() - start, 200_000_000, "done once the last retry fell due, in virtual time")
     }
 
     func testAnOutageHoldsEverythingBackThenItAllGoesUp() throws {
