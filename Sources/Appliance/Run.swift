@@ -47,7 +47,7 @@ final class Run {
         do {
             try openDevices()
             let (gate, preview) = startPreview()
-            guard try waitForTheRest(preview) else {
+            guard waitForTheRest(preview) else {
                 teardown.run()
                 log(.onairExit, ("streams", 0))
                 return
@@ -130,9 +130,8 @@ final class Run {
                 camera.share(with: preview)
             }
             display = preview
-            // Registered before the capture's last word: the screen goes last.
-            teardown.add("screen") { preview.stop() }
-            if let source { teardown.add("capture") { source.stop() } }
+            // The screen goes after the capture that feeds it.
+            teardown.add("screen", before: "capture") { preview.stop() }
         } catch {
             if device != .auto { throw RunFailure.configuration(error) }
             log(.previewNone, level: .warn, ("reason", "\(error)"))
@@ -155,16 +154,27 @@ final class Run {
         return (gate, preview)
     }
 
-    /// `auto`: until the first frame is on the screen; `manual`: until SIGUSR1 (false when
-    /// SIGINT/SIGTERM come first); `off`: not at all.
-    private func waitForTheRest(_ preview: PreviewSink) throws -> Bool {
+    /// `auto`: until the first frame is on the screen; `manual`: until SIGUSR1, a UI's call
+    /// (false when SIGINT/SIGTERM come first); `off`: not at all.
+    private func waitForTheRest(_ preview: PreviewSink) -> Bool {
         switch settings.startup.deferred {
         case .auto: preview.waitForFirstFrame()
-        case .manual: if !Runner.waitForStartSignal(signals, log: log) { return false }
+        case .manual: if !waitForStartSignal() { return false }
         case .off: break
         }
         log(.deferredStartBegan, ("mode", settings.startup.deferred.rawValue))
         return true
+    }
+
+    private func waitForStartSignal() -> Bool {
+        log(.deferredStartWaiting, ("for", "SIGUSR1"))
+        while true {
+            var received: Int32 = 0
+            var waitFor = signals
+            sigwait(&waitFor, &received)
+            if received == SIGUSR1 { return true }
+            if received == SIGINT || received == SIGTERM { return false }
+        }
     }
 
     private func startSource(into gate: StartupGate) {

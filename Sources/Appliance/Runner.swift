@@ -116,19 +116,6 @@ public enum Runner {
         return destination
     }
 
-    /// `startup.deferred = manual`: the preview runs until SIGUSR1 says to start the rest
-    /// (a UI's call); SIGINT/SIGTERM end the run instead (false).
-    static func waitForStartSignal(_ signals: sigset_t, log: Log) -> Bool {
-        log(.deferredStartWaiting, ("for", "SIGUSR1"))
-        while true {
-            var received: Int32 = 0
-            var waitFor = signals
-            sigwait(&waitFor, &received)
-            if received == SIGUSR1 { return true }
-            if received == SIGINT || received == SIGTERM { return false }
-        }
-    }
-
     /// Probes the uplink and picks the highest preset whose video + audio rate is at most
     /// half of it; `low` when the probe fails (publishing then spools), `medium` when there
     /// is no destination to probe.
