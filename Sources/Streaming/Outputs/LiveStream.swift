@@ -10,7 +10,6 @@ import Publishing
 /// files. Runs on the live output's thread only; nothing here is shared.
 final class LiveStream {
     let writer: StreamWriter
-    let profile: LiveProfile
     private let log: Log
     private let encoder: StreamEncoder
     private var segmenter: Segmenter
@@ -28,7 +27,6 @@ final class LiveStream {
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
     init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
          observer: @escaping (StreamEvent) -> Void) throws {
-        self.profile = profile
         self.log = log
         self.origin = origin
         encoder = origin.encoder
