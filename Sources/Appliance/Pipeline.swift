@@ -1,9 +1,7 @@
 import Devices
-import Files
 #if canImport(Glibc)
 import Glibc
 #endif
-import HLS
 import Logging
 import Publishing
 import Recording
@@ -128,11 +126,10 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                                     log: Log) -> Session {
         Session(profile: settings.sessionProfile, log: log, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
-            guard case .segmentStored(let id, let sequence) = event else { return }
+            guard case .segmentStored(let id, _, let bytes) = event else { return }
             // The stream that stored it is the one being recorded: spared.
             storage.checkSoon(recording: id)
-            let path = "\(settings.dataDirectory)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))"
-            telemetry.segmentStored(bytes: Int(FileSystem.size(path) ?? 0))
+            telemetry.segmentStored(bytes: bytes)
         }
     }
 

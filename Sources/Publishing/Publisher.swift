@@ -110,7 +110,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         switch event {
         case .started(let id): update(id) { _ in }
         case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
-        case .segmentStored(let id, let sequence):
+        case .segmentStored(let id, let sequence, _):
             let now = nowMilliseconds
             update(id) { $0.segmentStored(sequence, at: now) }
         case .ended(let id): update(id) { $0.ended() }

@@ -31,7 +31,8 @@ public enum StreamEvent: Sendable, Equatable {
     case started(id: String)
     /// index.m3u8 was rewritten (a higher BANDWIDTH or FRAME-RATE, or the final figures).
     case multivariantRewritten(id: String)
-    case segmentStored(id: String, sequence: Int)
+    /// A segment of `bytes` is stored (the live bit rate counts them, without a stat).
+    case segmentStored(id: String, sequence: Int, bytes: Int)
     /// The playlist carries ENDLIST.
     case ended(id: String)
 }
@@ -106,7 +107,7 @@ public final class StreamWriter {
         playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
                                       discontinuity: segment.discontinuity))
         try SpaceRetry.run(makeRoom) { try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8") }
-        observer(.segmentStored(id: id, sequence: segment.sequence))
+        observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count))
     }
 
     /// The stream goes on at `fps` from the next segment (the thermal ladder stepped up):

@@ -30,7 +30,7 @@ extension LiveStreamTimingTests {
             return index.components(separatedBy: "FRAME-RATE=").dropFirst().first.map { String($0.prefix { $0 != "\n" && $0 != "," }) } ?? "none"
         }
         let stream = try LiveStream(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log) { event in
-            if case .segmentStored(_, let sequence) = event { declaredWhenListed[sequence] = frameRate() }
+            if case .segmentStored(_, let sequence, _) = event { declaredWhenListed[sequence] = frameRate() }
         }
         directory = stream.writer.directory
         XCTAssertEqual(frameRate(), "5.000", "a stream that starts stepped down says so from the first index.m3u8")
