@@ -38,7 +38,7 @@ let package = Package(
         // Pure media code: no I/O.
         .target(name: "Media"),
         .target(name: "MP4", dependencies: ["Media"]),
-        .target(name: "HLS", dependencies: ["Media", "MP4"]),
+        .target(name: "HLS", dependencies: ["Media", "MP4", "Threading"]),
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
@@ -48,7 +48,7 @@ let package = Package(
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Publishing", "Recording"]),
+                                                  "Publishing", "Recording", "Threading"]),
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
 
         // The appliance: session, config, logging; and the command line.
@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording"]),
+                                                      "Publishing", "Recording", "Threading"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])

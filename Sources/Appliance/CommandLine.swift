@@ -7,6 +7,8 @@ import Glibc
 public enum Invocation: Equatable {
     case run(Settings, configFiles: [String])
     case validate(directory: String)
+    /// `onair time-config`: the NTP servers of `time.servers`, as systemd-timesyncd's drop-in.
+    case timeConfig(TimeSettings, output: String?)
     case version
     case help(String)
     /// Asked for nothing: the usage on stderr and exit 2.
@@ -35,6 +37,20 @@ public enum CommandLineParser {
             guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError("validate: expected one stream directory (see 'onair validate --help')") }
             return .validate(directory: rest[0])
         case "run": return try parseRun(rest, readFile: readFile)
+        case "time-config":
+            if rest.contains("--help") || rest.contains("-h") { return .help(timeConfigUsage) }
+            var output: String?
+            var configs: [String] = []
+            var i = 0
+            while i < rest.count {
+                guard i + 1 < rest.count, ["--config", "--write"].contains(rest[i]) else {
+                    throw ConfigError("time-config: unexpected '\(rest[i])' (see 'onair time-config --help')")
+                }
+                if rest[i] == "--write" { output = rest[i + 1] } else { configs += ["--config", rest[i + 1]] }
+                i += 2
+            }
+            guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
+            return .timeConfig(settings.time, output: output)
         default: throw ConfigError("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -100,6 +116,8 @@ public enum CommandLineParser {
     Usage:
       onair run [options]          capture, encode, package and serve (see 'onair run --help')
       onair validate DIR           check a stream directory against the HLS rules
+      onair time-config [--config FILE]... [--write PATH]
+                                   the NTP servers of time.servers as systemd-timesyncd's drop-in
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 
@@ -120,6 +138,16 @@ public enum CommandLineParser {
 
     While running, each line on standard input (Enter) starts or stops recording.
     Config keys: \(ConfigFile.knownKeys.joined(separator: ", ")).
+
+    """
+
+    public static let timeConfigUsage = """
+    Usage: onair time-config [--config FILE]... [--write PATH]
+
+    Reads time.servers from the config files (as 'onair run' does) and writes the
+    systemd-timesyncd drop-in (timesyncd.conf(5)) naming them to PATH, or to stdout. An
+    entry that is not a host name or an IP address is left out with one line on stderr;
+    the exit status is still 0, so the clock is set from the others (or Debian's pool).
 
     """
 

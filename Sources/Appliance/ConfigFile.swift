@@ -240,7 +240,9 @@ public enum ConfigFile {
         "record.preallocate_mb": { $0.record.preallocateMegabytes = try integer($1, 0...4096) },
         "record.keep_days": { $0.record.keepDays = $1 == "off" ? nil : try integer($1, 1...36_500) },
         "record.preroll_seconds": { $0.record.prerollSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
-        "record.priority": { $0.record.priority = try choice($1, Recordings.Priority.self) }
+        "record.priority": { $0.record.priority = try choice($1, Recordings.Priority.self) },
+        // Never an error: a bad entry is left out and said (TimeSettings.problems).
+        "time.servers": { $0.time.servers = $1.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }).map(String.init) }
     ]
 
     public static var knownKeys: [String] { keys.keys.sorted() }
@@ -248,6 +250,7 @@ public enum ConfigFile {
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
             guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key \(quotedKey(entry.key))") }
+            if entry.key == "time.servers" { settings.time.origin = entry.origin }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
                 let why = isSecret(entry.key) ? "not a valid value (not shown: it is a secret)" : error.description
                 throw ConfigError("\(entry.origin): \(entry.key): \(why)")

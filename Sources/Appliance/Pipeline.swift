@@ -23,14 +23,20 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     let history = History()
     private let scheduler: Scheduler
     private var sampler: Scheduler.Task?
+    private var retention: Scheduler.Task?
     let recordings: Recordings
+    /// Whether the wall clock can be trusted; dates streams and retention.
+    let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     private let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
     init(_ requested: Settings, audioDevice: DeviceChoice, publisher: Publisher?, scheduler: Scheduler, log: Log,
-         camera: (@Sendable () -> V4L2Camera.Statistics)? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
+         clock: any WallClock = SystemWallClock(), camera: (@Sendable () -> V4L2Camera.Statistics)? = nil,
+         onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
+        for problem in requested.time.problems { log(.configIgnored, level: .warn, ("problem", problem)) }
+        clockWatch = ClockWatch(clock: clock, servers: requested.time.usable, log: log)
         self.scheduler = scheduler
         self.camera = camera
         let telemetry = self.telemetry
@@ -47,7 +53,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         recordings = Recordings(root: settings.dataDirectory)
         let storage = Self.keepStorage(settings, publisher: publisher, recordings: recordings, log: log)
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
-        session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, log: log)
+        session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -62,6 +68,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             }
         }
         startHistory()
+        clockWatch.start(on: scheduler)
+        keepDays()
         if let microphone {
             microphone.start(into: session.queue)
             log(.audioSelected, ("device", audioDevice.description), ("rate", microphone.sampleRate),
@@ -115,16 +123,27 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             }
         }
         recordings.recoverAll(priority: settings.record.priority, log: log)
-        if let days = settings.record.keepDays {
-            recordings.expire(keepDays: days, nowMs: wallClockMilliseconds(), log: log)
+    }
+
+    /// `record.keep_days`, at the start and every ten minutes, on a clock that is
+    /// synchronised and settled (`ClockWatch.settled`): never on a guess, never just after
+    /// a step.
+    private func keepDays() {
+        guard let days = settings.record.keepDays else { return }
+        let (recordings, watch, log) = (self.recordings, self.clockWatch, self.log)
+        let expire: @Sendable () -> Void = {
+            guard watch.settled else { return }
+            recordings.expire(keepDays: days, nowMs: watch.reading.wallMs, log: log)
         }
+        expire()
+        retention = scheduler.every(600, "retention") { _ in expire() }
     }
 
     /// The session on the settings' profiles; what it stores goes to the publisher, the
     /// storage keeper and the live bit rate.
     private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
-                                    log: Log) -> Session {
-        Session(profile: settings.sessionProfile, log: log, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
+                                    clock: any WallClock, log: Log) -> Session {
+        Session(profile: settings.sessionProfile, log: log, clock: clock, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
             guard case .segmentStored(let id, _, let bytes) = event else { return }
             // The stream that stored it is the one being recorded: spared.
@@ -183,13 +202,14 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
             cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
-            publish: publisher?.status, temperatureC: counts.temperatureC)
+            publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading)
     }
 
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to
     /// publish.drain_seconds) and stops the server. Returns the session's failure, if any.
     func stop() -> Error? {
-        if let sampler { scheduler.cancel(sampler) }
+        for task in [sampler, retention].compactMap({ $0 }) { scheduler.cancel(task) }
+        clockWatch.stop(on: scheduler)
         session.shutdown()
         if let microphone {
             microphone.stop()

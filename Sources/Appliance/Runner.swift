@@ -25,11 +25,27 @@ public enum Runner {
         case .usage(let text): writeStandardError(text); return 2
         case .version: print(VersionReport.text, terminator: ""); return 0
         case .validate(let directory): return validate(directory)
+        case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .run(let settings, _): return run(settings)
         }
     }
 
     static func printError(_ line: String) { writeStandardError(line + "\n") }
+
+    /// `onair time-config`: the drop-in written whole (atomically) or printed.
+    static func timeConfig(_ time: TimeSettings, output: String?) -> Int32 {
+        for problem in time.problems { printError("onair: \(problem)") }
+        guard let output else { print(time.timesyncdConfig, terminator: ""); return 0 }
+        do {
+            let directory = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
+            if !directory.isEmpty { try AtomicFile.makeDirectories(directory) }
+            try AtomicFile.write(Array(time.timesyncdConfig.utf8), to: output)
+            return 0
+        } catch {
+            printError("onair: time-config --write \(output): \(error)")
+            return 1
+        }
+    }
 
     /// All of `text` to stderr, unbuffered (it is what a failing start says last).
     static func writeStandardError(_ text: String) {

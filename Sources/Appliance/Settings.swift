@@ -87,6 +87,8 @@ public struct Settings: Sendable, Equatable {
     public var previewAtomic = true
     /// Lowering the frame rate instead of overheating.
     public var thermal = ThermalSettings()
+    /// `time.servers`: NTP servers for the image's clock.
+    public var time = TimeSettings()
 
     public init() {}
 

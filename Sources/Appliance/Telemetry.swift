@@ -79,6 +79,8 @@ struct StatusSnapshot {
     var publish: Publisher.Status?
     /// The hottest thermal zone, when the board has one.
     var temperatureC: Double? = nil
+    /// The wall clock, and whether it is synchronised.
+    var clock: ClockReading? = nil
 
     /// `GET /api/status`.
     var json: [UInt8] {
@@ -90,6 +92,8 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "last_error": lastError, "temperature_c": temperatureC,
+            "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
+                                              "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes
     }
 
@@ -106,6 +110,8 @@ struct StatusSnapshot {
         metric("up_seconds", "gauge", "Seconds since onair started.", (uptimeSeconds * 1000).rounded() / 1000)
         metric("recording", "gauge", "1 while a stream is being recorded.", state == "recording" || state == "finishing" ? 1 : 0)
         metric("fps_target", "gauge", "The frame rate streams are made at now (the thermal ladder lowers it).", Double(fps))
+        metric("clock_synchronized", "gauge", "1 while an NTP daemon keeps the wall clock synchronised.",
+               clock.map { $0.synchronized ? 1 : 0 })
         metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
         metric("segments_stored_total", "counter", "Live media segments stored.", Double(segmentsStored))
         metric("segment_bytes_total", "counter", "Bytes of live media segments stored.", Double(segmentBytes))
@@ -137,7 +143,8 @@ struct StatusSnapshot {
         }
         let up = Int(uptimeSeconds)
         var parts = ["onair:", state, "stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
-                     "fps=\(fpsActual.fixed(1))/\(fps)", "temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
+                     "fps=\(fpsActual.fixed(1))/\(fps)", "temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
+                     "clock=\(clock.map { $0.synchronized ? "synced" : "unsynced" } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
         parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")
         if let publish {
             parts.append("queue=\(publish.pendingSegments)(\((publish.oldestPendingSeconds ?? 0).fixed(0))s)")

@@ -6,11 +6,19 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/timex.h>
 #include <linux/falloc.h>
 #include "onair_linux.h"
 
 int onair_reserve(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0 ? 0 : errno;
+}
+
+int onair_clock_synchronized(void) {
+    struct timex state;
+    memset(&state, 0, sizeof state);  // modes 0: read only
+    if (adjtimex(&state) == -1) return -errno;
+    return (state.status & STA_UNSYNC) ? 0 : 1;
 }
 
 int onair_ioctl(int fd, unsigned long request, void *argument) {

@@ -71,25 +71,48 @@ extension StreamChecker {
             error("P11", path, "PLAYLIST-TYPE \(type) is neither EVENT nor VOD")
         }
         if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
-        // P13
+        checkProgramDateTimes(p, path)
+        return checkMedia(p, path: path, targetDuration: target ?? 0)
+    }
+
+    /// P13. A board without a real-time clock has no trustworthy date until NTP answers,
+    /// so onair dates segments only from then on (RFC 8216bis §4.4.4.6 lets the tag start
+    /// at any segment): undated segments may lead a live playlist, but once dated, every
+    /// later segment is; dates never go backwards, and advance with the media time (per
+    /// segment within 50 ms, and in total within 1 s between discontinuities).
+    mutating func checkProgramDateTimes(_ p: ParsedPlaylist, _ path: String) {
         var previous: (ms: Int64, duration: Double?)?
+        var run: (ms: Int64, seconds: Double)?  // the first date since a discontinuity, and media time since
+        var dated = false
         for segment in p.segments {
             let at = "\(path):\(segment.line)"
+            if segment.discontinuity { run = nil }
             guard let text = segment.programDateTime else {
-                if !p.isEnded { error("P13", at, "live segment without EXT-X-PROGRAM-DATE-TIME") }
-                previous = nil; continue
+                if dated && !p.isEnded { error("P13", at, "live segment without EXT-X-PROGRAM-DATE-TIME after dated ones") }
+                previous = nil
+                run = nil
+                continue
             }
             guard let ms = UTCDate.parse(text) else { error("P13", at, "bad date \(text)"); continue }
+            dated = true
             if !text.contains(".") { warning("P13", at, "PROGRAM-DATE-TIME without milliseconds") }
-            // After EXT-X-DISCONTINUITY the date jumps by the gap (RFC 8216bis §4.4.4.3).
-            // (A segment without a usable EXTINF was reported under P5 already.)
-            if let previous, let duration = previous.duration, !segment.discontinuity,
-               abs(Double(ms &- previous.ms) / 1000 - duration) > 0.05 {
+            if let previous, ms < previous.ms {
+                error("P13", at, "PROGRAM-DATE-TIME went back \(Double(previous.ms &- ms) / 1000) s")
+            } else if let previous, let duration = previous.duration, !segment.discontinuity,
+                      abs(Double(ms &- previous.ms) / 1000 - duration) > 0.05 {
+                // After EXT-X-DISCONTINUITY the date jumps by the gap (§4.4.4.3). (A segment
+                // without a usable EXTINF was reported under P5 already.)
                 error("P13", at, "PROGRAM-DATE-TIME advanced \(Double(ms &- previous.ms) / 1000) s over a \(duration) s segment")
+            } else if let run, abs(Double(ms &- run.ms) / 1000 - run.seconds) > 1 {
+                error("P13", at, "PROGRAM-DATE-TIME drifted \(Double(ms &- run.ms) / 1000 - run.seconds) s from the media time")
             }
+            if run == nil { run = (ms, 0) }
+            run?.seconds += segment.duration ?? 0
             previous = (ms, segment.duration)
         }
-        return checkMedia(p, path: path, targetDuration: target ?? 0)
+        if !dated && !p.isEnded && !p.segments.isEmpty {
+            warning("P13", path, "live playlist without EXT-X-PROGRAM-DATE-TIME (its clock was not synchronised)")
+        }
     }
 
     /// P3: the lowest version the playlist's tags need (§8).

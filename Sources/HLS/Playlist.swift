@@ -1,15 +1,16 @@
 import Media
 
 /// The media playlist onair writes (RFC 8216bis §4.4): an EVENT playlist that only grows,
-/// one EXT-X-MAP, PROGRAM-DATE-TIME on every segment, ENDLIST at stop.
+/// one EXT-X-MAP, PROGRAM-DATE-TIME on every segment made while the wall clock was
+/// trusted (none before: §4.4.4.6 lets the dates start at any segment), ENDLIST at stop.
 public struct MediaPlaylist: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public var uri: String
         public var duration: String   // EXTINF, decimal seconds with ms precision
-        public var programDateTimeMs: Int64
+        public var programDateTimeMs: Int64?
         /// EXT-X-DISCONTINUITY before it: the source was interrupted (§4.4.4.3).
         public var discontinuity: Bool
-        public init(uri: String, duration: String, programDateTimeMs: Int64, discontinuity: Bool = false) {
+        public init(uri: String, duration: String, programDateTimeMs: Int64?, discontinuity: Bool = false) {
             self.uri = uri
             self.duration = duration
             self.programDateTimeMs = programDateTimeMs
@@ -44,7 +45,7 @@ public struct MediaPlaylist: Sendable, Equatable {
                      "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(mapURI)\""]
         for entry in entries {
             if entry.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
-            lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: entry.programDateTimeMs))")
+            if let date = entry.programDateTimeMs { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: date))") }
             lines.append("#EXTINF:\(entry.duration),")
             lines.append(entry.uri)
         }
@@ -166,7 +167,12 @@ extension MediaPlaylist {
         self.init(targetDuration: target, mapURI: map)
         mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 1
         for segment in parsed.segments {
-            guard let extinf = segment.extinf, let date = segment.programDateTime.flatMap(UTCDate.parse) else { return nil }
+            guard let extinf = segment.extinf else { return nil }
+            var date: Int64?
+            if let text = segment.programDateTime {
+                guard let parsed = UTCDate.parse(text) else { return nil }
+                date = parsed
+            }
             let duration = String(extinf.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0])
             guard HLSValue.duration(duration) != nil else { return nil }
             entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity))

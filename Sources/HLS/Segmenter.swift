@@ -13,14 +13,15 @@ public struct SegmentReport: Sendable {
     public var videoTimescale: Int64
     public var videoSamples: Int
     public var audioSamples: Int
-    public var programDateTimeMs: Int64
+    /// nil while the wall clock is not trusted (`StreamDating`).
+    public var programDateTimeMs: Int64?
     /// The first segment after the source was interrupted: its timestamps jump.
     public var discontinuity = false
 
     public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale) }
 
     public init(sequence: Int, bytes: [UInt8], videoStart: Int64, videoDuration: Int64, videoTimescale: Int64,
-                videoSamples: Int, audioSamples: Int, programDateTimeMs: Int64) {
+                videoSamples: Int, audioSamples: Int, programDateTimeMs: Int64?) {
         self.sequence = sequence
         self.bytes = bytes
         self.videoStart = videoStart

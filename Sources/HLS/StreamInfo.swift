@@ -5,7 +5,7 @@ import Media
 public struct StreamInfo: Sendable, Equatable {
     public var id: String
     public var state: String        // "live" or "ended"
-    public var start: String?       // first PROGRAM-DATE-TIME
+    public var start: String?       // when its first frame was captured (ISO 8601), once known
     public var duration: Double     // seconds, the sum of EXTINF
     public var segments: Int
     public var targetDuration: Int? // EXT-X-TARGETDURATION, seconds
@@ -39,7 +39,7 @@ public struct StreamInfo: Sendable, Equatable {
         let seconds = listed.reduce(0.0) { $0 + ($1.duration ?? 0) }
         self.id = id
         state = (ended ?? parsed.isEnded) && count == parsed.segments.count ? "ended" : "live"
-        start = listed.first?.programDateTime
+        start = Self.start(of: Array(listed))
         duration = (seconds * 1000).rounded() / 1000
         segments = count
         targetDuration = parsed.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer)
@@ -48,6 +48,21 @@ public struct StreamInfo: Sendable, Equatable {
 }
 
 extension StreamInfo {
+    /// The stream's start, from its first PROGRAM-DATE-TIME less the media time before that
+    /// segment: a stream started before the clock was synchronised gets its true start
+    /// once a later segment is dated. (Within a millisecond or so: EXTINF is rounded.)
+    static func start(of segments: [ParsedPlaylist.Segment]) -> String? {
+        var seconds = 0.0
+        for segment in segments {
+            if let text = segment.programDateTime {
+                guard let ms = UTCDate.parse(text) else { return nil }
+                return seconds == 0 ? text : UTCDate.iso8601(milliseconds: ms - Int64((seconds * 1000).rounded()))
+            }
+            seconds += segment.duration ?? 0
+        }
+        return nil
+    }
+
     /// A list of streams as JSON, keys sorted, slashes left alone.
     public static func json(_ streams: [StreamInfo]) -> [UInt8] {
         JSON.array(streams.map(\.json)).bytes

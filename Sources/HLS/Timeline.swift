@@ -1,4 +1,43 @@
 import Media
+import Threading
+
+/// Where a stream's media time meets the calendar, for EXT-X-PROGRAM-DATE-TIME: wall
+/// minus monotonic, fixed the first time it is asked for while the wall clock is
+/// synchronised, and never moved after (a later step of the clock would make the dates
+/// jump, which RFC 8216bis §4.4.4.6 forbids between contiguous segments). Until then
+/// there is no date: a segment made before the clock was trusted has no
+/// PROGRAM-DATE-TIME, the ones after it do (§4.4.4.6 lets the tag start at any segment).
+/// Shared by every output of one stream, so the live stream and the recording agree.
+public final class StreamDating: @unchecked Sendable {  // `offsetMs` under `lock`
+    private let lock = Lock()
+    private var offsetMs: Int64?
+    private let clock: (any WallClock)?
+
+    public init(clock: any WallClock) { self.clock = clock }
+
+    /// A stream whose calendar is known from the start (a replay, the bench, tests).
+    public init(offsetMs: Int64) {
+        self.offsetMs = offsetMs
+        clock = nil
+    }
+
+    /// The wall-clock ms of a capture time (monotonic ns), once the clock is trusted.
+    public func wallClockMs(monotonic: Int64) -> Int64? {
+        anchor().map { floorDivide(monotonic, 1_000_000) + $0 }
+    }
+
+    /// The offset, fixing it now if the clock has become trustworthy.
+    public func anchor() -> Int64? {
+        lock.withLock {
+            if offsetMs == nil {
+                if let reading = clock?.read(), reading.synchronized { offsetMs = reading.offsetMs }
+            }
+            return offsetMs
+        }
+    }
+
+    private func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+}
 
 /// The stream timeline of the source talk: the stream starts at the first video frame,
 /// which is placed at 10 s; one delta (10 s − first video capture time) is added to every
@@ -10,12 +49,12 @@ public struct Timeline: Sendable, Equatable {
 
     /// CLOCK_MONOTONIC ns of the first video frame.
     public let origin: Int64
-    /// Wall-clock ms (Unix epoch) at `origin`, for EXT-X-PROGRAM-DATE-TIME.
-    public let originWallClockMs: Int64
+    /// The stream's calendar, for EXT-X-PROGRAM-DATE-TIME.
+    public let dating: StreamDating
 
-    public init(firstVideoCaptureTime: Int64, wallClockMs: Int64) {
+    public init(firstVideoCaptureTime: Int64, dating: StreamDating) {
         origin = firstVideoCaptureTime
-        originWallClockMs = wallClockMs
+        self.dating = dating
     }
 
     /// Capture time → ticks of `timescale` on the stream timeline.
@@ -26,10 +65,18 @@ public struct Timeline: Sendable, Equatable {
     /// The first tick of the stream in `timescale`.
     public func startTicks(timescale: Int64) -> Int64 { Self.initialOffsetSeconds * timescale }
 
-    /// Wall clock of a stream tick, in ms.
-    public func wallClockMs(ticks: Int64, timescale: Int64) -> Int64 {
-        originWallClockMs + rescale(ticks - startTicks(timescale: timescale), from: timescale, to: 1000)
+    /// Wall clock of a stream tick, in ms; nil until the wall clock is trusted.
+    public func wallClockMs(ticks: Int64, timescale: Int64) -> Int64? {
+        dating.wallClockMs(monotonic: origin + rescale(ticks - startTicks(timescale: timescale), from: timescale, to: Timescale.nanoseconds))
     }
+
+    /// A stream whose wall clock at its first frame is known and trusted.
+    public init(firstVideoCaptureTime: Int64, wallClockMs: Int64) {
+        self.init(firstVideoCaptureTime: firstVideoCaptureTime,
+                  dating: StreamDating(offsetMs: wallClockMs - firstVideoCaptureTime / 1_000_000))
+    }
+
+    public static func == (a: Timeline, b: Timeline) -> Bool { a.origin == b.origin && a.dating === b.dating }
 }
 
 /// Where segment boundaries fall: every `segmentTicks` from the stream start. The encoder

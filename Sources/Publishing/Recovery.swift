@@ -124,7 +124,7 @@ public enum Recovery {
             }
             let previousTicks = Int64(((HLSValue.duration(last.duration) ?? 0) * 1000).rounded())
             playlist.entries.append(.init(uri: uri, duration: decimalSeconds(Int64(traf.duration), timescale: Int64(video.timescale)),
-                                          programDateTimeMs: last.programDateTimeMs + previousTicks))
+                                          programDateTimeMs: last.programDateTimeMs.map { $0 + previousTicks }))
         }
     }
 

@@ -141,10 +141,4 @@ public final class StreamWriter {
         let text = Array(MultivariantPlaylist(variants: [variant]).render().utf8)
         try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: (folder ?? directory) + "/index.m3u8") }
     }
-
-    /// A sortable, unique stream id: `20261202T164233Z-3f9a`.
-    public static func makeID(wallClockMs: Int64) -> String {
-        let suffix = String(UInt16.random(in: 0...UInt16.max), radix: 16)
-        return UTCDate.compact(milliseconds: wallClockMs) + "-" + String(repeating: "0", count: 4 - suffix.count) + suffix
-    }
 }

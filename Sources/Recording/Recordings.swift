@@ -23,12 +23,15 @@ public struct Recordings: Sendable {
         public var seconds: Double?
         public var frames: Int?
         public var priority: Priority
+        /// When its first frame was captured (ms since the epoch): from a dated id, or
+        /// from the clock once synchronised during the recording; nil when never known.
+        public var startMs: Int64?
         /// Still being written.
         public var recording: Bool
 
         public var json: JSON {
             .fields(["id": id, "file": file, "bytes": bytes, "seconds": seconds, "frames": frames,
-                     "priority": priority.rawValue, "recording": recording])
+                     "priority": priority.rawValue, "recording": recording, "start": startMs.map(UTCDate.iso8601(milliseconds:))])
         }
 
         /// An entry as `json` wrote it; nil when a field is missing or of the wrong kind.
@@ -37,10 +40,12 @@ public struct Recordings: Sendable {
                   let priority = json["priority"]?.string.flatMap(Priority.init(rawValue:)),
                   let recording = json["recording"]?.bool else { return nil }
             self.init(id: id, file: file, bytes: bytes, seconds: json["seconds"]?.double, frames: json["frames"]?.int,
-                      priority: priority, recording: recording)
+                      priority: priority, recording: recording, startMs: json["start"]?.string.flatMap(UTCDate.parse))
         }
 
-        public init(id: String, file: String, bytes: Int64, seconds: Double?, frames: Int?, priority: Priority, recording: Bool) {
+        public init(id: String, file: String, bytes: Int64, seconds: Double?, frames: Int?, priority: Priority, recording: Bool,
+                    startMs: Int64? = nil) {
+            self.startMs = startMs ?? UTCDate.parseCompact(id)
             self.id = id
             self.file = file
             self.bytes = bytes
@@ -58,9 +63,9 @@ public struct Recordings: Sendable {
     public func partPath(_ id: String) -> String { "\(directory)/\(id).mp4.part" }
 
     /// Records what a finished recording is, next to it.
-    public func describe(_ result: Finaliser.Result, id: String, priority: Priority) throws {
+    public func describe(_ result: Finaliser.Result, id: String, priority: Priority, startMs: Int64? = nil) throws {
         let entry = Entry(id: id, file: "\(id).mp4", bytes: result.bytes, seconds: result.seconds,
-                          frames: result.videoFrames, priority: priority, recording: false)
+                          frames: result.videoFrames, priority: priority, recording: false, startMs: startMs)
         try AtomicFile.write(entry.json.bytes, to: "\(directory)/\(id).json")
     }
 
@@ -125,10 +130,12 @@ public struct Recordings: Sendable {
         try? FileSystem.remove("\(directory)/\(id).json")
     }
 
-    /// `record.keep_days`: normal recordings whose start is older than that go.
+    /// `record.keep_days`: normal recordings whose start is older than that go. `nowMs`
+    /// must come from a synchronised clock (the caller's `ClockWatch` says when); a
+    /// recording whose start was never known is left to `storage.min_free`.
     public func expire(keepDays: Int, nowMs: Int64, log: Log) {
         for entry in evictable() {
-            guard let started = UTCDate.parseCompact(entry.id), nowMs - started > Int64(keepDays) * 86_400_000 else { continue }
+            guard let started = entry.startMs, nowMs - started > Int64(keepDays) * 86_400_000 else { continue }
             do {
                 try remove(entry.id)
                 log.emit(.recordingExpired, level: .info, [("id", entry.id), ("keep_days", keepDays)])

@@ -1,3 +1,4 @@
+import HLS
 import Devices
 import Media
 import Threading
@@ -140,12 +141,15 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
     }
 }
 
-/// What every output of a stream shares: its id and the wall clock at its first frame.
+/// What every output of a stream shares: its id and its calendar (PROGRAM-DATE-TIME, the
+/// recording's start), so the live stream and the recording are dated alike.
 public struct StreamStart: Sendable, Equatable {
     public var id: String
-    public var wallClockMs: Int64
-    public init(id: String, wallClockMs: Int64) {
+    public var dating: StreamDating
+    public init(id: String, dating: StreamDating) {
         self.id = id
-        self.wallClockMs = wallClockMs
+        self.dating = dating
     }
+
+    public static func == (a: StreamStart, b: StreamStart) -> Bool { a.id == b.id && a.dating === b.dating }
 }

@@ -38,9 +38,16 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// stream being recorded; true if it did.
     private let makeRoom: @Sendable (_ recording: String?) -> Bool
 
-    public init(profile: SessionProfile, log: Log, makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
+    /// The wall clock and whether it can be trusted: what dates a stream, if anything.
+    private let clock: any WallClock
+    private let names: StreamNames
+
+    public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(),
+                makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
+        self.clock = clock
+        names = StreamNames(root: profile.dataDirectory)
         self.profile = profile
         machine = SessionMachine(fps: profile.fps, durationMilliseconds: profile.durationMilliseconds, hasAudio: profile.audioEnabled,
                                  preroll: profile.prerollSeconds > 0)
@@ -197,8 +204,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             switch action {
             case .begin:
                 guard case .video(let frame)? = item else { continue }
-                let wallClock = wallClockMilliseconds(atCapture: frame.captureTime)
-                let start = StreamStart(id: StreamWriter.makeID(wallClockMs: wallClock), wallClockMs: wallClock)
+                let dating = StreamDating(clock: clock)
+                let start = StreamStart(id: names.next(dating: dating, firstCapture: frame.captureTime), dating: dating)
                 lock.withLock { currentStreamID = start.id }
                 send(.begin(start))
             case .forward:

@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Threading
 
 /// The status snapshot as /metrics and the console show it.
 final class StatusSnapshotTests: XCTestCase {
@@ -17,12 +18,25 @@ final class StatusSnapshotTests: XCTestCase {
                                   lastError: "upload.failed url=http://origin/ reason=\"timeout\"",
                                   publish: .init(destination: "http://origin/", pendingSegments: 3, pendingBytes: 1_125_000,
                                                  oldestPendingSeconds: 6.2, streamsPublishing: 1, attempts: 40, failures: 7,
-                                                 bytes: 10_125_000, lastError: "timeout")) }
+                                                 bytes: 10_125_000, lastError: "timeout"),
+                                  clock: ClockReading(wallMs: 1_796_229_753_000, monotonic: 0, synchronized: true,
+                                                      source: "systemd-timesyncd")) }
 
     func testConsoleLine() {
         XCTAssertEqual(snapshot.consoleLine(fpsActual: 29.97),
-                       "onair: recording stream=20261202T164233Z-3f9a up=1h02m05s fps=30.0/30 temp=- rate=1.52M seg=30/27 queue=3(6s) "
+                       "onair: recording stream=20261202T164233Z-3f9a up=1h02m05s fps=30.0/30 temp=- clock=synced rate=1.52M seg=30/27 queue=3(6s) "
                        + "rec=36.0M dropped=2 err=upload.failed url=http://origin/ reason=\"timeout\"")
+    }
+
+    func testStatusSaysWhetherTheClockIsTrusted() throws {
+        let json = try XCTUnwrap(JSON.parse(snapshot.json))
+        XCTAssertEqual(json["clock"]?["synchronized"]?.bool, true)
+        XCTAssertEqual(json["clock"]?["source"]?.string, "systemd-timesyncd")
+        XCTAssertEqual(json["clock"]?["now"]?.string, "2026-12-02T16:42:33.000Z")
+        var unsynced = snapshot
+        unsynced.clock?.synchronized = false
+        XCTAssertTrue(unsynced.consoleLine(fpsActual: 30).contains(" clock=unsynced "))
+        XCTAssertTrue(unsynced.metrics.contains("\nonair_clock_synchronized 0\n"))
     }
 
     func testMetricsInPrometheusTextFormat() {
@@ -30,7 +44,7 @@ final class StatusSnapshotTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix("# HELP onair_up_seconds Seconds since onair started.\n# TYPE onair_up_seconds gauge\nonair_up_seconds 3725.5\n"))
         for line in ["onair_recording 1", "onair_fps_target 30", "onair_frames_in_total 1800", "onair_segments_stored_total 30",
                      "onair_live_bits_per_second 1520000", "onair_dropped_video_frames_total 2", "onair_recordings_bytes 250000000",
-                     "onair_publish_pending_segments 3", "onair_publish_oldest_pending_seconds 6.2", "onair_publish_failures_total 7"] {
+                     "onair_publish_pending_segments 3", "onair_clock_synchronized 1", "onair_publish_oldest_pending_seconds 6.2", "onair_publish_failures_total 7"] {
             XCTAssertTrue(text.contains("\n" + line + "\n"), line)
         }
         XCTAssertFalse(text.contains("camera"), "no camera, no camera metrics")

@@ -138,6 +138,51 @@ final class CheckerTests: XCTestCase {
         files["playlist.m3u8"] = text.replacingOccurrences(of: String(line), with: "2030-01-01T00:00:00.000Z")
         XCTAssertTrue(rules(files).contains("P13"))
     }
+
+    /// The playlist with its PROGRAM-DATE-TIME lines changed by `change(index, line)`
+    /// (nil removes one), live (no ENDLIST) when `live`.
+    func redated(_ files: MemoryFiles, live: Bool, _ change: (Int, String) -> String?) {
+        var index = 0
+        let lines = files["playlist.m3u8"]!.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line -> String? in
+            if live && line == "#EXT-X-ENDLIST" { return nil }
+            guard line.hasPrefix("#EXT-X-PROGRAM-DATE-TIME:") else { return String(line) }
+            defer { index += 1 }
+            return change(index, String(line)).map { "#EXT-X-PROGRAM-DATE-TIME:" + $0 }
+        }
+        files["playlist.m3u8"] = lines.joined(separator: "\n")
+    }
+
+    func date(_ line: String, plus ms: Int64) -> String {
+        UTCDate.iso8601(milliseconds: UTCDate.parse(String(line.dropFirst("#EXT-X-PROGRAM-DATE-TIME:".count)))! + ms)
+    }
+
+    func testProgramDateTimeMayStartMidStreamOnALivePlaylist() {
+        let files = StreamBuilder.make(seconds: 10)
+        redated(files, live: true) { index, line in index < 2 ? nil : self.date(line, plus: 0) }
+        XCTAssertEqual(rules(files), [], "undated segments before the clock was synchronised")
+        let undated = StreamBuilder.make(seconds: 10)
+        redated(undated, live: true) { _, _ in nil }
+        XCTAssertEqual(rules(undated), [])
+        XCTAssertEqual(rules(undated, severity: .warning), ["P13"], "a live playlist without any date is said")
+    }
+
+    func testProgramDateTimeThatStopsJumpsBackOrDrifts() {
+        let stops = StreamBuilder.make(seconds: 10)
+        redated(stops, live: true) { index, line in index == 3 ? nil : self.date(line, plus: 0) }
+        XCTAssertEqual(rules(stops), ["P13"])
+        let back = StreamBuilder.make(seconds: 10)
+        redated(back, live: true) { index, line in self.date(line, plus: index >= 3 ? -3_600_000 : 0) }
+        XCTAssertEqual(rules(back), ["P13"])
+        let backAcrossBreak = StreamBuilder.make(seconds: 10)
+        redated(backAcrossBreak, live: false) { index, line in self.date(line, plus: index >= 3 ? -3_600_000 : 0) }
+        backAcrossBreak["playlist.m3u8"] = backAcrossBreak["playlist.m3u8"]!
+            .replacingOccurrences(of: "#EXT-X-PROGRAM-DATE-TIME:", with: "#EXT-X-DISCONTINUITY\n#EXT-X-PROGRAM-DATE-TIME:")
+        XCTAssertTrue(check(backAcrossBreak).contains { $0.rule == "P13" && $0.message.contains("went back") })
+        // 40 ms a segment passes each step, but not 1.2 s over thirty of them.
+        let drifts = StreamBuilder.make(seconds: 60)
+        redated(drifts, live: true) { index, line in self.date(line, plus: Int64(index) * 40) }
+        XCTAssertTrue(check(drifts).contains { $0.rule == "P13" && $0.message.contains("drifted") }, "\(check(drifts))")
+    }
 }
 
 extension String {

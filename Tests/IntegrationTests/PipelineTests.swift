@@ -220,6 +220,22 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n").first, "480,854")
     }
 
+    /// A nonsense NTP server in time.servers is one clear line; the run goes on. (Whether
+    /// this machine's clock is synchronised is its own affair: the stream is valid either way.)
+    func testANonsenseTimeServerIsOneLineAndTheRunGoesOn() throws {
+        let out = try temporaryDirectory("time")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--pace", "fast", "--duration", "2", "--out", out,
+                                              "--listen", "off", "--set", "video.quality=low", "--set", "time.servers=10.0.2.2 not!a-host"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let lines = onair.stderr.split(separator: "\n").filter { $0.contains("event=config.ignored") }
+        XCTAssertEqual(lines.count, 1, onair.stderr)
+        XCTAssertTrue(lines.first?.contains("--set: time.servers: 'not!a-host' is not a host name or an IP address; left out") ?? false,
+                      String(lines.first ?? ""))
+        XCTAssertTrue(onair.stderr.contains("event=clock synchronized="), "the clock's trust is logged at the start")
+        XCTAssertEqual(checkerFindings(try streamDirectory(out)), [])
+    }
+
     /// A disk that never has room enough: older streams are deleted (unpublished ones with
     /// an error event), the stream being recorded is kept and comes out whole.
     func testAFullDiskCostsOldStreamsNotTheRecording() throws {

@@ -55,11 +55,4 @@ final class StreamWriterTests: XCTestCase {
         let leftovers = try FileManager.default.subpathsOfDirectory(atPath: writer.directory).filter { $0.contains(".tmp") }
         XCTAssertEqual(leftovers, [])
     }
-
-    func testIDsSortByTimeAndDiffer() {
-        let a = StreamWriter.makeID(wallClockMs: 1_796_229_753_000)
-        XCTAssertTrue(a.hasPrefix("20261202T164233Z-"))
-        XCTAssertEqual(a.count, 21)
-        XCTAssertLessThan(a, StreamWriter.makeID(wallClockMs: 1_796_229_754_000))
-    }
 }

@@ -38,7 +38,7 @@ final class RecoveryTests: XCTestCase {
         let playlist = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))
         XCTAssertTrue(playlist.isEnded)
         XCTAssertEqual(playlist.entries.map(\.duration), ["2.000", "2.000", "2.000"], "the unlisted one measured from its trun")
-        XCTAssertEqual(playlist.entries[2].programDateTimeMs - playlist.entries[1].programDateTimeMs, 2000)
+        XCTAssertEqual(try XCTUnwrap(playlist.entries[2].programDateTimeMs) - XCTUnwrap(playlist.entries[1].programDateTimeMs), 2000)
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/seg/.000009.m4s.tmp"))
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
         XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false), "idempotent")

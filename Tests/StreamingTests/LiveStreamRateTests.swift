@@ -19,8 +19,8 @@ extension LiveStreamTimingTests {
         let pattern = SyntheticPattern(width: 160, height: 96, fps: 10)
         let origin: Int64 = 5_000_000_000
         func frame(_ i: Int64) -> VideoFrame { pattern.frame(index: i, captureTime: origin + i * 100_000_000) }
-        let start = StreamStart(id: "rate", wallClockMs: 1_796_229_753_000)
-        let encoder = LiveStream.encoder(firstFrame: frame(0), wallClockMs: start.wallClockMs, profile: profile,
+        let start = StreamStart(id: "rate", dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
+        let encoder = LiveStream.encoder(firstFrame: frame(0), dating: start.dating, profile: profile,
                                          video: video, audio: nil)
         encoder.requestRate(5)  // the ladder's rate when the stream begins
         var directory = ""

@@ -108,7 +108,7 @@ final class DiscontinuityTests: XCTestCase {
             f.discontinuity = i == 210
             return f
         }
-        let start = StreamStart(id: "20261202T120000Z-0001", wallClockMs: 1_796_229_753_000)
+        let start = StreamStart(id: "20261202T120000Z-0001", dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
         let live = try LiveStream(start: start, firstFrame: frame(0), profile: profile,
                                   video: try VideoEncoder(kind: .x264, settings: encoderSettings),
                                   audio: try AACEncoder(settings: AudioEncoderSettings()), log: log, observer: { _ in })
@@ -139,7 +139,7 @@ final class DiscontinuityTests: XCTestCase {
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
         let parsed = try XCTUnwrap(MediaPlaylist(parsing: playlist))
         let after = try XCTUnwrap(parsed.entries.firstIndex { $0.discontinuity })
-        XCTAssertEqual(parsed.entries[after].programDateTimeMs - parsed.entries[after - 1].programDateTimeMs, 3000 + 4000 - 2000,
+        XCTAssertEqual(try XCTUnwrap(parsed.entries[after].programDateTimeMs) - XCTUnwrap(parsed.entries[after - 1].programDateTimeMs), 3000 + 4000 - 2000,
                        "the date after the gap is the capture time of the frame after it")
         XCTAssertEqual(parsed.entries.reduce(0.0) { $0 + (Double($1.duration) ?? 0) }, 6.0, accuracy: 0.001)
 

@@ -32,7 +32,7 @@ final class MediaQueueTests: XCTestCase {
     /// A stream's start and end are never dropped, however full the queue is.
     func testControlItemsAreNeverDroppedOrCounted() {
         let queue = MediaQueue(videoCapacity: 1, audioCapacity: 1, policy: .dropOldest)
-        queue.push(.begin(StreamStart(id: "s", wallClockMs: 0)))
+        queue.push(.begin(StreamStart(id: "s", dating: StreamDating(offsetMs: 0))))
         queue.capture(Self.frame(0)); queue.capture(Self.chunk(0))
         queue.capture(Self.frame(1)); queue.capture(Self.chunk(1))
         queue.push(.finish)

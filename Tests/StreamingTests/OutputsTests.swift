@@ -27,7 +27,8 @@ final class PrerollTests: XCTestCase {
                                               captureTime: origin + (i / 3) * 100_000_000))
             }
         }
-        let start = try XCTUnwrap(preroll.origin())
+        let dating = StreamDating(offsetMs: 1_796_000_000_000 - origin / 1_000_000)
+        let start = try XCTUnwrap(preroll.origin(dating: dating))
         // Newest frame 99; 99 − 30 = 69; the IDR at or before it is frame 60.
         XCTAssertEqual(start.video.count, 40)
         XCTAssertTrue(start.video[0].isSync)
@@ -35,7 +36,8 @@ final class PrerollTests: XCTestCase {
         XCTAssertEqual(start.shift.video, 60 * 3000)
         XCTAssertEqual(start.shift.audio, 96_000, "2 s at 48 kHz")
         XCTAssertEqual(start.timeline.origin, origin + 2_000_000_000, "the stream's timeline starts at frame 60's capture")
-        XCTAssertEqual(start.timeline.originWallClockMs, 1_796_000_002_000)
+        XCTAssertEqual(start.timeline.wallClockMs(ticks: 900_000, timescale: 90_000), 1_796_000_002_000,
+                       "dated by the stream's calendar, at frame 60")
         let firstAudio = try XCTUnwrap(start.audio.first)
         XCTAssertLessThanOrEqual(firstAudio.dts, 480_000, "sound starts at or before the first picture")
         XCTAssertGreaterThan(firstAudio.dts + firstAudio.duration, 480_000, "with the AAC frame that covers it, none before")
@@ -79,7 +81,7 @@ final class OutputIndependenceTests: XCTestCase {
         let workers = [(slow, 4), (fast, 100)].map {
             OutputWorker($0.0, queue: MediaQueue(videoCapacity: $0.1, audioCapacity: 50, policy: .dropOldest), failed: { _, _ in })
         }
-        for worker in workers { worker.queue.push(.begin(StreamStart(id: "s", wallClockMs: 0))) }
+        for worker in workers { worker.queue.push(.begin(StreamStart(id: "s", dating: StreamDating(offsetMs: 0)))) }
         for i in Int64(0)..<100 {
             let frame = VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: i, index: i)
             for worker in workers { worker.queue.push(.video(frame)) }  // never waits: drops instead

@@ -13,6 +13,33 @@ public final class ManualClock: MediaClock, @unchecked Sendable {  // `time` und
     public func sleep(until deadline: Int64) { lock.withLock { time = max(time, deadline) } }
 }
 
+/// A wall clock a test steps and vouches for: `offsetMs` after the monotonic `clock`
+/// (real by default), synchronised or not, as an NTP daemon would leave the kernel's.
+public final class SteppedWallClock: WallClock, @unchecked Sendable {  // state under `lock`
+    private let lock = Lock()
+    private let clock: any MediaClock
+    private var offset: Int64
+    private var synced: Bool
+    public init(offsetMs: Int64 = 946_684_800_000, synchronized: Bool = false, clock: any MediaClock = MonotonicClock()) {
+        offset = offsetMs
+        synced = synchronized
+        self.clock = clock
+    }
+    public func read() -> ClockReading {
+        let now = clock.now()
+        return lock.withLock {
+            ClockReading(wallMs: now / 1_000_000 + offset, monotonic: now, synchronized: synced, source: synced ? "ntp" : "none")
+        }
+    }
+    /// Steps the clock by `ms` (forwards or back), optionally changing its trust.
+    public func step(by ms: Int64, synchronized: Bool? = nil) {
+        lock.withLock {
+            offset += ms
+            if let synchronized { synced = synchronized }
+        }
+    }
+}
+
 /// Hex to bytes, for golden tables: spaces and newlines are ignored.
 public func hex(_ text: String) -> [UInt8] {
     let digits = text.filter { $0.isHexDigit }

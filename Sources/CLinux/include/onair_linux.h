@@ -21,6 +21,12 @@ int onair_name_thread(const char *name);
 /// the Swift runtime and main): the origin of every log line's t_ms.
 int64_t onair_process_start_ns(void);
 
+/// Whether the kernel holds the wall clock synchronised: adjtimex(2) read-only (modes 0,
+/// no privilege needed), STA_UNSYNC clear. NTP daemons (systemd-timesyncd, chrony) clear
+/// it once they discipline the clock; the kernel sets it again when maxerror grows past
+/// 16 s without an update. 1 synchronised, 0 not, -errno when adjtimex failed.
+int onair_clock_synchronized(void);
+
 /// ioctl(2) with a pointer argument, retried on EINTR. Returns 0 or an errno value.
 int onair_ioctl(int fd, unsigned long request, void *argument);
 

@@ -52,22 +52,23 @@ final class LiveStream {
     /// A stream that starts at `firstFrame`.
     convenience init(start: StreamStart, firstFrame: VideoFrame, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?, log: Log,
                      observer: @escaping (StreamEvent) -> Void) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, profile: profile, video: video, audio: audio)
+        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, video: video, audio: audio)
         try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log, observer: observer)
         try encode(firstFrame)
     }
 
-    /// The same, with an id made from the wall clock (tests).
+    /// The same, for a stream whose first frame was captured at `wallClockMs` (tests).
     convenience init(firstFrame: VideoFrame, wallClockMs: Int64, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?,
                      log: Log, observer: @escaping (StreamEvent) -> Void) throws {
-        try self.init(start: StreamStart(id: StreamWriter.makeID(wallClockMs: wallClockMs), wallClockMs: wallClockMs),
+        let dating = StreamDating(offsetMs: wallClockMs - firstFrame.captureTime / 1_000_000)
+        try self.init(start: StreamStart(id: StreamNames.datedID(wallClockMs: wallClockMs), dating: dating),
                       firstFrame: firstFrame, profile: profile, video: video, audio: audio, log: log, observer: observer)
     }
 
     /// The live encoders on a timeline that starts at `firstFrame`, IDRs on the segment grid.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, profile: LiveProfile, video: VideoEncoder,
+    static func encoder(firstFrame: VideoFrame, dating: StreamDating, profile: LiveProfile, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
-        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
+        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, dating: dating)
         return StreamEncoder(timeline: timeline, fps: profile.fps, rotation: profile.output.rotation,
                              keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: profile.segmentTicks),
                              video: video, audio: audio)

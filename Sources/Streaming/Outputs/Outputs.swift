@@ -1,3 +1,4 @@
+import HLS
 import Codecs
 import Devices
 import Files
@@ -94,7 +95,7 @@ final class EncodingOutput: StreamOutput {
     private let log: Log
     private var encoders: EncoderChoice
     /// The output's encoders on a timeline that starts at a frame (its wall clock given).
-    private let makeEncoder: (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder
+    private let makeEncoder: (VideoFrame, StreamDating, VideoEncoder, AACEncoder?) -> StreamEncoder
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
     private var stream: EncodedStream?
     private var preroll: Preroll?
@@ -102,7 +103,7 @@ final class EncodingOutput: StreamOutput {
     private var rate: Int?
 
     private init(name: String, output: OutputProfile, prerollSeconds: Double, log: Log,
-                 makeEncoder: @escaping (VideoFrame, Int64, VideoEncoder, AACEncoder?) -> StreamEncoder,
+                 makeEncoder: @escaping (VideoFrame, StreamDating, VideoEncoder, AACEncoder?) -> StreamEncoder,
                  makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
         self.name = name
         self.output = output
@@ -118,8 +119,8 @@ final class EncodingOutput: StreamOutput {
                      observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         EncodingOutput(
             name: "live", output: profile.output, prerollSeconds: prerollSeconds, log: log,
-            makeEncoder: { frame, wallClock, video, audio in
-                LiveStream.encoder(firstFrame: frame, wallClockMs: wallClock, profile: profile, video: video, audio: audio)
+            makeEncoder: { frame, dating, video, audio in
+                LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: video, audio: audio)
             },
             makeStream: { start, origin in
                 try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, observer: observer)
@@ -131,8 +132,8 @@ final class EncodingOutput: StreamOutput {
                           makeRoom: @escaping SpaceRetry.MakeRoom) -> EncodingOutput {
         EncodingOutput(
             name: "recording", output: profile.output, prerollSeconds: prerollSeconds, log: log,
-            makeEncoder: { frame, wallClock, video, audio in
-                RecordingStream.encoder(firstFrame: frame, wallClockMs: wallClock, profile: profile, video: video, audio: audio)
+            makeEncoder: { frame, dating, video, audio in
+                RecordingStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: video, audio: audio)
             },
             makeStream: { start, origin in
                 try RecordingStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom)
@@ -146,7 +147,8 @@ final class EncodingOutput: StreamOutput {
         guard prerollSeconds > 0 else { return }
         if preroll == nil {
             let opened = try encoders.take(output.video, audio: output.audio, log: log)
-            preroll = Preroll(encoder: makeEncoder(frame, wallClockMilliseconds(atCapture: frame.captureTime), opened.video, opened.audio),
+            // The stream's calendar is not known yet: `origin(dating:)` gives it at the press.
+            preroll = Preroll(encoder: makeEncoder(frame, StreamDating(offsetMs: 0), opened.video, opened.audio),
                               seconds: prerollSeconds)
         }
         try preroll?.encode(frame)
@@ -157,12 +159,12 @@ final class EncodingOutput: StreamOutput {
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
         defer { preroll = nil }
         let origin: StreamOrigin
-        if let held = preroll?.origin() {
+        if let held = preroll?.origin(dating: start.dating) {
             log(.prerollUsed, ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
             origin = held
         } else {
             let opened = try encoders.take(output.video, audio: output.audio, log: log)
-            origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.wallClockMs, opened.video, opened.audio))
+            origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.dating, opened.video, opened.audio))
         }
         if let rate { origin.encoder.requestRate(rate) }
         stream = try makeStream(start, origin)

@@ -106,8 +106,8 @@ final class Preroll {
     }
 
     /// The stream's start: the held samples moved so the first IDR is at the stream's
-    /// 10 s, and the stream's timeline (its wall clock at that IDR).
-    func origin() -> StreamOrigin? {
+    /// 10 s, on the stream's timeline and calendar.
+    func origin(dating: StreamDating) -> StreamOrigin? {
         guard let first = video.first else { return nil }
         dropAudio(before: first.dts)  // the AAC encoder hands frames out late
         let armed = encoder.timeline
@@ -116,7 +116,7 @@ final class Preroll {
         let rate = encoder.audio.map { Int64($0.settings.sampleRate) } ?? 48_000
         let shiftAudio = rescale(shiftVideo, from: Timescale.video, to: rate)
         let timeline = Timeline(firstVideoCaptureTime: armed.origin + rescale(shiftVideo, from: Timescale.video, to: Timescale.nanoseconds),
-                                wallClockMs: armed.wallClockMs(ticks: first.dts, timescale: Timescale.video))
+                                dating: dating)
         return StreamOrigin(encoder: encoder, timeline: timeline, shift: (shiftVideo, shiftAudio),
                             video: video.map { $0.moved(by: shiftVideo) }, audio: audio.map { $0.moved(by: shiftAudio) })
     }

@@ -54,15 +54,15 @@ final class RecordingStream {
     /// A recording that starts at `firstFrame`.
     convenience init(start: StreamStart, firstFrame: VideoFrame, profile: RecordingProfile, video: VideoEncoder,
                      audio: AACEncoder?, log: Log) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, wallClockMs: start.wallClockMs, profile: profile, video: video, audio: audio)
+        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, video: video, audio: audio)
         try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log)
         try encode(firstFrame)
     }
 
     /// The recording's encoders on a timeline that starts at `firstFrame`, an IDR every 2 s.
-    static func encoder(firstFrame: VideoFrame, wallClockMs: Int64, profile: RecordingProfile, video: VideoEncoder,
+    static func encoder(firstFrame: VideoFrame, dating: StreamDating, profile: RecordingProfile, video: VideoEncoder,
                         audio: AACEncoder?) -> StreamEncoder {
-        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, wallClockMs: wallClockMs)
+        let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, dating: dating)
         return StreamEncoder(timeline: timeline, fps: profile.output.video.fps, rotation: profile.output.rotation,
                              keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: keyframeTicks),
                              video: video, audio: audio)
@@ -95,7 +95,10 @@ final class RecordingStream {
         try store(fragmenter.finish())
         let latencies = file.writeLatencies
         guard let result = try file.finish() else { return }
-        try recordings.describe(result, id: id, priority: priority)
+        // Its true start, when the clock was trusted at any time during it (else none).
+        let timeline = origin.timeline
+        let started = timeline.wallClockMs(ticks: timeline.startTicks(timescale: Timescale.video), timescale: Timescale.video)
+        try recordings.describe(result, id: id, priority: priority, startMs: started)
         log(.recordingEnded, ("id", id), ("file", result.path), ("seconds", result.seconds), ("frames", result.videoFrames),
             ("bytes", result.bytes), ("repeated", encoder.framesRepeated), ("skipped", encoder.framesSkipped),
             ("write_ms_p50", percentileMilliseconds(latencies, 0.5)), ("write_ms_p99", percentileMilliseconds(latencies, 0.99)))
