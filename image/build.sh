@@ -116,6 +116,7 @@ strip --strip-unneeded "$root/usr/bin/onair" 2>/dev/null || true
 install -D -m 0644 "$boarddir/onair.conf" "$root/usr/share/onair/board.conf"
 install -D -m 0644 "$here/rootfs/onair.service" "$root/etc/systemd/system/onair.service"
 install -D -m 0644 "$here/rootfs/onair-grow-data.service" "$root/etc/systemd/system/onair-grow-data.service"
+install -D -m 0644 "$here/rootfs/onair-time.service" "$root/etc/systemd/system/onair-time.service"
 install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
 for unit in $SERVICES; do install -D -m 0644 "$boarddir/$unit" "$root/etc/systemd/system/$unit"; done
@@ -133,6 +134,7 @@ LABEL=onair-data   /data           ext4   noatime,commit=1              0 2
 tmpfs              /tmp            tmpfs  mode=1777,size=64m            0 0
 tmpfs              /var/tmp        tmpfs  mode=1777,size=16m            0 0
 tmpfs              /var/lib/systemd tmpfs mode=0755,size=8m             0 0
+/data/timesync     /var/lib/systemd/timesync none bind,x-systemd.requires-mounts-for=/data 0 0
 tmpfs              /var/cache      tmpfs  mode=0755,size=8m             0 0
 EOF
 mkdir -p "$root/boot/firmware" "$root/data" "$root/var/log/journal"
@@ -145,11 +147,23 @@ ln -sf /run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
 chroot "$root" passwd -qd root
 printf '%s\n' $MODULES > "$root/etc/modules-load.d/onair.conf"
 [ -n "$MODPROBE_OPTIONS" ] && printf '%s\n' "$MODPROBE_OPTIONS" > "$root/etc/modprobe.d/onair.conf"
+# No real-time clock on most boards: the clock starts wherever the image last knew it.
+# systemd-timesyncd keeps that in its clock file (on /data, bind-mounted over the tmpfs),
+# saved every 15 s and at each synchronisation, and moves the clock forward to it at boot,
+# so a power cut costs at most 15 s of time, never years. e2fsck must not take a clock
+# behind the file systems' own time stamps for damage (e2fsck.conf(5)).
+# Until that file exists (the first boot), systemd starts the clock no earlier than
+# /usr/lib/clock-epoch's time (systemd(1), "System clock epoch"): the image's build time,
+# which the time stamps below clamp it to.
+touch "$root/usr/lib/clock-epoch"
+mkdir -p "$root/etc/systemd/timesyncd.conf.d"
+printf '[Time]\nSaveIntervalSec=15\n' > "$root/etc/systemd/timesyncd.conf.d/onair.conf"
+printf '[options]\nbroken_system_clock = 1\n' > "$root/etc/e2fsck.conf"
 # journald keeps its files on /data (bind-mounted at /var/log/journal), bounded, and
 # syncs every 5 s (not 5 min): after a power cut the log says what happened before it.
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
-systemctl --root="$root" enable onair.service onair-grow-data.service systemd-networkd.service systemd-resolved.service \
+systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
 # The status lines and the login share the console: no kernel chatter over them.
 mkdir -p "$root/etc/sysctl.d"
@@ -205,7 +219,7 @@ rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/u
 
 # 3. The data partition: the folders onair and journald expect, nothing else.
 data=$work/data
-mkdir -p "$data/journal" "$data/cache"
+mkdir -p "$data/journal" "$data/cache" "$data/timesync"
 
 # Each file system as a file, with fixed identities and times (SOURCE_DATE_EPOCH).
 find "$root" "$boot" "$data" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch --no-dereference --date="@$SOURCE_DATE_EPOCH"
