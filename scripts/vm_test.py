@@ -8,16 +8,22 @@ guest reaches an nginx WebDAV origin on the host's loopback (10.0.2.2 from the g
 The publish URL is set the way a user sets it: by editing onair.conf on the image's FAT
 boot partition (mtools, no mounts).
 
-Scenarios, in two boots of the same disk:
+Scenarios, in two boots of the same disk, on a machine whose real-time clock says
+2000-01-01 (-rtc base=2000-01-01) and that has no NTP server until the test starts one:
   boot 1: 1 the boot (systemd starts onair; status lines on the serial console; start-up
-          times), 2 the preview (a screendump shows vivid's colour bars), 3 a recording
-          (space, 20 s, space: a complete stream at the origin that passes the HLS rules,
-          decodes, and carries the test tone; the local recording is a playable MP4),
-          4 a power cut (space, 15 s, quit QEMU without a shutdown);
+          times; clock=unsynced), 2 the preview (a screendump shows vivid's colour bars),
+          3 a recording (space, 20 s, space: a complete stream at the origin that passes
+          the HLS rules, decodes, and carries the test tone, with an id that is not a date
+          and no program date-time; the local recording is a playable MP4),
+          6 the clock (a second stream starts; chrony on the host's loopback, named in
+          onair.conf's time.servers as 10.0.2.2, answers; the console shows
+          clock.synchronized with the step and clock=synced; the stream goes on dated),
+          4 a power cut (quit QEMU without a shutdown; chrony stops);
   boot 2: 4 again (the data partition is clean, the cut stream is published complete
-          with ENDLIST, the cut recording was finalised), 5 heat (the test service heats
-          the sensor file: the console shows the frame-rate step, the stream carries the
-          discontinuity).
+          with ENDLIST and correct program date-times from the synchronisation on, the cut
+          recording was finalised), 6 again (without NTP the clock is not earlier than
+          before the cut), 5 heat (the test service heats the sensor file: the console
+          shows the frame-rate step, the stream carries the discontinuity).
 
 BOARD=rpi4 boots the Raspberry Pi 4 image's own kernel, initramfs and root file system on
 QEMU's aarch64 `virt` machine (TCG) instead of a Pi, and runs boot 1's scenarios 1-3. The
@@ -33,6 +39,7 @@ connector, the HDMI/DSI planes (vc4), the GPIO header and the header UART.
 Prints what it measured and `N passed, N failed`; exits non-zero on any failure.
 """
 import base64
+import datetime
 import json
 import os
 import re
@@ -49,6 +56,9 @@ BOARD = os.environ.get("BOARD", "qemu-x86_64")
 IMAGE = os.path.join(REPO, "out", f"onair-{BOARD}.img")
 ONAIR = os.environ.get("ONAIR_BINARY", os.path.join(REPO, ".build", "release", "onair"))
 WORK = os.path.join(REPO, "out", "vm-test")
+# The guest's real-time clock at power-on: long before the image was made, as on a board
+# without one (a Pi 4 starts at 1970; systemd then moves it to /usr/lib/clock-epoch).
+RTC_BASE = "2000-01-01"
 ORIGIN_PORT = 18081
 HTTP_PORT = 18080  # the guest's :8080, forwarded to the host's loopback
 
@@ -194,6 +204,64 @@ http {{
         self.process.wait()
 
 
+class TimeServer:
+    """Debian's chronyd serving the host's clock on its loopback's NTP port (the guest's
+    10.0.2.2:123), without touching the host's clock (-x). Taken from Debian's package
+    without installing it: installing chrony would replace the host's systemd-timesyncd."""
+
+    def __init__(self):
+        root = os.path.join(REPO, "out", "chrony")
+        self.binary = os.path.join(root, "usr", "sbin", "chronyd")
+        if not os.path.exists(self.binary):
+            os.makedirs(root, exist_ok=True)
+            run(["apt-get", "download", "chrony"], cwd=root)
+            deb = [name for name in os.listdir(root) if name.endswith(".deb")][0]
+            run(["dpkg-deb", "-x", os.path.join(root, deb), root])
+        self.process = None
+
+    def start(self):
+        conf = os.path.join(WORK, "chrony.conf")
+        with open(conf, "w") as f:
+            f.write(f"local stratum 8\nallow 127.0.0.1\nbindaddress 127.0.0.1\nport 123\ncmdport 0\n"
+                    f"pidfile {WORK}/chronyd.pid\n")
+        self.process = subprocess.Popen([self.binary, "-d", "-x", "-u", "root", "-f", conf], stdout=subprocess.DEVNULL,
+                                        stderr=open(os.path.join(WORK, "chronyd.log"), "w"))
+
+    def stop(self):
+        if self.process:
+            self.process.terminate()
+            self.process.wait()
+            self.process = None
+
+
+def guest_clock():
+    """/api/status's clock: (synchronized, seconds since the epoch), or (None, None)."""
+    try:
+        clock = http_json("/api/status")["clock"]
+        when = datetime.datetime.fromisoformat(clock["now"].replace("Z", "+00:00")).timestamp()
+        return clock["synchronized"], when
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
+def started_id(match):
+    """The stream id in a console line `onair: stream.started id=…`."""
+    found = re.search(r"\bid=(\S+)", match.group(0)) if match else None
+    return found.group(1) if found else None
+
+
+def program_dates(stream):
+    """Each segment's EXT-X-PROGRAM-DATE-TIME in the stream's media playlist (None: none)."""
+    dates, pending = [], None
+    for line in open(media_playlist(stream)).read().splitlines():
+        if line.startswith("#EXT-X-PROGRAM-DATE-TIME:"):
+            pending = datetime.datetime.fromisoformat(line.split(":", 1)[1].replace("Z", "+00:00")).timestamp()
+        elif line and not line.startswith("#"):
+            dates.append(pending)
+            pending = None
+    return dates
+
+
 def media_playlist(stream):
     """The media playlist the multivariant index.m3u8 names."""
     with open(os.path.join(stream, "index.m3u8")) as f:
@@ -227,7 +295,8 @@ class Machine:
         else:
             # -vga none: q35 would add a standard VGA as the first display, and the
             # monitor's screendump shows the first display.
-            machine = ["qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/ovmf/OVMF.fd", "-vga", "none"]
+            machine = ["qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/ovmf/OVMF.fd", "-vga", "none",
+                       "-rtc", f"base={RTC_BASE}"]
         self.process = subprocess.Popen(machine + [
             "-accel", "tcg", "-smp", "2", "-m", "1536",
             "-drive", f"file={image},format=raw,if=virtio",
@@ -440,10 +509,13 @@ def main():
     conf = conf.replace("# url = https://origin.example/live/", f"url = http://10.0.2.2:{ORIGIN_PORT}/live/")
     if BOARD == "rpi4":
         conf += VIRT_SETTINGS
+    else:
+        conf = conf.replace("# servers = 0.debian.pool.ntp.org", "servers = 10.0.2.2  #")
     write_boot_file(disk, "onair.conf", conf)
     check("the owner's onair.conf on the FAT partition holds the publish URL",
           f"10.0.2.2:{ORIGIN_PORT}" in read_boot_file(disk, "onair.conf"))
     origin = Origin()
+    ntp = TimeServer() if BOARD != "rpi4" else None
     timings = {"image size (MB)": round(os.path.getsize(IMAGE) / 1e6), "root file system used (MB)": root_used_mb(IMAGE)}
     machine = None
     try:
@@ -456,8 +528,11 @@ def main():
             return finish(timings)
         timings["onair start to first preview frame (ms)"] = ready.group(1)
         timings["onair start to deferred start done (ms)"] = ready.group(2)
-        status = machine.wait_for(r"onair: armed", 30)
+        status = machine.wait_for(r"onair: armed[^\n]*", 30)
         check("1 boot: periodic status lines (onair: <state> ...)", status, machine.text()[-800:] if not status else "")
+        if ntp:
+            check(f"6 clock: with the RTC at {RTC_BASE} and no NTP server, the console says clock=unsynced",
+                  status and "clock=unsynced" in status.group(0), status.group(0) if status else "")
         try:
             info = http_json("/api/status")
             check("1 boot: /api/status answers through the forwarded port", "state" in json.dumps(info))
@@ -474,8 +549,9 @@ def main():
         # 3 record: space, 20 s, space
         mark = len(machine.text())
         machine.key("spc")
-        started = machine.wait_for(r"onair: stream\.started", 30, mark)
+        started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
         check("3 record: the space bar (sendkey spc, evdev) starts a stream", started)
+        first_id = started_id(started)
         time.sleep(20)
         mark = len(machine.text())
         machine.key("spc")
@@ -487,6 +563,10 @@ def main():
         if check("3 record: the origin holds a complete stream (ENDLIST)", streams and complete(streams[0])):
             playlist, seconds = check_stream("3 record", streams[0], (15, 26))
             timings["recorded stream (s)"] = round(seconds, 1)
+            if ntp:
+                check("6 clock: a stream made before the clock is synchronised has an id that is not a date",
+                      first_id and first_id.startswith("boot-"), str(first_id))
+                check("6 clock: ... and no EXT-X-PROGRAM-DATE-TIME", "#EXT-X-PROGRAM-DATE-TIME" not in open(playlist).read())
             frequency, rms = tone_frequency(playlist)
             check("3 record: the audio carries the 440 Hz test tone", abs(frequency - 440) < 15 and rms > 300,
                   f"{frequency:.0f} Hz, RMS {rms:.0f}")
@@ -508,13 +588,30 @@ def main():
             check_data_partition(disk)
             return finish(timings)
 
-        # 4 power cut: space, 15 s, quit
+        # 6 the clock, then 4 the power cut: a stream starts on the unsynchronised clock,
+        # NTP answers during it, and the power goes with the clock synchronised.
         mark = len(machine.text())
         machine.key("spc")
-        check("4 power cut: a second stream starts", machine.wait_for(r"onair: stream\.started", 30, mark))
-        time.sleep(15)
+        started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
+        check("4 power cut: a second stream starts", started)
+        cut_id = started_id(started)
+        time.sleep(6)
+        ntp.start()
+        synced = machine.wait_for(r"onair: clock\.synchronized [^\n]*synchronized=true[^\n]*", 180, mark)
+        if check("6 clock: NTP from time.servers (chrony on the host) synchronises the clock; the console says so with the step",
+                 synced and re.search(r"step=-?[\d.]+", synced.group(0)), synced.group(0) if synced else machine.text()[-800:]):
+            # From the image's build time (/usr/lib/clock-epoch: the RTC's 2000 is behind it) to now.
+            timings["clock step at synchronisation (s)"] = float(re.search(r"step=(\S+)", synced.group(0)).group(1))
+        line = machine.wait_for(r"onair: recording [^\n]*clock=synced[^\n]*", 30, synced.end() + mark if synced else mark)
+        check("6 clock: the status line says clock=synced", line, machine.text()[-600:] if not line else "")
+        time.sleep(8)  # dated segments, and timesyncd's clock file saved after the step
+        synchronized, before_cut = guest_clock()
+        check("6 clock: /api/status says the clock is synchronised, and it agrees with the host's",
+              synchronized and abs(before_cut - time.time()) < 30, f"synchronized={synchronized}, guest {before_cut}, host {time.time():.0f}")
+        cut_at = time.time()
         machine.power_cut()
-        say("4 power cut: QEMU quit without a shutdown")
+        ntp.stop()
+        say("4 power cut: QEMU quit without a shutdown; the NTP server is gone")
 
         # Boot 2 -------------------------------------------------------------------------
         # Heat for scenario 5: the test service raises the sensor 25 s after onair is ready.
@@ -524,10 +621,18 @@ def main():
         ready = machine.wait_for(r"onair: deferred_start\.done", 420)
         if not check("4 power cut: the board boots again and onair starts", ready, machine.text()[-1500:] if not ready else ""):
             return finish(timings)
-        machine.wait_for(r"onair: armed", 30)  # the buttons are live once the status lines run
+        status = machine.wait_for(r"onair: armed[^\n]*", 30)  # the buttons are live once the status lines run
+        synchronized, after_boot = guest_clock()
+        check("6 clock: after the power cut, without NTP, the clock is not earlier than before the cut",
+              after_boot is not None and before_cut is not None and after_boot >= before_cut,
+              f"before the cut {before_cut}, after the reboot {after_boot}")
+        check("6 clock: ... and says it is not synchronised", synchronized is False and status and "clock=unsynced" in status.group(0),
+              status.group(0) if status else "")
         mark = len(machine.text())
         machine.key("spc")
-        check("5 heat: a third stream starts", machine.wait_for(r"onair: stream\.started", 30, mark))
+        started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
+        check("5 heat: a third stream starts", started)
+        heat_id = started_id(started)
         # Emulated encoders that fall behind step the rate down too (reason="encoder
         # backlog"); if they already took it to the lowest step, the heat can only be
         # reported (thermal.limit), not acted on.
@@ -542,11 +647,19 @@ def main():
         while time.monotonic() < deadline and not (len(origin.streams()) >= 3 and all(complete(s) for s in origin.streams())):
             time.sleep(1)
         all_streams = origin.streams()
-        cut = [s for s in all_streams if s not in streams][:1]
+        cut = [s for s in all_streams if os.path.basename(s) == cut_id]
         if check("4 power cut: the cut stream is published completely with ENDLIST", cut and complete(cut[0]),
                  f"streams {[os.path.basename(s) for s in all_streams]}"):
-            _, cut_seconds = check_stream("4 power cut", cut[0], (8, 20))
+            _, cut_seconds = check_stream("4 power cut", cut[0], (8, 400))
             timings["cut stream published (s)"] = round(cut_seconds, 1)
+            dates = program_dates(cut[0])
+            dated = [d for d in dates if d is not None]
+            first = dates.index(dated[0]) if dated else len(dates)
+            check("6 clock: the stream started unsynchronised has no date before the synchronisation and one on every "
+                  "segment after it", cut_id.startswith("boot-") and dates[0] is None and dated and None not in dates[first:],
+                  f"id {cut_id}, dates {dates}")
+            check("6 clock: ... and its dates are the true time (the host's, within 30 s of the cut)",
+                  dated and abs(dated[-1] - cut_at) < 30, f"last date {dated[-1] if dated else None}, cut at {cut_at:.0f}")
             # The recording syncs a fragment a second: it holds at least what the stream had
             # published, less at most the last second.
             cut_recording = [r for r in finished_recordings() if r["id"] == os.path.basename(cut[0])]
@@ -557,7 +670,7 @@ def main():
                 local = http_download(f"/recordings/{cut_recording[0]['file']}", os.path.join(WORK, "recording-cut.mp4"))
                 decoded, errors = decode(local)
                 check("4 power cut: the finalised recording plays", decoded, errors)
-        heated = [s for s in all_streams if s not in streams and s not in cut]
+        heated = [s for s in all_streams if os.path.basename(s) == heat_id]
         if check("5 heat: the heated stream is complete", heated and complete(heated[0])):
             playlist, _ = check_stream("5 heat", heated[0])
             check("5 heat: the stream marks the rate change with EXT-X-DISCONTINUITY",
@@ -572,6 +685,8 @@ def main():
         if machine is not None:
             machine.power_cut()
         origin.stop()
+        if ntp:
+            ntp.stop()
 
 
 def check_data_partition(disk):
