@@ -7,10 +7,10 @@ import Threading
 /// (`20261202T164233Z-3f9a`: readable, sortable, four random hex digits against a second
 /// board or a restart in the same second); otherwise not a date at all, since a board
 /// without a real-time clock would write one from the year its image was made:
-/// `boot-<first 8 hex digits of the kernel's boot id>-<seconds since boot, 7 digits>`.
+/// `boot-<first 8 hex digits of the kernel's boot id>-<ms since boot, 10 digits>`.
 /// CLOCK_MONOTONIC never goes back within a boot, so such an id is never given twice,
-/// even after its stream was deleted (a destination may still hold it), and the ids of
-/// one boot sort in the order they were made.
+/// even after its stream was deleted (a destination may still hold it) and onair started
+/// again within the same second, and the ids of one boot sort in the order they were made.
 public final class StreamNames: @unchecked Sendable {  // `counter` under `lock`
     private let root: String
     private let boot: String
@@ -26,10 +26,10 @@ public final class StreamNames: @unchecked Sendable {  // `counter` under `lock`
     public func next(dating: StreamDating, firstCapture: Int64) -> String {
         if let wall = dating.wallClockMs(monotonic: firstCapture) { return Self.datedID(wallClockMs: wall) }
         return lock.withLock {
-            var seconds = max(last + 1, firstCapture / 1_000_000_000)
-            while taken("boot-\(boot)-" + Self.padded(Int(seconds), 7)) { seconds += 1 }
-            last = seconds
-            return "boot-\(boot)-" + Self.padded(Int(seconds), 7)
+            var ms = max(last + 1, firstCapture / 1_000_000)
+            while taken("boot-\(boot)-" + Self.padded(Int(ms), 10)) { ms += 1 }
+            last = ms
+            return "boot-\(boot)-" + Self.padded(Int(ms), 10)
         }
     }
 

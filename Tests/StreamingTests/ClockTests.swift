@@ -18,17 +18,17 @@ final class ClockTests: XCTestCase {
         let root = temporaryRoot()
         let names = StreamNames(root: root, bootID: "3F9A1C2B-77aa-4e3b-9d1c-1234567890ab")
         let clock = SteppedWallClock(offsetMs: 946_684_800_000, synchronized: false)
-        let second: Int64 = 1_000_000_000
-        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42 * second + 5), "boot-3f9a1c2b-0000042")
-        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42 * second + 7), "boot-3f9a1c2b-0000043",
-                       "two in one second")
+        let ms: Int64 = 1_000_000
+        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 5), "boot-3f9a1c2b-0000042000")
+        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 7), "boot-3f9a1c2b-0000042001",
+                       "two in one millisecond")
         // A restart of onair in the same boot: ids already on disk are passed over.
-        try FileManager.default.createDirectory(atPath: root + "/streams/boot-3f9a1c2b-0000050", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/streams/boot-3f9a1c2b-0000050000", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: root + "/recordings", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: root + "/recordings/boot-3f9a1c2b-0000051.mp4.part", contents: Data())
+        FileManager.default.createFile(atPath: root + "/recordings/boot-3f9a1c2b-0000050001.mp4.part", contents: Data())
         let restarted = StreamNames(root: root, bootID: "3f9a1c2b-77aa")
-        XCTAssertEqual(restarted.next(dating: StreamDating(clock: clock), firstCapture: 50 * second), "boot-3f9a1c2b-0000052")
-        XCTAssertNil(UTCDate.parseCompact("boot-3f9a1c2b-0000052"), "not a date: retention by age cannot misread it")
+        XCTAssertEqual(restarted.next(dating: StreamDating(clock: clock), firstCapture: 50_000 * ms), "boot-3f9a1c2b-0000050002")
+        XCTAssertNil(UTCDate.parseCompact("boot-3f9a1c2b-0000050002"), "not a date: retention by age cannot misread it")
 
         clock.step(by: 0, synchronized: true)
         let dated = names.next(dating: StreamDating(clock: clock), firstCapture: MonotonicClock().now())
