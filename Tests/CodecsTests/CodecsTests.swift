@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import TestSupport
 @testable import Codecs
 import Devices
 import Media
@@ -143,15 +144,8 @@ final class AACEncoderTests: XCTestCase {
 /// against ffmpeg's own decode of the same picture.
 final class MJPEGDecoderTests: XCTestCase {
     func ffmpeg(_ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-v", "error"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        let (status, output) = try toolOutput("/usr/bin/ffmpeg", ["-v", "error"] + arguments)
+        XCTAssertEqual(status, 0)
         return output
     }
 

@@ -138,16 +138,9 @@ final class ClockTests: XCTestCase {
 
     /// The synthetic pattern's frame index of every picture ffmpeg decodes from `input`.
     private func decodedIndices(_ input: String, width: Int, height: Int) throws -> [UInt32] {
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        ffmpeg.arguments = ["-v", "error", "-i", input, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo",
-                            "-pix_fmt", "gray", "-"]
-        let pipe = Pipe()
-        ffmpeg.standardOutput = pipe
-        try ffmpeg.run()
-        let pixels = pipe.fileHandleForReading.readDataToEndOfFile()
-        ffmpeg.waitUntilExit()
-        XCTAssertEqual(ffmpeg.terminationStatus, 0)
+        let (status, pixels) = try toolOutput("/usr/bin/ffmpeg", ["-v", "error", "-i", input, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                                                  "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        XCTAssertEqual(status, 0)
         let size = width * height
         return pixels.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)

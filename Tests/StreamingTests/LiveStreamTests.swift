@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import TestSupport
 import Logging
 @testable import Streaming
 import Devices
@@ -160,15 +161,9 @@ struct ParsedMovieSummary {
     var audioSeconds = 0.0
 
     init(path: String) throws {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        probe.arguments = ["-v", "error", "-count_packets", "-show_entries", "stream=codec_type,nb_read_packets,duration",
-                           "-of", "csv=p=0", path]
-        let pipe = Pipe()
-        probe.standardOutput = pipe
-        try probe.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        probe.waitUntilExit()
+        let probe = try toolOutput("/usr/bin/ffprobe", ["-v", "error", "-count_packets", "-show_entries",
+                                                         "stream=codec_type,nb_read_packets,duration", "-of", "csv=p=0", path])
+        let text = String(decoding: probe.stdout, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: ",")
             guard fields.count == 3 else { continue }
