@@ -102,6 +102,18 @@ public struct FragmentedFile: Sendable {
                               completeBytes: complete, discardedBytes: size - complete)
     }
 
+    /// The tracks of an init segment (`ftyp` + `moov`), without samples.
+    public static func movieTracks(inInit bytes: [UInt8]) throws -> [MovieTrack] {
+        var offset = 0
+        while offset < bytes.count {
+            var r = ByteReader(bytes, range: offset..<bytes.count)
+            let box = try BoxHeader.read(&r, available: Int64(bytes.count - offset), topLevel: true)
+            if box.type == "moov" { return try movieTracks(Array(bytes[offset..<(offset + Int(box.size))])) }
+            offset += Int(box.size)
+        }
+        throw MP4Error.missing("moov")
+    }
+
     /// The tracks of an init segment's `moov`, with their `stsd` boxes as they are.
     static func movieTracks(_ moov: [UInt8]) throws -> [MovieTrack] {
         guard let root = try BoxTree.parse(moov).first, root.type == "moov" else { throw MP4Error.missing("moov") }

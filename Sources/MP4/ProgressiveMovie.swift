@@ -69,17 +69,23 @@ public enum ProgressiveMovie {
     /// video frame is presented at movie time 0: each track gets an edit list that skips
     /// what comes before it (the AAC priming) or waits for its first sample (14496-12 §8.6.6).
     public static func header(tracks: [MovieTrack]) -> [UInt8] {
+        layout(tracks.map(\.header)) { index, mdatPayload in sampleTables(tracks[index], mdatPayload: mdatPayload) }.bytes
+    }
+
+    /// `ftyp` + `moov` as a tree, the sample tables from `tables(track index, mdat payload
+    /// offset)`: in memory for a recording, streamed from elsewhere for an export.
+    public static func layout(_ headers: [TrackHeader], tables: (Int, Int64) -> [MovieBox]) -> MovieBox {
         var ftyp = ByteWriter()
         ftyp.box("ftyp") { w in
             w.fourCC("isom")
             w.u32(0x200)
             for brand in ["isom", "iso2", "avc1", "mp41"] { w.fourCC(brand) }
         }
-        // The moov's size does not depend on the offsets it holds (all u64), so build it
+        // The moov's size does not depend on the offsets it holds (all u64), so lay it out
         // once to learn its size, then again with the real offsets.
-        let draft = moov(tracks: tracks, mdatPayload: 0)
-        let mdatPayload = Int64(ftyp.bytes.count + draft.count + 16)
-        return ftyp.bytes + moov(tracks: tracks, mdatPayload: mdatPayload)
+        let draft = moov(headers, tables: { tables($0, 0) })
+        let mdatPayload = Int64(ftyp.bytes.count) + draft.size + 16
+        return .sequence([.raw(ftyp.bytes), moov(headers, tables: { tables($0, mdatPayload) })])
     }
 
     /// The header of an `mdat` holding `size` payload bytes: always the 64-bit form
@@ -93,18 +99,17 @@ public enum ProgressiveMovie {
     }
 
     /// Where video presentation starts, as the origin of movie time.
-    static func origin(_ tracks: [MovieTrack]) -> (ticks: Int64, timescale: Int64) {
+    static func origin(_ tracks: [TrackHeader]) -> (ticks: Int64, timescale: Int64) {
         let reference = tracks.first { $0.handler == "vide" } ?? tracks[0]
         return (reference.firstPresentationTime, Int64(reference.timescale))
     }
 
-    static func moov(tracks: [MovieTrack], mdatPayload: Int64) -> [UInt8] {
+    static func moov(_ tracks: [TrackHeader], tables: (Int) -> [MovieBox]) -> MovieBox {
         let origin = origin(tracks)
         let edits = tracks.map { edit(for: $0, origin: origin) }
         let movieDuration = edits.map { $0.emptyDuration + $0.duration }.max() ?? 0
         var w = ByteWriter()
-        w.box("moov") { w in
-            versioned(&w, "mvhd", big: movieDuration > Int64(UInt32.max)) { w, big in
+        versioned(&w, "mvhd", big: movieDuration > Int64(UInt32.max)) { w, big in
                 time(&w, 0, big); time(&w, 0, big)        // creation, modification
                 w.u32(movieTimescale)
                 time(&w, movieDuration, big)
@@ -114,12 +119,8 @@ public enum ProgressiveMovie {
                 // next_track_ID; all ones when the largest ID is already all ones (§8.2.2.3).
                 let largest = tracks.map(\.trackID).max() ?? 0
                 w.u32(largest == UInt32.max ? largest : largest + 1)
-            }
-            for (track, edit) in zip(tracks, edits) {
-                trak(&w, track, edit: edit, mdatPayload: mdatPayload)
-            }
         }
-        return w.bytes
+        return .box("moov", [.raw(w.bytes)] + tracks.indices.map { trak(tracks[$0], edit: edits[$0], tables: tables($0)) })
     }
 
     struct Edit {
@@ -131,7 +132,7 @@ public enum ProgressiveMovie {
         var duration: Int64
     }
 
-    static func edit(for track: MovieTrack, origin: (ticks: Int64, timescale: Int64)) -> Edit {
+    static func edit(for track: TrackHeader, origin: (ticks: Int64, timescale: Int64)) -> Edit {
         let timescale = Int64(track.timescale)
         let originHere = rescale(origin.ticks, from: origin.timescale, to: timescale)
         // Sample 0 decodes at media time 0, which is firstDecodeTime on the fragmented
@@ -155,118 +156,73 @@ public enum ProgressiveMovie {
         w.fullBox(type, version: big ? 1 : 0, flags: 0) { body(&$0, big) }
     }
 
-    private static func trak(_ w: inout ByteWriter, _ track: MovieTrack, edit: Edit, mdatPayload: Int64) {
+    private static func trak(_ track: TrackHeader, edit: Edit, tables: [MovieBox]) -> MovieBox {
         let trackDuration = edit.emptyDuration + edit.duration
         let isVideo = track.handler == "vide"
-        w.box("trak") { w in
-            let big = trackDuration > Int64(UInt32.max)
-            w.fullBox("tkhd", version: big ? 1 : 0, flags: 3) { w in
-                time(&w, 0, big); time(&w, 0, big)
-                w.u32(track.trackID)
-                w.u32(0)
-                time(&w, trackDuration, big)
-                w.zeros(8)
-                w.u16(0); w.u16(0)
-                w.u16(isVideo ? 0 : 0x0100)
-                w.u16(0)
-                w.unityMatrix()
-                w.u32(UInt32(track.width) << 16)
-                w.u32(UInt32(track.height) << 16)
-            }
-            w.box("edts") { w in
-                let entries = (edit.emptyDuration > 0 ? [(edit.emptyDuration, Int64(-1))] : []) + [(edit.duration, edit.mediaTime)]
-                let wide = entries.contains { $0.0 > Int64(UInt32.max) || $0.1 > Int64(Int32.max) }
-                w.fullBox("elst", version: wide ? 1 : 0, flags: 0) { w in
-                    w.u32(UInt32(entries.count))
-                    for (duration, mediaTime) in entries {
-                        if wide { w.u64(UInt64(duration)); w.u64(UInt64(bitPattern: mediaTime)) } else {
-                            w.u32(UInt32(duration)); w.i32(Int32(mediaTime))
-                        }
-                        w.u16(1); w.u16(0)  // media_rate 1.0
-                    }
-                }
-            }
-            w.box("mdia") { w in
-                let mediaDuration = track.mediaDuration
-                versioned(&w, "mdhd", big: mediaDuration > Int64(UInt32.max)) { w, big in
-                    time(&w, 0, big); time(&w, 0, big)
-                    w.u32(track.timescale)
-                    time(&w, mediaDuration, big)
-                    w.u16(0x55C4)   // "und"
-                    w.u16(0)
-                }
-                w.fullBox("hdlr", version: 0, flags: 0) { w in
-                    w.u32(0)
-                    w.fourCC(track.handler)
-                    w.zeros(12)
-                    w.append(Array((isVideo ? "VideoHandler" : "SoundHandler").utf8)); w.u8(0)
-                }
-                w.box("minf") { w in
-                    if isVideo { w.fullBox("vmhd", version: 0, flags: 1) { $0.zeros(8) } } else {
-                        w.fullBox("smhd", version: 0, flags: 0) { $0.u32(0) }
-                    }
-                    w.box("dinf") { w in
-                        w.fullBox("dref", version: 0, flags: 0) { w in
-                            w.u32(1)
-                            w.fullBox("url ", version: 0, flags: 1) { _ in }
-                        }
-                    }
-                    w.box("stbl") { w in
-                        w.append(track.sampleDescription)
-                        sampleTables(&w, track, mdatPayload: mdatPayload)
-                    }
-                }
-            }
-        }
-    }
-
-    /// stts, ctts, stss, stsz, stsc and co64 (§8.6.1.2, §8.6.1.3, §8.6.2, §8.7.3, §8.7.4, §8.7.5).
-    private static func sampleTables(_ w: inout ByteWriter, _ track: MovieTrack, mdatPayload: Int64) {
-        let samples = track.samples
-        w.fullBox("stts", version: 0, flags: 0) { w in
-            let runs = runLengths(samples.map(\.duration))
-            w.u32(UInt32(runs.count))
-            for run in runs { w.u32(UInt32(run.count)); w.u32(run.value) }
-        }
-        if samples.contains(where: { $0.compositionOffset != 0 }) {
-            // Version 1: signed offsets, as the fragments carried them.
-            w.fullBox("ctts", version: 1, flags: 0) { w in
-                let runs = runLengths(samples.map { UInt32(bitPattern: $0.compositionOffset) })
-                w.u32(UInt32(runs.count))
-                for run in runs { w.u32(UInt32(run.count)); w.u32(run.value) }
-            }
-        }
-        if samples.contains(where: { !$0.isSync }) {
-            w.fullBox("stss", version: 0, flags: 0) { w in
-                let sync = samples.indices.filter { samples[$0].isSync }
-                w.u32(UInt32(sync.count))
-                for index in sync { w.u32(UInt32(index + 1)) }
-            }
-        }
-        w.fullBox("stsz", version: 0, flags: 0) { w in
+        var head = ByteWriter()
+        let big = trackDuration > Int64(UInt32.max)
+        head.fullBox("tkhd", version: big ? 1 : 0, flags: 3) { w in
+            time(&w, 0, big); time(&w, 0, big)
+            w.u32(track.trackID)
             w.u32(0)
-            w.u32(UInt32(samples.count))
-            for sample in samples { w.u32(sample.size) }
+            time(&w, trackDuration, big)
+            w.zeros(8)
+            w.u16(0); w.u16(0)
+            w.u16(isVideo ? 0 : 0x0100)
+            w.u16(0)
+            w.unityMatrix()
+            w.u32(UInt32(track.width) << 16)
+            w.u32(UInt32(track.height) << 16)
         }
-        w.fullBox("stsc", version: 0, flags: 0) { w in
-            var entries: [(first: Int, count: Int)] = []
-            for (index, chunk) in track.chunks.enumerated() where entries.last?.count != chunk.sampleCount {
-                entries.append((index + 1, chunk.sampleCount))
+        head.box("edts") { w in
+            let entries = (edit.emptyDuration > 0 ? [(edit.emptyDuration, Int64(-1))] : []) + [(edit.duration, edit.mediaTime)]
+            let wide = entries.contains { $0.0 > Int64(UInt32.max) || $0.1 > Int64(Int32.max) }
+            w.fullBox("elst", version: wide ? 1 : 0, flags: 0) { w in
+                w.u32(UInt32(entries.count))
+                for (duration, mediaTime) in entries {
+                    if wide { w.u64(UInt64(duration)); w.u64(UInt64(bitPattern: mediaTime)) } else {
+                        w.u32(UInt32(duration)); w.i32(Int32(mediaTime))
+                    }
+                    w.u16(1); w.u16(0)  // media_rate 1.0
+                }
             }
-            w.u32(UInt32(entries.count))
-            for entry in entries { w.u32(UInt32(entry.first)); w.u32(UInt32(entry.count)); w.u32(1) }
         }
-        w.fullBox("co64", version: 0, flags: 0) { w in
-            w.u32(UInt32(track.chunks.count))
-            for chunk in track.chunks { w.u64(UInt64(mdatPayload + chunk.offset)) }
+        var media = ByteWriter()
+        let mediaDuration = track.mediaDuration
+        versioned(&media, "mdhd", big: mediaDuration > Int64(UInt32.max)) { w, big in
+            time(&w, 0, big); time(&w, 0, big)
+            w.u32(track.timescale)
+            time(&w, mediaDuration, big)
+            w.u16(0x55C4)   // "und"
+            w.u16(0)
         }
+        media.fullBox("hdlr", version: 0, flags: 0) { w in
+            w.u32(0)
+            w.fourCC(track.handler)
+            w.zeros(12)
+            w.append(Array((isVideo ? "VideoHandler" : "SoundHandler").utf8)); w.u8(0)
+        }
+        var info = ByteWriter()
+        if isVideo { info.fullBox("vmhd", version: 0, flags: 1) { $0.zeros(8) } } else {
+            info.fullBox("smhd", version: 0, flags: 0) { $0.u32(0) }
+        }
+        info.box("dinf") { w in
+            w.fullBox("dref", version: 0, flags: 0) { w in
+                w.u32(1)
+                w.fullBox("url ", version: 0, flags: 1) { _ in }
+            }
+        }
+        return .box("trak", [.raw(head.bytes), .box("mdia", [.raw(media.bytes), .box("minf", [
+            .raw(info.bytes), .box("stbl", [.raw(track.sampleDescription)] + tables)])])])
     }
 
-    private static func runLengths(_ values: [UInt32]) -> [(value: UInt32, count: Int)] {
-        var runs: [(value: UInt32, count: Int)] = []
-        for value in values {
-            if runs.last?.value == value { runs[runs.count - 1].count += 1 } else { runs.append((value, 1)) }
-        }
-        return runs
+    /// stts, ctts, stss, stsz, stsc and co64 (§8.6.1.2, §8.6.1.3, §8.6.2, §8.7.3, §8.7.4, §8.7.5),
+    /// in memory: `SampleTableWriter` makes the same boxes a sample at a time.
+    static func sampleTables(_ track: MovieTrack, mdatPayload: Int64) -> [MovieBox] {
+        var tables = SampleTableWriter(sinks: .init(repeating: MemorySink(), count: SampleTableWriter<MemorySink>.kinds.count))
+        for sample in track.samples { tables.add(sample) }
+        for chunk in track.chunks { tables.addChunk(offset: chunk.offset, samples: chunk.sampleCount) }
+        tables.finish()
+        return tables.boxes(mdatPayload: mdatPayload)
     }
 }
