@@ -50,9 +50,11 @@ let package = Package(
         .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
                                                   "Publishing", "Recording", "Threading"]),
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
+        // Stored streams out as one progressive MP4 (GET /api/export).
+        .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -75,6 +77,8 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
         .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "ExportTests", dependencies: ["Export", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Codecs",
+                                                   "Devices", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
                                                       "Publishing", "Recording", "Threading"]),

@@ -1,4 +1,5 @@
 import Devices
+import Export
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -167,13 +168,29 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
-        ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }], token: settings.serverToken,
-           log: log)
+        ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }],
+           downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
             ("url", address.browserURL(port: port)))
         return server
+    }
+
+    /// `GET /api/export`: a stored stream, or part of it, as one progressive MP4.
+    static func export(root: String, log: Log) -> WebServer.Download {
+        WebServer.Download { argument in
+            do {
+                let made = try StreamExport.make(root: root, try ExportRequest(arguments: argument))
+                log(.exportStarted, ("name", made.name), ("segments", made.segments), ("bytes", made.file.size))
+                return .file(made.file, name: made.name, contentType: "video/mp4")
+            } catch let error as ExportError {
+                return .refused(error.status, error.description)
+            } catch {
+                log(.exportFailed, level: .error, ("error", "\(error)"))
+                return .refused(500, "\(error)")
+            }
+        }
     }
 
     /// The /status plots: a sample every five seconds (a task on the control scheduler).

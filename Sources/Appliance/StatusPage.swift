@@ -41,13 +41,19 @@ enum StatusPage {
             ("last error", status.lastError ?? "none")
         ]
         let table = rows.map { "<tr><th>\(escape($0.0))</th><td>\(escape($0.1))</td></tr>" }.joined()
+        // The stream being recorded, as one MP4: all of it, or its last ten minutes.
+        let downloads = status.stream.map { id in
+            let export = escape("/api/export?stream=\(id)")
+            return "<p id=\"downloads\"><a href=\"\(export)\">download this stream</a> · "
+                + "<a href=\"\(export)&amp;last=600\">the last 10 minutes</a></p>"
+        } ?? ""
         return """
         <!doctype html><html lang="en"><head><meta charset="utf-8"><title>onair status</title>
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <style>body{font:14px system-ui,sans-serif;margin:1em;background:#111;color:#eee}th{text-align:left;padding-right:1em;color:#aaa}
         iframe{border:0;width:100%;max-width:640px;aspect-ratio:16/9}img{width:100%;max-width:640px;display:block;margin-top:1em}</style>
         </head><body><h1>onair</h1><table id="status">\(table)</table>
-        <iframe src="/" title="live stream"></iframe>
+        \(downloads)<iframe src="/" title="live stream"></iframe>
         <img id="plots" src="/status/plots.svg" alt="frame rate, temperature, bit rate and upload queue over the last ten minutes">
         <script>setInterval(function(){document.getElementById('plots').src='/status/plots.svg?'+Date.now();
         fetch('/api/status').then(function(r){return r.json()}).then(function(s){document.title='onair: '+s.state})},5000)</script>

@@ -10,10 +10,11 @@ public struct StreamInfo: Sendable, Equatable {
     public var segments: Int
     public var targetDuration: Int? // EXT-X-TARGETDURATION, seconds
     public var playlist: String     // URL of the multivariant playlist
+    public var export: String?      // URL of the stream as one MP4 (on the device only)
 
     public var json: JSON {
         .fields(["id": id, "state": state, "start": start, "duration": duration, "segments": segments,
-                 "target_duration": targetDuration, "playlist": playlist])
+                 "target_duration": targetDuration, "playlist": playlist, "export": export])
     }
 
     /// A stream as `json` wrote it (a destination's `streams.json`); nil when a field is
@@ -28,6 +29,7 @@ public struct StreamInfo: Sendable, Equatable {
         self.segments = segments
         targetDuration = json["target_duration"]?.int
         self.playlist = playlist
+        export = json["export"]?.string
     }
 
     /// The stream as `playlist` shows it, or as its first `visible` segments only (what

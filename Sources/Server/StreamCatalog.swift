@@ -30,7 +30,8 @@ public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
             guard let data = FileSystem.read(path) else { return nil }
-            let info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
+            var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
+            info.export = "/api/export?stream=\(id)"
             lock.withLock { cache[id] = (size, modified, info) }
             return info
         }

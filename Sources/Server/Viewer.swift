@@ -144,6 +144,19 @@ public enum Viewer {
           link.href = s.playlist;
           link.textContent = s.id;
           item.append(link, " " + s.state + ", " + s.duration.toFixed(1) + " s, " + s.segments + " segments");
+          // On the device: the stream, or its last ten minutes, as one MP4 file.
+          if (s.export) {
+            const whole = document.createElement("a");
+            whole.href = s.export;
+            whole.textContent = "download";
+            item.append(" ", whole);
+            if (s.duration > 600) {
+              const last = document.createElement("a");
+              last.href = s.export + "&last=600";
+              last.textContent = "last 10 minutes";
+              item.append(" ", last);
+            }
+          }
           return item;
         }));
         const newest = streams[0];

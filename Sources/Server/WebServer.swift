@@ -41,6 +41,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// POST actions by path (`/api/record/start`), each answering with a JSON body; only
     /// with `Authorization: Bearer <token>`, and not at all without a token.
     private let control: [String: @Sendable () -> [UInt8]]
+    /// GET files made on request from the URL's arguments (`/api/export`), with ranges.
+    let downloads: [String: Download]
     private let token: String?
 
     /// How many clients, for how long: what one hostile client cannot exhaust.
@@ -80,11 +82,12 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
-                control: [String: @Sendable () -> [UInt8]] = [:], token: String? = nil,
+                control: [String: @Sendable () -> [UInt8]] = [:], downloads: [String: Download] = [:], token: String? = nil,
                 limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.root = root
         self.log = log
         self.api = api
+        self.downloads = downloads
         self.control = control
         self.token = token
         catalog = StreamCatalog(root: root)
@@ -221,7 +224,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         var status: UInt32
         var body: Body
         var headers: [(String, String)] = []
-        enum Body { case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64) }
+        enum Body { case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64), joined(JoinedFile, offset: Int64, length: Int64) }
     }
 
     /// A request header's whole value, by its length.
@@ -243,7 +246,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         } else if method != "GET" && method != "HEAD" {
             reply = Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)), headers: [("Allow", "GET, HEAD")])
         } else {
-            reply = route(url, header: header)
+            reply = downloads[url].map { download(url, $0, header: header, argument: argumentReader(connection)) }
+                ?? route(url, header: header)
         }
         return send(reply, on: connection)
     }
@@ -255,7 +259,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
         }
         guard control[url] != nil else {
-            return api[url] != nil || url.hasPrefix("/streams/") ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
+            return api[url] != nil || downloads[url] != nil || url.hasPrefix("/streams/") ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
                 : text(404, "not found")
         }
         guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
@@ -354,6 +358,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         case .file(let fd, let offset, let length):
             // MHD owns the descriptor from here and sends it with sendfile where it can.
             response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd, UInt64(offset))
+        case .joined(let file, let offset, let length):
+            response = Self.response(file, offset: offset, length: length)
         }
         guard let response else { return .NO }
         for (name, value) in reply.headers { MHD_add_response_header(response, name, value) }

@@ -86,5 +86,12 @@ final class StatusPageTests: XCTestCase {
         XCTAssertTrue(page.contains("<td>&lt;script&gt;x&lt;/script&gt;</td>"))
         XCTAssertTrue(page.contains("<td>1 h 1 min</td>"))
         XCTAssertTrue(page.contains("src=\"/status/plots.svg\""))
+        XCTAssertFalse(page.contains("download"), "no stream, nothing to download")
+    }
+
+    func testThePageOffersTheStreamBeingRecordedAsOneFile() {
+        let page = StatusPage.html(StatusSnapshotTests.sample())
+        XCTAssertTrue(page.contains("<a href=\"/api/export?stream=20261202T164233Z-3f9a\">download this stream</a>"), page)
+        XCTAssertTrue(page.contains("<a href=\"/api/export?stream=20261202T164233Z-3f9a&amp;last=600\">the last 10 minutes</a>"))
     }
 }

@@ -34,6 +34,10 @@ final class LiveTests: XCTestCase {
         let id = try XCTUnwrap(streams.first?["id"] as? String)
         XCTAssertEqual(streams.first?["state"] as? String, "live")
         XCTAssertEqual(streams.first?["playlist"] as? String, "/streams/\(id)/index.m3u8")
+        XCTAssertEqual(streams.first?["export"] as? String, "/api/export?stream=\(id)", "the stream as one MP4, listed")
+        let export = try HTTPClient.request(port: port, "/api/export?stream=\(id)")
+        XCTAssertEqual(export.status, 200, "a live stream exports up to its newest segment")
+        XCTAssertEqual(Array(export.body[4..<8]), Array("ftyp".utf8))
         let base = "/streams/\(id)"
 
         // Headers a player and a cache rely on.

@@ -1,0 +1,174 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Files
+import MP4
+
+/// A sample table's entries in a scratch file (`MovieBox.Entries.external`, by `id`).
+struct ScratchSink: TableSink {
+    let file: ScratchFile
+    let id: Int
+    mutating func write(_ bytes: [UInt8]) { file.append(bytes) }
+    func entries(co64Base: Int64?) -> MovieBox.Entries { .external(id: id, length: file.length) }
+}
+
+/// Reads an export's fragments one at a time — only their box headers and `moof`s, never
+/// their media — into the sample tables of one progressive movie, then writes its header
+/// and says where its media lies.
+struct Planner {
+    private let tracks: [MovieTrack]
+    private let scratch: String
+    private var writers: [SampleTableWriter<ScratchSink>]
+    private var files: [ScratchFile]
+    /// Per track: first decode time and composition offset, media so far, and the last
+    /// sample, held back until the next fragment says whether a gap follows it.
+    private var first: [(decode: Int64, offset: Int32)?]
+    private var durations: [Int64]
+    private var pending: [(sample: MovieTrack.Sample, decode: Int64)?]
+    private var pieces: [JoinedFile.Piece] = []
+    private var payload: Int64 = 0
+
+    init(tracks: [MovieTrack], scratch: String) throws {
+        self.tracks = tracks
+        self.scratch = scratch
+        var files: [ScratchFile] = []
+        var writers: [SampleTableWriter<ScratchSink>] = []
+        for track in tracks.indices {
+            let kinds = SampleTableWriter<ScratchSink>.kinds.indices
+            let made = try kinds.map { _ in try ScratchFile(in: scratch) }
+            files += made
+            writers.append(SampleTableWriter(sinks: kinds.map { ScratchSink(file: made[$0], id: track * kinds.count + $0) }))
+        }
+        self.files = files
+        self.writers = writers
+        first = Array(repeating: nil, count: tracks.count)
+        durations = Array(repeating: 0, count: tracks.count)
+        pending = Array(repeating: nil, count: tracks.count)
+    }
+
+    /// A segment file (or any run of `moof`+`mdat` pairs).
+    mutating func add(segmentAt path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(path: path, operation: "open", code: errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileError(path: path, operation: "stat", code: errno) }
+        let size = Int64(info.st_size)
+        var offset: Int64 = 0
+        var moof: (offset: Int64, bytes: [UInt8])?
+        while offset < size {
+            var r = ByteReader(try Self.read(fd, path, at: offset, count: Int(min(16, size - offset))))
+            let box = try BoxHeader.read(&r, available: size - offset, topLevel: true)
+            switch box.type {
+            case "moof":
+                guard box.size <= FragmentedFile.maximumHeaderBox else { throw MP4Error.badBox("moof of \(box.size) bytes", at: Int(offset)) }
+                moof = (offset, try Self.read(fd, path, at: offset, count: Int(box.size)))
+            case "mdat":
+                guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
+                moof = nil
+                let media = (offset + Int64(box.headerSize))..<(offset + box.size)
+                try add(ParsedSegment(bytes: fragment.bytes), moofAt: fragment.offset, media: media)
+                pieces.append(.init(.path(path), offset: media.lowerBound, length: Int64(media.count)))
+                payload += Int64(media.count)
+            default:
+                break  // styp, sidx, free
+            }
+            offset += box.size
+        }
+    }
+
+    private mutating func add(_ segment: ParsedSegment, moofAt moofOffset: Int64, media: Range<Int64>) throws {
+        for traf in segment.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
+            guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
+                throw MP4Error.missing("trak for track \(traf.trackID)")
+            }
+            let start = moofOffset + Int64(traf.samples[0].range.lowerBound)
+            let end = moofOffset + Int64(traf.samples[traf.samples.count - 1].range.upperBound)
+            guard start >= media.lowerBound, end <= media.upperBound else {
+                throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moofOffset))
+            }
+            writers[index].addChunk(offset: payload + start - media.lowerBound, samples: traf.samples.count)
+            var decode = Int64(traf.baseDecodeTime)
+            if first[index] == nil { first[index] = (decode, traf.samples[0].compositionOffset) }
+            for sample in traf.samples {
+                hold(index, MovieTrack.Sample(duration: sample.duration, size: sample.size, compositionOffset: sample.compositionOffset,
+                                              isSync: sample.isSync), at: decode)
+                decode += Int64(sample.duration)
+            }
+        }
+    }
+
+    /// Writes the sample held back, its duration stretched over any gap before `decode`
+    /// (a camera that was away: the progressive file has no discontinuities, so the last
+    /// picture stays up and the sound stays in step), and holds this one.
+    private mutating func hold(_ track: Int, _ sample: MovieTrack.Sample, at decode: Int64) {
+        if var (held, heldDecode) = pending[track] {
+            let gap = decode - (heldDecode + Int64(held.duration))
+            if gap > 0 { held.duration = UInt32(min(Int64(UInt32.max), Int64(held.duration) + gap)) }
+            writers[track].add(held)
+            durations[track] += Int64(held.duration)
+        }
+        pending[track] = (sample, decode)
+    }
+
+    /// The header (ftyp, moov with the tables copied in, the mdat's header) in a scratch
+    /// file, then every fragment's media: the export.
+    mutating func finish() throws -> JoinedFile {
+        for track in tracks.indices {
+            if let (held, _) = pending[track] {
+                writers[track].add(held)
+                durations[track] += Int64(held.duration)
+            }
+            pending[track] = nil
+            writers[track].finish()
+        }
+        for file in files { try file.flush() }
+        let headers = tracks.indices.map { i -> TrackHeader in
+            let start = first[i] ?? (0, 0)
+            var header = tracks[i].header
+            header.firstDecodeTime = start.decode
+            header.firstPresentationTime = start.decode + Int64(start.offset)
+            header.mediaDuration = durations[i]
+            return header
+        }
+        let writers = self.writers
+        let layout = ProgressiveMovie.layout(headers) { writers[$0].boxes(mdatPayload: $1) }
+        let mdatPayload = layout.size + 16
+        let header = try ScratchFile(in: scratch)
+        let co64 = SampleTableWriter<ScratchSink>.kinds.firstIndex(of: "co64")!
+        let kinds = SampleTableWriter<ScratchSink>.kinds.count
+        try layout.write({ try header.write($0) }, external: { id, length in
+            var copied: Int64 = 0
+            while copied < length {
+                let count = Int(min(1 << 16, length - copied))  // a multiple of 8: whole co64 entries
+                var bytes = try files[id].read(at: copied, count: count)
+                if id % kinds == co64 { bytes = Self.moved(bytes, by: mdatPayload) }
+                try header.write(bytes)
+                copied += Int64(count)
+            }
+        })
+        try header.write(ProgressiveMovie.mdatHeader(payloadSize: payload))
+        let length = header.length
+        return JoinedFile([.init(try header.handOver(), offset: 0, length: length)] + pieces)
+    }
+
+    /// Big-endian 64-bit offsets, each moved by `base`.
+    static func moved(_ bytes: [UInt8], by base: Int64) -> [UInt8] {
+        var w = ByteWriter(capacity: bytes.count)
+        var r = ByteReader(bytes)
+        while r.remaining >= 8, let value = try? r.u64() { w.u64(value &+ UInt64(base)) }
+        return w.bytes
+    }
+
+    static func read(_ fd: Int32, _ path: String, at offset: Int64, count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + Int64(done))) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FileError(path: path, operation: "read", code: n < 0 ? errno : EIO) }
+            done += n
+        }
+        return bytes
+    }
+}

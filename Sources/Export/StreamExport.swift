@@ -1,0 +1,136 @@
+import Files
+import HLS
+import Media
+import MP4
+
+/// Why an export cannot be made, as an HTTP status and one line.
+public struct ExportError: Error, CustomStringConvertible, Equatable {
+    public var status: UInt32
+    public var description: String
+    public init(_ status: UInt32, _ description: String) {
+        self.status = status
+        self.description = description
+    }
+}
+
+/// `GET /api/export?stream=<id>&start=<s>&end=<s>` (or `from=`/`to=` in ISO 8601, when
+/// the stream has program date-times, or `last=<s>`: the end of it): which stream, and
+/// which part of it.
+public struct ExportRequest: Sendable, Equatable {
+    public var stream: String
+    /// Seconds of media from the stream's start; nil: from the start, to the end.
+    public var start: Double?
+    public var end: Double?
+    /// Wall-clock ms since the epoch, mapped through the stream's program date-times.
+    public var from: Int64?
+    public var to: Int64?
+    /// The last seconds of media (of a live stream: up to its newest segment).
+    public var last: Double?
+
+    public init(stream: String, start: Double? = nil, end: Double? = nil, from: Int64? = nil, to: Int64? = nil, last: Double? = nil) {
+        self.stream = stream
+        self.last = last
+        self.start = start
+        self.end = end
+        self.from = from
+        self.to = to
+    }
+
+    /// From a URL's query arguments; a value that is not a number or a date is a 400.
+    public init(arguments: (String) -> String?) throws {
+        guard let stream = arguments("stream"), !stream.isEmpty else { throw ExportError(400, "stream= is required (a stream id from /api/streams)") }
+        func seconds(_ name: String) throws -> Double? {
+            guard let text = arguments(name) else { return nil }
+            guard let value = Double(text), value.isFinite, value >= 0 else {
+                throw ExportError(400, "\(name)=\(text.prefix(40)) is not a number of seconds (0 or more)")
+            }
+            return value
+        }
+        func date(_ name: String) throws -> Int64? {
+            guard let text = arguments(name) else { return nil }
+            guard let value = UTCDate.parse(text) else { throw ExportError(400, "\(name)=\(text.prefix(40)) is not an ISO 8601 date") }
+            return value
+        }
+        try self.init(stream: stream, start: seconds("start"), end: seconds("end"), from: date("from"), to: date("to"),
+                      last: seconds("last"))
+    }
+}
+
+/// One progressive MP4 (`moov` first, so it plays and seeks while it downloads) of a
+/// stored HLS stream, cut at segment boundaries — each segment starts with an IDR — from
+/// the one holding `start` to the one holding `end`, made from the stored segments
+/// without re-encoding. The sample tables are written to scratch files as the segments'
+/// `moof`s are read, once, so a two-hour export holds no more in memory than a
+/// two-minute one; the answer is a `JoinedFile`: that header, then every segment's media.
+public enum StreamExport {
+    public struct Result {
+        public var file: JoinedFile
+        /// `<id>.mp4`, or `<id>_<start>-<end>s.mp4` for a part.
+        public var name: String
+        /// The media actually exported, seconds from the stream's start.
+        public var start: Double
+        public var end: Double
+        public var segments: Int
+    }
+
+    public static func make(root: String, _ request: ExportRequest) throws -> Result {
+        let id = request.stream
+        guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
+        let directory = "\(root)/streams/\(id)"
+        guard let text = FileSystem.readText(directory + "/playlist.m3u8"), let initBytes = FileSystem.read(directory + "/init.mp4") else {
+            throw ExportError(404, "no stream \(id)")
+        }
+        let segments = ParsedPlaylist(text: text).segments
+        guard !segments.isEmpty else { throw ExportError(404, "stream \(id) has no segment yet") }
+        let chosen = try choose(segments, request)
+        let tracks: [MovieTrack]
+        do { tracks = try FragmentedFile.movieTracks(inInit: initBytes) } catch {
+            throw ExportError(500, "stream \(id): init.mp4 is not readable (\(error))")
+        }
+        var plan = try Planner(tracks: tracks, scratch: root + "/.export")
+        for index in chosen.range {
+            let path = directory + "/" + segments[index].uri
+            do { try plan.add(segmentAt: path) } catch let error as ExportError { throw error } catch {
+                throw ExportError(500, "stream \(id): \(segments[index].uri) is not readable (\(error))")
+            }
+        }
+        let file = try plan.finish()
+        let whole = chosen.range.count == segments.count
+        let name = whole ? "\(id).mp4" : "\(id)_\(Self.label(chosen.start))-\(Self.label(chosen.end))s.mp4"
+        return Result(file: file, name: name, start: chosen.start, end: chosen.end, segments: chosen.range.count)
+    }
+
+    /// The segments from the one holding `start` to the one holding `end`, with their
+    /// media times.
+    static func choose(_ segments: [ParsedPlaylist.Segment], _ request: ExportRequest) throws
+        -> (range: ClosedRange<Int>, start: Double, end: Double) {
+        var starts: [Double] = []
+        var total = 0.0
+        for segment in segments {
+            starts.append(total)
+            total += segment.duration ?? 0
+        }
+        func media(_ ms: Int64, _ name: String) throws -> Double {
+            // The last dated segment that starts at or before it (dates begin mid-stream
+            // when the clock was synchronised late).
+            let dated = segments.indices.compactMap { i in segments[i].programDateTime.flatMap(UTCDate.parse).map { (i, $0) } }
+            guard let first = dated.first else {
+                throw ExportError(400, "\(name)= needs program date-times, and this stream has none (its clock was not synchronised): use start= and end= in seconds")
+            }
+            let (index, date) = dated.last { $0.1 <= ms } ?? first
+            return max(0, starts[index] + Double(ms - date) / 1000)
+        }
+        let start = try request.start ?? request.from.map { try media($0, "from") } ?? request.last.map { max(0, total - $0) } ?? 0
+        let end = try request.end ?? request.to.map { try media($0, "to") } ?? total
+        guard start < total else { throw ExportError(400, "start \(Self.label(start)) s is past the stream's end (\(Self.label(total)) s)") }
+        guard start <= end else { throw ExportError(400, "start (\(Self.label(start)) s) is after end (\(Self.label(end)) s)") }
+        let first = starts.lastIndex { $0 <= start } ?? 0
+        let last = max(first, starts.indices.first { starts[$0] + (segments[$0].duration ?? 0) >= end } ?? segments.count - 1)
+        return (first...last, starts[first], starts[last] + (segments[last].duration ?? 0))
+    }
+
+    static func label(_ seconds: Double) -> String {
+        let rounded = (seconds * 1000).rounded() / 1000
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import XCTest
+import Codecs
+import Devices
+@testable import Export
+import Files
+import HLS
+import Logging
+import Media
+import Server
+@testable import Streaming
+import TestSupport
+
+/// A stored stream out as one progressive MP4: whole or a part, through ffmpeg's eyes,
+/// and over HTTP with ranges.
+final class ExportTests: XCTestCase {
+    static let fps = 30
+    static let size = (width: 320, height: 192)
+
+    /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
+    /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked.
+    func makeStream(gapFrames: Int64 = 0) throws -> (root: String, id: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        let video = VideoEncoderSettings(width: Self.size.width, height: Self.size.height, fps: Self.fps, bitrate: 1_000_000,
+                                         keyframeInterval: 2 * Self.fps)
+        let profile = LiveProfile(output: OutputProfile(encoder: .x264, video: video, audio: AudioEncoderSettings(), dataDirectory: root),
+                                  segmentMilliseconds: 2000)
+        let pattern = SyntheticPattern(width: Self.size.width, height: Self.size.height, fps: Self.fps)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 5_000_000_000
+        func frame(_ i: Int64) -> VideoFrame {
+            var f = pattern.frame(index: i, captureTime: origin + pattern.offset(of: i + (i > 150 ? gapFrames : 0)))
+            f.discontinuity = gapFrames > 0 && i == 151
+            return f
+        }
+        let id = "20261202T164233Z-0e0e"
+        let stream = try LiveStream(start: StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000)),
+                                    firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
+                                    audio: try AACEncoder(settings: AudioEncoderSettings()), log: Log.silent(), observer: { _ in })
+        var chunk: Int64 = 0
+        let frames = Int64(12 * Self.fps) - gapFrames
+        for i in Int64(1)..<frames {
+            try stream.encode(frame(i))
+            while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
+                try stream.encode(AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
+                                             captureTime: origin + chunk * 20_000_000))
+                chunk += 1
+            }
+        }
+        try stream.finish()
+        return (root, id)
+    }
+
+    func testTheWholeStreamIsOneMovieWithEveryFrameInOrderAndTheSoundInStep() throws {
+        let (root, id) = try makeStream()
+        let export = try StreamExport.make(root: root, ExportRequest(stream: id))
+        XCTAssertEqual(export.name, "\(id).mp4")
+        XCTAssertEqual(export.segments, 6)
+        let path = root + "/whole.mp4"
+        try Data(try export.file.readAll()).write(to: URL(fileURLWithPath: path))
+        let movie = try Probe(path)
+        XCTAssertTrue(movie.moovFirst, "moov before mdat: it plays while it downloads")
+        XCTAssertEqual(movie.indices, (0..<UInt32(12 * Self.fps)).map { $0 })
+        XCTAssertEqual(movie.videoStart, 0, accuracy: 0.001, "the first picture at 0")
+        XCTAssertEqual(movie.audioStart, 0, accuracy: 1.0 / Double(Self.fps), "the sound starts with it (edit list over the priming)")
+        XCTAssertEqual(movie.audioSeconds, 12, accuracy: 0.05)
+        XCTAssertEqual(movie.errors, "", "decodes cleanly")
+    }
+
+    func testAPartStartsAtTheIDRAtOrBeforeItAndEndsWithTheSegmentHoldingItsEnd() throws {
+        let (root, id) = try makeStream()
+        let export = try StreamExport.make(root: root, ExportRequest(stream: id, start: 3.1, end: 7.2))
+        XCTAssertEqual(export.name, "\(id)_2-8s.mp4")
+        XCTAssertEqual(export.start, 2, accuracy: 0.001)
+        XCTAssertEqual(export.end, 8, accuracy: 0.001)
+        let path = root + "/part.mp4"
+        try Data(try export.file.readAll()).write(to: URL(fileURLWithPath: path))
+        let movie = try Probe(path)
+        XCTAssertEqual(movie.indices, (60..<240).map { UInt32($0) }, "frames 60–239: from the IDR at 2 s to the end of the segment at 8 s")
+        XCTAssertEqual(movie.videoStart, 0, accuracy: 0.001)
+        XCTAssertEqual(movie.audioStart, 0, accuracy: 1.0 / Double(Self.fps))
+        XCTAssertEqual(movie.errors, "")
+        // By wall-clock time: the stream's dates start at 2026-12-02T16:42:33Z.
+        let dated = try StreamExport.make(root: root, ExportRequest(stream: id, from: 1_796_229_756_100, to: 1_796_229_760_200))
+        XCTAssertEqual(try dated.file.readAll(), try export.file.readAll(), "the same part, asked by date")
+        let last = try StreamExport.make(root: root, ExportRequest(stream: id, last: 3.5))
+        XCTAssertEqual(last.name, "\(id)_8-12s.mp4", "the last 3.5 s: from the IDR at 8 s")
+    }
+
+    func testACameraGapKeepsThePictureUpAndTheSoundInStep() throws {
+        let (root, id) = try makeStream(gapFrames: 60)
+        let path = root + "/gap.mp4"
+        try Data(try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll()).write(to: URL(fileURLWithPath: path))
+        let movie = try Probe(path)
+        XCTAssertEqual(movie.indices, (0..<UInt32(12 * Self.fps - 60)).map { $0 }, "every frame once")
+        XCTAssertEqual(movie.videoSeconds, 12, accuracy: 0.05, "the last picture before the gap lasts through it")
+        XCTAssertEqual(movie.audioSeconds, 12, accuracy: 0.05)
+        XCTAssertEqual(movie.errors, "")
+    }
+
+    func testBadRequestsAreOneLineEach() throws {
+        let (root, id) = try makeStream()
+        func refusal(_ request: ExportRequest) -> ExportError? {
+            do { _ = try StreamExport.make(root: root, request); return nil } catch { return error as? ExportError }
+        }
+        XCTAssertEqual(refusal(ExportRequest(stream: "nope"))?.status, 404)
+        XCTAssertEqual(refusal(ExportRequest(stream: "../streams"))?.status, 400)
+        XCTAssertEqual(refusal(ExportRequest(stream: id, start: 8, end: 2)), ExportError(400, "start (8 s) is after end (2 s)"))
+        XCTAssertEqual(refusal(ExportRequest(stream: id, start: 30)), ExportError(400, "start 30 s is past the stream's end (12 s)"))
+        XCTAssertThrowsError(try ExportRequest(arguments: { ["stream": id, "start": "soon"][$0] })) {
+            XCTAssertEqual($0 as? ExportError, ExportError(400, "start=soon is not a number of seconds (0 or more)"))
+        }
+        XCTAssertThrowsError(try ExportRequest(arguments: { _ in nil })) { XCTAssertEqual(($0 as? ExportError)?.status, 400) }
+        // A stream whose clock was never synchronised has no dates to go by.
+        let playlist = root + "/streams/\(id)/playlist.m3u8"
+        let text = try String(contentsOfFile: playlist, encoding: .utf8)
+        try text.split(separator: "\n").filter { !$0.hasPrefix("#EXT-X-PROGRAM-DATE-TIME") }.joined(separator: "\n")
+            .write(toFile: playlist, atomically: true, encoding: .utf8)
+        XCTAssertEqual(refusal(ExportRequest(stream: id, from: 1_796_229_756_100))?.status, 400)
+    }
+
+    func testOverHTTPWithRangesThatReturnTheSameBytes() throws {
+        let (root, id) = try makeStream()
+        let server = try WebServer(listen: "127.0.0.1:0", root: root, downloads: ["/api/export": WebServer.Download { argument in
+            do {
+                let made = try StreamExport.make(root: root, try ExportRequest(arguments: argument))
+                return .file(made.file, name: made.name, contentType: "video/mp4")
+            } catch { return .refused((error as? ExportError)?.status ?? 500, "\(error)") }
+        }])
+        defer { server.stop() }
+        let whole = try HTTPClient.request(port: server.port, "/api/export?stream=\(id)")
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.header("Content-Length"), String(whole.body.count))
+        XCTAssertEqual(whole.header("Content-Disposition"), "attachment; filename=\"\(id).mp4\"")
+        XCTAssertEqual(whole.header("Accept-Ranges"), "bytes")
+        XCTAssertEqual(whole.body, try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll())
+        // Ranges across the header, into the media, and to the end: the same bytes.
+        for (first, last) in [(0, 99), (500, 70_000), (whole.body.count - 1000, whole.body.count - 1)] {
+            let part = try HTTPClient.request(port: server.port, "/api/export?stream=\(id)", headers: ["Range": "bytes=\(first)-\(last)"])
+            XCTAssertEqual(part.status, 206)
+            XCTAssertEqual(part.header("Content-Range"), "bytes \(first)-\(last)/\(whole.body.count)")
+            XCTAssertEqual(part.body, Array(whole.body[first...last]))
+        }
+        let resumed = try HTTPClient.request(port: server.port, "/api/export?stream=\(id)",
+                                             headers: ["Range": "bytes=1000-", "If-Range": "\"stale\""])
+        XCTAssertEqual(resumed.status, 200, "If-Range that does not match: the whole file")
+        let missing = try HTTPClient.request(port: server.port, "/api/export?stream=nope")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.text, "{\"error\":\"no stream nope\"}")
+        XCTAssertEqual(try HTTPClient.request(port: server.port, "/api/export?stream=\(id)&start=9&end=1").status, 400)
+    }
+}
+
+/// What ffmpeg and ffprobe see in a movie: the synthetic band of every picture, start
+/// times and durations, and whether the `moov` comes first.
+struct Probe {
+    var indices: [UInt32] = []
+    var videoStart = 0.0, audioStart = 0.0, videoSeconds = 0.0, audioSeconds = 0.0
+    var moovFirst = false
+    var errors = ""
+
+    init(_ path: String) throws {
+        let (width, height) = (ExportTests.size.width, ExportTests.size.height)
+        let frames = try toolOutput("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                                        "-f", "rawvideo", "-pix_fmt", "gray", "-"]).stdout
+        let size = width * height
+        indices = frames.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            return (0..<(frames.count / size)).map {
+                SyntheticPattern.decodeIndex(luma: UnsafeBufferPointer(rebasing: bytes[($0 * size)..<(($0 + 1) * size)]),
+                                             width: width, height: height) ?? .max
+            }
+        }
+        let streams = String(decoding: try toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries",
+            "stream=codec_type,start_time,duration", "-of", "csv=p=0", path]).stdout, as: UTF8.self)
+        for line in streams.split(separator: "\n") {
+            let fields = line.split(separator: ",").map(String.init)
+            guard fields.count == 3 else { continue }
+            if fields[0] == "video" { videoStart = Double(fields[1]) ?? -1; videoSeconds = Double(fields[2]) ?? 0 }
+            if fields[0] == "audio" { audioStart = Double(fields[1]) ?? -1; audioSeconds = Double(fields[2]) ?? 0 }
+        }
+        let head = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)).prefix(4096))
+        if let moov = head.indices.first(where: { head[$0...].starts(with: Array("moov".utf8)) }) {
+            moovFirst = !head[..<moov].starts(with: Array("mdat".utf8)) && moov < 100
+        }
+        let decode = Process()
+        decode.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        decode.arguments = ["-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "null", "-"]
+        let pipe = Pipe()
+        decode.standardError = pipe
+        try decode.run()
+        errors = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        decode.waitUntilExit()
+    }
+}
