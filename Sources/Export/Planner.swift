@@ -125,11 +125,8 @@ struct Planner {
         for file in files { try file.flush() }
         let headers = tracks.indices.map { i -> TrackHeader in
             let start = first[i] ?? (0, 0)
-            var header = tracks[i].header
-            header.firstDecodeTime = start.decode
-            header.firstPresentationTime = start.decode + Int64(start.offset)
-            header.mediaDuration = durations[i]
-            return header
+            return TrackHeader(tracks[i].description, firstDecodeTime: start.decode,
+                               firstPresentationTime: start.decode + Int64(start.offset), mediaDuration: durations[i])
         }
         let writers = self.writers
         let layout = ProgressiveMovie.layout(headers) { writers[$0].boxes(mdatPayload: $1) }

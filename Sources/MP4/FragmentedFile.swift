@@ -122,8 +122,9 @@ public struct FragmentedFile: Sendable {
             guard (1...largestTimescale).contains(parsed.timescale) else {
                 throw MP4Error.badBox("track \(parsed.trackID) has timescale \(parsed.timescale)", at: trak.start)
             }
-            return MovieTrack(trackID: parsed.trackID, handler: parsed.handler, timescale: parsed.timescale, width: parsed.width,
-                              height: parsed.height, sampleDescription: parsed.sampleDescription, firstDecodeTime: 0)
+            return MovieTrack(TrackDescription(trackID: parsed.trackID, handler: parsed.handler, timescale: parsed.timescale,
+                                               width: parsed.width, height: parsed.height, sampleDescription: parsed.sampleDescription),
+                              firstDecodeTime: 0)
         }
     }
 }

@@ -1,7 +1,29 @@
 import Media
 
-/// One track of a progressive (non-fragmented) movie: its description, copied from the
-/// fragmented file's init segment, and its sample table.
+/// What the init segment says a track is, copied into the progressive movie as it is.
+public struct TrackDescription: Sendable, Equatable {
+    public var trackID: UInt32
+    /// `vide` or `soun`.
+    public var handler: String
+    public var timescale: UInt32
+    public var width: Int
+    public var height: Int
+    /// The whole `stsd` box, as the init segment has it.
+    public var sampleDescription: [UInt8]
+
+    public init(trackID: UInt32, handler: String, timescale: UInt32, width: Int, height: Int, sampleDescription: [UInt8]) {
+        self.trackID = trackID
+        self.handler = handler
+        self.timescale = timescale
+        self.width = width
+        self.height = height
+        self.sampleDescription = sampleDescription
+    }
+}
+
+/// One track of a progressive (non-fragmented) movie: its description, and its sample
+/// table in memory (a recording's; an export's goes through `SampleTableWriter`).
+@dynamicMemberLookup
 public struct MovieTrack: Sendable {
     public struct Sample: Sendable, Equatable {
         public var duration: UInt32
@@ -26,29 +48,18 @@ public struct MovieTrack: Sendable {
         }
     }
 
-    public var trackID: UInt32
-    /// `vide` or `soun`.
-    public var handler: String
-    public var timescale: UInt32
-    public var width: Int
-    public var height: Int
-    /// The whole `stsd` box, as the init segment has it.
-    public var sampleDescription: [UInt8]
+    public var description: TrackDescription
     /// Decode time of the first sample on the fragmented timeline, in `timescale` ticks.
     public var firstDecodeTime: Int64
     public var samples: [Sample] = []
     public var chunks: [Chunk] = []
 
-    public init(trackID: UInt32, handler: String, timescale: UInt32, width: Int, height: Int,
-                sampleDescription: [UInt8], firstDecodeTime: Int64) {
-        self.trackID = trackID
-        self.handler = handler
-        self.timescale = timescale
-        self.width = width
-        self.height = height
-        self.sampleDescription = sampleDescription
+    public init(_ description: TrackDescription, firstDecodeTime: Int64) {
+        self.description = description
         self.firstDecodeTime = firstDecodeTime
     }
+
+    public subscript<T>(dynamicMember key: KeyPath<TrackDescription, T>) -> T { description[keyPath: key] }
 
     public var mediaDuration: Int64 { samples.reduce(0) { $0 + Int64($1.duration) } }
     /// First presentation time on the fragmented timeline.

@@ -1,39 +1,27 @@
-/// What a `trak` says of its track besides the sample tables: the description copied from
-/// the fragmented file's init segment, and the times its edit list is made from.
+/// What a `trak` says of its track besides the sample tables: its description, and the
+/// times its edit list is made from.
+@dynamicMemberLookup
 public struct TrackHeader: Sendable, Equatable {
-    public var trackID: UInt32
-    /// `vide` or `soun`.
-    public var handler: String
-    public var timescale: UInt32
-    public var width: Int
-    public var height: Int
-    /// The whole `stsd` box, as the init segment has it.
-    public var sampleDescription: [UInt8]
+    public var description: TrackDescription
     /// Decode time of the first sample on the fragmented timeline, in `timescale` ticks.
     public var firstDecodeTime: Int64
     /// First presentation time on the fragmented timeline.
     public var firstPresentationTime: Int64
     public var mediaDuration: Int64
 
-    public init(trackID: UInt32, handler: String, timescale: UInt32, width: Int, height: Int, sampleDescription: [UInt8],
-                firstDecodeTime: Int64, firstPresentationTime: Int64, mediaDuration: Int64) {
-        self.trackID = trackID
-        self.handler = handler
-        self.timescale = timescale
-        self.width = width
-        self.height = height
-        self.sampleDescription = sampleDescription
+    public init(_ description: TrackDescription, firstDecodeTime: Int64, firstPresentationTime: Int64, mediaDuration: Int64) {
+        self.description = description
         self.firstDecodeTime = firstDecodeTime
         self.firstPresentationTime = firstPresentationTime
         self.mediaDuration = mediaDuration
     }
+
+    public subscript<T>(dynamicMember key: KeyPath<TrackDescription, T>) -> T { description[keyPath: key] }
 }
 
 extension MovieTrack {
     public var header: TrackHeader {
-        TrackHeader(trackID: trackID, handler: handler, timescale: timescale, width: width, height: height,
-                    sampleDescription: sampleDescription, firstDecodeTime: firstDecodeTime,
-                    firstPresentationTime: firstPresentationTime, mediaDuration: mediaDuration)
+        TrackHeader(description, firstDecodeTime: firstDecodeTime, firstPresentationTime: firstPresentationTime, mediaDuration: mediaDuration)
     }
 }
 
