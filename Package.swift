@@ -52,9 +52,11 @@ let package = Package(
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files"]),
+        // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
+        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "CCurl"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -77,12 +79,12 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
         .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
-        .testTarget(name: "ExportTests", dependencies: ["Export", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Codecs",
+        .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Codecs",
                                                    "Devices", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "TestSupport"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
                                                       "Publishing", "Recording", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
     ]

@@ -1,3 +1,4 @@
+import Fetch
 #if canImport(Glibc)
 import Files
 import Glibc
@@ -7,6 +8,10 @@ import Glibc
 public enum Invocation: Equatable {
     case run(Settings, configFiles: [String])
     case validate(directory: String)
+    /// `onair fetch URL …`: an offline copy.
+    case fetch(FetchOptions)
+    /// `onair fetch --list`: the offline copies in a data directory.
+    case fetchList(dataDirectory: String)
     /// `onair time-config`: the NTP servers of `time.servers`, as systemd-timesyncd's drop-in.
     case timeConfig(TimeSettings, output: String?)
     case version
@@ -37,6 +42,9 @@ public enum CommandLineParser {
             guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError("validate: expected one stream directory (see 'onair validate --help')") }
             return .validate(directory: rest[0])
         case "run": return try parseRun(rest, readFile: readFile)
+        case "fetch":
+            if rest.contains("--help") || rest.contains("-h") { return .help(fetchUsage) }
+            return try parseFetch(rest)
         case "time-config":
             if rest.contains("--help") || rest.contains("-h") { return .help(timeConfigUsage) }
             var output: String?
@@ -118,6 +126,7 @@ public enum CommandLineParser {
       onair validate DIR           check a stream directory against the HLS rules
       onair time-config [--config FILE]... [--write PATH]
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
+      onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 
@@ -138,6 +147,74 @@ public enum CommandLineParser {
 
     While running, each line on standard input (Enter) starts or stops recording.
     Config keys: \(ConfigFile.knownKeys.joined(separator: ", ")).
+
+    """
+
+    static func parseFetch(_ arguments: [String]) throws -> Invocation {
+        var url: String?
+        var options = FetchOptions(url: "")
+        var list = false
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count else { throw ConfigError("fetch: \(flag) needs a value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let argument = arguments[i]
+            switch argument {
+            case "--out": options.out = try value(argument)
+            case "--dir": options.dataDirectory = try value(argument)
+            case "--list": list = true
+            case "--follow": options.follow = true
+            case "--max-bitrate":
+                do { options.maxBitrate = try ConfigFile.bitrate(try value(argument)) } catch let error as ConfigError {
+                    throw ConfigError("fetch: --max-bitrate: \(error)")
+                }
+            case "--max-size":
+                let text = try value(argument)
+                let parts = text.split(separator: "x").compactMap { Int($0) }
+                guard parts.count == 2, parts.allSatisfy({ (1...16384).contains($0) }) else {
+                    throw ConfigError("fetch: --max-size: expected WIDTHxHEIGHT such as 1280x720, got \(quoted(text))")
+                }
+                options.maxSize = PictureSize(width: parts[0], height: parts[1])
+            case "--format":
+                let text = try value(argument)
+                guard let format = FetchOptions.Format(rawValue: text) else { throw ConfigError("fetch: --format: expected mp4 or hls, got \(quoted(text))") }
+                options.format = format
+            case "--keep-days":
+                let text = try value(argument)
+                guard let days = Int(text), (1...36_500).contains(days) else { throw ConfigError("fetch: --keep-days: expected 1…36500, got \(quoted(text))") }
+                options.keepDays = days
+            case "--priority":
+                let text = try value(argument)
+                guard ["normal", "keep"].contains(text) else { throw ConfigError("fetch: --priority: expected normal or keep, got \(quoted(text))") }
+                options.priority = text
+            default:
+                guard !argument.hasPrefix("-"), url == nil else { throw ConfigError("fetch: unexpected '\(argument)' (see 'onair fetch --help')") }
+                url = argument
+            }
+            i += 1
+        }
+        if list { return .fetchList(dataDirectory: options.dataDirectory) }
+        guard let url else { throw ConfigError("fetch: expected the URL of an HLS playlist (see 'onair fetch --help')") }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw ConfigError("fetch: \(quoted(url)) is not an http(s) URL") }
+        options.url = url
+        return .fetch(options)
+    }
+
+    public static let fetchUsage = """
+    Usage: onair fetch URL [--out PATH] [--max-bitrate BITS] [--max-size WxH] [--follow]
+                           [--format mp4|hls] [--keep-days N] [--priority normal|keep] [--dir DIR]
+           onair fetch --list [--dir DIR]
+
+    Copies an fMP4 HLS stream (a multivariant or media playlist over http(s)) for offline
+    use: the variant with the highest bit rate not above --max-bitrate and no larger than
+    --max-size; every segment checked as it arrives; progress in media time. Killed or cut
+    off, the same command continues where it was. --follow keeps fetching a live stream
+    until its ENDLIST. --format mp4 (default) writes one progressive MP4 (moov first);
+    hls a playable local HLS copy. Without --out, copies go to DIR/offline/ (DIR: the
+    data directory, default ./var), where --list shows them.
 
     """
 

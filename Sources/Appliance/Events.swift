@@ -23,6 +23,7 @@ extension Event {
     static let deferredStartWaiting = Event("deferred_start.waiting")
     static let exportFailed = Event("export.failed")
     static let exportStarted = Event("export.started")
+    static let offlineExpired = Event("offline.expired")
     static let onairExit = Event("onair.exit")
     static let onairShutdown = Event("onair.shutdown")
     static let previewFirstFrame = Event("preview.first_frame")

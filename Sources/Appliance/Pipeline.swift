@@ -1,5 +1,6 @@
 import Devices
 import Export
+import Fetch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -104,7 +105,12 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             },
             log: log,
             deleted: { [publisher] id in publisher?.forget(id) },
-            recordings: { recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) } })
+            recordings: {
+                // Offline copies (onair fetch) before the device's own recordings: their sources still have them.
+                OfflineStore.evictable(dataDirectory: settings.dataDirectory).map { copy in
+                    .init(id: "offline/" + (copy.path.split(separator: "/").last.map(String.init) ?? copy.path), remove: { try OfflineStore.remove(copy) })
+                } + recordings.evictable().map { entry in .init(id: entry.id, remove: { try recordings.remove(entry.id) }) }
+            })
         storage.prune(recording: nil)
         return storage
     }
@@ -126,15 +132,18 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         recordings.recoverAll(priority: settings.record.priority, log: log)
     }
 
-    /// `record.keep_days`, at the start and every ten minutes, on a clock that is
+    /// `record.keep_days` and offline copies' `--keep-days`, at the start and every ten minutes, on a clock that is
     /// synchronised and settled (`ClockWatch.settled`): never on a guess, never just after
     /// a step.
     private func keepDays() {
-        guard let days = settings.record.keepDays else { return }
-        let (recordings, watch, log) = (self.recordings, self.clockWatch, self.log)
+        let days = settings.record.keepDays
+        let (recordings, watch, log, root) = (self.recordings, self.clockWatch, self.log, settings.dataDirectory)
         let expire: @Sendable () -> Void = {
             guard watch.settled else { return }
-            recordings.expire(keepDays: days, nowMs: watch.reading.wallMs, log: log)
+            if let days { recordings.expire(keepDays: days, nowMs: watch.reading.wallMs, log: log) }
+            for copy in OfflineStore.expire(dataDirectory: root, nowMs: watch.reading.wallMs) {
+                log(.offlineExpired, ("path", copy.path), ("keep_days", copy.keepDays ?? 0))
+            }
         }
         expire()
         retention = scheduler.every(600, "retention") { _ in expire() }

@@ -1,4 +1,5 @@
 import Devices
+import Fetch
 import Files
 import HLS
 import Logging
@@ -26,11 +27,28 @@ public enum Runner {
         case .version: print(VersionReport.text, terminator: ""); return 0
         case .validate(let directory): return validate(directory)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
+        case .fetch(let options): return fetch(options)
+        case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0
         case .run(let settings, _): return run(settings)
         }
     }
 
     static func printError(_ line: String) { writeStandardError(line + "\n") }
+
+    /// `onair fetch`: 0 when the copy is complete, 1 when it stopped (it resumes from there).
+    static func fetch(_ options: FetchOptions) -> Int32 {
+        let terminal = isatty(2) == 1
+        let progress = FetchProgress(clock: MonotonicClock(), write: { writeStandardError(terminal ? $0 : $0 + "\n") }, terminal: terminal)
+        do {
+            let result = try Fetcher(options, say: { printError($0) }, progress: progress).run()
+            print("\(result.path)  \(FetchProgress.clockTime(result.seconds))  \(result.fetched) segments fetched, \(result.resumed) already here")
+            return 0
+        } catch {
+            if terminal { writeStandardError("\n") }
+            printError("onair: fetch: \(error)")
+            return 1
+        }
+    }
 
     /// `onair time-config`: the drop-in written whole (atomically) or printed.
     static func timeConfig(_ time: TimeSettings, output: String?) -> Int32 {

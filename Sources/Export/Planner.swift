@@ -17,6 +17,7 @@ struct ScratchSink: TableSink {
 /// and says where its media lies.
 struct Planner {
     private let tracks: [MovieTrack]
+    private let trex: [ParsedInit.Trex]
     private let scratch: String
     private var writers: [SampleTableWriter<ScratchSink>]
     private var files: [ScratchFile]
@@ -28,8 +29,9 @@ struct Planner {
     private var pieces: [JoinedFile.Piece] = []
     private var payload: Int64 = 0
 
-    init(tracks: [MovieTrack], scratch: String) throws {
+    init(tracks: [MovieTrack], trex: [ParsedInit.Trex] = [], scratch: String) throws {
         self.tracks = tracks
+        self.trex = trex
         self.scratch = scratch
         var files: [ScratchFile] = []
         var writers: [SampleTableWriter<ScratchSink>] = []
@@ -67,7 +69,7 @@ struct Planner {
                 guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
                 moof = nil
                 let media = (offset + Int64(box.headerSize))..<(offset + box.size)
-                try add(ParsedSegment(bytes: fragment.bytes), moofAt: fragment.offset, media: media)
+                try add(ParsedSegment(bytes: fragment.bytes, trex: trex), moofAt: fragment.offset, media: media)
                 pieces.append(.init(.path(path), offset: media.lowerBound, length: Int64(media.count)))
                 payload += Int64(media.count)
             default:

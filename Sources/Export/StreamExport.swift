@@ -83,21 +83,39 @@ public enum StreamExport {
         let segments = ParsedPlaylist(text: text).segments
         guard !segments.isEmpty else { throw ExportError(404, "stream \(id) has no segment yet") }
         let chosen = try choose(segments, request)
-        let tracks: [MovieTrack]
-        do { tracks = try FragmentedFile.movieTracks(inInit: initBytes) } catch {
-            throw ExportError(500, "stream \(id): init.mp4 is not readable (\(error))")
+        let file: JoinedFile
+        do {
+            file = try movie(initSegment: initBytes, segments: chosen.range.map { directory + "/" + segments[$0].uri },
+                             scratch: root + "/.export")
+        } catch {
+            throw ExportError(500, "stream \(id): \(error)")
         }
-        var plan = try Planner(tracks: tracks, scratch: root + "/.export")
-        for index in chosen.range {
-            let path = directory + "/" + segments[index].uri
-            do { try plan.add(segmentAt: path) } catch let error as ExportError { throw error } catch {
-                throw ExportError(500, "stream \(id): \(segments[index].uri) is not readable (\(error))")
-            }
-        }
-        let file = try plan.finish()
         let whole = chosen.range.count == segments.count
         let name = whole ? "\(id).mp4" : "\(id)_\(Self.label(chosen.start))-\(Self.label(chosen.end))s.mp4"
         return Result(file: file, name: name, start: chosen.start, end: chosen.end, segments: chosen.range.count)
+    }
+
+    /// One progressive movie of an init segment and fragment files (each `moof`+`mdat`
+    /// pairs), in order: a stream's segments, or a fetched copy's.
+    public static func movie(initSegment: [UInt8], segments: [String], scratch: String) throws -> JoinedFile {
+        let tracks: [MovieTrack], trex: [ParsedInit.Trex]
+        do {
+            tracks = try FragmentedFile.movieTracks(inInit: initSegment)
+            trex = try ParsedInit(bytes: initSegment).trex  // defaults another packager's fragments may lean on
+        } catch { throw MovieError("init.mp4 is not readable (\(error))") }
+        var plan = try Planner(tracks: tracks, trex: trex, scratch: scratch)
+        for path in segments {
+            do { try plan.add(segmentAt: path) } catch let error as FileError { throw error } catch {
+                throw MovieError("\(path.split(separator: "/").suffix(2).joined(separator: "/")) is not readable (\(error))")
+            }
+        }
+        return try plan.finish()
+    }
+
+    /// A file that is not the fragmented MP4 it should be.
+    public struct MovieError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
     }
 
     /// The segments from the one holding `start` to the one holding `end`, with their

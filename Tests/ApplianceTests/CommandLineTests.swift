@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Fetch
 
 final class CommandLineTests: XCTestCase {
     func testFlagsOverrideConfigAndSet() throws {
@@ -62,5 +63,30 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try CommandLineParser.parse(["--help"]), .help(CommandLineParser.usage))
         XCTAssertEqual(try CommandLineParser.parse([]), .usage(CommandLineParser.usage), "asked for nothing: usage on stderr, exit 2")
         XCTAssertEqual(try CommandLineParser.parse(["version"]), .version)
+    }
+
+    func testFetchTakesItsOptionsAndSaysWhatIsWrongInOneLine() throws {
+        guard case .fetch(let options) = try CommandLineParser.parse(["fetch", "https://h/live/index.m3u8", "--out", "a.mp4", "--max-bitrate",
+                                                                      "2.5M", "--max-size", "1280x720", "--follow", "--format", "hls",
+                                                                      "--keep-days", "7", "--priority", "keep"]) else { return XCTFail() }
+        XCTAssertEqual(options.url, "https://h/live/index.m3u8")
+        XCTAssertEqual(options.out, "a.mp4")
+        XCTAssertEqual(options.maxBitrate, 2_500_000)
+        XCTAssertEqual(options.maxSize, PictureSize(width: 1280, height: 720))
+        XCTAssertTrue(options.follow)
+        XCTAssertEqual(options.format, .hls)
+        XCTAssertEqual(options.keepDays, 7)
+        XCTAssertEqual(options.priority, "keep")
+        XCTAssertEqual(try CommandLineParser.parse(["fetch", "--list", "--dir", "/data"]), .fetchList(dataDirectory: "/data"))
+        for (arguments, message) in [
+            (["fetch"], "fetch: expected the URL of an HLS playlist (see 'onair fetch --help')"),
+            (["fetch", "h/x.m3u8"], "fetch: 'h/x.m3u8' is not an http(s) URL"),
+            (["fetch", "http://h/x.m3u8", "--max-size", "big"], "fetch: --max-size: expected WIDTHxHEIGHT such as 1280x720, got 'big'"),
+            (["fetch", "http://h/x.m3u8", "--format", "ts"], "fetch: --format: expected mp4 or hls, got 'ts'"),
+            (["fetch", "http://h/x.m3u8", "--out"], "fetch: --out needs a value"),
+            (["fetch", "http://h/x.m3u8", "--bogus"], "fetch: unexpected '--bogus' (see 'onair fetch --help')"),
+        ] {
+            XCTAssertThrowsError(try CommandLineParser.parse(arguments)) { XCTAssertEqual("\($0)", message) }
+        }
     }
 }

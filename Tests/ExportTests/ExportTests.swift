@@ -17,43 +17,8 @@ final class ExportTests: XCTestCase {
     static let fps = 30
     static let size = (width: 320, height: 192)
 
-    /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
-    /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked.
-    func makeStream(gapFrames: Int64 = 0) throws -> (root: String, id: String) {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
-        let video = VideoEncoderSettings(width: Self.size.width, height: Self.size.height, fps: Self.fps, bitrate: 1_000_000,
-                                         keyframeInterval: 2 * Self.fps)
-        let profile = LiveProfile(output: OutputProfile(encoder: .x264, video: video, audio: AudioEncoderSettings(), dataDirectory: root),
-                                  segmentMilliseconds: 2000)
-        let pattern = SyntheticPattern(width: Self.size.width, height: Self.size.height, fps: Self.fps)
-        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
-        let origin: Int64 = 5_000_000_000
-        func frame(_ i: Int64) -> VideoFrame {
-            var f = pattern.frame(index: i, captureTime: origin + pattern.offset(of: i + (i > 150 ? gapFrames : 0)))
-            f.discontinuity = gapFrames > 0 && i == 151
-            return f
-        }
-        let id = "20261202T164233Z-0e0e"
-        let stream = try LiveStream(start: StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000)),
-                                    firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
-                                    audio: try AACEncoder(settings: AudioEncoderSettings()), log: Log.silent(), observer: { _ in })
-        var chunk: Int64 = 0
-        let frames = Int64(12 * Self.fps) - gapFrames
-        for i in Int64(1)..<frames {
-            try stream.encode(frame(i))
-            while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
-                try stream.encode(AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
-                                             captureTime: origin + chunk * 20_000_000))
-                chunk += 1
-            }
-        }
-        try stream.finish()
-        return (root, id)
-    }
-
     func testTheWholeStreamIsOneMovieWithEveryFrameInOrderAndTheSoundInStep() throws {
-        let (root, id) = try makeStream()
+        let (root, id) = try storedStream()
         let export = try StreamExport.make(root: root, ExportRequest(stream: id))
         XCTAssertEqual(export.name, "\(id).mp4")
         XCTAssertEqual(export.segments, 6)
@@ -69,7 +34,7 @@ final class ExportTests: XCTestCase {
     }
 
     func testAPartStartsAtTheIDRAtOrBeforeItAndEndsWithTheSegmentHoldingItsEnd() throws {
-        let (root, id) = try makeStream()
+        let (root, id) = try storedStream()
         let export = try StreamExport.make(root: root, ExportRequest(stream: id, start: 3.1, end: 7.2))
         XCTAssertEqual(export.name, "\(id)_2-8s.mp4")
         XCTAssertEqual(export.start, 2, accuracy: 0.001)
@@ -89,7 +54,7 @@ final class ExportTests: XCTestCase {
     }
 
     func testACameraGapKeepsThePictureUpAndTheSoundInStep() throws {
-        let (root, id) = try makeStream(gapFrames: 60)
+        let (root, id) = try storedStream(gapFrames: 60)
         let path = root + "/gap.mp4"
         try Data(try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll()).write(to: URL(fileURLWithPath: path))
         let movie = try Probe(path)
@@ -100,7 +65,7 @@ final class ExportTests: XCTestCase {
     }
 
     func testBadRequestsAreOneLineEach() throws {
-        let (root, id) = try makeStream()
+        let (root, id) = try storedStream()
         func refusal(_ request: ExportRequest) -> ExportError? {
             do { _ = try StreamExport.make(root: root, request); return nil } catch { return error as? ExportError }
         }
@@ -121,7 +86,7 @@ final class ExportTests: XCTestCase {
     }
 
     func testOverHTTPWithRangesThatReturnTheSameBytes() throws {
-        let (root, id) = try makeStream()
+        let (root, id) = try storedStream()
         let server = try WebServer(listen: "127.0.0.1:0", root: root, downloads: ["/api/export": WebServer.Download { argument in
             do {
                 let made = try StreamExport.make(root: root, try ExportRequest(arguments: argument))
@@ -149,6 +114,43 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(missing.status, 404)
         XCTAssertEqual(missing.text, "{\"error\":\"no stream nope\"}")
         XCTAssertEqual(try HTTPClient.request(port: server.port, "/api/export?stream=\(id)&start=9&end=1").status, 400)
+    }
+}
+
+extension XCTestCase {
+    /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
+    /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked.
+    func storedStream(gapFrames: Int64 = 0) throws -> (root: String, id: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        let video = VideoEncoderSettings(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps, bitrate: 1_000_000,
+                                         keyframeInterval: 2 * ExportTests.fps)
+        let profile = LiveProfile(output: OutputProfile(encoder: .x264, video: video, audio: AudioEncoderSettings(), dataDirectory: root),
+                                  segmentMilliseconds: 2000)
+        let pattern = SyntheticPattern(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps)
+        let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
+        let origin: Int64 = 5_000_000_000
+        func frame(_ i: Int64) -> VideoFrame {
+            var f = pattern.frame(index: i, captureTime: origin + pattern.offset(of: i + (i > 150 ? gapFrames : 0)))
+            f.discontinuity = gapFrames > 0 && i == 151
+            return f
+        }
+        let id = "20261202T164233Z-0e0e"
+        let stream = try LiveStream(start: StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000)),
+                                    firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
+                                    audio: try AACEncoder(settings: AudioEncoderSettings()), log: Log.silent(), observer: { _ in })
+        var chunk: Int64 = 0
+        let frames = Int64(12 * ExportTests.fps) - gapFrames
+        for i in Int64(1)..<frames {
+            try stream.encode(frame(i))
+            while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
+                try stream.encode(AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
+                                             captureTime: origin + chunk * 20_000_000))
+                chunk += 1
+            }
+        }
+        try stream.finish()
+        return (root, id)
     }
 }
 

@@ -1,0 +1,81 @@
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a fetch stopped, in one line.
+public struct FetchError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    /// The HTTP status, when a server answered with one.
+    public var status: Int?
+    public init(_ description: String, status: Int? = nil) {
+        self.description = description
+        self.status = status
+    }
+}
+
+/// Where a fetch reads from: a URL's whole body. A protocol so tests can count requests
+/// and fail them.
+public protocol Getter: AnyObject {
+    func get(_ url: String) throws -> [UInt8]
+}
+
+/// HTTP(S) GET through libcurl, one easy handle kept for its connection: redirects
+/// followed, TLS verified, a stalled transfer (under 1 kB/s for 10 s) abandoned, bodies
+/// over `limit` refused.
+public final class CurlGetter: Getter {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return true
+    }()
+    private let curl: UnsafeMutableRawPointer
+    private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    public let limit: Int
+
+    public init(limit: Int = 256 << 20) {
+        _ = Self.initialized
+        curl = curl_easy_init()
+        self.limit = limit
+    }
+
+    deinit {
+        curl_easy_cleanup(curl)
+        errorText.deallocate()
+    }
+
+    private final class Body {
+        var bytes: [UInt8] = []
+        let limit: Int
+        init(limit: Int) { self.limit = limit }
+    }
+
+    public func get(_ url: String) throws -> [UInt8] {
+        curl_easy_reset(curl)
+        let body = Body(limit: limit)
+        errorText[0] = 0
+        onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
+        onair_curl_set_string(curl, CURLOPT_URL, url)
+        onair_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 1)
+        onair_curl_set_long(curl, CURLOPT_MAXREDIRS, 5)
+        onair_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+        onair_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000)
+        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_LIMIT, 1024)
+        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_TIME, 10)
+        onair_curl_set_write_callback(curl, { data, size, count, context in
+            let body = Unmanaged<Body>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            guard let data, body.bytes.count + length <= body.limit else { return 0 }  // 0 aborts the transfer
+            body.bytes += UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self)
+            return length
+        }, Unmanaged.passUnretained(body).toOpaque())
+        let code = curl_easy_perform(curl)
+        guard code == CURLE_OK else {
+            if code == CURLE_WRITE_ERROR { throw FetchError("\(url): larger than \(limit >> 20) MiB") }
+            let detail = String(cString: errorText)
+            throw FetchError("\(url): \(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)")
+        }
+        let status = onair_curl_response_code(curl)
+        guard (200..<300).contains(status) else { throw FetchError("\(url): HTTP \(status)", status: status) }
+        return body.bytes
+    }
+}

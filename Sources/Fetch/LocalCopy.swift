@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Export
+import Files
+import HLS
+import Media
+import MP4
+
+/// The fetched pieces on disk: `init.mp4`, `seg/<media sequence number>.m4s` (each
+/// written whole and renamed, so a name always means a complete, checked segment), and
+/// `playlist.m3u8` listing them for any player, offline.
+struct LocalCopy {
+    let work: String
+    private var tracks: [MovieTrack] = []
+    private var trex: [ParsedInit.Trex] = []
+    private var initSegment: [UInt8] = []
+    /// Per track, where the next segment's tfdt must be.
+    private var expected: [UInt32: Int64] = [:]
+    private var entries: [(number: Int, segment: ParsedPlaylist.Segment)] = []
+    private var fetched: Set<Int> = []
+    /// The next media sequence number not yet listed.
+    private(set) var next = 0
+    private(set) var seconds = 0.0
+
+    init(work: String) { self.work = work }
+
+    func path(_ number: Int) -> String {
+        var digits = String(number)
+        while digits.count < 9 { digits = "0" + digits }
+        return "\(work)/seg/\(digits).m4s"
+    }
+
+    func has(_ number: Int) -> Bool { FileSystem.exists(path(number)) }
+    func fetchedThisRun(_ number: Int) -> Bool { fetched.contains(number) }
+
+    mutating func ensureInit(mapURL: String, http: Getter) throws {
+        guard initSegment.isEmpty else { return }
+        let path = work + "/init.mp4"
+        var bytes = FileSystem.read(path) ?? []
+        if bytes.isEmpty { bytes = try http.get(mapURL) }
+        do {
+            tracks = try FragmentedFile.movieTracks(inInit: bytes)
+            trex = try ParsedInit(bytes: bytes).trex
+        } catch {
+            throw FetchError("\(mapURL): not an fMP4 init segment (\(error))")
+        }
+        if !FileSystem.exists(path) { try AtomicFile.write(bytes, to: path) }
+        initSegment = bytes
+    }
+
+    /// Why `bytes` cannot be the next segment, or nil.
+    func problem(with bytes: [UInt8], discontinuity: Bool) -> String? {
+        let segment: ParsedSegment
+        do { segment = try ParsedSegment(bytes: bytes, trex: trex) } catch { return "not an fMP4 media segment (\(error))" }
+        let trafs = segment.fragments.flatMap(\.trafs)
+        guard !trafs.isEmpty else { return "no moof" }
+        guard !discontinuity else { return nil }
+        for traf in trafs {
+            guard let want = expected[traf.trackID], let track = tracks.first(where: { $0.trackID == traf.trackID }) else { continue }
+            // Within 10 ms: packagers round the audio's start to their own sample grid.
+            if abs(Int64(traf.baseDecodeTime) - want) > Int64(track.timescale) / 100 {
+                return "track \(traf.trackID) starts at tfdt \(traf.baseDecodeTime), where the previous segment ended at \(want)"
+            }
+        }
+        return nil
+    }
+
+    mutating func store(_ number: Int, _ bytes: [UInt8]) throws {
+        try AtomicFile.write(bytes, to: path(number))
+        fetched.insert(number)
+    }
+
+    /// Counts a segment now on disk into the copy and the continuity check.
+    mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment) throws {
+        guard let bytes = FileSystem.read(path(number)), let parsed = try? ParsedSegment(bytes: bytes, trex: trex) else {
+            throw FetchError("\(path(number)): unreadable")
+        }
+        for traf in parsed.fragments.flatMap(\.trafs) { expected[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration) }
+        entries.append((number, segment))
+        next = number + 1
+        seconds += segment.duration ?? 0
+    }
+
+    /// `playlist.m3u8`: the segments so far, under their local names.
+    func writePlaylists(ended: Bool, targetDuration: Int) throws {
+        var playlist = MediaPlaylist(targetDuration: targetDuration)
+        playlist.mediaSequence = entries.first?.number ?? 0
+        for (number, segment) in entries {
+            let duration = segment.extinf.map { String($0.prefix { $0 != "," }) } ?? "0"
+            playlist.entries.append(.init(uri: "seg/" + path(number).split(separator: "/").last!, duration: duration,
+                                          programDateTimeMs: segment.programDateTime.flatMap(UTCDate.parse),
+                                          discontinuity: segment.discontinuity))
+        }
+        playlist.isEnded = ended
+        try AtomicFile.write(Array(playlist.render().utf8), to: work + "/playlist.m3u8")
+    }
+
+    /// The copy as one progressive MP4 at `out` (written whole, then renamed).
+    func writeMovie(to out: String, scratch: String) throws {
+        let movie = try StreamExport.movie(initSegment: initSegment, segments: entries.map { path($0.number) }, scratch: scratch)
+        try AtomicFile.makeDirectories(AtomicFile.directory(of: out))
+        try AtomicFile.write(to: out) { fd, temporary in
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset: Int64 = 0
+            while offset < movie.size {
+                let n = try buffer.withUnsafeMutableBytes { try movie.read(at: offset, into: $0.baseAddress!, count: $0.count) }
+                try buffer.withUnsafeBytes { try AtomicFile.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[0..<n]), path: temporary) }
+                offset += Int64(n)
+            }
+        }
+    }
+
+    func remove() throws {
+        for path in FileSystem.filesBelow(work) { unlink(work + "/" + path) }
+        rmdir(work + "/seg")
+        rmdir(work)
+    }
+}

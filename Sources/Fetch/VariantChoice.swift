@@ -1,0 +1,34 @@
+import HLS
+
+/// Which variant of a multivariant playlist to keep, as an offline download picks one
+/// (the source talk, WWDC20 "Discover how to download and play HLS offline"): the highest
+/// bit rate not above `maxBitrate`, then, of those, none larger than `maxSize`; when
+/// nothing fits, the smallest there is. Says which and why.
+public enum VariantChoice {
+    public static func choose(_ variants: [ParsedPlaylist.Variant], maxBitrate: Int?, maxSize: PictureSize?)
+        -> (variant: ParsedPlaylist.Variant, reason: String)? {
+        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
+        func size(_ v: ParsedPlaylist.Variant) -> (Int, Int)? {
+            let parts = v.attributes["RESOLUTION"]?.split(separator: "x").compactMap { Int($0) } ?? []
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }
+        guard !variants.isEmpty else { return nil }
+        let fitting = variants.filter { v in
+            let rateFits = maxBitrate.map { bandwidth(v) <= $0 } ?? true
+            let sizeFits = maxSize.map { max in size(v).map { $0.0 <= max.width && $0.1 <= max.height } ?? true } ?? true
+            return rateFits && sizeFits
+        }
+        let limits = [maxBitrate.map { "at most \($0) b/s" }, maxSize.map { "at most \($0.width)x\($0.height)" }].compactMap { $0 }
+        if let best = fitting.max(by: { bandwidth($0) < bandwidth($1) }) {
+            let why = limits.isEmpty ? "the highest bit rate" : "the highest bit rate " + limits.joined(separator: " and ")
+            return (best, "\(describe(best)): \(why), of \(variants.count)")
+        }
+        let smallest = variants.min(by: { bandwidth($0) < bandwidth($1) })!
+        return (smallest, "\(describe(smallest)): the lowest bit rate, as none is \(limits.joined(separator: " and "))")
+    }
+
+    static func describe(_ v: ParsedPlaylist.Variant) -> String {
+        let rate = v.attributes["BANDWIDTH"] ?? "?"
+        return v.attributes["RESOLUTION"].map { "\($0) at \(rate) b/s" } ?? "\(rate) b/s"
+    }
+}

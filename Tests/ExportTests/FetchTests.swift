@@ -1,0 +1,217 @@
+import Foundation
+import XCTest
+@testable import Export
+@testable import Fetch
+import Files
+import HLS
+import Server
+import TestSupport
+import Threading
+
+/// `onair fetch`: a copy of a stream over HTTP, checked, resumable, in media time.
+final class FetchTests: XCTestCase {
+    /// Serves a stream directory as a web server would, counting requests; `fault` may
+    /// fail or corrupt a request before it is answered.
+    final class DirectoryGetter: Getter {
+        let root: String
+        var requests: [String: Int] = [:]
+        var fault: (String, Int) throws -> [UInt8]? = { _, _ in nil }
+        var playlist: ((String) -> String)?
+        init(root: String) { self.root = root }
+        func get(_ url: String) throws -> [UInt8] {
+            let path = String(url.dropFirst("http://device".count))
+            requests[path, default: 0] += 1
+            if let replaced = try fault(path, requests[path]!) { return replaced }
+            guard var bytes = FileSystem.read(root + path) else { throw FetchError("\(url): HTTP 404", status: 404) }
+            if path.hasSuffix("playlist.m3u8"), let playlist { bytes = Array(playlist(String(decoding: bytes, as: UTF8.self)).utf8) }
+            return bytes
+        }
+    }
+
+    func fetcher(_ options: FetchOptions, _ http: Getter) -> Fetcher {
+        Fetcher(options, http: http, clock: ManualClock(), say: { _ in })
+    }
+
+    func testACopyIsTheSameMovieAsTheDevicesExportAndEveryFrameIsThere() throws {
+        let (root, id) = try storedStream()
+        let server = try WebServer(listen: "127.0.0.1:0", root: root)
+        defer { server.stop() }
+        var options = FetchOptions(url: "http://127.0.0.1:\(server.port)/streams/\(id)/index.m3u8")
+        options.dataDirectory = root + "/copies"
+        var lines: [String] = []
+        let result = try Fetcher(options, clock: ManualClock(), say: { lines.append($0) }).run()
+        XCTAssertEqual(result.path, root + "/copies/offline/\(id).mp4", "without --out: the data directory's offline/, named after the stream")
+        XCTAssertEqual(result.fetched, 6)
+        XCTAssertEqual(result.seconds, 12, accuracy: 0.001)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("fetch: variant 320x192 at ") && $0.contains("the highest bit rate, of 1") }, "\(lines)")
+        XCTAssertTrue(lines.contains("fetch: 0:12 of 0:12  -  0:00 left") || lines.contains { $0.hasPrefix("fetch: 0:12 of 0:12") }, "\(lines)")
+        XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: result.path))),
+                       try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll(), "the same bytes as GET /api/export")
+        XCTAssertEqual(try Probe(result.path).indices, (0..<360).map { UInt32($0) })
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/copies/offline/.\(id).mp4.fetch"), "the pieces are gone")
+        let listed = OfflineStore.list(dataDirectory: root + "/copies")
+        XCTAssertEqual(listed.map(\.source), [options.url])
+        XCTAssertEqual(listed.first?.seconds ?? 0, 12, accuracy: 0.001)
+    }
+
+    func testAnInterruptedFetchResumesWithoutFetchingASegmentTwiceAndEndsWithTheSameBytes() throws {
+        let (root, id) = try storedStream()
+        let url = "http://device/streams/\(id)/index.m3u8"
+        var whole = FetchOptions(url: url)
+        whole.out = root + "/whole.mp4"
+        _ = try fetcher(whole, DirectoryGetter(root: root)).run()
+
+        var options = FetchOptions(url: url)
+        options.out = root + "/resumed.mp4"
+        let http = DirectoryGetter(root: root)
+        // The network goes after the fourth segment (every attempt at the fifth fails).
+        http.fault = { path, _ in
+            if path.hasSuffix("seg/000005.m4s") { throw FetchError("http://device\(path): connection refused") }
+            return nil
+        }
+        XCTAssertThrowsError(try fetcher(options, http).run()) { XCTAssertTrue("\($0)".contains("000005.m4s: connection refused (after 4 attempts)"), "\($0)") }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: options.out!), "nothing that looks complete")
+        // A kill -9 mid-rename leaves a temporary file: never taken for a segment.
+        let work = root + "/.resumed.mp4.fetch/seg"
+        FileManager.default.createFile(atPath: work + "/.000000005.m4s.tmp", contents: Data([1, 2, 3]))
+        http.fault = { _, _ in nil }
+        let result = try fetcher(options, http).run()
+        XCTAssertEqual(result.fetched, 2)
+        XCTAssertEqual(result.resumed, 4)
+        for number in 1...6 {
+            let segment = "/streams/\(id)/seg/00000\(number).m4s"
+            XCTAssertEqual(http.requests[segment], number == 5 ? Fetcher.attempts + 1 : 1, "\(segment) fetched once (the fifth: its failures, then once)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: options.out!)), try Data(contentsOf: URL(fileURLWithPath: whole.out!)))
+    }
+
+    func testABadSegmentIsFetchedAgainAndOneThatStaysBadIsNamed() throws {
+        let (root, id) = try storedStream()
+        var options = FetchOptions(url: "http://device/streams/\(id)/index.m3u8")
+        options.out = root + "/copy.mp4"
+        let http = DirectoryGetter(root: root)
+        http.fault = { path, count in path.hasSuffix("seg/000003.m4s") && count == 1 ? [0, 0, 0, 8] + Array("junk".utf8) : nil }
+        XCTAssertEqual(try fetcher(options, http).run().fetched, 6)
+        XCTAssertEqual(http.requests["/streams/\(id)/seg/000003.m4s"], 2)
+
+        // One from elsewhere in the stream: its tfdt does not continue the one before.
+        options.out = root + "/other.mp4"
+        let swapped = DirectoryGetter(root: root)
+        swapped.fault = { path, _ in path.hasSuffix("seg/000004.m4s") ? FileSystem.read(root + "/streams/\(id)/seg/000002.m4s") : nil }
+        XCTAssertThrowsError(try fetcher(options, swapped).run()) { error in
+            XCTAssertTrue("\(error)".contains("seg/000004.m4s: track 1 starts at tfdt"), "\(error)")
+            XCTAssertTrue("\(error)".contains("after 4 attempts"), "\(error)")
+        }
+    }
+
+    func testFollowKeepsFetchingALiveStreamUntilItsEnd() throws {
+        let (root, id) = try storedStream()
+        var options = FetchOptions(url: "http://device/streams/\(id)/playlist.m3u8")
+        options.out = root + "/live.mp4"
+        options.follow = true
+        let http = DirectoryGetter(root: root)
+        // The playlist as a live one shows it: two segments more at each reload, ENDLIST at the end.
+        var polls = 0
+        http.playlist = { text in
+            polls += 1
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let uris = lines.indices.filter { lines[$0].hasPrefix("seg/") }
+            let keep = min(uris.count, polls * 2)
+            if keep == uris.count { return text }
+            return lines[...uris[keep - 1]].joined(separator: "\n") + "\n"
+        }
+        let result = try fetcher(options, http).run()
+        XCTAssertEqual(result.fetched, 6)
+        XCTAssertEqual(polls, 3)
+        XCTAssertEqual(result.seconds, 12, accuracy: 0.001)
+        var once = FetchOptions(url: options.url)
+        once.out = root + "/now.mp4"
+        polls = 0
+        XCTAssertEqual(try fetcher(once, http).run().fetched, 2, "without --follow: what is listed now")
+    }
+
+    func testHLSFormatKeepsAPlayableLocalCopy() throws {
+        let (root, id) = try storedStream()
+        var options = FetchOptions(url: "http://device/streams/\(id)/index.m3u8")
+        options.out = root + "/copy"
+        options.format = .hls
+        let result = try fetcher(options, DirectoryGetter(root: root)).run()
+        XCTAssertEqual(result.path, root + "/copy")
+        let playlist = try String(contentsOfFile: root + "/copy/playlist.m3u8", encoding: .utf8)
+        XCTAssertTrue(playlist.contains("seg/000000001.m4s") && playlist.hasSuffix("#EXT-X-ENDLIST\n"), playlist)
+        XCTAssertEqual(try Probe(root + "/copy/playlist.m3u8").indices, (0..<360).map { UInt32($0) })
+    }
+
+    func testWhatCannotBeFetchedIsOneLine() throws {
+        let (root, id) = try storedStream()
+        let http = DirectoryGetter(root: root)
+        func failure(_ url: String, _ change: ((String) -> String)? = nil) -> String {
+            http.playlist = change
+            var options = FetchOptions(url: url)
+            options.out = root + "/x-\(UUID().uuidString).mp4"
+            do { _ = try fetcher(options, http).run(); return "" } catch { return "\(error)" }
+        }
+        XCTAssertEqual(failure("http://device/streams/nope/index.m3u8"), "http://device/streams/nope/index.m3u8: HTTP 404")
+        XCTAssertEqual(failure("http://device/streams/\(id)/init.mp4"), "http://device/streams/\(id)/init.mp4: not an HLS playlist (no #EXTM3U)")
+        XCTAssertTrue(failure("http://device/streams/\(id)/playlist.m3u8") {
+            $0.replacingOccurrences(of: "#EXT-X-MAP:URI=\"init.mp4\"\n", with: "").replacingOccurrences(of: ".m4s", with: ".ts")
+        }.hasSuffix("MPEG-TS segments are not supported (onair fetches fragmented-MP4 HLS, which has EXT-X-MAP)"))
+        try FileManager.default.removeItem(atPath: root + "/streams/\(id)/seg/000006.m4s")
+        XCTAssertEqual(failure("http://device/streams/\(id)/playlist.m3u8"),
+                       "http://device/streams/\(id)/seg/000006.m4s: HTTP 404", "a 404 is not retried")
+    }
+
+    func testOfflineCopiesExpireAndAreReclaimedByPriority() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-offline-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/offline/folder/seg", withIntermediateDirectories: true)
+        let day: Int64 = 86_400_000
+        let synced = SteppedWallClock(offsetMs: 1_796_000_000_000, synchronized: true, clock: ManualClock(now: 0))
+        for (name, days, priority) in [("old.mp4", 7, "normal"), ("kept.mp4", 7, "keep"), ("folder", 30, "normal")] {
+            let path = root + "/offline/" + name
+            if name.hasSuffix(".mp4") { FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3])) } else {
+                FileManager.default.createFile(atPath: path + "/seg/000000001.m4s", contents: Data([4]))
+            }
+            try OfflineStore.describe(path, source: "http://h/\(name)", seconds: 60, keepDays: days, priority: priority, clock: synced)
+        }
+        let unsynced = SteppedWallClock(offsetMs: 1_796_000_000_000, synchronized: false, clock: ManualClock(now: 0))
+        try OfflineStore.describe(root + "/offline/undated.mp4", source: "http://h/u", seconds: 1, keepDays: 1, priority: "normal", clock: unsynced)
+        XCTAssertEqual(OfflineStore.evictable(dataDirectory: root).map { $0.path.split(separator: "/").last! }, ["undated.mp4", "folder", "old.mp4"],
+                       "what space may reclaim: never a kept copy")
+        XCTAssertEqual(OfflineStore.expire(dataDirectory: root, nowMs: 1_796_000_000_000 + 8 * day).map(\.source), ["http://h/old.mp4"],
+                       "past its --keep-days; not the kept one, not one without a trusted date")
+        XCTAssertEqual(OfflineStore.expire(dataDirectory: root, nowMs: 1_796_000_000_000 + 31 * day).map(\.source), ["http://h/folder"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/offline/folder"))
+        XCTAssertEqual(OfflineStore.list(dataDirectory: root).map(\.source), ["http://h/kept.mp4", "http://h/u"])
+        XCTAssertTrue(OfflineStore.table(OfflineStore.list(dataDirectory: root)).contains("kept.mp4  1:00  0 MiB  kept  http://h/kept.mp4"))
+    }
+
+    func testTheVariantIsChosenAsAnOfflineDownloadChoosesIt() {
+        let variants = ParsedPlaylist(text: """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360
+            low.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=2500000,RESOLUTION=1280x720
+            mid.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=6000000,RESOLUTION=1920x1080
+            high.m3u8
+            """).variants
+        XCTAssertEqual(VariantChoice.choose(variants, maxBitrate: nil, maxSize: nil)?.variant.uri, "high.m3u8")
+        XCTAssertEqual(VariantChoice.choose(variants, maxBitrate: 3_000_000, maxSize: nil)?.reason,
+                       "1280x720 at 2500000 b/s: the highest bit rate at most 3000000 b/s, of 3")
+        XCTAssertEqual(VariantChoice.choose(variants, maxBitrate: nil, maxSize: PictureSize(width: 1000, height: 600))?.variant.uri, "low.m3u8")
+        XCTAssertEqual(VariantChoice.choose(variants, maxBitrate: 100_000, maxSize: nil)?.reason,
+                       "640x360 at 800000 b/s: the lowest bit rate, as none is at most 100000 b/s")
+    }
+
+    func testURLsResolveAsPlaylistsUseThem() {
+        let fetcher = self.fetcher(FetchOptions(url: "http://a/b/index.m3u8"), DirectoryGetter(root: "/"))
+        XCTAssertEqual(fetcher.resolve("seg/1.m4s", against: "http://h:8/live/x/playlist.m3u8?token=1"), "http://h:8/live/x/seg/1.m4s")
+        XCTAssertEqual(fetcher.resolve("/other/p.m3u8", against: "https://h/live/index.m3u8"), "https://h/other/p.m3u8")
+        XCTAssertEqual(fetcher.resolve("https://cdn/s.m4s", against: "http://h/x.m3u8"), "https://cdn/s.m4s")
+        XCTAssertEqual(Fetcher.name(of: "http://h/live/20261202T164233Z-3f9a/index.m3u8"), "20261202T164233Z-3f9a")
+        XCTAssertEqual(Fetcher.name(of: "http://h/show.m3u8?x=1"), "show")
+        XCTAssertEqual(FetchProgress.clockTime(750), "12:30")
+        XCTAssertEqual(FetchProgress.clockTime(3725), "1:02:05")
+    }
+}
