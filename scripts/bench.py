@@ -21,7 +21,9 @@
    `onair version` against `ffmpeg -version` (the loader, the runtime, nothing else).
 4. Publish lag: in real time, the time from a segment stored to the playlist that lists
    it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
-5. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
+5. Taking footage home (bench_offline.py): export and fetch of 10- and 60-minute
+   streams, throughput and memory, against `ffmpeg -c copy -movflags +faststart`.
+6. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
    a normal client's latency while 2,000 slow sockets are open (nginx beside it).
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
@@ -37,6 +39,7 @@ import tempfile
 import time
 
 import bench_hardening
+import bench_offline
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
 ONAIR_BENCH = os.path.join(os.path.dirname(ONAIR), "onair-bench")
@@ -306,6 +309,7 @@ def main():
             sys.exit(f"bench: only {len(lags)} of {count} segments were listed on the origin")
         print(f"publish lag: segment stored → listed in the origin's playlist (nginx WebDAV on loopback, {count} × 1 s segments)")
         print(f"  median {lags[len(lags) // 2]:.1f} ms, worst {lags[-1]:.1f} ms")
+        bench_offline.export_and_fetch(ONAIR, ONAIR_BENCH, work, stream, SECONDS, measure)
         bench_hardening.validate_scaling(ONAIR, work)
         bench_hardening.connection_test(ONAIR, work)
     finally:

@@ -103,13 +103,16 @@ public final class Fetcher {
             for (index, segment) in playlist.segments.enumerated() {
                 let number = sequence + index
                 guard number >= copy.next else { continue }
+                var ends: LocalCopy.Ends?
                 if copy.has(number) {
                     resumed += 1
                 } else {
-                    try copy.store(number, try fetchChecked(resolve(segment.uri, against: media), copy: copy, discontinuity: segment.discontinuity))
+                    let (bytes, checked) = try fetchChecked(resolve(segment.uri, against: media), copy: copy, discontinuity: segment.discontinuity)
+                    try copy.store(number, bytes)
+                    ends = checked
                     fetched += 1
                 }
-                try copy.listed(number, segment)
+                try copy.listed(number, segment, ends: ends)
                 progress.advance(to: copy.seconds, fetchedNow: segment.duration ?? 0, resumed: !copy.fetchedThisRun(number))
             }
             try copy.writePlaylists(ended: playlist.isEnded, targetDuration: playlist.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer) ?? 2)
@@ -159,7 +162,7 @@ public final class Fetcher {
     /// A segment that parses and continues the one before it (onair's HLS rules: every
     /// track's tfdt where the previous segment ended, unless EXT-X-DISCONTINUITY says
     /// otherwise); fetched again when it does not, up to `attempts` times.
-    func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> [UInt8] {
+    func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Ends) {
         var problem = ""
         for attempt in 0..<Self.attempts {
             if attempt > 0 { pause(attempt - 1) }
@@ -168,7 +171,10 @@ public final class Fetcher {
                 problem = error.description
                 continue
             }
-            if let why = copy.problem(with: bytes, discontinuity: discontinuity) { problem = "\(url): \(why)" } else { return bytes }
+            switch copy.check(bytes, discontinuity: discontinuity) {
+            case .success(let ends): return (bytes, ends)
+            case .failure(let why): problem = "\(url): \(why)"
+            }
         }
         throw FetchError("\(problem) (after \(Self.attempts) attempts)")
     }

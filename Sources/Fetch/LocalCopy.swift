@@ -49,21 +49,25 @@ struct LocalCopy {
         initSegment = bytes
     }
 
-    /// Why `bytes` cannot be the next segment, or nil.
-    func problem(with bytes: [UInt8], discontinuity: Bool) -> String? {
+    /// Where each track of a segment ends (tfdt + its samples' durations).
+    typealias Ends = [UInt32: Int64]
+
+    /// Where `bytes` ends each track, or why it cannot be the next segment.
+    func check(_ bytes: [UInt8], discontinuity: Bool) -> Result<Ends, FetchError> {
         let segment: ParsedSegment
-        do { segment = try ParsedSegment(bytes: bytes, trex: trex) } catch { return "not an fMP4 media segment (\(error))" }
+        do { segment = try ParsedSegment(bytes: bytes, trex: trex) } catch { return .failure(FetchError("not an fMP4 media segment (\(error))")) }
         let trafs = segment.fragments.flatMap(\.trafs)
-        guard !trafs.isEmpty else { return "no moof" }
-        guard !discontinuity else { return nil }
+        guard !trafs.isEmpty else { return .failure(FetchError("no moof")) }
+        var ends: Ends = [:]
         for traf in trafs {
-            guard let want = expected[traf.trackID], let track = tracks.first(where: { $0.trackID == traf.trackID }) else { continue }
+            ends[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration)
+            guard !discontinuity, let want = expected[traf.trackID], let track = tracks.first(where: { $0.trackID == traf.trackID }) else { continue }
             // Within 10 ms: packagers round the audio's start to their own sample grid.
             if abs(Int64(traf.baseDecodeTime) - want) > Int64(track.timescale) / 100 {
-                return "track \(traf.trackID) starts at tfdt \(traf.baseDecodeTime), where the previous segment ended at \(want)"
+                return .failure(FetchError("track \(traf.trackID) starts at tfdt \(traf.baseDecodeTime), where the previous segment ended at \(want)"))
             }
         }
-        return nil
+        return .success(ends)
     }
 
     mutating func store(_ number: Int, _ bytes: [UInt8]) throws {
@@ -71,12 +75,13 @@ struct LocalCopy {
         fetched.insert(number)
     }
 
-    /// Counts a segment now on disk into the copy and the continuity check.
-    mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment) throws {
-        guard let bytes = FileSystem.read(path(number)), let parsed = try? ParsedSegment(bytes: bytes, trex: trex) else {
-            throw FetchError("\(path(number)): unreadable")
-        }
-        for traf in parsed.fragments.flatMap(\.trafs) { expected[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration) }
+    /// Counts a segment now on disk into the copy and the continuity check: `ends` as
+    /// `check` found them, or read again from a segment an earlier run stored.
+    mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment, ends known: Ends?) throws {
+        var ends = known
+        if ends == nil, let bytes = FileSystem.read(path(number)), case .success(let found) = check(bytes, discontinuity: true) { ends = found }
+        guard let ends else { throw FetchError("\(path(number)): unreadable") }
+        expected.merge(ends) { $1 }
         entries.append((number, segment))
         next = number + 1
         seconds += segment.duration ?? 0

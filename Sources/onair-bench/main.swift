@@ -10,11 +10,13 @@ import Publishing
 // stdout, so `make bench` can give ffmpeg exactly the pictures onair encodes (x264's work
 // depends on the picture, so a different test pattern would compare different jobs).
 //
-// onair-bench package SRC DST: reads a stream onair wrote (init.mp4 + the segments its
+// onair-bench package SRC DST [--repeat N]: reads a stream onair wrote (init.mp4 + the segments its
 // playlist lists), takes every coded sample out of it, and packages them again through
 // the same Segmenter and StreamWriter the live path uses (fMP4 fragments, playlists,
 // temp → fsync → rename). `make bench` times it against `ffmpeg -c copy -f hls` on the
-// same input, so only the packaging differs.
+// same input, so only the packaging differs. With --repeat, the samples go round N times
+// (times moved on by the stream's length each time): a long stream made in seconds, for
+// the export and fetch measurements.
 
 struct Track {
     var id: UInt32
@@ -49,9 +51,10 @@ if arguments.count == 6, arguments[1] == "frames",
     }
     exit(0)
 }
-guard arguments.count == 4, arguments[1] == "package" else {
-    fail("usage: onair-bench package SRC_STREAM_DIR DST_ROOT | onair-bench frames W H FPS SECONDS")
+guard arguments.count == 4 || (arguments.count == 6 && arguments[4] == "--repeat"), arguments[1] == "package" else {
+    fail("usage: onair-bench package SRC_STREAM_DIR DST_ROOT [--repeat N] | onair-bench frames W H FPS SECONDS")
 }
+let repeats = arguments.count == 6 ? max(1, Int(arguments[5]) ?? 1) : 1
 let source = arguments[2], destination = arguments[3]
 
 // Demux: every sample with its decode time and duration.
@@ -100,21 +103,34 @@ do {
                                 audio: audioInfo.map { AudioTrack(trackID: $0.trackID, sampleRate: $0.sampleRate, channels: $0.channelCount,
                                                                   config: $0.audioConfig, averageBitrate: 64_000) }))
 } catch { fail("\(error)") }
-var a = 0
+// Going round: every pass moved on by the stream's length, made as it is packaged, so a long stream needs no more memory than the source.
+let span = (video.samples.last.map { $0.dts + $0.duration } ?? 0) - first.dts
+// Each track goes round by its own length, so both stay continuous (the sound drifts
+// from the picture by under a frame a round: nothing a throughput figure notices).
+let audioSpan = audio.map { track in (track.samples.last.map { $0.dts + $0.duration } ?? 0) - (track.samples.first?.dts ?? 0) } ?? 0
+func later(_ sample: EncodedSample, _ ticks: Int64) -> EncodedSample {
+    var copy = sample
+    copy.dts += ticks
+    copy.pts += ticks
+    return copy
+}
 do {
-    for sample in video.samples {
-        while let track = audio, a < track.samples.count,
-              track.samples[a].dts * video.timescale <= sample.dts * track.timescale {
-            for report in segmenter.appendAudio(track.samples[a]) { try writer.append(report) }
+    for round in 0..<Int64(repeats) {
+        var a = 0
+        for sample in video.samples {
+            while let track = audio, a < track.samples.count,
+                  track.samples[a].dts * video.timescale <= sample.dts * track.timescale {
+                for report in segmenter.appendAudio(later(track.samples[a], round * audioSpan)) { try writer.append(report) }
+                a += 1
+            }
+            for report in segmenter.appendVideo(later(sample, round * span)) { try writer.append(report) }
+        }
+        while let track = audio, a < track.samples.count {
+            for report in segmenter.appendAudio(later(track.samples[a], round * audioSpan)) { try writer.append(report) }
             a += 1
         }
-        for report in segmenter.appendVideo(sample) { try writer.append(report) }
-    }
-    while let track = audio, a < track.samples.count {
-        for report in segmenter.appendAudio(track.samples[a]) { try writer.append(report) }
-        a += 1
     }
     for report in segmenter.finish() { try writer.append(report) }
     try writer.finish()
 } catch { fail("\(error)") }
-print("{\"video_samples\":\(video.samples.count),\"audio_samples\":\(audio?.samples.count ?? 0),\"segments\":\(writer.segmentCount),\"bytes\":\(writer.totalBytes)}")
+print("{\"video_samples\":\(video.samples.count * repeats),\"audio_samples\":\((audio?.samples.count ?? 0) * repeats),\"segments\":\(writer.segmentCount),\"bytes\":\(writer.totalBytes)}")
