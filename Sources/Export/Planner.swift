@@ -90,13 +90,28 @@ struct Planner {
                 throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moofOffset))
             }
             writers[index].addChunk(offset: payload + start - media.lowerBound, samples: traf.samples.count)
-            var decode = Int64(traf.baseDecodeTime)
-            if first[index] == nil { first[index] = (decode, traf.samples[0].compositionOffset) }
-            for sample in traf.samples {
-                hold(index, MovieTrack.Sample(duration: sample.duration, size: sample.size, compositionOffset: sample.compositionOffset,
-                                              isSync: sample.isSync), at: decode)
-                decode += Int64(sample.duration)
-            }
+            addSamples(index, from: Int64(traf.baseDecodeTime), traf.samples.map {
+                MovieTrack.Sample(duration: $0.duration, size: $0.size, compositionOffset: $0.compositionOffset, isSync: $0.isSync)
+            })
+        }
+    }
+
+    /// A run of samples stored back to back at `offset` in `path` (a chunk of a
+    /// progressive file), the first decoded at `decode`: one chunk of the export.
+    mutating func addChunk(track index: Int, decode: Int64, _ samples: [MovieTrack.Sample], path: String, offset: Int64) {
+        let length = samples.reduce(Int64(0)) { $0 + Int64($1.size) }
+        writers[index].addChunk(offset: payload, samples: samples.count)
+        addSamples(index, from: decode, samples)
+        pieces.append(.init(.path(path), offset: offset, length: length))
+        payload += length
+    }
+
+    private mutating func addSamples(_ index: Int, from start: Int64, _ samples: [MovieTrack.Sample]) {
+        var decode = start
+        if first[index] == nil { first[index] = (decode, samples[0].compositionOffset) }
+        for sample in samples {
+            hold(index, sample, at: decode)
+            decode += Int64(sample.duration)
         }
     }
 

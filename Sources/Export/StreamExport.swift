@@ -17,7 +17,10 @@ public struct ExportError: Error, CustomStringConvertible, Equatable {
 /// the stream has program date-times, or `last=<s>`: the end of it): which stream, and
 /// which part of it.
 public struct ExportRequest: Sendable, Equatable {
+    /// A stream's id; empty when `recording` is asked for.
     public var stream: String
+    /// A finished recording's id (`recording=`), instead of a stream.
+    public var recording: String?
     /// Seconds of media from the stream's start; nil: from the start, to the end.
     public var start: Double?
     public var end: Double?
@@ -36,9 +39,19 @@ public struct ExportRequest: Sendable, Equatable {
         self.to = to
     }
 
+    /// A finished recording, or part of it.
+    public static func recording(_ id: String, start: Double? = nil, end: Double? = nil, last: Double? = nil) -> ExportRequest {
+        var request = ExportRequest(stream: "", start: start, end: end, last: last)
+        request.recording = id
+        return request
+    }
+
     /// From a URL's query arguments; a value that is not a number or a date is a 400.
     public init(arguments: (String) -> String?) throws {
-        guard let stream = arguments("stream"), !stream.isEmpty else { throw ExportError(400, "stream= is required (a stream id from /api/streams)") }
+        let recording = arguments("recording").flatMap { $0.isEmpty ? nil : $0 }
+        guard let stream = arguments("stream").flatMap({ $0.isEmpty ? nil : $0 }) ?? recording.map({ _ in "" }) else {
+            throw ExportError(400, "stream= or recording= is required (an id from /api/streams or /api/recordings)")
+        }
         func seconds(_ name: String) throws -> Double? {
             guard let text = arguments(name) else { return nil }
             guard let value = Double(text), value.isFinite, value >= 0 else {
@@ -53,6 +66,7 @@ public struct ExportRequest: Sendable, Equatable {
         }
         try self.init(stream: stream, start: seconds("start"), end: seconds("end"), from: date("from"), to: date("to"),
                       last: seconds("last"))
+        self.recording = recording
     }
 }
 
@@ -74,6 +88,10 @@ public enum StreamExport {
     }
 
     public static func make(root: String, _ request: ExportRequest) throws -> Result {
+        if let recording = request.recording {
+            guard request.from == nil && request.to == nil else { throw ExportError(400, "a recording is cut by start=, end= or last= (seconds)") }
+            return try RecordingExport.make(root: root, id: recording, start: request.start, end: request.end, last: request.last)
+        }
         let id = request.stream
         guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
         let directory = "\(root)/streams/\(id)"

@@ -31,7 +31,8 @@ public struct Recordings: Sendable {
 
         public var json: JSON {
             .fields(["id": id, "file": file, "bytes": bytes, "seconds": seconds, "frames": frames,
-                     "priority": priority.rawValue, "recording": recording, "start": startMs.map(UTCDate.iso8601(milliseconds:))])
+                     "priority": priority.rawValue, "recording": recording, "start": startMs.map(UTCDate.iso8601(milliseconds:)),
+                     "export": recording ? nil : "/api/export?recording=\(id)"])
         }
 
         /// An entry as `json` wrote it; nil when a field is missing or of the wrong kind.

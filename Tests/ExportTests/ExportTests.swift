@@ -64,6 +64,28 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(movie.errors, "")
     }
 
+    func testARecordingWholeIsItselfAndAPartIsCutAtItsIDRs() throws {
+        let (root, id) = try storedStream(recording: true)
+        let file = root + "/recordings/\(id).mp4"
+        let whole = try StreamExport.make(root: root, .recording(id))
+        XCTAssertEqual(whole.name, "\(id).mp4")
+        XCTAssertEqual(try whole.file.readAll(), try Array(Data(contentsOf: URL(fileURLWithPath: file))), "the file as it is")
+        let part = try StreamExport.make(root: root, .recording(id, start: 3.1, end: 7.2))
+        XCTAssertEqual(part.name, "\(id)_2-8s.mp4", "from the IDR at 2 s to the end of the GOP holding 7.2 s")
+        let path = root + "/recording-part.mp4"
+        try Data(try part.file.readAll()).write(to: URL(fileURLWithPath: path))
+        let movie = try Probe(path)
+        XCTAssertEqual(movie.indices, (60..<240).map { UInt32($0) })
+        XCTAssertEqual(movie.videoStart, 0, accuracy: 0.001)
+        XCTAssertEqual(movie.audioStart, 0, accuracy: 1.0 / Double(ExportTests.fps), "the sound starts with the pictures")
+        XCTAssertEqual(movie.audioSeconds, 6, accuracy: 0.05)
+        XCTAssertEqual(movie.errors, "")
+        let last = try StreamExport.make(root: root, .recording(id, last: 1))
+        XCTAssertEqual(last.name, "\(id)_10-12s.mp4")
+        XCTAssertThrowsError(try StreamExport.make(root: root, .recording("nope"))) { XCTAssertEqual(($0 as? ExportError)?.status, 404) }
+        XCTAssertThrowsError(try StreamExport.make(root: root, .recording(id, start: 20))) { XCTAssertEqual(($0 as? ExportError)?.status, 400) }
+    }
+
     func testBadRequestsAreOneLineEach() throws {
         let (root, id) = try storedStream()
         func refusal(_ request: ExportRequest) -> ExportError? {
@@ -120,7 +142,7 @@ final class ExportTests: XCTestCase {
 extension XCTestCase {
     /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
     /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked.
-    func storedStream(gapFrames: Int64 = 0) throws -> (root: String, id: String) {
+    func storedStream(gapFrames: Int64 = 0, recording: Bool = false) throws -> (root: String, id: String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         let video = VideoEncoderSettings(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps, bitrate: 1_000_000,
@@ -136,20 +158,29 @@ extension XCTestCase {
             return f
         }
         let id = "20261202T164233Z-0e0e"
-        let stream = try LiveStream(start: StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000)),
-                                    firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
+        let start = StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
+        let stream = try LiveStream(start: start, firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
                                     audio: try AACEncoder(settings: AudioEncoderSettings()), log: Log.silent(), observer: { _ in })
+        // The local recording of the same frames: its own encoders, an IDR every 2 s.
+        let recorder = try recording ? RecordingStream(
+            start: start, firstFrame: frame(0), profile: RecordingProfile(output: profile.output, preallocateMegabytes: 0, priority: .normal),
+            video: try VideoEncoder(kind: .x264, settings: video), audio: try AACEncoder(settings: AudioEncoderSettings()),
+            log: Log.silent()) : nil
         var chunk: Int64 = 0
         let frames = Int64(12 * ExportTests.fps) - gapFrames
         for i in Int64(1)..<frames {
             try stream.encode(frame(i))
+            try recorder?.encode(frame(i))
             while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
-                try stream.encode(AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
-                                             captureTime: origin + chunk * 20_000_000))
+                let sound = AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
+                                       captureTime: origin + chunk * 20_000_000)
+                try stream.encode(sound)
+                try recorder?.encode(sound)
                 chunk += 1
             }
         }
         try stream.finish()
+        try recorder?.finish()
         return (root, id)
     }
 }
