@@ -85,6 +85,40 @@ final class FetchTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: options.out!)), try Data(contentsOf: URL(fileURLWithPath: whole.out!)))
     }
 
+    /// The real client against a real server that goes away after the third segment and
+    /// comes back on the same port: libcurl's own failure, then a resume.
+    func testAnOriginOutageEndsTheRunAndTheNextOneFinishesTheCopy() throws {
+        let (root, id) = try storedStream()
+        var server = try WebServer(listen: "127.0.0.1:0", root: root)
+        let port = server.port
+        final class Outage: Getter {
+            let curl = CurlGetter()
+            var segments = 0
+            var down: () -> Void = {}
+            func get(_ url: String) throws -> [UInt8] {
+                if url.hasSuffix(".m4s") { segments += 1 }
+                if segments == 4 { down() }
+                return try curl.get(url)
+            }
+        }
+        let http = Outage()
+        http.down = { server.stop() }
+        var options = FetchOptions(url: "http://127.0.0.1:\(port)/streams/\(id)/index.m3u8")
+        options.out = root + "/copy.mp4"
+        XCTAssertThrowsError(try fetcher(options, http).run()) { error in
+            XCTAssertTrue("\(error)".contains("seg/000004.m4s"), "\(error)")
+            XCTAssertTrue("\(error)".contains("after 4 attempts"), "\(error)")
+        }
+        server = try WebServer(listen: "127.0.0.1:\(port)", root: root)
+        defer { server.stop() }
+        http.down = {}
+        let result = try fetcher(options, http).run()
+        XCTAssertEqual(result.resumed, 3)
+        XCTAssertEqual(result.fetched, 3)
+        XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: options.out!))),
+                       try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll())
+    }
+
     func testABadSegmentIsFetchedAgainAndOneThatStaysBadIsNamed() throws {
         let (root, id) = try storedStream()
         var options = FetchOptions(url: "http://device/streams/\(id)/index.m3u8")
