@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import XCTest
 @testable import Export
 @testable import Fetch
@@ -117,6 +120,34 @@ final class FetchTests: XCTestCase {
         XCTAssertEqual(result.fetched, 3)
         XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: options.out!))),
                        try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll())
+    }
+
+    /// A card that fills up while the movie is assembled: one line, no file under the
+    /// copy's name, and the fetched segments kept for the run after space is freed.
+    func testAFullDiskLeavesNothingThatLooksComplete() throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a tmpfs needs root (CI runs as root)") }
+        let (root, id) = try storedStream()
+        let mount = root + "/small"
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            try process.run()
+            process.waitUntilExit()
+        }
+        let segments = (FileSystem.filesBelow(root + "/streams/\(id)/seg")).reduce(Int64(0)) { $0 + (FileSystem.size(root + "/streams/\(id)/seg/" + $1) ?? 0) }
+        // Room for the segments, not for the movie beside them as well.
+        try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(segments * 3 / 2)", "tmpfs", mount])
+        defer { try? run("/bin/umount", [mount]) }
+        var options = FetchOptions(url: "http://device/streams/\(id)/index.m3u8")
+        options.out = mount + "/copy.mp4"
+        XCTAssertThrowsError(try fetcher(options, DirectoryGetter(root: root)).run()) {
+            XCTAssertTrue("\($0)".contains("No space left on device"), "\($0)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mount).filter { !$0.hasPrefix(".") }, [],
+                       "nothing under a name that looks like a copy")
+        XCTAssertEqual(FileSystem.names(in: mount + "/.copy.mp4.fetch/seg")?.filter { !$0.hasPrefix(".") }.count, 6, "the segments wait for the next run")
     }
 
     func testABadSegmentIsFetchedAgainAndOneThatStaysBadIsNamed() throws {
