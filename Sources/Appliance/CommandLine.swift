@@ -75,14 +75,9 @@ public enum CommandLineParser {
         var configFiles: [String] = []
         var overrides: [ConfigFile.Entry] = []
         var flags: [ConfigFile.Entry] = []
-        var i = 0
-        func value(_ flag: String) throws -> String {
-            i += 1
-            guard i < arguments.count else { throw ConfigError("\(flag): missing value") }
-            return arguments[i]
-        }
-        while i < arguments.count {
-            var argument = arguments[i]
+        var words = ArgumentCursor(arguments) { "\($0): missing value" }
+        func value(_ flag: String) throws -> String { try words.value(for: flag) }
+        while var argument = words.next() {
             var inline: String?
             if argument.hasPrefix("--"), let eq = argument.firstIndex(of: "=") {
                 inline = String(argument[argument.index(after: eq)...])
@@ -96,7 +91,6 @@ public enum CommandLineParser {
                 guard let key = runFlags[argument] else { throw ConfigError("unknown flag '\(argument)' (see 'onair run --help')") }
                 flags.append(.init(key: key, value: try inline ?? value(argument), origin: argument))
             }
-            i += 1
         }
         var settings = Settings()
         // Several files apply in order, later ones winning: a board's defaults, then the
@@ -150,74 +144,6 @@ public enum CommandLineParser {
 
     """
 
-    static func parseFetch(_ arguments: [String]) throws -> Invocation {
-        var url: String?
-        var options = FetchOptions(url: "")
-        var list = false
-        var i = 0
-        func value(_ flag: String) throws -> String {
-            i += 1
-            guard i < arguments.count else { throw ConfigError("fetch: \(flag) needs a value") }
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let argument = arguments[i]
-            switch argument {
-            case "--out": options.out = try value(argument)
-            case "--dir": options.dataDirectory = try value(argument)
-            case "--list": list = true
-            case "--follow": options.follow = true
-            case "--max-bitrate":
-                do { options.maxBitrate = try ConfigFile.bitrate(try value(argument)) } catch let error as ConfigError {
-                    throw ConfigError("fetch: --max-bitrate: \(error)")
-                }
-            case "--max-size":
-                let text = try value(argument)
-                let parts = text.split(separator: "x").compactMap { Int($0) }
-                guard parts.count == 2, parts.allSatisfy({ (1...16384).contains($0) }) else {
-                    throw ConfigError("fetch: --max-size: expected WIDTHxHEIGHT such as 1280x720, got \(quoted(text))")
-                }
-                options.maxSize = PictureSize(width: parts[0], height: parts[1])
-            case "--format":
-                let text = try value(argument)
-                guard let format = FetchOptions.Format(rawValue: text) else { throw ConfigError("fetch: --format: expected mp4 or hls, got \(quoted(text))") }
-                options.format = format
-            case "--keep-days":
-                let text = try value(argument)
-                guard let days = Int(text), (1...36_500).contains(days) else { throw ConfigError("fetch: --keep-days: expected 1…36500, got \(quoted(text))") }
-                options.keepDays = days
-            case "--priority":
-                let text = try value(argument)
-                guard ["normal", "keep"].contains(text) else { throw ConfigError("fetch: --priority: expected normal or keep, got \(quoted(text))") }
-                options.priority = text
-            default:
-                guard !argument.hasPrefix("-"), url == nil else { throw ConfigError("fetch: unexpected '\(argument)' (see 'onair fetch --help')") }
-                url = argument
-            }
-            i += 1
-        }
-        if list { return .fetchList(dataDirectory: options.dataDirectory) }
-        guard let url else { throw ConfigError("fetch: expected the URL of an HLS playlist (see 'onair fetch --help')") }
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw ConfigError("fetch: \(quoted(url)) is not an http(s) URL") }
-        options.url = url
-        return .fetch(options)
-    }
-
-    public static let fetchUsage = """
-    Usage: onair fetch URL [--out PATH] [--max-bitrate BITS] [--max-size WxH] [--follow]
-                           [--format mp4|hls] [--keep-days N] [--priority normal|keep] [--dir DIR]
-           onair fetch --list [--dir DIR]
-
-    Copies an fMP4 HLS stream (a multivariant or media playlist over http(s)) for offline
-    use: the variant with the highest bit rate not above --max-bitrate and no larger than
-    --max-size; every segment checked as it arrives; progress in media time. Killed or cut
-    off, the same command continues where it was. --follow keeps fetching a live stream
-    until its ENDLIST. --format mp4 (default) writes one progressive MP4 (moov first);
-    hls a playable local HLS copy. Without --out, copies go to DIR/offline/ (DIR: the
-    data directory, default ./var), where --list shows them.
-
-    """
-
     public static let timeConfigUsage = """
     Usage: onair time-config [--config FILE]... [--write PATH]
 
@@ -235,4 +161,27 @@ public enum CommandLineParser {
     against the rules in HLS_RULES.md; prints one line per finding and exits 1 on errors.
 
     """
+}
+
+/// The words of a command line, one at a time, and the value a flag takes from the next.
+struct ArgumentCursor {
+    private let words: [String]
+    private var index = -1
+    /// The message for a flag given without its value.
+    private let missing: (String) -> String
+
+    init(_ words: [String], missing: @escaping (String) -> String) {
+        self.words = words
+        self.missing = missing
+    }
+
+    mutating func next() -> String? {
+        index += 1
+        return index < words.count ? words[index] : nil
+    }
+
+    mutating func value(for flag: String) throws -> String {
+        guard let value = next() else { throw ConfigError(missing(flag)) }
+        return value
+    }
 }
