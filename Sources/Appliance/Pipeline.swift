@@ -1,6 +1,7 @@
 import Devices
 import Export
 import Fetch
+import Files
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -130,6 +131,10 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             }
         }
         recordings.recoverAll(priority: settings.record.priority, log: log)
+        // An export's scratch files are unlinked as soon as they are made; one a crash
+        // caught in between has no reader, and goes.
+        let scratch = settings.dataDirectory + "/.export"
+        for name in FileSystem.names(in: scratch) ?? [] where name.hasPrefix(".scratch-") { try? FileSystem.remove(scratch + "/" + name) }
     }
 
     /// `record.keep_days` and offline copies' `--keep-days`, at the start and every ten minutes, on a clock that is

@@ -10,10 +10,14 @@ final class FetchCommandTests: XCTestCase {
         XCTAssertEqual(try Child(onairBinary(), ["run", "--source", "synthetic", "--pace", "fast", "--duration", "30", "--out", out + "/device",
                                                  "--listen", "off", "--set", "video.quality=low", "--set", "hls.segment_seconds=0.5"]).wait().status, 0)
         let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/device/streams").first)
+        // A scratch file an export left when a crash came between making and unlinking it.
+        try FileManager.default.createDirectory(atPath: out + "/device/.export", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: out + "/device/.export/.scratch-AbC123", contents: Data([0]))
         let device = try Child(onairBinary(), ["run", "--out", out + "/device", "--listen", "127.0.0.1:0", "--start", "button",
                                                "--set", "record.enabled=off"])
         defer { device.signal(SIGTERM); _ = device.wait() }
         let listening = try XCTUnwrap(device.waitForLog("event=server.listening"), device.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/device/.export/.scratch-AbC123"), "gone at the start")
         let base = try XCTUnwrap(logValue(listening, "url"))  // http://127.0.0.1:<port>/
         let url = base + (base.hasSuffix("/") ? "" : "/") + "streams/\(id)/index.m3u8"
 
