@@ -33,8 +33,8 @@ def long_playlist(stream, count, path):
     (a new timeline domain, so the repeats are legal), dates advancing with EXTINF."""
     lines = open(os.path.join(stream, "playlist.m3u8")).read().splitlines()
     head = [l for l in lines if l.startswith("#EXT") and not l.startswith(("#EXTINF", "#EXT-X-PROGRAM-DATE-TIME", "#EXT-X-ENDLIST"))]
-    entries = [(lines[i + 1], lines[i + 2]) for i, l in enumerate(lines) if l.startswith("#EXT-X-PROGRAM-DATE-TIME")]
-    entries = [e for e in entries if e[0].startswith("#EXTINF") and "2.000" in e[0]]
+    # By EXTINF, not by PROGRAM-DATE-TIME: a stream made on an unsynchronised clock has none.
+    entries = [(l, lines[i + 1]) for i, l in enumerate(lines) if l.startswith("#EXTINF") and "2.000" in l]
     out = head[:]
     start = 1_796_000_000.0
     for n in range(count):
