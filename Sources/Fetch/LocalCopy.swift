@@ -116,9 +116,5 @@ struct LocalCopy {
         }
     }
 
-    func remove() throws {
-        for path in FileSystem.filesBelow(work) { unlink(work + "/" + path) }
-        rmdir(work + "/seg")
-        rmdir(work)
-    }
+    func remove() throws { try FileSystem.remove(work) }
 }

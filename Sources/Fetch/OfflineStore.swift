@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Files
 import Media
 import Threading
@@ -61,12 +58,7 @@ public enum OfflineStore {
 
     /// Removes a copy (a file, or a folder for `--format hls`) and its description.
     public static func remove(_ entry: Entry) throws {
-        if FileSystem.isDirectory(entry.path) {
-            for file in FileSystem.filesBelow(entry.path).sorted(by: >) { try FileSystem.remove(entry.path + "/" + file) }
-            for folder in ["seg", ""] { rmdir(folder.isEmpty ? entry.path : entry.path + "/" + folder) }
-        } else {
-            try FileSystem.remove(entry.path)
-        }
+        try FileSystem.remove(entry.path)  // rm -r: a movie, or a copy's folder
         try? FileSystem.remove(metadataPath(entry.path))
     }
 
