@@ -59,12 +59,12 @@ struct Planner {
         var offset: Int64 = 0
         var moof: (offset: Int64, bytes: [UInt8])?
         while offset < size {
-            var r = ByteReader(try Self.read(fd, path, at: offset, count: Int(min(16, size - offset))))
+            var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, size - offset)), path: path))
             let box = try BoxHeader.read(&r, available: size - offset, topLevel: true)
             switch box.type {
             case "moof":
                 guard box.size <= FragmentedFile.maximumHeaderBox else { throw MP4Error.badBox("moof of \(box.size) bytes", at: Int(offset)) }
-                moof = (offset, try Self.read(fd, path, at: offset, count: Int(box.size)))
+                moof = (offset, try FileSystem.read(fd, at: offset, count: Int(box.size), path: path))
             case "mdat":
                 guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
                 moof = nil
@@ -156,7 +156,7 @@ struct Planner {
             while copied < length {
                 let count = Int(min(1 << 16, length - copied))  // a multiple of 8: whole co64 entries
                 var bytes = try files[id].read(at: copied, count: count)
-                if id % kinds == co64 { bytes = Self.moved(bytes, by: mdatPayload) }
+                if id % kinds == co64 { bytes = MemorySink.chunkOffsets(bytes, movedBy: mdatPayload) }
                 try header.write(bytes)
                 copied += Int64(count)
             }
@@ -164,25 +164,5 @@ struct Planner {
         try header.write(ProgressiveMovie.mdatHeader(payloadSize: payload))
         let length = header.length
         return JoinedFile([.init(try header.handOver(), offset: 0, length: length)] + pieces)
-    }
-
-    /// Big-endian 64-bit offsets, each moved by `base`.
-    static func moved(_ bytes: [UInt8], by base: Int64) -> [UInt8] {
-        var w = ByteWriter(capacity: bytes.count)
-        var r = ByteReader(bytes)
-        while r.remaining >= 8, let value = try? r.u64() { w.u64(value &+ UInt64(base)) }
-        return w.bytes
-    }
-
-    static func read(_ fd: Int32, _ path: String, at offset: Int64, count: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + Int64(done))) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FileError(path: path, operation: "read", code: n < 0 ? errno : EIO) }
-            done += n
-        }
-        return bytes
     }
 }

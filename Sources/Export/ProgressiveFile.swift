@@ -50,7 +50,7 @@ struct ProgressiveFile {
     }
 
     private func header(at offset: Int64, available: Int64) throws -> BoxHeader {
-        var r = ByteReader(try Planner.read(fd, "recording", at: offset, count: Int(min(16, available))))
+        var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, available)), path: "recording"))
         return try BoxHeader.read(&r, available: available, topLevel: true)
     }
 
@@ -68,7 +68,7 @@ struct ProgressiveFile {
 
     private func bytes(_ payload: Int64, _ end: Int64) throws -> [UInt8] {
         guard end - payload <= 1 << 20 else { throw MP4Error.badBox("a header box of \(end - payload) bytes", at: Int(payload)) }
-        return try Planner.read(fd, "recording", at: payload, count: Int(end - payload))
+        return try FileSystem.read(fd, at: payload, count: Int(end - payload), path: "recording")
     }
 
     private mutating func readMoov(_ start: Int64, end: Int64) throws {
@@ -124,13 +124,13 @@ struct ProgressiveFile {
                     try r.skip(8)
                     handler = try r.fourCC()
                 case "stsd":
-                    stsd = try Planner.read(fd, "recording", at: box.payload - 8, count: Int(box.end - box.payload + 8))
+                    stsd = try FileSystem.read(fd, at: box.payload - 8, count: Int(box.end - box.payload + 8), path: "recording")
                 case "stts", "ctts", "stss", "stsc", "stco", "co64":
-                    var r = ByteReader(try Planner.read(fd, "recording", at: box.payload, count: 8))
+                    var r = ByteReader(try FileSystem.read(fd, at: box.payload, count: 8, path: "recording"))
                     try r.skip(4)
                     track.tables[box.type] = (box.payload + 8, Int(try r.u32()))
                 case "stsz":
-                    var r = ByteReader(try Planner.read(fd, "recording", at: box.payload, count: 12))
+                    var r = ByteReader(try FileSystem.read(fd, at: box.payload, count: 12, path: "recording"))
                     try r.skip(4)
                     track.fixedSize = try r.u32()
                     track.tables["stsz"] = (box.payload + 12, Int(try r.u32()))

@@ -62,7 +62,7 @@ struct TableCursor {
         guard index < count else { return nil }
         if index - bufferFirst >= buffer.count / entrySize {
             let entries = min(count - index, max(1, 65_536 / entrySize))
-            buffer = try Planner.read(fd, "recording", at: start + Int64(index * entrySize), count: entries * entrySize)
+            buffer = try FileSystem.read(fd, at: start + Int64(index * entrySize), count: entries * entrySize, path: "recording")
             bufferFirst = index
         }
         var r = ByteReader(buffer, range: ((index - bufferFirst) * entrySize)..<((index - bufferFirst + 1) * entrySize))

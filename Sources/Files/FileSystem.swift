@@ -89,6 +89,25 @@ public enum FileSystem {
         return found
     }
 
+    /// Exactly `count` bytes at `offset` of an open file into `buffer` (pread(2), EINTR
+    /// retried); a file shorter than that is an EIO naming `path`.
+    public static func read(_ fd: Int32, at offset: Int64, into buffer: UnsafeMutableRawPointer, count: Int, path: String) throws {
+        var done = 0
+        while done < count {
+            let n = pread(fd, buffer + done, count - done, off_t(offset + Int64(done)))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FileError(path: path, operation: "read", code: n < 0 ? errno : EIO) }
+            done += n
+        }
+    }
+
+    /// The same, as bytes.
+    public static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        try bytes.withUnsafeMutableBytes { try read(fd, at: offset, into: $0.baseAddress!, count: count, path: path) }
+        return bytes
+    }
+
     /// rm -r: the file, or the directory and everything below it (links are removed, not
     /// followed). Nothing there is not an error.
     public static func remove(_ path: String) throws {

@@ -61,15 +61,8 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
         let piece = pieces[low]
         let within = offset - starts[low]
         let want = Int(min(Int64(count), piece.length - within))
-        let fd = try descriptor(piece.source)
-        var done = 0
-        while done < want {
-            let n = pread(fd, buffer + done, want - done, off_t(piece.offset + within + Int64(done)))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FileError(path: name(piece.source), operation: "read", code: n < 0 ? errno : EIO) }
-            done += n
-        }
-        return done
+        try FileSystem.read(try descriptor(piece.source), at: piece.offset + within, into: buffer, count: want, path: name(piece.source))
+        return want
     }
 
     /// Every byte, for tests and small files.
@@ -150,15 +143,7 @@ public final class ScratchFile {
 
     /// `count` bytes at `offset` (after `flush`).
     public func read(at offset: Int64, count: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + Int64(done))) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FileError(path: "(scratch file)", operation: "read", code: n < 0 ? errno : EIO) }
-            done += n
-        }
-        return bytes
+        try FileSystem.read(fd, at: offset, count: count, path: "(scratch file)")
     }
 
     /// The descriptor, flushed, for a `JoinedFile` to own from now on.

@@ -39,11 +39,16 @@ public struct MemorySink: TableSink {
     public init() {}
     public mutating func write(_ more: [UInt8]) { bytes += more }
     public func entries(co64Base: Int64?) -> MovieBox.Entries {
-        guard let base = co64Base else { return .bytes(bytes) }
-        var w = ByteWriter(capacity: bytes.count)
-        var r = ByteReader(bytes)
+        .bytes(co64Base.map { Self.chunkOffsets(bytes, movedBy: $0) } ?? bytes)
+    }
+
+    /// co64 entries (big-endian 64-bit chunk offsets), each moved by `base`: they are
+    /// written relative to the mdat payload, whose place is known only at the end.
+    public static func chunkOffsets(_ entries: [UInt8], movedBy base: Int64) -> [UInt8] {
+        var w = ByteWriter(capacity: entries.count)
+        var r = ByteReader(entries)
         while r.remaining >= 8, let value = try? r.u64() { w.u64(value &+ UInt64(base)) }
-        return .bytes(w.bytes)
+        return w.bytes
     }
 }
 
