@@ -144,7 +144,7 @@ public final class Fetcher {
     }
 
     func parsePlaylist(_ url: String) throws -> ParsedPlaylist {
-        let bytes = try withRetries(url) { try http.get(url) }
+        let bytes = try withRetries { try http.get(url) }
         guard bytes.starts(with: Array("#EXTM3U".utf8)) || bytes.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) else {
             throw FetchError("\(url): not an HLS playlist (no #EXTM3U)")
         }
@@ -161,33 +161,28 @@ public final class Fetcher {
 
     /// A segment that parses and continues the one before it (onair's HLS rules: every
     /// track's tfdt where the previous segment ended, unless EXT-X-DISCONTINUITY says
-    /// otherwise); fetched again when it does not, up to `attempts` times.
+    /// otherwise); fetched again when it does not, as a failed request is.
     func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Ends) {
-        var problem = ""
-        for attempt in 0..<Self.attempts {
-            if attempt > 0 { pause(attempt - 1) }
-            let bytes: [UInt8]
-            do { bytes = try http.get(url) } catch let error as FetchError where error.status.map({ $0 >= 500 || $0 == 408 || $0 == 429 }) ?? true {
-                problem = error.description
-                continue
-            }
+        try withRetries {
+            let bytes = try http.get(url)
             switch copy.check(bytes, discontinuity: discontinuity) {
             case .success(let ends): return (bytes, ends)
-            case .failure(let why): problem = "\(url): \(why)"
+            case .failure(let why): throw FetchError("\(url): \(why)")
             }
         }
-        throw FetchError("\(problem) (after \(Self.attempts) attempts)")
     }
 
-    func withRetries<T>(_ what: String, _ body: () throws -> T) throws -> T {
-        var last: Error = FetchError(what)
+    /// `body`, tried up to `attempts` times while it fails in a way that may pass (no
+    /// answer, a 5xx, 408, 429, a segment that did not check); the last failure, said so.
+    func withRetries<T>(_ body: () throws -> T) throws -> T {
+        var last = FetchError("")
         for attempt in 0..<Self.attempts {
             if attempt > 0 { pause(attempt - 1) }
-            do { return try body() } catch let error as FetchError where error.status.map({ $0 >= 500 || $0 == 408 || $0 == 429 }) ?? true {
+            do { return try body() } catch let error as FetchError where error.mayPass {
                 last = error
             }
         }
-        throw last
+        throw FetchError("\(last) (after \(Self.attempts) attempts)", status: last.status)
     }
 
     private func pause(_ index: Int) {

@@ -12,6 +12,10 @@ public struct FetchError: Error, CustomStringConvertible, Equatable {
         self.description = description
         self.status = status
     }
+
+    /// Whether trying again may help: no answer, a server error, a timeout or a rate
+    /// limit (RFC 9110 §15.6, 408, 429), or bytes that did not check; not a 404 or a 403.
+    var mayPass: Bool { status.map { $0 >= 500 || $0 == 408 || $0 == 429 } ?? true }
 }
 
 /// Where a fetch reads from: a URL's whole body. A protocol so tests can count requests
