@@ -72,7 +72,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         }
         startHistory()
         clockWatch.start(on: scheduler)
-        keepDays()
+        expireByAge()
         if let microphone {
             microphone.start(into: session.queue)
             log(.audioSelected, ("device", audioDevice.description), ("rate", microphone.sampleRate),
@@ -137,10 +137,10 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         for name in FileSystem.names(in: scratch) ?? [] where name.hasPrefix(".scratch-") { try? FileSystem.remove(scratch + "/" + name) }
     }
 
-    /// `record.keep_days` and offline copies' `--keep-days`, at the start and every ten minutes, on a clock that is
-    /// synchronised and settled (`ClockWatch.settled`): never on a guess, never just after
-    /// a step.
-    private func keepDays() {
+    /// `record.keep_days` and offline copies' `--keep-days`, at the start and every ten
+    /// minutes, on a clock that is synchronised and settled (`ClockWatch.settled`): never
+    /// on a guess, never just after a step.
+    private func expireByAge() {
         let days = settings.record.keepDays
         let (recordings, watch, log, root) = (self.recordings, self.clockWatch, self.log, settings.dataDirectory)
         let expire: @Sendable () -> Void = {
