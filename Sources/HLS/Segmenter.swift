@@ -33,6 +33,32 @@ public struct SegmentReport: Sendable {
     }
 }
 
+/// One partial segment (RFC 8216bis §4.4.4.9) of the segment in progress: its own
+/// `moof` + `mdat` of the very samples its parent segment will hold (HLS_RULES LL6), for
+/// the built-in server's low-latency playlist. Parts exist only in memory.
+public struct PartReport: Sendable {
+    /// The parent segment's media sequence number.
+    public var sequence: Int
+    /// The Part Index within the parent, from 0.
+    public var index: Int
+    public var bytes: [UInt8]
+    public var videoStart: Int64
+    public var videoDuration: Int64
+    public var videoTimescale: Int64
+    /// Starts with an IDR: `INDEPENDENT=YES` (HLS_RULES LL7).
+    public var independent: Bool
+    /// The last part of its parent: the parent segment follows it.
+    public var endsSegment: Bool
+    /// What the parent segment will carry: EXT-X-DISCONTINUITY and PROGRAM-DATE-TIME go
+    /// before its first part (HLS_RULES LL5).
+    public var parentDiscontinuity = false
+    public var parentProgramDateTimeMs: Int64?
+
+    /// DURATION, to the 10 µs (a frame at 30 fps is 0.03333 s; PART-TARGET is rounded up
+    /// to the same places, so no part reads longer than it).
+    public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale, places: 5) }
+}
+
 /// Cuts encoded samples into fMP4 media segments at the IDR frames the encoder forced on
 /// the segment grid. A cut waits until the audio encoder has delivered audio up to the
 /// cut, so every segment holds its audio (HLS_RULES S14); audio that starts before a
@@ -60,36 +86,66 @@ public struct Segmenter {
     /// HLS segments start with an IDR (RFC 8216bis §6.2.3 wants them independent); the
     /// fragments of a recording file may start at any frame.
     public let cutsOnlyAtSync: Bool
+    /// The longest a part may last (PART-TARGET, in video ticks); nil: no parts.
+    public let partTicks: Int64?
 
+    /// A run of video frames closed for writing: a part, or the whole segment when there
+    /// are no parts. A segment is the runs from one that `startsSegment` to one that
+    /// `endsSegment`.
+    private struct Run {
+        var samples: [EncodedSample]
+        var discontinuous: Bool
+        var endsSegment: Bool
+    }
+    /// The run in progress, and the decode time of its segment's first frame.
     private var current: [EncodedSample] = []
+    private var segmentStart: Int64?
     private var currentIsDiscontinuous = false
-    private var closed: [(samples: [EncodedSample], discontinuous: Bool)] = []
+    private var closed: [Run] = []
     private var audio: [EncodedSample] = []
     private var audioEnd: Int64?
     private var nextAudioDecodeTime: Int64?
+    /// The runs of the segment in progress already written as parts.
+    private var segment: (video: [EncodedSample], audio: [EncodedSample], audioBase: Int64?, discontinuous: Bool) = ([], [], nil, false)
+    private var partIndex = 0
+    private var madeParts: [PartReport] = []
     private var nextSequence = 1
     /// A cut whose audio is this many segments late is written without waiting further,
     /// so a silent microphone cannot hold the live stream back.
     private let maximumAudioWait = 2
 
-    public init(grid: SegmentGrid, tracks: Tracks, timeline: Timeline, nominalFrameDuration: Int64, cutsOnlyAtSync: Bool = true) {
+    public init(grid: SegmentGrid, tracks: Tracks, timeline: Timeline, nominalFrameDuration: Int64, cutsOnlyAtSync: Bool = true,
+                partTicks: Int64? = nil) {
         self.grid = grid
         self.cutsOnlyAtSync = cutsOnlyAtSync
         self.tracks = tracks
         self.timeline = timeline
         self.nominalFrameDuration = nominalFrameDuration
+        self.partTicks = partTicks
     }
 
-    public var pendingVideoSamples: Int { current.count + closed.reduce(0) { $0 + $1.samples.count } }
+    public var pendingVideoSamples: Int { current.count + closed.reduce(0) { $0 + $1.samples.count } + segment.video.count }
+
+    /// The parts made since the last call, in order. A part comes before its parent
+    /// segment's report, and may come before the report of the segment before it.
+    public mutating func takeParts() -> [PartReport] {
+        defer { madeParts = [] }
+        return madeParts
+    }
 
     public mutating func appendVideo(_ sample: EncodedSample) -> [SegmentReport] {
         if var last = current.popLast() {
             last.duration = max(1, sample.dts - last.dts)
             current.append(last)
-            if sample.isSync || !cutsOnlyAtSync, let first = current.first, grid.slot(sample.dts) > grid.slot(first.dts) {
-                closeCurrent()
+            if sample.isSync || !cutsOnlyAtSync, let start = segmentStart, grid.slot(sample.dts) > grid.slot(start) {
+                closeCurrent(endsSegment: true)
+            } else if let partTicks, let first = current.first, sample.dts + nominalFrameDuration - first.dts > partTicks {
+                // This frame would take the part past PART-TARGET (HLS_RULES LL4): the
+                // frames are on a constant-rate grid, so the next part starts here.
+                closeCurrent(endsSegment: false)
             }
         }
+        if segmentStart == nil { segmentStart = sample.dts }
         current.append(sample)
         return drain(final: false)
     }
@@ -101,10 +157,11 @@ public struct Segmenter {
         return drain(final: false)
     }
 
-    private mutating func closeCurrent() {
-        closed.append((current, currentIsDiscontinuous))
+    private mutating func closeCurrent(endsSegment: Bool) {
+        closed.append(Run(samples: current, discontinuous: currentIsDiscontinuous, endsSegment: endsSegment))
         current = []
         currentIsDiscontinuous = false
+        if endsSegment { segmentStart = nil }
     }
 
     /// Ends the segment in progress (its last frame gets the nominal duration): the
@@ -114,7 +171,7 @@ public struct Segmenter {
         if var last = current.popLast() {
             last.duration = nominalFrameDuration
             current.append(last)
-            closeCurrent()
+            closeCurrent(endsSegment: true)
         }
         currentIsDiscontinuous = true
         return drain(final: false)
@@ -126,7 +183,7 @@ public struct Segmenter {
         if var last = current.popLast() {
             last.duration = nominalFrameDuration
             current.append(last)
-            closeCurrent()
+            closeCurrent(endsSegment: true)
         }
         return drain(final: true)
     }
@@ -141,46 +198,71 @@ public struct Segmenter {
         a * tracks.videoTimescale < v * tracks.audioTimescale
     }
 
+    /// Writes the closed runs whose audio has arrived: each as a part (when there are
+    /// parts), and each segment once its last run is written. A run's audio is the sound
+    /// that starts before its video ends, so a segment holds exactly its parts' samples.
     private mutating func drain(final: Bool) -> [SegmentReport] {
         var reports: [SegmentReport] = []
-        while let (run, discontinuous) = closed.first {
-            let end = videoEnd(run)
-            let audioReady = tracks.audio == nil || final || closed.count > maximumAudioWait
+        while let run = closed.first {
+            let end = videoEnd(run.samples)
+            let audioReady = tracks.audio == nil || final || closed.count(where: \.endsSegment) > maximumAudioWait
                 || audioEnd.map { !audioIsBefore($0, video: end) } ?? false
             guard audioReady else { break }
             closed.removeFirst()
-            if discontinuous, let start = run.first?.dts {
+            let videoTimescale = tracks.videoTimescale, audioTimescale = tracks.audioTimescale
+            if run.discontinuous, let start = run.samples.first?.dts {
                 // Sound captured while the pictures were away ends before this segment.
-                let videoTimescale = tracks.videoTimescale, audioTimescale = tracks.audioTimescale
                 audio.removeAll { ($0.dts + $0.duration) * videoTimescale <= start * audioTimescale }
             }
-            let isLast = final && closed.isEmpty
             var take = audio.prefix { audioIsBefore($0.dts, video: end) }.count
-            if isLast {
-                let videoTimescale = tracks.videoTimescale, audioTimescale = tracks.audioTimescale
+            if final && closed.isEmpty {
                 audio.removeAll { $0.dts * videoTimescale >= end * audioTimescale }
                 take = audio.count
             }
-            let segmentAudio = Array(audio.prefix(take))
+            let runAudio = Array(audio.prefix(take))
             audio.removeFirst(take)
-            var report = makeReport(video: run, audio: segmentAudio)
-            report.discontinuity = discontinuous
+            if segment.video.isEmpty { segment = ([], [], nextAudioDecodeTime, run.discontinuous) }
+            if partTicks != nil { madeParts.append(makePart(video: run.samples, audio: runAudio, endsSegment: run.endsSegment)) }
+            if let last = runAudio.last { nextAudioDecodeTime = last.dts + last.duration }
+            segment.video += run.samples
+            segment.audio += runAudio
+            guard run.endsSegment else { continue }
+            var report = makeReport(video: segment.video, audio: segment.audio, audioBase: segment.audioBase)
+            report.discontinuity = segment.discontinuous
             reports.append(report)
+            segment = ([], [], nil, false)
+            partIndex = 0
         }
         return reports
     }
 
-    private mutating func makeReport(video: [EncodedSample], audio segmentAudio: [EncodedSample]) -> SegmentReport {
+    private func runs(video: [EncodedSample], audio runAudio: [EncodedSample], audioBase: Int64?) -> [TrackRun] {
         let start = video[0].dts
         var runs = [TrackRun(trackID: tracks.video, baseDecodeTime: start, samples: video)]
         if let audioID = tracks.audio {
-            let base = segmentAudio.first?.dts ?? nextAudioDecodeTime ?? rescale(start, from: tracks.videoTimescale, to: tracks.audioTimescale)
-            runs.append(TrackRun(trackID: audioID, baseDecodeTime: base, samples: segmentAudio))
-            if let last = segmentAudio.last { nextAudioDecodeTime = last.dts + last.duration }
+            let base = runAudio.first?.dts ?? audioBase ?? rescale(start, from: tracks.videoTimescale, to: tracks.audioTimescale)
+            runs.append(TrackRun(trackID: audioID, baseDecodeTime: base, samples: runAudio))
         }
+        return runs
+    }
+
+    /// A part's fragment carries its parent's sequence number: `mfhd` never goes back
+    /// whether a player reads parts or whole segments (HLS_RULES S2).
+    private mutating func makePart(video: [EncodedSample], audio runAudio: [EncodedSample], endsSegment: Bool) -> PartReport {
+        let bytes = MP4.Fragment.make(sequenceNumber: UInt32(nextSequence), runs: runs(video: video, audio: runAudio, audioBase: nextAudioDecodeTime))
+        defer { partIndex += 1 }
+        let parentStart = segment.video.first?.dts ?? video[0].dts
+        return PartReport(sequence: nextSequence, index: partIndex, bytes: bytes, videoStart: video[0].dts,
+                          videoDuration: videoEnd(video) - video[0].dts, videoTimescale: tracks.videoTimescale,
+                          independent: video[0].isSync, endsSegment: endsSegment, parentDiscontinuity: segment.discontinuous,
+                          parentProgramDateTimeMs: timeline.wallClockMs(ticks: parentStart, timescale: tracks.videoTimescale))
+    }
+
+    private mutating func makeReport(video: [EncodedSample], audio segmentAudio: [EncodedSample], audioBase: Int64?) -> SegmentReport {
+        let start = video[0].dts
         let sequence = nextSequence
         nextSequence += 1
-        let bytes = MP4.Fragment.make(sequenceNumber: UInt32(sequence), runs: runs)
+        let bytes = MP4.Fragment.make(sequenceNumber: UInt32(sequence), runs: runs(video: video, audio: segmentAudio, audioBase: audioBase))
         return SegmentReport(sequence: sequence, bytes: bytes, videoStart: start,
                              videoDuration: videoEnd(video) - start, videoTimescale: tracks.videoTimescale,
                              videoSamples: video.count, audioSamples: segmentAudio.count,

@@ -1,0 +1,174 @@
+import Media
+
+/// The numbers a low-latency stream keeps from its first part to its end (RFC 8216bis
+/// §4.4.3.7, §4.4.3.8; HLS_RULES LL2–LL4): PART-TARGET and what follows from it. They
+/// never change during a stream (AVPlayer rejects a playlist whose PART-HOLD-BACK moves).
+public struct PartTiming: Sendable, Equatable {
+    /// PART-TARGET in ticks of `timescale`: a whole number of frames at the stream's first
+    /// rate, never longer than a segment.
+    public let ticks: Int64
+    public let timescale: Int64
+    /// EXT-X-TARGETDURATION of the stream, seconds.
+    public let targetDuration: Int
+
+    public init(ticks: Int64, timescale: Int64 = Timescale.video, targetDuration: Int) {
+        precondition(ticks > 0 && timescale > 0 && targetDuration > 0)
+        self.ticks = ticks
+        self.timescale = timescale
+        self.targetDuration = targetDuration
+    }
+
+    /// `hls.part_seconds` as whole frames at `fps`: 333 ms at 30 fps is 10 frames.
+    public init(partMilliseconds: Int, fps: Int, segmentTicks: Int64, targetDuration: Int, timescale: Int64 = Timescale.video) {
+        let frames = max(1, (Int64(partMilliseconds) * Int64(fps) + 500) / 1000)
+        self.init(ticks: min(frames * timescale / Int64(fps), segmentTicks), timescale: timescale, targetDuration: targetDuration)
+    }
+
+    /// PART-TARGET as written: rounded up to the 10 µs part DURATIONs are written in
+    /// (`PartReport.durationSeconds` rounds to nearest), so no part reads longer than it.
+    public var partTarget: String { Self.secondsRoundedUp(ticks, timescale: timescale) }
+    /// PART-HOLD-BACK: three part targets (bis §4.4.3.8 SHOULD, Apple's MUST).
+    public var partHoldBack: String { Self.secondsRoundedUp(3 * ticks, timescale: timescale) }
+    /// CAN-SKIP-UNTIL: six target durations, the least the RFC allows (§4.4.3.8).
+    public var skipUntilSeconds: Int { 6 * targetDuration }
+    /// How far past the last part a blocking request may ask before it is refused: three
+    /// divided by PART-TARGET below a second, three otherwise (§6.2.5.2).
+    public var advancePartLimit: Int { ticks < timescale ? Int(3 * timescale / ticks) : 3 }
+
+    static func secondsRoundedUp(_ ticks: Int64, timescale: Int64) -> String {
+        let units = (ticks * 100_000 + timescale - 1) / timescale
+        var fraction = String(units % 100_000)
+        while fraction.count < 5 { fraction = "0" + fraction }
+        return "\(units / 100_000).\(fraction)"
+    }
+}
+
+/// What a playlist request asks of a live stream (RFC 8216bis §6.2.5): to be held until
+/// segment `msn` (and part `part` of it) exists, and to skip old segments.
+public struct DeliveryDirectives: Sendable, Equatable {
+    public var msn: Int?
+    public var part: Int?
+    public var skip = false
+
+    public init(msn: Int? = nil, part: Int? = nil, skip: Bool = false) {
+        self.msn = msn
+        self.part = part
+        self.skip = skip
+    }
+
+    /// From the request's `_HLS_msn`, `_HLS_part` and `_HLS_skip` arguments; why not, in
+    /// one line, for a Bad Request (§6.2.5.2: a part without a segment is one).
+    public static func parse(_ argument: (String) -> String?) -> Result<DeliveryDirectives, DirectiveError> {
+        func number(_ name: String) -> Result<Int?, DirectiveError> {
+            guard let text = argument(name) else { return .success(nil) }
+            // decimal-integer (§4.2): digits only, and within what a stream can reach.
+            guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text) else {
+                return .failure(DirectiveError(message: "\(name) must be a decimal integer, got \"\(text.prefix(40))\""))
+            }
+            return .success(value)
+        }
+        var directives = DeliveryDirectives()
+        switch (number("_HLS_msn"), number("_HLS_part")) {
+        case (.failure(let error), _), (_, .failure(let error)): return .failure(error)
+        case (.success(let msn), .success(let part)):
+            if part != nil && msn == nil { return .failure(DirectiveError(message: "_HLS_part needs _HLS_msn")) }
+            directives.msn = msn
+            directives.part = part
+        }
+        if let skip = argument("_HLS_skip") {
+            // v2 also skips date ranges; onair's playlists have none, so both mean the same.
+            guard skip == "YES" || skip == "v2" else {
+                return .failure(DirectiveError(message: "_HLS_skip must be YES or v2, got \"\(skip.prefix(40))\""))
+            }
+            directives.skip = true
+        }
+        return .success(directives)
+    }
+}
+
+public struct DirectiveError: Error, Sendable, Equatable {
+    public var message: String
+}
+
+/// A live media playlist with its parts (RFC 8216bis §4.4.4.9, HLS_RULES LL1–LL8, LL12):
+/// the segments as the file on disk lists them, EXT-X-PART for the segments of the last
+/// three target durations and the one in progress, and a PRELOAD-HINT for the next part.
+public struct LowLatencyPlaylist: Sendable {
+    public var playlist: MediaPlaylist
+    public var timing: PartTiming
+    /// The listed parts of complete segments, by media sequence number.
+    public var parts: [Int: [PartReport]]
+    /// The parts of the segment in progress (its media sequence number is the one after
+    /// the last listed segment), and the part that will come next.
+    public var partial: [PartReport]
+    public var next: (sequence: Int, index: Int)?
+    /// A delta update (§6.2.5.1): segments further than CAN-SKIP-UNTIL from the end are
+    /// replaced by EXT-X-SKIP.
+    public var skip = false
+
+    public init(playlist: MediaPlaylist, timing: PartTiming, parts: [Int: [PartReport]], partial: [PartReport],
+                next: (sequence: Int, index: Int)?, skip: Bool = false) {
+        self.playlist = playlist
+        self.timing = timing
+        self.parts = parts
+        self.partial = partial
+        self.next = next
+        self.skip = skip
+    }
+
+    /// `part/000012.3.m4s`: part 3 of segment 12.
+    public static func partURI(sequence: Int, index: Int) -> String {
+        let segment = MediaPlaylist.segmentURI(sequence)  // seg/000012.m4s
+        return "part/" + segment.dropFirst(4).dropLast(4) + ".\(index).m4s"
+    }
+
+    /// How many leading segments a delta update leaves out: those that end at least
+    /// CAN-SKIP-UNTIL before the end of the last segment.
+    func skippedSegments() -> Int {
+        let durations = playlist.entries.map { HLSValue.duration($0.duration) ?? 0 }
+        var after = durations.reduce(0, +)
+        var count = 0
+        for duration in durations {
+            after -= duration
+            guard after >= Double(timing.skipUntilSeconds) else { break }
+            count += 1
+        }
+        return count
+    }
+
+    public func render() -> String {
+        // VERSION 9: EXT-X-SKIP (§8); the same in full and delta playlists.
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:9", "#EXT-X-TARGETDURATION:\(playlist.targetDuration)",
+                     "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=\(timing.skipUntilSeconds).0,PART-HOLD-BACK=\(timing.partHoldBack)",
+                     "#EXT-X-PART-INF:PART-TARGET=\(timing.partTarget)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(playlist.mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
+                     "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(playlist.mapURI)\""]
+        let skipped = skip && !playlist.isEnded ? skippedSegments() : 0
+        if skip && !playlist.isEnded { lines.append("#EXT-X-SKIP:SKIPPED-SEGMENTS=\(skipped)") }
+        func partLines(_ parts: [PartReport]) {
+            for part in parts {
+                lines.append("#EXT-X-PART:DURATION=\(part.durationSeconds),URI=\"\(Self.partURI(sequence: part.sequence, index: part.index))\""
+                             + (part.independent ? ",INDEPENDENT=YES" : ""))
+            }
+        }
+        for (offset, entry) in playlist.entries.enumerated().dropFirst(skipped) {
+            // DISCONTINUITY and PROGRAM-DATE-TIME before the parent's first part (LL5).
+            if entry.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if let date = entry.programDateTimeMs { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: date))") }
+            partLines(parts[playlist.mediaSequence + offset] ?? [])
+            lines.append("#EXTINF:\(entry.duration),")
+            lines.append(entry.uri)
+        }
+        if let first = partial.first {
+            if first.parentDiscontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if let date = first.parentProgramDateTimeMs { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: date))") }
+            partLines(partial)
+        }
+        if playlist.isEnded {
+            lines.append("#EXT-X-ENDLIST")
+        } else if let next {
+            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(Self.partURI(sequence: next.sequence, index: next.index))\"")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

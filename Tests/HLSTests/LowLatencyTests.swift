@@ -1,0 +1,286 @@
+import XCTest
+@testable import HLS
+import Media
+import MP4
+import TestSupport
+
+/// Parts as the segmenter cuts them (HLS_RULES LL4, LL6, LL7): 30 fps, 2 s segments from
+/// 10 s (900000), audio 1024-sample AAC frames at 48 kHz.
+final class PartSegmenterTests: XCTestCase {
+    let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_000_000)
+    let grid = SegmentGrid(start: 900_000, segmentTicks: 180_000)
+
+    func makeSegmenter(partTicks: Int64 = 30_000) -> Segmenter {
+        Segmenter(grid: grid, tracks: .init(audio: 2), timeline: timeline, nominalFrameDuration: 3000, partTicks: partTicks)
+    }
+
+    /// Two and a half segments of frames with their audio, audio a little ahead of video
+    /// as a microphone is; returns every segment and part in the order they came.
+    func run(_ segmenter: inout Segmenter, frames: Int = 150) -> (segments: [SegmentReport], parts: [PartReport]) {
+        var segments: [SegmentReport] = [], parts: [PartReport] = []
+        var audioTicks: Int64 = 480_000 - 1024
+        for i in 0..<frames {
+            let ticks = 900_000 + Int64(i) * 3000
+            while audioTicks * 90_000 < (ticks + 3000) * 48_000 {
+                segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks, size: 10 + Int(audioTicks % 7)))
+                audioTicks += 1024
+            }
+            segments += segmenter.appendVideo(FakeSamples.video(dts: ticks, idr: i % 60 == 0, size: 30 + i % 11))
+            parts += segmenter.takeParts()
+        }
+        segments += segmenter.finish()
+        parts += segmenter.takeParts()
+        return (segments, parts)
+    }
+
+    func testPartsAreWholeFramesNoLongerThanTheTargetAndEndTheirSegment() {
+        var segmenter = makeSegmenter()
+        let (segments, parts) = run(&segmenter)
+        XCTAssertEqual(segments.map(\.sequence), [1, 2, 3])
+        XCTAssertEqual(parts.count, 6 + 6 + 3)
+        XCTAssertTrue(parts.allSatisfy { $0.videoDuration <= 30_000 }, "\(parts.map(\.videoDuration))")
+        XCTAssertEqual(parts.filter { $0.sequence == 1 }.map(\.index), [0, 1, 2, 3, 4, 5])
+        XCTAssertEqual(parts.filter { $0.sequence == 1 }.map(\.endsSegment), [false, false, false, false, false, true])
+        XCTAssertEqual(parts.map(\.independent), parts.map { $0.index == 0 }, "INDEPENDENT exactly where an IDR starts the part")
+        XCTAssertEqual(parts[0].durationSeconds, "0.33333")
+        XCTAssertEqual(parts[0].parentProgramDateTimeMs, 1_000_000)
+        XCTAssertEqual(parts.last?.sequence, 3)
+        XCTAssertEqual(parts.last?.endsSegment, true)
+    }
+
+    /// The parts of a segment are its samples, byte for byte, with the same timing: what
+    /// a player reads from parts is what one reading the segment gets (HLS_RULES LL6).
+    func testPartsTogetherAreTheirSegment() throws {
+        var segmenter = makeSegmenter()
+        let (segments, parts) = run(&segmenter)
+        for segment in segments {
+            let mine = parts.filter { $0.sequence == segment.sequence }
+            XCTAssertTrue(try mine.allSatisfy { try ParsedSegment(bytes: $0.bytes).fragments[0].sequenceNumber == UInt32(segment.sequence) })
+            XCTAssertNil(partsDiffer(parts: mine.map(\.bytes), segment: segment.bytes), "segment \(segment.sequence)")
+            // And the check can tell: a part short of one sample is not its segment.
+            XCTAssertNotNil(partsDiffer(parts: mine.dropLast().map(\.bytes), segment: segment.bytes))
+        }
+    }
+
+    func testWithoutPartsTheSegmentsAreTheSame() {
+        var plain = Segmenter(grid: grid, tracks: .init(audio: 2), timeline: timeline, nominalFrameDuration: 3000)
+        var parted = makeSegmenter()
+        let a = run(&plain), b = run(&parted)
+        XCTAssertTrue(a.parts.isEmpty)
+        XCTAssertEqual(a.segments.map(\.bytes), b.segments.map(\.bytes))
+    }
+
+    /// A part waits for its sound, as a segment does.
+    func testAPartWaitsForItsAudio() {
+        var segmenter = makeSegmenter()
+        var segments: [SegmentReport] = []
+        for i in 0...10 { segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i == 0)) }
+        XCTAssertTrue(segmenter.takeParts().isEmpty)
+        var audioTicks: Int64 = 480_000
+        while audioTicks + 1024 < 496_000 { segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks)); audioTicks += 1024 }
+        XCTAssertTrue(segmenter.takeParts().isEmpty, "the audio does not reach the part's end (930000 = 496000 at 48 kHz)")
+        segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks))
+        XCTAssertEqual(segmenter.takeParts().map(\.index), [0])
+        XCTAssertTrue(segments.isEmpty)
+    }
+
+    func testATrailingShortPartAfterADiscontinuityCarriesItsParent() {
+        var segmenter = Segmenter(grid: grid, tracks: .init(audio: nil), timeline: timeline, nominalFrameDuration: 3000, partTicks: 30_000)
+        var segments: [SegmentReport] = []
+        for i in 0..<15 { segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i == 0)) }
+        segments += segmenter.discontinuity()
+        XCTAssertEqual(segmenter.takeParts().map(\.videoDuration), [30_000, 15_000])
+        segments += segmenter.appendVideo(FakeSamples.video(dts: 990_000, idr: true))
+        segments += segmenter.appendVideo(FakeSamples.video(dts: 993_000, idr: false))
+        segments += segmenter.finish()
+        let parts = segmenter.takeParts()
+        XCTAssertEqual(segments.map(\.discontinuity), [false, true])
+        XCTAssertEqual(parts.map(\.parentDiscontinuity), [true])
+        XCTAssertEqual(parts.map(\.sequence), [2])
+    }
+}
+
+final class LowLatencyPlaylistTests: XCTestCase {
+    func testPartTargetIsWholeFramesRoundedUp() {
+        let thirty = PartTiming(partMilliseconds: 333, fps: 30, segmentTicks: 180_000, targetDuration: 2)
+        XCTAssertEqual(thirty.ticks, 30_000)
+        XCTAssertEqual(thirty.partTarget, "0.33334")
+        XCTAssertEqual(thirty.partHoldBack, "1.00000")
+        XCTAssertEqual(thirty.advancePartLimit, 9)
+        XCTAssertEqual(thirty.skipUntilSeconds, 12)
+        let twentyFive = PartTiming(partMilliseconds: 333, fps: 25, segmentTicks: 180_000, targetDuration: 2)
+        XCTAssertEqual(twentyFive.ticks, 28_800, "8 frames")
+        XCTAssertEqual(twentyFive.partTarget, "0.32000")
+        XCTAssertEqual(PartTiming(partMilliseconds: 2000, fps: 30, segmentTicks: 90_000, targetDuration: 1).ticks, 90_000,
+                       "never longer than a segment")
+        XCTAssertEqual(PartTiming(partMilliseconds: 1000, fps: 30, segmentTicks: 180_000, targetDuration: 2).advancePartLimit, 3)
+    }
+
+    func testDirectives() {
+        func parse(_ arguments: [String: String]) -> Result<DeliveryDirectives, DirectiveError> {
+            DeliveryDirectives.parse { arguments[$0] }
+        }
+        XCTAssertEqual(try parse([:]).get(), DeliveryDirectives())
+        XCTAssertEqual(try parse(["_HLS_msn": "12", "_HLS_part": "3", "_HLS_skip": "YES"]).get(), DeliveryDirectives(msn: 12, part: 3, skip: true))
+        XCTAssertEqual(try parse(["_HLS_skip": "v2"]).get(), DeliveryDirectives(skip: true))
+        for bad in [["_HLS_part": "1"], ["_HLS_msn": "-1"], ["_HLS_msn": "1e3"], ["_HLS_msn": ""], ["_HLS_msn": "99999999999999999999"],
+                    ["_HLS_msn": "1", "_HLS_part": "x"], ["_HLS_msn": " 1"], ["_HLS_skip": "yes"], ["_HLS_skip": "NO"]] {
+            guard case .failure(let error) = parse(bad) else { return XCTFail("accepted \(bad)") }
+            XCTAssertFalse(error.message.isEmpty)
+        }
+    }
+
+    func part(_ sequence: Int, _ index: Int, ends: Bool = false, ms: Int64? = nil) -> PartReport {
+        PartReport(sequence: sequence, index: index, bytes: [UInt8(index)], videoStart: 0, videoDuration: 30_000, videoTimescale: 90_000,
+                   independent: index == 0, endsSegment: ends, parentProgramDateTimeMs: ms)
+    }
+
+    func testTagsInTheirPlaces() {
+        var playlist = MediaPlaylist(targetDuration: 2)
+        playlist.entries = [.init(uri: "seg/000001.m4s", duration: "2.000", programDateTimeMs: nil),
+                            .init(uri: "seg/000002.m4s", duration: "2.000", programDateTimeMs: 2_000)]
+        let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+        let text = LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [2: [part(2, 0), part(2, 1, ends: true)]],
+                                      partial: [part(3, 0, ms: 4_000)], next: (3, 1)).render()
+        XCTAssertEqual(text, """
+            #EXTM3U
+            #EXT-X-VERSION:9
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12.0,PART-HOLD-BACK=1.00000
+            #EXT-X-PART-INF:PART-TARGET=0.33334
+            #EXT-X-MEDIA-SEQUENCE:1
+            #EXT-X-PLAYLIST-TYPE:EVENT
+            #EXT-X-INDEPENDENT-SEGMENTS
+            #EXT-X-MAP:URI="init.mp4"
+            #EXTINF:2.000,
+            seg/000001.m4s
+            #EXT-X-PROGRAM-DATE-TIME:1970-01-01T00:00:02.000Z
+            #EXT-X-PART:DURATION=0.33333,URI="part/000002.0.m4s",INDEPENDENT=YES
+            #EXT-X-PART:DURATION=0.33333,URI="part/000002.1.m4s"
+            #EXTINF:2.000,
+            seg/000002.m4s
+            #EXT-X-PROGRAM-DATE-TIME:1970-01-01T00:00:04.000Z
+            #EXT-X-PART:DURATION=0.33333,URI="part/000003.0.m4s",INDEPENDENT=YES
+            #EXT-X-PRELOAD-HINT:TYPE=PART,URI="part/000003.1.m4s"
+
+            """)
+        // The file's own playlist is what a player that ignores the new tags reads.
+        let plain = MediaPlaylist(parsing: text)
+        XCTAssertEqual(plain?.entries, playlist.entries)
+    }
+
+    /// A delta update leaves out the segments that end at least CAN-SKIP-UNTIL (12 s)
+    /// before the last one does, and keeps the rest exactly (HLS_RULES LL12).
+    func testDeltaUpdateSkipsOnlyBeyondTheSkipBoundary() {
+        var playlist = MediaPlaylist(targetDuration: 2)
+        playlist.entries = (1...10).map { .init(uri: MediaPlaylist.segmentURI($0), duration: "2.000", programDateTimeMs: Int64($0) * 2000) }
+        let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+        let full = LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [:], partial: [], next: (11, 0)).render()
+        let delta = LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [:], partial: [], next: (11, 0), skip: true).render()
+        XCTAssertTrue(delta.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS=4\n"), delta)
+        XCTAssertFalse(delta.contains("seg/000004.m4s"))
+        XCTAssertTrue(delta.contains("#EXT-X-MEDIA-SEQUENCE:1\n"))
+        let tail = full.components(separatedBy: "seg/000004.m4s\n")[1]
+        XCTAssertTrue(delta.hasSuffix(tail))
+        var short = playlist
+        short.entries = Array(playlist.entries.prefix(6))
+        XCTAssertTrue(LowLatencyPlaylist(playlist: short, timing: timing, parts: [:], partial: [], next: (7, 0), skip: true).render()
+            .contains("#EXT-X-SKIP:SKIPPED-SEGMENTS=0\n"))
+    }
+}
+
+final class LiveEdgeTests: XCTestCase {
+    let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+
+    func part(_ sequence: Int, _ index: Int, ends: Bool = false) -> PartReport {
+        PartReport(sequence: sequence, index: index, bytes: [UInt8(sequence), UInt8(index)], videoStart: 0, videoDuration: 30_000,
+                   videoTimescale: 90_000, independent: index == 0, endsSegment: ends)
+    }
+
+    /// Segment `sequence` with its six parts, as the live output gives them.
+    func addSegment(_ edge: LiveEdge, _ sequence: Int) {
+        edge.add("s", parts: (0..<6).map { part(sequence, $0, ends: $0 == 5) })
+        let report = SegmentReport(sequence: sequence, bytes: [], videoStart: Int64(sequence - 1) * 180_000, videoDuration: 180_000,
+                                   videoTimescale: 90_000, videoSamples: 60, audioSamples: 0, programDateTimeMs: nil)
+        edge.add("s", segment: report, entry: .init(uri: MediaPlaylist.segmentURI(sequence), duration: "2.000", programDateTimeMs: nil))
+    }
+
+    final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var count = 0
+        func increment() { lock.lock(); count += 1; lock.unlock() }
+        var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    }
+
+    func testBlockingReloadWaitsForThePartAndWakes() {
+        let edge = LiveEdge()
+        XCTAssertEqual(edge.playlist("s", DeliveryDirectives(), orWake: {}), .notLive)
+        edge.begin("s", targetDuration: 2, timing: timing)
+        addSegment(edge, 1)
+        edge.add("s", parts: [part(2, 0)])
+        let woken = Counter()
+        guard case .playlist(let now) = edge.playlist("s", DeliveryDirectives(msn: 2, part: 0), orWake: { woken.increment() }) else {
+            return XCTFail("part 0 of segment 2 exists")
+        }
+        XCTAssertTrue(now.contains("part/000002.0.m4s\""))
+        XCTAssertTrue(now.hasSuffix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part/000002.1.m4s\"\n"))
+        guard case .wait(let wait) = edge.playlist("s", DeliveryDirectives(msn: 2, part: 1), orWake: { woken.increment() }) else {
+            return XCTFail("part 1 does not exist yet")
+        }
+        XCTAssertEqual(edge.waiting, 1)
+        edge.add("s", parts: [part(2, 1)])
+        XCTAssertEqual(woken.value, 1)
+        XCTAssertFalse(edge.cancel(wait), "already woken")
+        guard case .playlist = edge.playlist("s", DeliveryDirectives(msn: 2, part: 1), orWake: {}) else { return XCTFail() }
+        // Past a complete segment's last part means the next segment's first (§6.2.5.2).
+        guard case .playlist = edge.playlist("s", DeliveryDirectives(msn: 1, part: 9), orWake: {}) else { return XCTFail() }
+        guard case .wait(let second) = edge.playlist("s", DeliveryDirectives(msn: 2), orWake: {}) else { return XCTFail() }
+        XCTAssertTrue(edge.cancel(second))
+        XCTAssertEqual(edge.waiting, 0)
+    }
+
+    func testRequestsTooFarAheadAreRefused() {
+        let edge = LiveEdge()
+        edge.begin("s", targetDuration: 2, timing: timing)
+        addSegment(edge, 1)
+        edge.add("s", parts: [part(2, 0)])
+        if case .badRequest = edge.playlist("s", DeliveryDirectives(msn: 4), orWake: {}) {} else { XCTFail("msn 4 > 1 + 2") }
+        if case .wait(let wait) = edge.playlist("s", DeliveryDirectives(msn: 3), orWake: {}) { _ = edge.cancel(wait) } else { XCTFail() }
+        // The Advance Part Limit is 9 parts at a third of a second.
+        if case .wait(let wait) = edge.playlist("s", DeliveryDirectives(msn: 2, part: 5), orWake: {}) { _ = edge.cancel(wait) } else { XCTFail() }
+        if case .wait(let wait) = edge.playlist("s", DeliveryDirectives(msn: 3, part: 3), orWake: {}) { _ = edge.cancel(wait) } else { XCTFail() }
+        if case .badRequest = edge.playlist("s", DeliveryDirectives(msn: 3, part: 4), orWake: {}) {} else { XCTFail("10 parts ahead") }
+    }
+
+    func testPartsAndTheHintedPart() {
+        let edge = LiveEdge()
+        edge.begin("s", targetDuration: 2, timing: timing)
+        addSegment(edge, 1)
+        edge.add("s", parts: [part(2, 0)])
+        XCTAssertEqual(edge.part("s", sequence: 1, index: 5, orWake: {}), .part([1, 5]))
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]))
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 2, orWake: {}), .notFound, "not the hinted part")
+        XCTAssertEqual(edge.part("t", sequence: 2, index: 0, orWake: {}), .notFound)
+        let woken = Counter()
+        guard case .wait = edge.part("s", sequence: 2, index: 1, orWake: { woken.increment() }) else { return XCTFail() }
+        edge.end("s")
+        XCTAssertEqual(woken.value, 1, "the end wakes it")
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 1, orWake: {}), .notFound, "a hint the ended stream will never make")
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]), "made parts stay for three target durations")
+        XCTAssertEqual(edge.playlist("s", DeliveryDirectives(msn: 5), orWake: {}), .notLive, "the file with ENDLIST answers")
+    }
+
+    /// Parts are listed for three target durations after their segment, kept for three
+    /// more, then forgotten (HLS_RULES LL10).
+    func testOldPartsLeaveTheListThenMemory() {
+        let edge = LiveEdge()
+        edge.begin("s", targetDuration: 2, timing: timing)
+        for sequence in 1...5 { addSegment(edge, sequence) }
+        guard case .playlist(let text) = edge.playlist("s", DeliveryDirectives(), orWake: {}) else { return XCTFail() }
+        XCTAssertFalse(text.contains("part/000002."), "ended 6 s before the last")
+        XCTAssertTrue(text.contains("part/000003.0.m4s"))
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]), "still fetchable")
+        for sequence in 6...8 { addSegment(edge, sequence) }
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .notFound)
+    }
+}
