@@ -43,7 +43,9 @@ static inline struct MHD_Daemon *onair_mhd_start(const struct sockaddr *addr,
                                                  MHD_RequestCompletedCallback completed,
                                                  void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection),
                                                  const struct onair_mhd_logger *logger) {
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    // Suspend/resume: a blocking playlist reload or a hinted part is held without a
+    // thread (Server/BlockingRequests.swift).
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     // The logger goes first, so that no option's own message reaches stderr.
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,

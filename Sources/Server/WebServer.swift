@@ -44,6 +44,13 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// GET files made on request from the URL's arguments (`/api/export`), with ranges.
     let downloads: [String: Download]
     private let token: String?
+    /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
+    let liveEdge: LiveEdge?
+    /// Ends the requests held for a part that has not come in time.
+    let heldTimer = Scheduler(name: "onair-http-held")
+    /// Requests suspended now, and whether `stop` has begun (no more are held then).
+    private let heldLock = Lock()
+    private var heldState = (count: 0, stopping: false)
 
     /// How many clients, for how long: what one hostile client cannot exhaust.
     public struct Limits: Sendable {
@@ -83,13 +90,14 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: @Sendable () -> [UInt8]] = [:], downloads: [String: Download] = [:], token: String? = nil,
-                limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                liveEdge: LiveEdge? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.root = root
         self.log = log
         self.api = api
         self.downloads = downloads
         self.control = control
         self.token = token
+        self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
         try? AtomicFile.makeDirectories(root + "/streams")
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
@@ -118,6 +126,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
         port = onair_mhd_port(daemon)
         guard_.start()
+        heldTimer.start()
     }
 
     /// What a request is, carried in libmicrohttpd's per-request pointer (set by the URI
@@ -148,10 +157,34 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
 
-    private static let completionNotice: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+    private static let completionNotice: MHD_RequestCompletedCallback = { cls, connection, state, _ in
         guard let connection else { return }
+        // A held request whose connection ended before it was answered.
+        if let state, let held = state.pointee, isHeld(held) {
+            state.pointee = nil
+            server(cls).release(Unmanaged<Held>.fromOpaque(held).takeRetainedValue())
+        }
         server(cls).guard_.responded(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))))
     }
+
+    /// The per-request pointer holds a `Held` rather than one of the markers.
+    private static func isHeld(_ pointer: UnsafeMutableRawPointer) -> Bool {
+        ![freshRequest, nulInPath, headAccepted].contains(pointer)
+    }
+
+    /// A held request is resumed (or its connection ended).
+    private func release(_ held: Held) { heldLock.withLock { heldState.count -= 1 } }
+
+    /// Counts a request about to be suspended; false once `stop` has begun.
+    func holding() -> Bool {
+        heldLock.withLock {
+            guard !heldState.stopping else { return false }
+            heldState.count += 1
+            return true
+        }
+    }
+
+    public var heldRequests: Int { heldLock.withLock { heldState.count } }
 
     /// The second call of a request: its head was accepted at the first.
     private static var headAccepted: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 3)! }
@@ -164,6 +197,13 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         let server = server(cls)
         guard let connection, let state else { return .NO }
         let method = String(cString: method!)
+        if let pointer = state.pointee, isHeld(pointer) {
+            // A held request, resumed: answer it now, or hold it again.
+            state.pointee = nil
+            let held = Unmanaged<Held>.fromOpaque(pointer).takeRetainedValue()
+            server.release(held)
+            return server.handle(connection, url: String(cString: url!), method: method, held: held, state: state)
+        }
         if state.pointee != headAccepted {
             server.guard_.requestArrived(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))))
             if state.pointee == nulInPath {
@@ -180,14 +220,22 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
         if let uploadSize, uploadSize.pointee != 0 { uploadSize.pointee = 0; return .YES }
         state.pointee = nil
-        return server.handle(connection, url: String(cString: url!), method: method)
+        return server.handle(connection, url: String(cString: url!), method: method, state: state)
     }
 
     deinit { stop() }
 
     public func stop() {
         if let daemon {
+            // libmicrohttpd must not be stopped with a connection suspended: answer the
+            // held requests first (they see `stopping` and get a 503), at most until the
+            // last deadline.
+            heldLock.withLock { heldState.stopping = true }
+            liveEdge?.wakeAll()
+            let limit = monotonicNanoseconds() + 10_000_000_000
+            while heldRequests > 0 && monotonicNanoseconds() < limit { usleep(5_000) }
             MHD_stop_daemon(daemon)
+            heldTimer.stop()
             guard_.stop()
             logger.deallocate()
         }
@@ -238,9 +286,17 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
 
-    private func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
+    private func handle(_ connection: OpaquePointer, url: String, method: String, held: Held? = nil,
+                        state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         let header = headerReader(connection)
         let reply: Reply
+        if method == "GET" || method == "HEAD" {
+            switch lowLatency(connection, url: url, held: held, state: state) {
+            case .held: return .YES
+            case .reply(let answer): return send(answer, on: connection)
+            case .notMine: break
+            }
+        }
         if method == "POST" {
             reply = command(url)
         } else if method != "GET" && method != "HEAD" {

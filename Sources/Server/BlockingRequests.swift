@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMicroHTTPD
+import HLS
+import Threading
+
+/// Low-latency HLS on the built-in server (RFC 8216bis §6.2.5.2, §6.2.6): the live
+/// playlist with its parts, answered at once or held until the part it asks for exists,
+/// and the parts themselves from memory, the hinted next one held until it is made.
+///
+/// A held request takes no thread: libmicrohttpd suspends its connection
+/// (`MHD_suspend_connection`, the daemon started with MHD_ALLOW_SUSPEND_RESUME) and the
+/// live edge's wake, or the deadline, resumes it; the handler is then called again and
+/// answers, or suspends it again. Its internal polling mode would not do: every held
+/// request would still be polled on every pass, and a thread per connection would cost
+/// 500 threads for 500 viewers.
+extension WebServer {
+    /// What a held request carries between its suspension and its resumption, in
+    /// libmicrohttpd's per-request pointer.
+    final class Held: @unchecked Sendable {  // `timedOut` under `lock`
+        let directives: DeliveryDirectives
+        /// When it is answered 503 if the part has still not come (§6.2.5.2).
+        let deadline: Int64
+        private let lock = Lock()
+        private var timedOut_ = false
+        var timedOut: Bool {
+            get { lock.withLock { timedOut_ } }
+            set { lock.withLock { timedOut_ = newValue } }
+        }
+        init(directives: DeliveryDirectives, deadline: Int64) {
+            self.directives = directives
+            self.deadline = deadline
+        }
+    }
+
+    /// A connection handed to another thread to resume: libmicrohttpd's handles are safe
+    /// to resume from any thread with MHD_USE_ITC.
+    struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
+
+    /// `/streams/<id>/playlist.m3u8` and `/streams/<id>/part/<msn>.<index>.m4s` of a live
+    /// stream; nil for anything else (the file server answers it).
+    enum LowLatencyPath: Equatable {
+        case playlist(id: String)
+        case part(id: String, sequence: Int, index: Int)
+
+        init?(_ url: String) {
+            let components = url.split(separator: "/", omittingEmptySubsequences: false)
+            guard components.count >= 4, components[0].isEmpty, components[1] == "streams", !components[2].isEmpty else { return nil }
+            let id = String(components[2])
+            if components.count == 4 && components[3] == "playlist.m3u8" {
+                self = .playlist(id: id)
+                return
+            }
+            guard components.count == 5, components[3] == "part", components[4].hasSuffix(".m4s") else { return nil }
+            let numbers = components[4].dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
+            guard numbers.count == 2, numbers.allSatisfy({ !$0.isEmpty && $0.count <= 9 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
+                  let sequence = Int(numbers[0]), let index = Int(numbers[1]) else { return nil }
+            self = .part(id: id, sequence: sequence, index: index)
+        }
+    }
+
+    enum LowLatencyAnswer {
+        case reply(Reply)
+        /// The connection is suspended; its handler is called again when it is resumed.
+        case held
+        /// Not a low-latency request, or not a live stream here: the file server answers
+        /// (and a finished playlist ignores the directives, §6.2.5.2).
+        case notMine
+    }
+
+    private enum Ready {
+        case now(Reply)
+        case later(LiveEdge.Wait)
+    }
+
+    /// Answers a low-latency request now, or suspends it with `Held` in `state`.
+    func lowLatency(_ connection: OpaquePointer, url: String, held: Held?,
+                    state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> LowLatencyAnswer {
+        guard let edge = liveEdge, let path = LowLatencyPath(url) else { return .notMine }
+        let text = { (status: UInt32, message: String) in
+            LowLatencyAnswer.reply(Reply(status: status, body: .bytes(Array((message + "\n").utf8)),
+                                         headers: [("Content-Type", "text/plain"), ("Cache-Control", "no-cache")]))
+        }
+        if held?.timedOut == true { return text(503, "what was asked for has not come within three target durations") }
+        let resumer = Resumer(Connection(pointer: connection))
+        let wake: @Sendable () -> Void = { resumer.wake() }
+        let id: String, directives: DeliveryDirectives, answer: Ready
+        switch path {
+        case .playlist(let stream):
+            id = stream
+            if let held {
+                directives = held.directives
+            } else {
+                switch DeliveryDirectives.parse(argumentReader(connection)) {
+                case .failure(let error): return edge.isLive(id) ? text(400, error.message) : .notMine
+                case .success(let parsed): directives = parsed
+                }
+            }
+            switch edge.playlist(id, directives, orWake: wake) {
+            case .notLive: return .notMine
+            case .badRequest(let message): return text(400, message)
+            case .wait(let wait): answer = .later(wait)
+            case .playlist(let body):
+                // A blocking answer is one moment of the stream for good: caches may keep
+                // it (six target durations, HLS_RULES L11); a plain reload is asked again.
+                let cache = directives.msn == nil ? "no-cache" : "public, max-age=\(2 * edge.blockingLimitNanoseconds(id) / 1_000_000_000)"
+                answer = .now(Reply(status: 200, body: .bytes(Array(body.utf8)),
+                                        headers: [("Content-Type", "application/vnd.apple.mpegurl"), ("Cache-Control", cache)]))
+            }
+        case .part(let stream, let sequence, let index):
+            id = stream
+            directives = DeliveryDirectives()
+            switch edge.part(id, sequence: sequence, index: index, orWake: wake) {
+            case .notFound: return text(404, "no such part")
+            case .wait(let wait): answer = .later(wait)
+            case .part(let bytes):
+                answer = .now(Reply(status: 200, body: .bytes(bytes),
+                                        headers: [("Content-Type", "video/mp4"), ("Cache-Control", "public, max-age=60")]))
+            }
+        }
+        switch answer {
+        case .now(let reply): return .reply(reply)
+        case .later(let wait):
+            guard holding() else {
+                _ = edge.cancel(wait)
+                return text(503, "the server is stopping")
+            }
+            let kept = held ?? Held(directives: directives, deadline: monotonicNanoseconds() + edge.blockingLimitNanoseconds(id))
+            MHD_suspend_connection(connection)
+            state.pointee = Unmanaged.passRetained(kept).toOpaque()
+            let timer = heldTimer.schedule("held", at: kept.deadline) { _ in
+                // Cancelled here means the edge will not wake it: this resumes it, to a 503.
+                if edge.cancel(wait) {
+                    kept.timedOut = true
+                    resumer.wake()
+                }
+                return nil
+            }
+            resumer.suspended(timer: (heldTimer, timer))
+            return .held
+        }
+    }
+
+    /// Resumes a suspended connection once, after both its suspension and a wake (from
+    /// the edge or the deadline), in whichever order they come: the edge may wake it on
+    /// another thread before this one has suspended it.
+    /// Its deadline's timer is cancelled on resumption, so the timer holds only the
+    /// requests held now, not every one of the last three target durations.
+    final class Resumer: @unchecked Sendable {  // `state`, `timer` under `lock`
+        private let connection: Connection
+        private let lock = Lock()
+        private var state = (suspended: false, woken: false, resumed: false)
+        private var timer: (Scheduler, Scheduler.Task)?
+        init(_ connection: Connection) { self.connection = connection }
+        func wake() { update { $0.woken = true } }
+        func suspended(timer: (Scheduler, Scheduler.Task)) {
+            lock.withLock { self.timer = timer }
+            update { $0.suspended = true }
+        }
+        private func update(_ change: (inout (suspended: Bool, woken: Bool, resumed: Bool)) -> Void) {
+            let resume = lock.withLock { () -> (Scheduler, Scheduler.Task)?? in
+                change(&state)
+                guard state.suspended && state.woken && !state.resumed else { return nil }
+                state.resumed = true
+                return .some(timer)
+            }
+            guard let resume else { return }
+            if let (scheduler, task) = resume { scheduler.cancel(task) }
+            MHD_resume_connection(connection.pointer)
+        }
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import XCTest
+import HLS
+import Server
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Low-latency HLS against the running server, with a client of its own (HLS_RULES LL8,
+/// LL11, LL12): a live stream made by the segmenter from fake samples, a frame every
+/// 10 ms, so a part (10 frames) every 100 ms and a segment (60 frames) every 0.6 s.
+final class LowLatencyServerTests: XCTestCase {
+    var root = ""
+    var edge: LiveEdge!
+    var server: WebServer!
+    var producer: Producer!
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "onair-ll-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root + "/streams/live", withIntermediateDirectories: true)
+        edge = LiveEdge()
+        server = try WebServer(listen: "127.0.0.1:0", root: root, liveEdge: edge,
+                               limits: .init(connections: 1024, perAddress: 1024, idleSeconds: 30))
+        producer = Producer(edge: edge, id: "live")
+    }
+
+    override func tearDown() {
+        producer?.stop()
+        server?.stop()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Makes the stream on a thread of its own, as the live output does.
+    final class Producer: @unchecked Sendable {  // `parts`, `frames`, `running` under `lock`
+        let edge: LiveEdge
+        let id: String
+        private let lock = NSLock()
+        private var parts: [String: [UInt8]] = [:]
+        private var frames = 0
+        private var running = true
+        private var thread: Thread?
+        static let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+
+        init(edge: LiveEdge, id: String, frameMilliseconds: Int = 10) {
+            self.edge = edge
+            self.id = id
+            edge.begin(id, targetDuration: 2, timing: Self.timing)
+            let thread = Thread { [self] in
+                let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_000_000)
+                var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 180_000), tracks: .init(audio: nil),
+                                          timeline: timeline, nominalFrameDuration: 3000, partTicks: Self.timing.ticks)
+                var playlist = MediaPlaylist(targetDuration: 2)
+                var i = 0
+                while lock.withLock({ running }) {
+                    let segments = segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: 100 + i % 13))
+                    let made = segmenter.takeParts()
+                    lock.withLock {
+                        for part in made { parts[LowLatencyPlaylist.partURI(sequence: part.sequence, index: part.index)] = part.bytes }
+                        frames += 1
+                    }
+                    edge.add(id, parts: made)
+                    for segment in segments {
+                        let entry = MediaPlaylist.Entry(uri: MediaPlaylist.segmentURI(segment.sequence), duration: segment.durationSeconds,
+                                                        programDateTimeMs: segment.programDateTimeMs)
+                        playlist.entries.append(entry)
+                        edge.add(id, segment: segment, entry: entry)
+                    }
+                    i += 1
+                    usleep(useconds_t(frameMilliseconds * 1000))
+                }
+            }
+            thread.start()
+            self.thread = thread
+        }
+
+        func stop() { lock.withLock { running = false }; usleep(50_000) }
+        func part(_ uri: String) -> [UInt8]? { lock.withLock { parts[uri] } }
+        var frameCount: Int { lock.withLock { frames } }
+    }
+
+    func get(_ path: String) throws -> HTTPResponse { try HTTPClient.request(port: server.port, path) }
+
+    /// The hint of the playlist at `path`: the segment and part it names.
+    func hint(_ text: String) -> (uri: String, msn: Int, part: Int)? {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("#EXT-X-PRELOAD-HINT:") }),
+              let uri = line.split(separator: "\"").dropFirst().first else { return nil }
+        let numbers = uri.dropFirst("part/".count).dropLast(".m4s".count).split(separator: ".").compactMap { Int($0) }
+        return numbers.count == 2 ? (String(uri), numbers[0], numbers[1]) : nil
+    }
+
+    struct NoHint: Error {}
+
+    /// The live playlist once it lists a segment and hints a part (at most 4 s).
+    func waitForHint() throws -> String {
+        for _ in 0..<200 {
+            let reply = try get("/streams/live/playlist.m3u8")
+            if reply.status == 200, hint(reply.text) != nil, reply.text.contains("#EXTINF") { return reply.text }
+            usleep(20_000)
+        }
+        throw NoHint()
+    }
+
+    func testBlockingReloadsAndHintedPartsFollowTheLiveEdge() throws {
+        var text = try waitForHint()
+        XCTAssertTrue(text.contains("#EXT-X-PART-INF:PART-TARGET=0.33334\n"), text)
+        XCTAssertTrue(text.contains("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12.0,PART-HOLD-BACK=1.00000\n"))
+        for _ in 0..<12 {
+            guard let next = hint(text) else { return XCTFail("no hint in\n\(text)") }
+            // The hinted part, asked for before it exists: held, then its bytes.
+            let part = try get("/streams/live/\(next.uri)")
+            XCTAssertEqual(part.status, 200, next.uri)
+            XCTAssertEqual(part.header("Content-Type"), "video/mp4")
+            XCTAssertEqual(part.body, producer.part(next.uri), next.uri)
+            // The blocking reload for it answers with a playlist that lists it.
+            let reload = try get("/streams/live/playlist.m3u8?_HLS_msn=\(next.msn)&_HLS_part=\(next.part)")
+            XCTAssertEqual(reload.status, 200)
+            XCTAssertTrue(reload.text.contains("URI=\"\(next.uri)\""), reload.text)
+            XCTAssertEqual(reload.header("Cache-Control"), "public, max-age=12")
+            let parts = reload.text.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-PART:") }
+            XCTAssertTrue(parts.allSatisfy { line in
+                let duration = line.split(separator: ",")[0].dropFirst("#EXT-X-PART:DURATION=".count)
+                return Double(duration)! <= 0.33334
+            })
+            XCTAssertEqual(parts.filter { $0.contains("INDEPENDENT=YES") }.count, parts.filter { $0.contains(".0.m4s") }.count)
+            text = reload.text
+        }
+        // A segment request (MSN only) is held until the segment is listed.
+        guard let last = hint(text) else { return XCTFail() }
+        let reload = try get("/streams/live/playlist.m3u8?_HLS_msn=\(last.msn + 1)")
+        XCTAssertTrue(reload.text.contains(MediaPlaylist.segmentURI(last.msn + 1) + "\n"))
+    }
+
+    func testAPlayerKeepsItsConnection() throws {
+        _ = try waitForHint()
+        guard let socket = RawSocket(port: server.port) else { return XCTFail("connect") }
+        for _ in 0..<3 {
+            socket.send("GET /streams/live/playlist.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let reply = String(decoding: socket.response(), as: UTF8.self)
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 200"), reply)
+            guard let next = hint(reply) else { return XCTFail() }
+            socket.send("GET /streams/live/\(next.uri) HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertTrue(String(decoding: socket.response(), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        }
+        XCTAssertFalse(socket.isClosedByPeer)
+    }
+
+    func testBadDirectivesAndPartsAreRefused() throws {
+        let text = try waitForHint()
+        guard let next = hint(text) else { return XCTFail() }
+        for query in ["_HLS_part=1", "_HLS_msn=abc", "_HLS_msn=-2", "_HLS_msn=1&_HLS_part=1.5", "_HLS_skip=maybe",
+                      "_HLS_msn=\(next.msn + 3)", "_HLS_msn=\(next.msn + 1)&_HLS_part=\(next.part + 10)"] {
+            let reply = try get("/streams/live/playlist.m3u8?\(query)")
+            XCTAssertEqual(reply.status, 400, "\(query): \(reply.text)")
+            XCTAssertFalse(reply.text.isEmpty)
+        }
+        XCTAssertEqual(try get("/streams/live/part/000001.99.m4s").status, 404, "past the segment's parts")
+        XCTAssertEqual(try get("/streams/live/part/\(next.msn + 5).0.m4s").status, 404, "not hinted")
+        XCTAssertEqual(try get("/streams/live/part/nonsense.m4s").status, 404)
+        XCTAssertEqual(try get("/streams/other/part/000001.0.m4s").status, 404)
+        let delta = try get("/streams/live/playlist.m3u8?_HLS_skip=YES")
+        XCTAssertEqual(delta.status, 200)
+        XCTAssertTrue(delta.text.contains("#EXT-X-SKIP:SKIPPED-SEGMENTS="), delta.text)
+    }
+
+    /// Nothing is held forever: a part that never comes gets a 503 after three target
+    /// durations (§6.2.5.2); the end of the stream answers what was held for it.
+    func testHeldRequestsEndIn503OrWithTheStream() throws {
+        let idle = PartTiming(ticks: 30_000, targetDuration: 1)
+        edge.begin("idle", targetDuration: 1, timing: idle)
+        let start = Date()
+        let late = try get("/streams/idle/playlist.m3u8?_HLS_msn=1")
+        XCTAssertEqual(late.status, 503, late.text)
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 2.5)
+        XCTAssertEqual(try get("/streams/idle/part/000001.0.m4s").status, 503)
+        XCTAssertEqual(server.heldRequests, 0)
+
+        _ = try waitForHint()
+        producer.stop()
+        // The hint of a stream that has stopped being made: it will never come.
+        guard let never = hint(try get("/streams/live/playlist.m3u8").text) else { return XCTFail() }
+        try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-ENDLIST\n".utf8).write(to: URL(fileURLWithPath: root + "/streams/live/playlist.m3u8"))
+        let ending = Thread { [edge] in usleep(300_000); edge?.end("live") }
+        ending.start()
+        let held = try get("/streams/live/playlist.m3u8?_HLS_msn=\(never.msn)&_HLS_part=\(never.part)")
+        XCTAssertEqual(held.status, 200, "the ended stream's file answers, its directives ignored")
+        XCTAssertTrue(held.text.contains("#EXT-X-ENDLIST"), held.text)
+        XCTAssertEqual(try get("/streams/live/\(never.uri)").status, 404, "a hint for a stream that ended")
+        XCTAssertEqual(server.heldRequests, 0)
+    }
+
+    /// 500 players waiting at once take no thread each and hold nothing up: the stream
+    /// goes on being made, and every one of them is answered with the part it asked for.
+    func testFiveHundredHeldRequests() throws {
+        let text = try waitForHint()
+        guard let next = hint(text) else { return XCTFail() }
+        let target = (msn: next.msn + 1, part: 2)  // about a second ahead
+        var sockets: [RawSocket] = []
+        for n in 0..<500 {
+            guard let socket = RawSocket(port: server.port, timeoutMilliseconds: 20_000) else { return XCTFail("connection \(n)") }
+            let path = n % 2 == 0 ? "playlist.m3u8?_HLS_msn=\(target.msn)&_HLS_part=\(target.part)" : next.uri
+            XCTAssertTrue(socket.send("GET /streams/live/\(path) HTTP/1.1\r\nHost: x\r\n\r\n"))
+            sockets.append(socket)
+        }
+        let framesBefore = producer.frameCount
+        for (n, socket) in sockets.enumerated() {
+            let reply = socket.response()
+            let head = String(decoding: reply.prefix(12), as: UTF8.self)
+            XCTAssertEqual(head, "HTTP/1.1 200", "request \(n)")
+            if n % 2 == 0 {
+                XCTAssertTrue(String(decoding: reply, as: UTF8.self)
+                    .contains(LowLatencyPlaylist.partURI(sequence: target.msn, index: target.part)), "request \(n)")
+            }
+        }
+        XCTAssertGreaterThan(producer.frameCount, framesBefore, "the stream went on")
+        XCTAssertEqual(server.heldRequests, 0)
+        XCTAssertEqual(edge.waiting, 0)
+    }
+
+    /// Stopping the server answers what it holds (libmicrohttpd must not stop with a
+    /// connection suspended).
+    func testStoppingAnswersHeldRequests() throws {
+        let text = try waitForHint()
+        guard let next = hint(text) else { return XCTFail() }
+        producer.stop()
+        var sockets: [RawSocket] = []
+        for _ in 0..<20 {
+            guard let socket = RawSocket(port: server.port) else { return XCTFail() }
+            socket.send("GET /streams/live/playlist.m3u8?_HLS_msn=\(next.msn + 1) HTTP/1.1\r\nHost: x\r\n\r\n")
+            sockets.append(socket)
+        }
+        usleep(200_000)
+        XCTAssertEqual(server.heldRequests, 20)
+        server.stop()
+        for socket in sockets {
+            let reply = String(decoding: socket.response(), as: UTF8.self)
+            XCTAssertTrue(reply.isEmpty || reply.hasPrefix("HTTP/1.1 503"), reply)
+        }
+    }
+}
