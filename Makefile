@@ -13,8 +13,9 @@ BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-
 # Tests and benchmark (installed by `make test` and `make bench`, not `make run`): ffmpeg decodes and compares, Chromium plays the stream natively,
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI); GNU time measures the peak memory
-# of processes smaller than the benchmark's Python.
-TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv time
+# of processes smaller than the benchmark's Python; GStreamer's hlsdemux2 (plugins-good) is
+# the second player the low-latency playlists must still play as regular HLS.
+TEST_DEBS := ffmpeg chromium nginx apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and

@@ -134,6 +134,11 @@ public enum ConfigFile {
         "audio.channels": { $0.channels = try integer($1, 1...2) },
         "audio.bitrate": { $0.audioBitrate = try bitrate($1) },
         "hls.segment_seconds": { $0.segmentMilliseconds = try milliseconds($1, 500...10_000) },
+        "hls.part_seconds": {
+            let ms = try milliseconds($1, 0...2_000)
+            guard ms == 0 || ms >= 100 else { throw ConfigError("expected 0 (no low-latency parts) or seconds between 0.1 and 2.0, got \(quoted($1))") }
+            $0.partMilliseconds = ms
+        },
         "source.kind": { $0.source = try choice($1, Settings.SourceKind.self) },
         "source.pace": {
             guard let pace = Pace(rawValue: $1) else { throw ConfigError("expected realtime or fast, got \(quoted($1))") }

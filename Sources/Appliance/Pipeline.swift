@@ -1,6 +1,7 @@
 import Devices
 import Export
 import Fetch
+import HLS
 import Files
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,9 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     private var sampler: Scheduler.Task?
     private var retention: Scheduler.Task?
     let recordings: Recordings
+    /// The live stream's parts, from the session to the web server's low-latency
+    /// playlist (only when there is a web server to serve them).
+    let liveEdge: LiveEdge?
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
@@ -56,7 +60,9 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
         recordings = Recordings(root: settings.dataDirectory)
         let storage = Self.keepStorage(settings, publisher: publisher, recordings: recordings, log: log)
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
-        session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock, log: log)
+        liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
+        session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
+                                   liveEdge: liveEdge, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -157,8 +163,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// The session on the settings' profiles; what it stores goes to the publisher, the
     /// storage keeper and the live bit rate.
     private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
-                                    clock: any WallClock, log: Log) -> Session {
-        Session(profile: settings.sessionProfile, log: log, clock: clock, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
+                                    clock: any WallClock, liveEdge: LiveEdge?, log: Log) -> Session {
+        Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
             guard case .segmentStored(let id, _, let bytes) = event else { return }
             // The stream that stored it is the one being recorded: spared.
@@ -183,7 +189,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
         ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }],
-           downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken, log: log)
+           downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
+           liveEdge: liveEdge, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),

@@ -44,6 +44,9 @@ public struct Settings: Sendable, Equatable {
 
     /// Segment length in milliseconds (Apple recommends IDRs at most 2 s apart).
     public var segmentMilliseconds = 2000
+    /// Low-latency parts on the built-in server (`hls.part_seconds`): 10 frames at 30 fps;
+    /// 0: none.
+    public var partMilliseconds = 333
 
     public var source: SourceKind = .auto
     /// `auto`: the first V4L2 camera under /dev; or a device path.
@@ -147,7 +150,7 @@ public struct Settings: Sendable, Equatable {
         video.x264Preset = softwarePreset
         return LiveProfile(output: OutputProfile(encoder: encoder, video: video, rotation: rotation, audio: audioProfile,
                                                  dataDirectory: dataDirectory),
-                           segmentMilliseconds: segmentMilliseconds)
+                           segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds)
     }
 
     public var recordingProfile: RecordingProfile {

@@ -1,4 +1,5 @@
 import Codecs
+import HLS
 import Media
 import Recording
 
@@ -29,15 +30,25 @@ public struct OutputProfile: Sendable, Equatable {
     var sampleRate: Int { audio?.sampleRate ?? AudioEncoderSettings().sampleRate }
 }
 
-/// The live HLS stream: segments of `segmentMilliseconds`, a whole number of frames.
+/// The live HLS stream: segments of `segmentMilliseconds`, a whole number of frames, and
+/// for the built-in server's low-latency playlist parts of about `partMilliseconds` (0:
+/// none), also whole frames.
 public struct LiveProfile: Sendable, Equatable {
     public var output: OutputProfile
     public var segmentMilliseconds: Int
+    public var partMilliseconds: Int
 
-    public init(output: OutputProfile, segmentMilliseconds: Int) {
+    public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0) {
         self.output = output
         self.segmentMilliseconds = segmentMilliseconds
+        self.partMilliseconds = partMilliseconds
         self.output.video.keyframeInterval = keyframeInterval
+    }
+
+    /// PART-TARGET and what follows from it, at the rate the stream starts at; nil: no parts.
+    public var partTiming: PartTiming? {
+        partMilliseconds > 0
+            ? PartTiming(partMilliseconds: partMilliseconds, fps: fps, segmentTicks: segmentTicks, targetDuration: targetDuration) : nil
     }
 
     public var fps: Int { output.video.fps }
@@ -54,7 +65,7 @@ public struct LiveProfile: Sendable, Equatable {
     public func at(fps: Int) -> LiveProfile {
         var output = output
         output.video.fps = fps
-        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds)
+        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds)
     }
 }
 

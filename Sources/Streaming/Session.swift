@@ -41,11 +41,14 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// The wall clock and whether it can be trusted: what dates a stream, if anything.
     private let clock: any WallClock
     private let names: StreamNames
+    /// The live stream's parts, for the built-in server's low-latency playlist.
+    private let liveEdge: LiveEdge?
 
-    public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(),
+    public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(), liveEdge: LiveEdge? = nil,
                 makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
+        self.liveEdge = liveEdge
         self.clock = clock
         names = StreamNames(root: profile.dataDirectory)
         self.profile = profile
@@ -123,7 +126,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         let preroll = profile.prerollSeconds
         let makeRoom: SpaceRetry.MakeRoom = { [weak self, makeRoom] in makeRoom(self?.currentStream) }
         var outputs: [(StreamOutput, seconds: Double)] = [
-            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, observer: observer), 0.2)]
+            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, edge: liveEdge, observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
         if let recording {
             outputs.append((EncodingOutput.recording(recording, prerollSeconds: preroll, log: log, makeRoom: makeRoom), 0.5))

@@ -111,6 +111,20 @@ final class ConfigTests: XCTestCase {
         XCTAssertNil(odd.sessionProfile.recording)
         XCTAssertNil(odd.sessionProfile.live.output.audio)
     }
+
+    /// Low-latency parts: whole frames at the stream's rate; 0 turns them off; a value
+    /// that is no length of part is one line naming the key.
+    func testPartSeconds() throws {
+        XCTAssertEqual(Settings().liveProfile.partTiming?.ticks, 30_000, "10 frames at 30 fps")
+        XCTAssertEqual(try settings("video.fps = 25").liveProfile.partTiming?.ticks, 28_800, "8 frames at 25 fps")
+        XCTAssertEqual(try settings("hls.part_seconds = 0.5").liveProfile.at(fps: 24).partTiming?.ticks, 45_000, "12 frames at 24 fps")
+        XCTAssertNil(try settings("hls.part_seconds = 0").liveProfile.partTiming)
+        for bad in ["0.05", "3", "-1", "fast", "0.3333333"] {
+            XCTAssertThrowsError(try settings("hls.part_seconds = \(bad)"), bad) {
+                XCTAssertTrue("\($0)".contains("hls.part_seconds"), "\($0)")
+            }
+        }
+    }
 }
 
 /// Every board's defaults (board/*/onair.conf, installed in its image) are valid settings.

@@ -23,18 +23,24 @@ final class LiveStream {
     var audioSilenceFilled: Int { encoder.audioSilenceFilled }
 
     private let origin: StreamOrigin
+    /// Where the parts go for the built-in server's low-latency playlist (nil: no parts).
+    private let edge: LiveEdge?
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
     init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
-         observer: @escaping (StreamEvent) -> Void) throws {
+         edge: LiveEdge? = nil, observer: @escaping (StreamEvent) -> Void) throws {
         self.log = log
         self.origin = origin
         encoder = origin.encoder
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
         let rate = Int64(profile.output.sampleRate)
+        // The stream's first rate fixes PART-TARGET (the thermal ladder only lowers it).
+        let timing = edge == nil ? nil : profile.at(fps: encoder.fps).partTiming
+        self.edge = timing == nil ? nil : edge
         segmenter = Segmenter(grid: origin.grid(profile.segmentTicks),
                               tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
-                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps))
+                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps),
+                              partTicks: timing?.ticks)
         let tracks = try encoder.initSegment()
         let video = profile.output.video
         // The rate the stream starts at: the thermal ladder's, when it has stepped down.
@@ -42,6 +48,7 @@ final class LiveStream {
                                             configuredBitrate: profile.configuredBitrate, targetDuration: profile.targetDuration)
         writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, description: description,
                                   initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
+        if let timing { self.edge?.begin(start.id, targetDuration: profile.targetDuration, timing: timing) }
         log(.streamStarted, ("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
             ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
@@ -113,15 +120,23 @@ final class LiveStream {
         for sample in rest.audio { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
         try store(segmenter.finish())
         try writer.finish()
+        edge?.end(id)
         log(.streamEnded, ("id", id), ("segments", writer.segmentCount),
             ("duration", decimalSeconds(writer.totalTicks, timescale: Timescale.video)),
             ("frames", framesEncoded), ("skipped", framesSkipped), ("repeated", framesRepeated),
             ("silence_samples", audioSilenceFilled), ("bytes", writer.totalBytes))
     }
 
+    /// A stream that stops without its ENDLIST (a failure) is no longer live either.
+    deinit { edge?.end(id) }
+
     private func store(_ reports: [SegmentReport]) throws {
+        // Parts first: each comes before its segment, and the edge lists a part only once
+        // the segments before it are in the playlist.
+        edge?.add(id, parts: segmenter.takeParts())
         for report in reports {
             try writer.append(report)
+            if let entry = writer.playlist.entries.last { edge?.add(id, segment: report, entry: entry) }
             log(.segmentStored, ("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
                 ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples))
         }

@@ -116,14 +116,14 @@ final class EncodingOutput: StreamOutput {
 
     /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
     static func live(_ profile: LiveProfile, prerollSeconds: Double, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
-                     observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
+                     edge: LiveEdge?, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         EncodingOutput(
             name: "live", output: profile.output, prerollSeconds: prerollSeconds, log: log,
             makeEncoder: { frame, dating, video, audio in
                 LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: video, audio: audio)
             },
             makeStream: { start, origin in
-                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, observer: observer)
+                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, observer: observer)
             })
     }
 

@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+import HLS
+import TestSupport
+
+/// onair's live stream with low-latency parts on its own web server, followed as an
+/// LL-HLS player follows it (preload hints and blocking reloads), every part compared with
+/// the segment it became; and the same URL played by ffmpeg and by GStreamer's hlsdemux2,
+/// which read it as regular HLS.
+final class LowLatencyTests: XCTestCase {
+    func hint(_ playlist: String) -> (uri: String, msn: Int, part: Int)? {
+        guard let line = playlist.split(separator: "\n").first(where: { $0.hasPrefix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"") }) else { return nil }
+        let uri = String(line.split(separator: "\"")[1])
+        let numbers = uri.dropFirst("part/".count).dropLast(".m4s".count).split(separator: ".").compactMap { Int($0) }
+        return numbers.count == 2 ? (uri, numbers[0], numbers[1]) : nil
+    }
+
+    func testPartsAreTheirSegmentsAndRegularPlayersPlayTheSameURL() throws {
+        let out = try temporaryDirectory("ll")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low"])
+        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
+        let port = try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
+        var id: String?
+        for _ in 0..<120 where id == nil {
+            let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/streams").body)) as? [[String: Any]]
+            if let first = list?.first, (first["segments"] as? Int ?? 0) >= 1 { id = first["id"] as? String } else { usleep(250_000) }
+        }
+        let base = "/streams/\(try XCTUnwrap(id))"
+
+        var playlist = try HTTPClient.request(port: port, base + "/playlist.m3u8").text
+        XCTAssertTrue(playlist.contains("#EXT-X-PART-INF:PART-TARGET=0.33334\n"), playlist)
+        XCTAssertTrue(playlist.contains("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,"))
+        // Follow the live edge for about three segments: each hinted part as it is made.
+        var parts: [Int: [(index: Int, bytes: [UInt8])]] = [:]
+        for _ in 0..<18 {
+            let next = try XCTUnwrap(hint(playlist), playlist)
+            let part = try HTTPClient.request(port: port, base + "/" + next.uri)
+            XCTAssertEqual(part.status, 200, next.uri)
+            parts[next.msn, default: []].append((next.part, part.body))
+            let reload = try HTTPClient.request(port: port, base + "/playlist.m3u8?_HLS_msn=\(next.msn)&_HLS_part=\(next.part)")
+            XCTAssertEqual(reload.status, 200)
+            XCTAssertTrue(reload.text.contains("URI=\"\(next.uri)\""))
+            playlist = reload.text
+        }
+        // Every segment whose parts were all seen from its first: the parts are it.
+        let whole = parts.filter { $0.value.first?.index == 0 }.keys.sorted().dropLast()
+        XCTAssertGreaterThanOrEqual(whole.count, 1)
+        for msn in whole {
+            let reload = try HTTPClient.request(port: port, base + "/playlist.m3u8?_HLS_msn=\(msn)")
+            XCTAssertTrue(reload.text.contains(MediaPlaylist.segmentURI(msn)))
+            let segment = try HTTPClient.request(port: port, base + "/" + MediaPlaylist.segmentURI(msn))
+            XCTAssertEqual(segment.status, 200)
+            XCTAssertNil(partsDiffer(parts: parts[msn]!.map(\.bytes), segment: segment.body), "segment \(msn)")
+        }
+
+        // The same URLs for players that know nothing of parts.
+        let url = "http://127.0.0.1:\(port)\(base)/index.m3u8"
+        let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", url, "-t", "4", "-f", "null", "-"], seconds: 60)
+        XCTAssertEqual(ffmpeg.status, 0, ffmpeg.stderr)
+        XCTAssertEqual(ffmpeg.stderr.trimmingCharacters(in: .whitespacesAndNewlines), "")
+        // hlsdemux2 through urisourcebin (it needs a streams-aware parent) and parsebin:
+        // 400 buffers (audio frames, mostly) is more than the playlist holds at the start,
+        // so it has to follow the live playlist to end.
+        let gst = try runTool("/usr/bin/gst-launch-1.0", ["urisourcebin", "uri=\(url)", "!", "parsebin", "!", "identity", "eos-after=400",
+                                                          "!", "fakesink"], seconds: 60)
+        let said = String(decoding: gst.stdout, as: UTF8.self) + gst.stderr
+        XCTAssertEqual(gst.status, 0, said)
+        XCTAssertTrue(said.contains("Got EOS from element"), said)
+        XCTAssertFalse(said.contains("ERROR"), said)
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0)
+    }
+}
