@@ -3,9 +3,13 @@ import Glibc
 #endif
 
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
-/// second (as the source talk's viewer does) and plays it with the browser's native HLS,
-/// or through Media Source Extensions where there is none (Firefox; `/?mse=1` forces it).
-/// Everything is inline: no script is fetched at run time.
+/// second (as the source talk's viewer does) and plays it. A live stream with parts (the
+/// built-in server's low-latency playlist) plays through Media Source Extensions, one
+/// hinted part at a time: Chromium's native HLS (156) reads such a playlist as regular
+/// HLS, without parts or blocking reloads, a few seconds behind, and Firefox has none.
+/// Otherwise the browser's native HLS plays it, or MSE segment by segment where there is
+/// none. `/?ll=0` asks for regular HLS, `/?mse=1` for MSE. Everything is inline: no
+/// script is fetched at run time.
 public enum Viewer {
     /// The page, reading its list of streams from `streams` (`/api/streams` here,
     /// `streams.json` beside the page at a destination); playlist URLs come from the list.
@@ -42,17 +46,24 @@ public enum Viewer {
     const info = document.getElementById("info");
     const list = document.getElementById("streams");
     const nativeHLS = video.canPlayType("application/vnd.apple.mpegurl") !== "";
-    // Without native HLS (Firefox), or with ?mse=1, play through Media Source Extensions.
-    const useMSE = (!nativeHLS || new URLSearchParams(location.search).has("mse")) && "MediaSource" in window;
+    const query = new URLSearchParams(location.search);
+    const haveMSE = "MediaSource" in window;
+    // Low latency (parts) through MSE unless ?ll=0; regular HLS natively, or through MSE
+    // without native HLS (Firefox) or with ?mse=1.
+    const lowLatency = haveMSE && query.get("ll") !== "0";
+    const useMSE = (!nativeHLS || query.has("mse")) && haveMSE;
     let current = null;
     let generation = 0;
 
     function play(stream) {
       current = stream.id;
       generation += 1;
-      if (useMSE) {
+      if (lowLatency && stream.state === "live") {
+        video.dataset.player = "mse-ll";
+        playWithMSE(stream.playlist, generation, true).catch(e => { info.textContent = "MSE: " + e.message; current = null; });
+      } else if (useMSE) {
         video.dataset.player = "mse";
-        playWithMSE(stream.playlist, generation).catch(e => { info.textContent = "MSE: " + e.message; current = null; });
+        playWithMSE(stream.playlist, generation, false).catch(e => { info.textContent = "MSE: " + e.message; current = null; });
       } else if (nativeHLS) {
         video.dataset.player = "native";
         video.src = stream.playlist;
@@ -84,8 +95,9 @@ public enum Viewer {
 
     // onair's streams are one fMP4 variant that only grows (EVENT): read the CODECS and
     // the media playlist from index.m3u8, append init.mp4, then every segment in order,
-    // reloading the playlist every half target duration until ENDLIST.
-    async function playWithMSE(multivariant, mine) {
+    // reloading the playlist every half target duration until ENDLIST; or, when the
+    // playlist has parts and low latency is wanted, part by part (playParts).
+    async function playWithMSE(multivariant, mine, wantParts) {
       const top = await text(multivariant);
       const codecs = (top.match(/CODECS="([^"]+)"/) || [])[1];
       const mediaURI = top.split("\n").find(l => l && !l.startsWith("#"));
@@ -97,6 +109,10 @@ public enum Viewer {
       video.src = URL.createObjectURL(source);
       await new Promise(ok => source.addEventListener("sourceopen", ok, { once: true }));
       const buffer = source.addSourceBuffer(type);
+      if (wantParts) {
+        const first = await text(media);
+        if (first.includes("#EXT-X-PART-INF:") && !first.includes("#EXT-X-ENDLIST")) return playParts(media, first, source, buffer, mine);
+      }
       let next = 0, started = false, haveInit = false;
       while (mine === generation) {
         const playlist = await text(media);
@@ -123,6 +139,66 @@ public enum Viewer {
         }
         if (playlist.includes("#EXT-X-ENDLIST")) { if (mine === generation) source.endOfStream(); return; }
         await sleep(target * 500);
+      }
+    }
+
+    // Low-latency HLS (RFC 8216bis §6.3.8): start at the last independent part at least
+    // PART-HOLD-BACK from the live end, then ask for the hinted part (the server holds the
+    // request until it is made) and, once it is in, for the playlist that lists it
+    // (a blocking reload, delta-updated with _HLS_skip) to learn the next hint.
+    function parseParts(playlist) {
+      const lines = playlist.split("\n");
+      let msn = parseInt((playlist.match(/#EXT-X-MEDIA-SEQUENCE:(\d+)/) || [])[1] || "0", 10);
+      msn += parseInt((playlist.match(/#EXT-X-SKIP:SKIPPED-SEGMENTS=(\d+)/) || [])[1] || "0", 10);
+      const parts = [];
+      for (const line of lines) {
+        if (line.startsWith("#EXT-X-PART:")) {
+          parts.push({ uri: line.match(/URI="([^"]+)"/)[1], duration: parseFloat(line.match(/DURATION=([\d.]+)/)[1]),
+                       independent: line.includes("INDEPENDENT=YES"), msn });
+        } else if (line && !line.startsWith("#")) {
+          msn += 1;
+        }
+      }
+      const hint = (playlist.match(/#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"/) || [])[1];
+      const holdBack = parseFloat((playlist.match(/PART-HOLD-BACK=([\d.]+)/) || [])[1] || "1");
+      return { parts, hint, holdBack, ended: playlist.includes("#EXT-X-ENDLIST") };
+    }
+    const partNumbers = uri => uri.match(/(\d+)\.(\d+)\.m4s$/).slice(1).map(Number);
+
+    async function playParts(media, playlist, source, buffer, mine) {
+      const map = playlist.match(/#EXT-X-MAP:URI="([^"]+)"/)[1];
+      await append(buffer, await bytes(resolve(map, media)));
+      let state = parseParts(playlist);
+      // The last independent part with at least PART-HOLD-BACK of parts after it.
+      let start = 0, after = 0;
+      for (let i = state.parts.length - 1; i >= 0; i--) {
+        after += state.parts[i].duration;
+        if (state.parts[i].independent) { start = i; if (after >= state.holdBack) break; }
+      }
+      for (const part of state.parts.slice(start)) await append(buffer, await bytes(resolve(part.uri, media)));
+      if (buffer.buffered.length) video.currentTime = Math.max(buffer.buffered.start(0), buffer.buffered.end(0) - state.holdBack);
+      video.play().catch(() => {});
+      let hint = state.hint;
+      while (mine === generation && hint) {
+        const response = await fetch(resolve(hint, media));
+        if (response.ok) {
+          await append(buffer, await response.arrayBuffer());
+          const [msn, part] = partNumbers(hint);
+          playlist = await text(media + "?_HLS_msn=" + msn + "&_HLS_part=" + part + "&_HLS_skip=YES");
+        } else {
+          // The hint will not be made (a discontinuity, or the end): the playlist says.
+          playlist = await text(media);
+        }
+        state = parseParts(playlist);
+        if (state.ended) { if (mine === generation) source.endOfStream(); return; }
+        hint = state.hint;
+        // Further behind than a target duration (a stall): back to the live end.
+        const end = buffer.buffered.length ? buffer.buffered.end(buffer.buffered.length - 1) : 0;
+        if (end - video.currentTime > state.holdBack + 2) video.currentTime = end - state.holdBack;
+        if (buffer.buffered.length && video.currentTime - buffer.buffered.start(0) > 90) {
+          buffer.remove(buffer.buffered.start(0), video.currentTime - 60);
+          await new Promise(ok => buffer.addEventListener("updateend", ok, { once: true }));
+        }
       }
     }
 
@@ -163,8 +239,9 @@ public enum Viewer {
         if (newest) {
           // Start a live stream only three target durations behind its end
           // (RFC 8216bis §6.3.3); players started closer fail or stall.
-          const holdBack = 3 * (newest.target_duration || 2);
-          const ready = newest.state === "ended" ? newest.segments > 0 : newest.duration >= holdBack;
+          // Low latency starts as soon as a segment is in (PART-HOLD-BACK is a second).
+          const holdBack = lowLatency ? 0 : 3 * (newest.target_duration || 2);
+          const ready = newest.state === "ended" || lowLatency ? newest.segments > 0 : newest.duration >= holdBack;
           if (newest.id !== current && ready) play(newest);
           if (newest.id !== current && !ready) info.textContent = "starting: " + newest.duration.toFixed(1) + " s of " + holdBack + " s";
           state.textContent = newest.state;

@@ -56,14 +56,18 @@ final class LiveTests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request(port: port, base + "/../../../etc/passwd").status / 100, 4)
         XCTAssertEqual(try HTTPClient.request(port: port, "/streams/%2e%2e/%2e%2e/etc/passwd").status / 100, 4)
 
-        // Chromium plays it natively, then through the viewer's MSE fallback (what Firefox
-        // gets): either way the media clock advances with no player error.
+        // Chromium plays it as low-latency HLS through MSE, part by part (the viewer's
+        // default), as regular HLS natively (?ll=0), and segment by segment through MSE
+        // (what Firefox gets without parts): each way the media clock advances with no
+        // player error.
         let browser = try Chromium()
-        for (page, player) in [("/", "native"), ("/?mse=1", "mse")] {
+        for (page, player) in [("/", "mse-ll"), ("/?ll=0", "native"), ("/?ll=0&mse=1", "mse")] {
             try browser.open("http://127.0.0.1:\(port)\(page)")
             let probe = "JSON.stringify({t: video.currentTime, w: video.videoWidth, e: video.error && video.error.code, "
                 + "hls: video.canPlayType('application/vnd.apple.mpegurl'), src: video.currentSrc, "
-                + "player: video.dataset.player || null, info: info.textContent})"
+                + "player: video.dataset.player || null, info: info.textContent, "
+                + "parts: performance.getEntriesByType('resource').filter(r => r.name.includes('/part/')).length, "
+                + "behind: video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : null})"
             var samples: [[String: Any]] = []
             var playerErrors: [String] = []
             let deadline = Date().addingTimeInterval(60)
@@ -83,6 +87,9 @@ final class LiveTests: XCTestCase {
             XCTAssertEqual(last["hls"] as? String, "maybe", "native HLS is there")
             XCTAssertEqual(last["w"] as? Int, 854, player)
             if player == "native" { XCTAssertTrue((last["src"] as? String ?? "").hasSuffix(base + "/index.m3u8")) }
+            // Low latency reads parts; the others never ask for one.
+            XCTAssertEqual((last["parts"] as? Int ?? 0) > 0, player == "mse-ll", "\(player): parts fetched: \(last["parts"] ?? "-")")
+            print("viewer \(player): \(last["behind"] ?? "-") s behind the newest media it holds")
             let times = samples.compactMap { $0["t"] as? Double }
             XCTAssertGreaterThan(times.last ?? 0, 2, "\(player): currentTime advanced: \(times)")
             XCTAssertGreaterThan((times.last ?? 0) - (times.first { $0 > 0 } ?? 0), 1, "\(player): and kept advancing: \(times)")
