@@ -53,6 +53,9 @@ public struct PartReport: Sendable {
     /// before its first part (HLS_RULES LL5).
     public var parentDiscontinuity = false
     public var parentProgramDateTimeMs: Int64?
+    /// When its last frame was captured (monotonic ns): how long a part took to be
+    /// served is measured from here (make bench).
+    public var lastFrameCaptureTime: Int64 = 0
 
     /// DURATION, to the 10 µs (a frame at 30 fps is 0.03333 s; PART-TARGET is rounded up
     /// to the same places, so no part reads longer than it).
@@ -199,13 +202,16 @@ public struct Segmenter {
     }
 
     /// Writes the closed runs whose audio has arrived: each as a part (when there are
-    /// parts), and each segment once its last run is written. A run's audio is the sound
-    /// that starts before its video ends, so a segment holds exactly its parts' samples.
+    /// parts), and each segment once its last run is written. A segment's audio is the
+    /// sound that starts before its video ends, so it waits for that; a part inside a
+    /// segment takes what of it has arrived and leaves the rest to the next part, so it is
+    /// served a frame after its last picture rather than after the audio encoder's delay.
+    /// Either way a segment holds exactly its parts' samples.
     private mutating func drain(final: Bool) -> [SegmentReport] {
         var reports: [SegmentReport] = []
         while let run = closed.first {
             let end = videoEnd(run.samples)
-            let audioReady = tracks.audio == nil || final || closed.count(where: \.endsSegment) > maximumAudioWait
+            let audioReady = tracks.audio == nil || final || !run.endsSegment || closed.filter(\.endsSegment).count > maximumAudioWait
                 || audioEnd.map { !audioIsBefore($0, video: end) } ?? false
             guard audioReady else { break }
             closed.removeFirst()
@@ -255,7 +261,8 @@ public struct Segmenter {
         return PartReport(sequence: nextSequence, index: partIndex, bytes: bytes, videoStart: video[0].dts,
                           videoDuration: videoEnd(video) - video[0].dts, videoTimescale: tracks.videoTimescale,
                           independent: video[0].isSync, endsSegment: endsSegment, parentDiscontinuity: segment.discontinuous,
-                          parentProgramDateTimeMs: timeline.wallClockMs(ticks: parentStart, timescale: tracks.videoTimescale))
+                          parentProgramDateTimeMs: timeline.wallClockMs(ticks: parentStart, timescale: tracks.videoTimescale),
+                          lastFrameCaptureTime: timeline.captureTime(ticks: video[video.count - 1].dts, timescale: tracks.videoTimescale))
     }
 
     private mutating func makeReport(video: [EncodedSample], audio segmentAudio: [EncodedSample], audioBase: Int64?) -> SegmentReport {

@@ -44,6 +44,7 @@ final class PartSegmenterTests: XCTestCase {
         XCTAssertEqual(parts.map(\.independent), parts.map { $0.index == 0 }, "INDEPENDENT exactly where an IDR starts the part")
         XCTAssertEqual(parts[0].durationSeconds, "0.33333")
         XCTAssertEqual(parts[0].parentProgramDateTimeMs, 1_000_000)
+        XCTAssertEqual(parts[0].lastFrameCaptureTime, 300_000_000, "frame 9 is captured 0.3 s after frame 0")
         XCTAssertEqual(parts.last?.sequence, 3)
         XCTAssertEqual(parts.last?.endsSegment, true)
     }
@@ -70,18 +71,33 @@ final class PartSegmenterTests: XCTestCase {
         XCTAssertEqual(a.segments.map(\.bytes), b.segments.map(\.bytes))
     }
 
-    /// A part waits for its sound, as a segment does.
-    func testAPartWaitsForItsAudio() {
+    /// A part inside a segment does not wait for its sound (the audio encoder is a frame
+    /// or two behind): it takes what has come, the next part the rest. The segment's last
+    /// part waits, so the segment holds the sound that starts before its end.
+    func testOnlyTheLastPartOfASegmentWaitsForItsAudio() throws {
         var segmenter = makeSegmenter()
         var segments: [SegmentReport] = []
-        for i in 0...10 { segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i == 0)) }
-        XCTAssertTrue(segmenter.takeParts().isEmpty)
         var audioTicks: Int64 = 480_000
-        while audioTicks + 1024 < 496_000 { segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks)); audioTicks += 1024 }
-        XCTAssertTrue(segmenter.takeParts().isEmpty, "the audio does not reach the part's end (930000 = 496000 at 48 kHz)")
-        segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks))
-        XCTAssertEqual(segmenter.takeParts().map(\.index), [0])
-        XCTAssertTrue(segments.isEmpty)
+        while audioTicks + 1024 < 490_000 { segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks)); audioTicks += 1024 }
+        for i in 0...10 { segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i == 0)) }
+        let first = segmenter.takeParts()
+        XCTAssertEqual(first.map(\.index), [0], "served as soon as its frames are in")
+        XCTAssertEqual(try ParsedSegment(bytes: first[0].bytes).traf(2)[0].samples.count, 9, "with the sound that has come")
+        for i in 11...60 {
+            while audioTicks * 90_000 < (900_000 + Int64(i) * 3000 - 6000) * 48_000 {  // two frames behind
+                segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks)); audioTicks += 1024
+            }
+            segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0))
+        }
+        let middle = segmenter.takeParts()
+        XCTAssertEqual(middle.map(\.index), [1, 2, 3, 4])
+        XCTAssertTrue(segments.isEmpty, "the last part waits for the sound up to 12 s")
+        while audioTicks * 90_000 < 1_080_000 * 48_000 { segments += segmenter.appendAudio(FakeSamples.audio(dts: audioTicks)); audioTicks += 1024 }
+        let last = segmenter.takeParts()
+        XCTAssertEqual(last.map(\.index), [5])
+        XCTAssertEqual(segments.count, 1)
+        XCTAssertEqual(segments[0].audioSamples, 94, "every frame that starts before 12 s: (576000 − 480000) / 1024, rounded up")
+        XCTAssertNil(partsDiffer(parts: (first + middle + last).map(\.bytes), segment: segments[0].bytes))
     }
 
     func testATrailingShortPartAfterADiscontinuityCarriesItsParent() {
@@ -257,8 +273,8 @@ final class LiveEdgeTests: XCTestCase {
         edge.begin("s", targetDuration: 2, timing: timing)
         addSegment(edge, 1)
         edge.add("s", parts: [part(2, 0)])
-        XCTAssertEqual(edge.part("s", sequence: 1, index: 5, orWake: {}), .part([1, 5]))
-        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]))
+        XCTAssertEqual(edge.part("s", sequence: 1, index: 5, orWake: {}), .part([1, 5], captured: 0))
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0], captured: 0))
         XCTAssertEqual(edge.part("s", sequence: 2, index: 2, orWake: {}), .notFound, "not the hinted part")
         XCTAssertEqual(edge.part("t", sequence: 2, index: 0, orWake: {}), .notFound)
         let woken = Counter()
@@ -266,7 +282,7 @@ final class LiveEdgeTests: XCTestCase {
         edge.end("s")
         XCTAssertEqual(woken.value, 1, "the end wakes it")
         XCTAssertEqual(edge.part("s", sequence: 2, index: 1, orWake: {}), .notFound, "a hint the ended stream will never make")
-        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]), "made parts stay for three target durations")
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0], captured: 0), "made parts stay for three target durations")
         XCTAssertEqual(edge.playlist("s", DeliveryDirectives(msn: 5), orWake: {}), .notLive, "the file with ENDLIST answers")
     }
 
@@ -279,7 +295,7 @@ final class LiveEdgeTests: XCTestCase {
         guard case .playlist(let text) = edge.playlist("s", DeliveryDirectives(), orWake: {}) else { return XCTFail() }
         XCTAssertFalse(text.contains("part/000002."), "ended 6 s before the last")
         XCTAssertTrue(text.contains("part/000003.0.m4s"))
-        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0]), "still fetchable")
+        XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0], captured: 0), "still fetchable")
         for sequence in 6...8 { addSegment(edge, sequence) }
         XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .notFound)
     }
