@@ -25,6 +25,9 @@
    streams, throughput and memory, against `ffmpeg -c copy -movflags +faststart`.
 6. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
    a normal client's latency while 2,000 slow sockets are open (nginx beside it).
+7. Glass-to-glass latency (bench_latency.py): in real time, headless Chromium showing the
+   synthetic camera through the viewer, regular HLS against low-latency HLS, median and
+   95th percentile over 60 s each, and how soon a part is served after its last frame.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
@@ -39,6 +42,7 @@ import tempfile
 import time
 
 import bench_hardening
+import bench_latency
 import bench_offline
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
@@ -312,6 +316,7 @@ def main():
         bench_offline.export_and_fetch(ONAIR, ONAIR_BENCH, work, stream, SECONDS, measure)
         bench_hardening.validate_scaling(ONAIR, work)
         bench_hardening.connection_test(ONAIR, work)
+        bench_latency.report(ONAIR)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

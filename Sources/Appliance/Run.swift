@@ -179,9 +179,19 @@ final class Run {
 
     private func startSource(into gate: StartupGate) {
         guard let source else { return }
-        source.start(into: gate)
-        log(.sourceStarted, ("source", source.name), ("width", settings.captureWidth), ("height", settings.captureHeight),
-            ("fps", settings.fps), ("pace", source is V4L2Camera ? "camera" : settings.pace.rawValue))
+        var fields: [(String, Any)] = [("source", source.name), ("width", settings.captureWidth),
+                                                ("height", settings.captureHeight), ("fps", settings.fps),
+                                                ("pace", source is V4L2Camera ? "camera" : settings.pace.rawValue)]
+        if let synthetic = source as? SyntheticSource {
+            // When frame 0 was captured, on the wall clock: with the frame index each
+            // picture carries, a viewer can tell how old what it shows is (make bench's
+            // glass-to-glass latency).
+            let origin: Int64 = synthetic.start(into: gate)
+            fields.append(("frame0_wall_ms", SystemWallClock().read().offsetMs + origin / 1_000_000))
+        } else {
+            source.start(into: gate)
+        }
+        log.emit(.sourceStarted, level: .info, fields)
     }
 
     // MARK: Phase 3: the pipeline

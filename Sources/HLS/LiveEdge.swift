@@ -78,7 +78,8 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
     }
 
     public enum PartAnswer: Sendable, Equatable {
-        case part([UInt8])
+        /// The part, and when its last frame was captured (monotonic ns).
+        case part([UInt8], captured: Int64)
         case wait(Wait)
         case notFound
     }
@@ -181,7 +182,7 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
             forgetEnded()
             guard let stream = streams[id] else { return .notFound }
             let made = stream.parts[sequence] ?? stream.pending[sequence] ?? []
-            if let part = made.first(where: { $0.index == index }) { return .part(part.bytes) }
+            if let part = made.first(where: { $0.index == index }) { return .part(part.bytes, captured: part.lastFrameCaptureTime) }
             guard stream.endedAt == nil, stream.next == (sequence, index) else { return .notFound }
             return .wait(register(id, wake))
         }

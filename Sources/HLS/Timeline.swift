@@ -65,9 +65,14 @@ public struct Timeline: Sendable, Equatable {
     /// The first tick of the stream in `timescale`.
     public func startTicks(timescale: Int64) -> Int64 { Self.initialOffsetSeconds * timescale }
 
+    /// The capture time (monotonic ns) a stream tick stands for.
+    public func captureTime(ticks: Int64, timescale: Int64) -> Int64 {
+        origin + rescale(ticks - startTicks(timescale: timescale), from: timescale, to: Timescale.nanoseconds)
+    }
+
     /// Wall clock of a stream tick, in ms; nil until the wall clock is trusted.
     public func wallClockMs(ticks: Int64, timescale: Int64) -> Int64? {
-        dating.wallClockMs(monotonic: origin + rescale(ticks - startTicks(timescale: timescale), from: timescale, to: Timescale.nanoseconds))
+        dating.wallClockMs(monotonic: captureTime(ticks: ticks, timescale: timescale))
     }
 
     /// A stream whose wall clock at its first frame is known and trusted.

@@ -114,9 +114,12 @@ extension WebServer {
             switch edge.part(id, sequence: sequence, index: index, orWake: wake) {
             case .notFound: return text(404, "no such part")
             case .wait(let wait): answer = .later(wait)
-            case .part(let bytes):
+            case .part(let bytes, let captured):
+                // When its last frame was captured, on CLOCK_MONOTONIC: a client on the
+                // board (make bench) can tell how long the part took to be served.
                 answer = .now(Reply(status: 200, body: .bytes(bytes),
-                                        headers: [("Content-Type", "video/mp4"), ("Cache-Control", "public, max-age=60")]))
+                                    headers: [("Content-Type", "video/mp4"), ("Cache-Control", "public, max-age=60"),
+                                              ("X-Onair-Captured-Ns", String(captured))]))
             }
         }
         switch answer {

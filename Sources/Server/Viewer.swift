@@ -192,9 +192,12 @@ public enum Viewer {
         state = parseParts(playlist);
         if (state.ended) { if (mine === generation) source.endOfStream(); return; }
         hint = state.hint;
-        // Further behind than a target duration (a stall): back to the live end.
+        // Keep PART-HOLD-BACK from the newest part: a little faster while further behind
+        // (a part came late), a jump back after a stall.
         const end = buffer.buffered.length ? buffer.buffered.end(buffer.buffered.length - 1) : 0;
-        if (end - video.currentTime > state.holdBack + 2) video.currentTime = end - state.holdBack;
+        const behind = end - video.currentTime;
+        if (behind > state.holdBack + 2) video.currentTime = end - state.holdBack;
+        video.playbackRate = behind > state.holdBack + 0.25 ? 1.1 : 1;
         if (buffer.buffered.length && video.currentTime - buffer.buffered.start(0) > 90) {
           buffer.remove(buffer.buffered.start(0), video.currentTime - 60);
           await new Promise(ok => buffer.addEventListener("updateend", ok, { once: true }));

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Glass-to-glass latency on loopback, in headless Chromium (make bench, issue 18).
+
+onair runs in real time on its synthetic camera, whose every picture carries its frame
+index in a band of 32 blocks at the top; `source.started` says when frame 0 was captured,
+on the wall clock. The viewer page plays the stream; a requestVideoFrameCallback reads the
+band of each frame as it is presented (a canvas) and takes presentation time − capture
+time. Reported, median and 95th percentile over SECONDS each:
+  (a) regular HLS from the built-in server (the viewer's /?ll=0: Chromium's native HLS),
+  (b) low-latency HLS (the viewer's default: MSE, part by part),
+  (c) from a part's last frame being captured to its bytes arriving at a client on the
+      board that asks for each hinted part (the server's X-Onair-Captured-Ns against
+      CLOCK_MONOTONIC), and the frame time beside it, which the goal allows on top of the
+      encoder's own delay.
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
+SECONDS = int(os.environ.get("ONAIR_LATENCY_SECONDS", "60"))
+WARMUP = 8  # seconds of playback before measuring: the player settles at its hold-back
+
+
+class Chromium:
+    """Headless Chromium over the DevTools protocol on a pipe (fds 3 and 4, NUL-framed)."""
+
+    def __init__(self, profile):
+        to_r, self.commands = os.pipe()
+        self.replies, from_w = os.pipe()
+
+        def fds():
+            # Runs before close_fds keeps only pass_fds; duplicates first, so neither
+            # end is overwritten by the other's dup2.
+            read_end, write_end = os.dup(to_r), os.dup(from_w)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+
+        self.process = subprocess.Popen(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe",
+             f"--user-data-dir={profile}", "--autoplay-policy=no-user-gesture-required",
+             "--disable-background-media-suspend", "--disable-renderer-backgrounding", "--window-size=1280,800",
+             "about:blank"],
+            pass_fds=(3, 4), preexec_fn=fds, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "HOME": profile, "LANG": "C.UTF-8"})
+        os.close(to_r)
+        os.close(from_w)
+        self.buffer = b""
+        self.next_id = 1
+        self.session = None
+
+    def call(self, method, params=None, timeout=30):
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        self.next_id += 1
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == message["id"]:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            chunk = os.read(self.replies, 65536)
+            if not chunk:
+                raise RuntimeError("the browser closed the pipe")
+            self.buffer += chunk
+        raise RuntimeError(f"{method}: no reply")
+
+    def open(self, url):
+        if self.session is None:
+            page = next(t["targetId"] for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+            self.session = self.call("Target.attachToTarget", {"targetId": page, "flatten": True})["sessionId"]
+        self.call("Page.navigate", {"url": url})
+
+    def evaluate(self, expression):
+        return self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
+
+    def close(self):
+        self.process.kill()
+        self.process.wait()
+
+
+# Each presented frame: its presentation time on the wall clock and its index, read from
+# the band (block k = bit 31 − k; bright is 1).
+PROBE = """(() => {
+  if (window.__frames) return true;
+  const video = document.getElementById("video");
+  if (!video || !video.requestVideoFrameCallback) return false;
+  window.__frames = [];
+  const canvas = document.createElement("canvas");
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  const step = (now, meta) => {
+    const w = video.videoWidth, h = video.videoHeight, band = (Math.floor(h / 16) & ~1);
+    if (w && band) {
+      canvas.width = w; canvas.height = band;
+      context.drawImage(video, 0, 0, w, band, 0, 0, w, band);
+      const pixels = context.getImageData(0, band >> 1, w, 1).data;
+      let index = 0;
+      for (let k = 0; k < 32; k++) index = index * 2 + (pixels[4 * Math.floor((k + 0.5) * w / 32)] > 128 ? 1 : 0);
+      window.__frames.push([performance.timeOrigin + meta.expectedDisplayTime, index]);
+    }
+    video.requestVideoFrameCallback(step);
+  };
+  video.requestVideoFrameCallback(step);
+  return true;
+})()"""
+
+
+def percentiles(values):
+    values = sorted(values)
+    return statistics.median(values), values[min(len(values) - 1, int(0.95 * len(values)))]
+
+
+def glass_to_glass(browser, url, frame0_ms, fps):
+    browser.open(url)
+    deadline = time.time() + 60
+    while not browser.evaluate(PROBE) and time.time() < deadline:
+        time.sleep(0.2)
+    while (browser.evaluate("window.__frames.length") or 0) < 5 and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(WARMUP)
+    browser.evaluate("window.__frames = []")
+    time.sleep(SECONDS)
+    frames = browser.evaluate("window.__frames") or []
+    player = browser.evaluate("video.dataset.player")
+    # A frame whose band was misread (scaling, a half-decoded picture) lands far off.
+    latencies = [(shown - (frame0_ms + index * 1000.0 / fps)) / 1000 for shown, index in frames]
+    latencies = [value for value in latencies if -1 < value < 60]
+    return player, latencies
+
+
+def part_delays(port, stream, seconds):
+    """Asks for each hinted part as a player does; seconds from capture to arrival."""
+    base = f"http://127.0.0.1:{port}/streams/{stream}/"
+    playlist = urllib.request.urlopen(base + "playlist.m3u8").read().decode()
+    delays = []
+    end = time.time() + seconds
+    while time.time() < end:
+        hint = re.search(r'#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"', playlist)
+        if not hint:
+            break
+        with urllib.request.urlopen(base + hint.group(1)) as response:
+            response.read()
+            arrived = time.monotonic_ns()
+            captured = int(response.headers["X-Onair-Captured-Ns"])
+        delays.append((arrived - captured) / 1e9)
+        msn, part = re.search(r"(\d+)\.(\d+)\.m4s$", hint.group(1)).groups()
+        playlist = urllib.request.urlopen(f"{base}playlist.m3u8?_HLS_msn={int(msn)}&_HLS_part={part}&_HLS_skip=YES").read().decode()
+    return delays
+
+
+def report(binary=ONAIR):
+    work = tempfile.mkdtemp(prefix="onair-latency-")
+    onair = subprocess.Popen([binary, "run", "--source", "synthetic", "--out", os.path.join(work, "out"),
+                              "--listen", "127.0.0.1:0", "--log-format", "json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    browser = None
+    try:
+        port = frame0_ms = fps = None
+        for line in onair.stderr:
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("event") == "source.started":
+                frame0_ms, fps = event["frame0_wall_ms"], event["fps"]
+            if event.get("event") == "server.listening":
+                port = int(event["url"].rstrip("/").rsplit(":", 1)[1])
+            if port and frame0_ms:
+                break
+        # Drain onair's log so it never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in onair.stderr], daemon=True).start()
+        for _ in range(120):
+            streams = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/streams").read())
+            if streams and streams[0]["segments"] >= 3:
+                break
+            time.sleep(0.5)
+        stream = streams[0]["id"]
+        print(f"glass-to-glass on loopback, 720p{fps} synthetic camera, headless Chromium, {SECONDS} s each (after {WARMUP} s)")
+        browser = Chromium(os.path.join(work, "chromium"))
+        medians = []
+        for label, page in [("(a) regular HLS", "/?ll=0"), ("(b) low-latency HLS", "/")]:
+            player, latencies = glass_to_glass(browser, f"http://127.0.0.1:{port}{page}", frame0_ms, fps)
+            if len(latencies) < 10:
+                print(f"  {label}: too few frames read ({len(latencies)}; player {player})")
+                continue
+            median, p95 = percentiles(latencies)
+            medians.append(median)
+            print(f"  {label} [{player}]: median {median:.2f} s, 95th percentile {p95:.2f} s ({len(latencies)} frames)")
+        if len(medians) == 2:
+            print(f"  ratio low-latency/regular: {medians[1] / medians[0]:.2f}")
+        # The viewer is on another machine in real use: its decoding must not slow the
+        # board's encoders while the parts are timed.
+        browser.close()
+        browser = None
+        delays = part_delays(port, stream, SECONDS)
+        if delays:
+            median, p95 = percentiles(delays)
+            print(f"  (c) part served after its last frame's capture: median {median * 1000:.0f} ms, "
+                  f"95th percentile {p95 * 1000:.0f} ms ({len(delays)} parts; one frame is {1000 / fps:.0f} ms)")
+    finally:
+        if browser:
+            browser.close()
+        onair.terminate()
+        onair.wait()
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    sys.exit(report())
