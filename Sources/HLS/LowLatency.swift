@@ -27,16 +27,21 @@ public struct PartTiming: Sendable, Equatable {
     /// PART-TARGET as written: rounded up to the 10 µs part DURATIONs are written in
     /// (`PartReport.durationSeconds` rounds to nearest), so no part reads longer than it.
     public var partTarget: String { Self.secondsRoundedUp(ticks, timescale: timescale) }
-    /// PART-HOLD-BACK: three part targets (bis §4.4.3.8 SHOULD, Apple's MUST).
-    public var partHoldBack: String { Self.secondsRoundedUp(3 * ticks, timescale: timescale) }
+    /// PART-HOLD-BACK: three part targets as written (bis §4.4.3.8 SHOULD, Apple's MUST:
+    /// 3 × 0.33334 is 1.00002, where three of the exact target would read 1.00000).
+    public var partHoldBack: String { Self.format(3 * Self.unitsRoundedUp(ticks, timescale: timescale)) }
     /// CAN-SKIP-UNTIL: six target durations, the least the RFC allows (§4.4.3.8).
     public var skipUntilSeconds: Int { 6 * targetDuration }
     /// How far past the last part a blocking request may ask before it is refused: three
     /// divided by PART-TARGET below a second, three otherwise (§6.2.5.2).
     public var advancePartLimit: Int { ticks < timescale ? Int(3 * timescale / ticks) : 3 }
 
-    static func secondsRoundedUp(_ ticks: Int64, timescale: Int64) -> String {
-        let units = (ticks * 100_000 + timescale - 1) / timescale
+    static func secondsRoundedUp(_ ticks: Int64, timescale: Int64) -> String { format(unitsRoundedUp(ticks, timescale: timescale)) }
+
+    /// Ticks in 10 µs units, rounded up.
+    static func unitsRoundedUp(_ ticks: Int64, timescale: Int64) -> Int64 { (ticks * 100_000 + timescale - 1) / timescale }
+
+    static func format(_ units: Int64) -> String {
         var fraction = String(units % 100_000)
         while fraction.count < 5 { fraction = "0" + fraction }
         return "\(units / 100_000).\(fraction)"

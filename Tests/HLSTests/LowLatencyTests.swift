@@ -121,7 +121,7 @@ final class LowLatencyPlaylistTests: XCTestCase {
         let thirty = PartTiming(partMilliseconds: 333, fps: 30, segmentTicks: 180_000, targetDuration: 2)
         XCTAssertEqual(thirty.ticks, 30_000)
         XCTAssertEqual(thirty.partTarget, "0.33334")
-        XCTAssertEqual(thirty.partHoldBack, "1.00000")
+        XCTAssertEqual(thirty.partHoldBack, "1.00002", "three of PART-TARGET as written")
         XCTAssertEqual(thirty.advancePartLimit, 9)
         XCTAssertEqual(thirty.skipUntilSeconds, 12)
         let twentyFive = PartTiming(partMilliseconds: 333, fps: 25, segmentTicks: 180_000, targetDuration: 2)
@@ -162,7 +162,7 @@ final class LowLatencyPlaylistTests: XCTestCase {
             #EXTM3U
             #EXT-X-VERSION:9
             #EXT-X-TARGETDURATION:2
-            #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12.0,PART-HOLD-BACK=1.00000
+            #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12.0,PART-HOLD-BACK=1.00002
             #EXT-X-PART-INF:PART-TARGET=0.33334
             #EXT-X-MEDIA-SEQUENCE:1
             #EXT-X-PLAYLIST-TYPE:EVENT
@@ -298,5 +298,73 @@ final class LiveEdgeTests: XCTestCase {
         XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .part([2, 0], captured: 0), "still fetchable")
         for sequence in 6...8 { addSegment(edge, sequence) }
         XCTAssertEqual(edge.part("s", sequence: 2, index: 0, orWake: {}), .notFound)
+    }
+}
+
+/// `onair validate URL`'s rules for one playlist and for parts against their segment
+/// (HLS_RULES LL1–LL8), on playlists broken the ways real servers broke them.
+final class LowLatencyCheckerTests: XCTestCase {
+    let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+
+    func part(_ sequence: Int, _ index: Int, ticks: Int64 = 30_000, independent: Bool? = nil) -> PartReport {
+        PartReport(sequence: sequence, index: index, bytes: [], videoStart: 0, videoDuration: ticks, videoTimescale: 90_000,
+                   independent: independent ?? (index == 0), endsSegment: false)
+    }
+
+    func good() -> String {
+        var playlist = MediaPlaylist(targetDuration: 2)
+        playlist.entries = [.init(uri: "seg/000001.m4s", duration: "2.000", programDateTimeMs: 0)]
+        return LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [1: (0..<6).map { part(1, $0) }],
+                                  partial: [part(2, 0), part(2, 1)], next: (2, 2)).render()
+    }
+
+    func rules(_ text: String) -> [String] { LowLatencyChecker.checkPlaylist(text, path: "p").map { "\($0.severity) \($0.rule)" } }
+
+    func testWhatOnairWritesPassesAndParses() {
+        XCTAssertEqual(rules(good()), [])
+        let snapshot = LowLatencyChecker.parse(good())
+        XCTAssertEqual(snapshot.partTarget, 0.33334)
+        XCTAssertEqual(snapshot.lastSegment, 1)
+        XCTAssertEqual(snapshot.parts.map(\.parent), [1, 1, 1, 1, 1, 1, 2, 2])
+        XCTAssertEqual(snapshot.parts.map(\.endsParent), [false, false, false, false, false, true, false, false])
+        XCTAssertEqual(snapshot.hint, "part/000002.2.m4s")
+    }
+
+    func testBrokenPlaylists() {
+        let text = good()
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "#EXT-X-PART-INF:PART-TARGET=0.33334\n", with: "")), ["error LL1"])
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "PART-HOLD-BACK=1.00002", with: "PART-HOLD-BACK=0.6")), ["error LL2"])
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "PART-HOLD-BACK=1.00002", with: "PART-HOLD-BACK=1.0")), ["warning LL2"],
+                       "three of the exact target, under three of the written one")
+        XCTAssertEqual(rules(text.replacingOccurrences(of: ",PART-HOLD-BACK=1.00002", with: "")), ["error LL2"])
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "CAN-SKIP-UNTIL=12.0", with: "CAN-SKIP-UNTIL=6.0")), ["error LL2"])
+        // zap-stream-core#98: PART-TARGET written as the average while parts run longer.
+        XCTAssertEqual(Set(rules(text.replacingOccurrences(of: "PART-TARGET=0.33334", with: "PART-TARGET=0.33"))), ["error LL4"])
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "DURATION=0.33333,URI=\"part/000001.2.m4s\"",
+                                                     with: "DURATION=0.1,URI=\"part/000001.2.m4s\"")), ["error LL4"], "short, mid-segment")
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "DURATION=0.33333,URI=\"part/000001.5.m4s\"",
+                                                     with: "DURATION=0.1,URI=\"part/000001.5.m4s\"")), [], "short, but the segment's last")
+        XCTAssertEqual(rules(text.replacingOccurrences(of: "#EXT-X-PART:DURATION=0.33333,URI=\"part/000001.1.m4s\"",
+                                                     with: "#EXT-X-PART:DURATION=0.33333,URI=\"part/000001.1.m4s\"\n#EXT-X-DISCONTINUITY")), ["error LL5"])
+        XCTAssertEqual(rules(text + "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"x.m4s\"\n"), ["warning LL8"])
+        XCTAssertEqual(rules(text + "#EXT-X-ENDLIST\n"), ["error LL8"])
+    }
+
+    /// Parts against their segment: the same samples, INDEPENDENT where an IDR starts.
+    func testPartsAgainstTheirSegment() throws {
+        var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 180_000), tracks: .init(audio: nil),
+                                  timeline: Timeline(firstVideoCaptureTime: 0, wallClockMs: 0), nominalFrameDuration: 3000, partTicks: 30_000)
+        var segments: [SegmentReport] = []
+        for i in 0...60 { segments += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0)) }
+        let made = segmenter.takeParts().filter { $0.sequence == 1 }
+        let parts = made.map { (part: LowLatencyChecker.Part(uri: "p\($0.index)", duration: 0.33333, independent: $0.independent, parent: 1,
+                                                             endsParent: $0.endsSegment), bytes: $0.bytes) }
+        XCTAssertEqual(LowLatencyChecker.checkParts(parts, segment: segments[0].bytes, location: "s"), [])
+        var lying = parts
+        lying[2].part.independent = true
+        lying[0].part.independent = false
+        XCTAssertEqual(LowLatencyChecker.checkParts(lying, segment: segments[0].bytes, location: "s").map { "\($0.severity) \($0.rule) \($0.location)" },
+                       ["warning LL7 p0", "error LL7 p2"])
+        XCTAssertEqual(LowLatencyChecker.checkParts(Array(parts.dropLast()), segment: segments[0].bytes, location: "s").map(\.rule), ["LL6"])
     }
 }
