@@ -26,6 +26,8 @@ import urllib.request
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
 SECONDS = int(os.environ.get("ONAIR_LATENCY_SECONDS", "60"))
+# More `onair run` options to try (e.g. "--set hls.part_seconds=0.2"); none in make bench.
+EXTRA = os.environ.get("ONAIR_LATENCY_ARGS", "").split()
 WARMUP = 8  # seconds of playback before measuring: the player settles at its hold-back
 
 
@@ -163,7 +165,7 @@ def part_delays(port, stream, seconds):
 def report(binary=ONAIR):
     work = tempfile.mkdtemp(prefix="onair-latency-")
     onair = subprocess.Popen([binary, "run", "--source", "synthetic", "--out", os.path.join(work, "out"),
-                              "--listen", "127.0.0.1:0", "--log-format", "json"],
+                              "--listen", "127.0.0.1:0", "--log-format", "json"] + EXTRA,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     browser = None
     try:

@@ -8,6 +8,8 @@ import Glibc
 public enum Invocation: Equatable {
     case run(Settings, configFiles: [String])
     case validate(directory: String)
+    /// `onair validate URL`: a live low-latency server followed for `seconds`.
+    case validateLive(url: String, seconds: Int)
     /// `onair fetch URL …`: an offline copy.
     case fetch(FetchOptions)
     /// `onair fetch --list`: the offline copies in a data directory.
@@ -39,6 +41,19 @@ public enum CommandLineParser {
         case "version", "--version": return .version
         case "validate":
             if rest.contains("--help") || rest.contains("-h") { return .help(validateUsage) }
+            if let url = rest.first, url.hasPrefix("http://") || url.hasPrefix("https://") {
+                var seconds = 10
+                var cursor = ArgumentCursor(Array(rest.dropFirst())) { "validate: \($0) needs a value (see 'onair validate --help')" }
+                while let word = cursor.next() {
+                    guard word == "--seconds" else { throw ConfigError("validate: unexpected '\(word)' (see 'onair validate --help')") }
+                    let value = try cursor.value(for: word)
+                    guard let number = Int(value), (1...3600).contains(number) else {
+                        throw ConfigError("validate: --seconds expects a whole number of seconds from 1 to 3600, got '\(value)'")
+                    }
+                    seconds = number
+                }
+                return .validateLive(url: url, seconds: seconds)
+            }
             guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError("validate: expected one stream directory (see 'onair validate --help')") }
             return .validate(directory: rest[0])
         case "run": return try parseRun(rest, readFile: readFile)
@@ -156,9 +171,20 @@ public enum CommandLineParser {
 
     public static let validateUsage = """
     Usage: onair validate DIR
+           onair validate URL [--seconds N]
 
     Checks DIR/index.m3u8 and everything it lists (playlists, init.mp4, every segment)
     against the rules in HLS_RULES.md; prints one line per finding and exits 1 on errors.
+
+    With the URL of a live low-latency stream (a multivariant or media playlist, such as
+    onair's http://HOST:8080/streams/ID/index.m3u8), follows it for N seconds (default 10)
+    as a low-latency player does, asking for each hinted part and then for the playlist
+    that lists it, and checks the LL-HLS rules: every playlist (PART-INF, SERVER-CONTROL,
+    part durations against PART-TARGET, where the tags go, the hint), that each blocking
+    reload lists the part asked for and that the hinted part is the next one listed, that
+    the parts of every segment read whole are that segment sample for sample with truthful
+    INDEPENDENT flags, that the playlist only grows, and that a part asked for without a
+    segment is refused (400).
 
     """
 }

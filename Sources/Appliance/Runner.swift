@@ -26,6 +26,7 @@ public enum Runner {
         case .usage(let text): writeStandardError(text); return 2
         case .version: print(VersionReport.text, terminator: ""); return 0
         case .validate(let directory): return validate(directory)
+        case .validateLive(let url, let seconds): return validateLive(url, seconds: seconds)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .fetch(let options): return fetch(options)
         case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0

@@ -107,7 +107,7 @@ public final class Fetcher {
                 if copy.has(number) {
                     resumed += 1
                 } else {
-                    let (bytes, checked) = try fetchChecked(resolve(segment.uri, against: media), copy: copy, discontinuity: segment.discontinuity)
+                    let (bytes, checked) = try fetchChecked(Self.resolve(segment.uri, against: media), copy: copy, discontinuity: segment.discontinuity)
                     try copy.store(number, bytes)
                     ends = checked
                     fetched += 1
@@ -140,7 +140,7 @@ public final class Fetcher {
             throw FetchError("\(options.url): a multivariant playlist without variants")
         }
         say("fetch: variant \(reason)")
-        return (resolve(variant.uri, against: options.url), nil)
+        return (Self.resolve(variant.uri, against: options.url), nil)
     }
 
     func parsePlaylist(_ url: String) throws -> ParsedPlaylist {
@@ -156,7 +156,7 @@ public final class Fetcher {
         guard let map = playlist.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else {
             throw FetchError("\(base): MPEG-TS segments are not supported (onair fetches fragmented-MP4 HLS, which has EXT-X-MAP)")
         }
-        return resolve(map, against: base)
+        return Self.resolve(map, against: base)
     }
 
     /// A segment that parses and continues the one before it (onair's HLS rules: every
@@ -192,7 +192,7 @@ public final class Fetcher {
 
     /// `uri` as an absolute URL, relative to the playlist at `base` (RFC 3986 §5.2, the
     /// cases playlists use: absolute, host-relative, path-relative).
-    func resolve(_ uri: String, against base: String) -> String {
+    public static func resolve(_ uri: String, against base: String) -> String {
         if uri.contains("://") { return uri }
         let withoutQuery = String(base.prefix { $0 != "?" && $0 != "#" })
         if uri.hasPrefix("/") {

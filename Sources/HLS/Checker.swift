@@ -10,6 +10,13 @@ public struct Finding: Sendable, CustomStringConvertible, Equatable {
     public var message: String
 
     public var description: String { "\(severity) \(rule) \(location): \(message)" }
+
+    public init(rule: String, severity: Severity, location: String, message: String) {
+        self.rule = rule
+        self.severity = severity
+        self.location = location
+        self.message = message
+    }
 }
 
 /// Checks a written HLS stream (multivariant playlist → media playlist → init → segments)

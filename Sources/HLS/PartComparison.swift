@@ -1,8 +1,9 @@
 import MP4
 
-/// Whether a segment's parts are that segment (HLS_RULES LL6): for each track, the same
-/// samples with the same durations, flags, composition offsets and bytes, and each part's
-/// tfdt where the samples before it end. nil when they are; what differs otherwise.
+/// Whether a segment's parts are that segment (HLS_RULES LL6, RFC 8216bis §3.2): for each
+/// track, the same samples with the same durations, flags, composition offsets and bytes,
+/// and each part's tfdt where the samples before it end. nil when they are; what differs
+/// otherwise. (`onair validate URL` and the tests.)
 public func partsDiffer(parts: [[UInt8]], segment: [UInt8]) -> String? {
     do {
         let whole = try ParsedSegment(bytes: segment)

@@ -57,6 +57,22 @@ public struct PartReport: Sendable {
     /// served is measured from here (make bench).
     public var lastFrameCaptureTime: Int64 = 0
 
+    public init(sequence: Int, index: Int, bytes: [UInt8], videoStart: Int64, videoDuration: Int64, videoTimescale: Int64,
+                independent: Bool, endsSegment: Bool, parentDiscontinuity: Bool = false, parentProgramDateTimeMs: Int64? = nil,
+                lastFrameCaptureTime: Int64 = 0) {
+        self.sequence = sequence
+        self.index = index
+        self.bytes = bytes
+        self.videoStart = videoStart
+        self.videoDuration = videoDuration
+        self.videoTimescale = videoTimescale
+        self.independent = independent
+        self.endsSegment = endsSegment
+        self.parentDiscontinuity = parentDiscontinuity
+        self.parentProgramDateTimeMs = parentProgramDateTimeMs
+        self.lastFrameCaptureTime = lastFrameCaptureTime
+    }
+
     /// DURATION, to the 10 µs (a frame at 30 fps is 0.03333 s; PART-TARGET is rounded up
     /// to the same places, so no part reads longer than it).
     public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale, places: 5) }

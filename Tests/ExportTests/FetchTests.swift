@@ -270,10 +270,9 @@ final class FetchTests: XCTestCase {
     }
 
     func testURLsResolveAsPlaylistsUseThem() {
-        let fetcher = self.fetcher(FetchOptions(url: "http://a/b/index.m3u8"), DirectoryGetter(root: "/"))
-        XCTAssertEqual(fetcher.resolve("seg/1.m4s", against: "http://h:8/live/x/playlist.m3u8?token=1"), "http://h:8/live/x/seg/1.m4s")
-        XCTAssertEqual(fetcher.resolve("/other/p.m3u8", against: "https://h/live/index.m3u8"), "https://h/other/p.m3u8")
-        XCTAssertEqual(fetcher.resolve("https://cdn/s.m4s", against: "http://h/x.m3u8"), "https://cdn/s.m4s")
+        XCTAssertEqual(Fetcher.resolve("seg/1.m4s", against: "http://h:8/live/x/playlist.m3u8?token=1"), "http://h:8/live/x/seg/1.m4s")
+        XCTAssertEqual(Fetcher.resolve("/other/p.m3u8", against: "https://h/live/index.m3u8"), "https://h/other/p.m3u8")
+        XCTAssertEqual(Fetcher.resolve("https://cdn/s.m4s", against: "http://h/x.m3u8"), "https://cdn/s.m4s")
         XCTAssertEqual(Fetcher.name(of: "http://h/live/20261202T164233Z-3f9a/index.m3u8"), "20261202T164233Z-3f9a")
         XCTAssertEqual(Fetcher.name(of: "http://h/show.m3u8?x=1"), "show")
         XCTAssertEqual(FetchProgress.clockTime(750), "12:30")

@@ -65,11 +65,28 @@ final class LowLatencyTests: XCTestCase {
         // so it has to follow the live playlist to end.
         let gst = try runTool("/usr/bin/gst-launch-1.0", ["urisourcebin", "uri=\(url)", "!", "parsebin", "!", "identity", "eos-after=400",
                                                           "!", "fakesink"], seconds: 60)
-        let said = String(decoding: gst.stdout, as: UTF8.self) + gst.stderr
-        XCTAssertEqual(gst.status, 0, said)
-        XCTAssertTrue(said.contains("Got EOS from element"), said)
-        XCTAssertFalse(said.contains("ERROR"), said)
+        let gstSaid = String(decoding: gst.stdout, as: UTF8.self) + gst.stderr
+        XCTAssertEqual(gst.status, 0, gstSaid)
+        XCTAssertTrue(gstSaid.contains("Got EOS from element"), gstSaid)
+        XCTAssertFalse(gstSaid.contains("ERROR"), gstSaid)
+        // onair validate follows the same stream as a low-latency player and finds nothing.
+        let validate = try runTool(onairBinary(), ["validate", url, "--seconds", "4"], seconds: 60)
+        let said = String(decoding: validate.stdout, as: UTF8.self)
+        XCTAssertEqual(validate.status, 0, said + validate.stderr)
+        XCTAssertTrue(said.contains(": 0 errors, 0 warnings ("), said)
+        XCTAssertFalse(said.contains(" 0 parts"), said)
+        // What is not a live low-latency stream is one line and exit 2.
+        for (arguments, expected) in [(["validate", url, "--seconds", "0"], "--seconds"),
+                                      (["validate", "http://127.0.0.1:1/x.m3u8"], "127.0.0.1:1"),
+                                      (["validate", url, "--fast"], "--fast")] {
+            let refused = try runTool(onairBinary(), arguments, seconds: 60)
+            XCTAssertEqual(refused.status, 2, "\(arguments)")
+            XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1, refused.stderr)
+            XCTAssertTrue(refused.stderr.contains(expected), refused.stderr)
+        }
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0)
+        let ended = try runTool(onairBinary(), ["validate", "http://127.0.0.1:\(port)\(base)/index.m3u8"], seconds: 60)
+        XCTAssertEqual(ended.status, 2, "the server is gone")
     }
 }
