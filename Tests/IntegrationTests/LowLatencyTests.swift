@@ -89,4 +89,48 @@ final class LowLatencyTests: XCTestCase {
         let ended = try runTool(onairBinary(), ["validate", "http://127.0.0.1:\(port)\(base)/index.m3u8"], seconds: 60)
         XCTAssertEqual(ended.status, 2, "the server is gone")
     }
+
+    /// 500 players waiting on onair itself at once (from 16 addresses: 32 connections each
+    /// is the per-address limit): every one answered with the part it waited for, no
+    /// frame dropped, and segments go on being stored.
+    func testFiveHundredHeldRequestsCostNoFrame() throws {
+        let out = try temporaryDirectory("ll500")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low"])
+        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
+        let port = try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
+        func status() throws -> [String: Any] {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
+        }
+        var playlist = ""
+        for _ in 0..<120 where hint(playlist) == nil {
+            if let id = try status()["stream"] as? String, (try status()["segments_stored"] as? Int ?? 0) >= 1 {
+                playlist = try HTTPClient.request(port: port, "/streams/\(id)/playlist.m3u8").text
+            } else { usleep(250_000) }
+        }
+        let id = try XCTUnwrap(try status()["stream"] as? String)
+        let next = try XCTUnwrap(hint(playlist), playlist)
+        let before = try status()["segments_stored"] as? Int ?? 0
+        // A segment ahead: every request is held for about two seconds.
+        let asked = "_HLS_msn=\(next.msn + 1)&_HLS_part=0"
+        var sockets: [RawSocket] = []
+        for n in 0..<500 {
+            let socket = try XCTUnwrap(RawSocket(port: port, from: "127.0.0.\(2 + n % 16)", timeoutMilliseconds: 20_000), "connection \(n)")
+            XCTAssertTrue(socket.send("GET /streams/\(id)/playlist.m3u8?\(asked) HTTP/1.1\r\nHost: x\r\n\r\n"))
+            sockets.append(socket)
+        }
+        var answered = 0
+        for socket in sockets {
+            let reply = String(decoding: socket.response(), as: UTF8.self)
+            if reply.hasPrefix("HTTP/1.1 200") && reply.contains("part/\(String(format: "%06d", next.msn + 1)).0.m4s") { answered += 1 }
+        }
+        XCTAssertEqual(answered, 500)
+        let after = try status()
+        XCTAssertEqual(after["dropped_video_frames"] as? Int, 0)
+        XCTAssertEqual(after["dropped_audio_chunks"] as? Int, 0)
+        XCTAssertGreaterThan(after["segments_stored"] as? Int ?? 0, before)
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0)
+    }
 }
