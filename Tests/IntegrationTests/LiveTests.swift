@@ -7,12 +7,6 @@ import TestSupport
 /// onair in real time with its web server: the live stream over HTTP, played by headless
 /// Chromium's native HLS; the stdin button; SIGTERM finishing the stream cleanly.
 final class LiveTests: XCTestCase {
-    func port(from onair: Child) throws -> UInt16 {
-        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
-        let url = try XCTUnwrap(logValue(line, "url"))
-        return try XCTUnwrap(UInt16(url.split(separator: ":").last!.filter(\.isNumber)))
-    }
-
     func waitForStreams(_ port: UInt16, _ ready: ([[String: Any]]) -> Bool, seconds: Double = 60) throws -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -29,7 +23,7 @@ final class LiveTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low"])
-        let port = try port(from: onair)
+        let port = try onair.listeningPort()
         let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
         let id = try XCTUnwrap(streams.first?["id"] as? String)
         XCTAssertEqual(streams.first?["state"] as? String, "live")
@@ -112,7 +106,7 @@ final class LiveTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low", "--set", "hls.segment_seconds=1"])
-        let port = try port(from: onair)
+        let port = try onair.listeningPort()
         let streams = try waitForStreams(port) { !$0.isEmpty }
         let base = "/streams/\(try XCTUnwrap(streams.first?["id"] as? String))"
         var previous: String?
@@ -153,7 +147,7 @@ final class LiveTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low", "--set", "hls.segment_seconds=1"], stdin: true)
-        let port = try port(from: onair)
+        let port = try onair.listeningPort()
         let first = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
         let recording = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
         XCTAssertEqual(recording?["state"] as? String, "recording")

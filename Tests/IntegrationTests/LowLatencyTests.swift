@@ -20,8 +20,7 @@ final class LowLatencyTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low"])
-        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
-        let port = try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
+        let port = try onair.listeningPort()
         var id: String?
         for _ in 0..<120 where id == nil {
             let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/streams").body)) as? [[String: Any]]
@@ -98,11 +97,8 @@ final class LowLatencyTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
                                               "--set", "video.quality=low"])
-        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
-        let port = try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
-        func status() throws -> [String: Any] {
-            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
-        }
+        let port = try onair.listeningPort()
+        let status = { try apiStatus(port: port) }
         var playlist = ""
         for _ in 0..<120 where hint(playlist) == nil {
             if let id = try status()["stream"] as? String, (try status()["segments_stored"] as? Int ?? 0) >= 1 {

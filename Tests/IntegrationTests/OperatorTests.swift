@@ -56,11 +56,8 @@ final class OperatorTests: XCTestCase {
                               environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
         var messages: [String] = []
         XCTAssertTrue(notify.waitFor("READY=1", seen: &messages), "\(messages)\n\(onair.stderr)")
-        let line = try XCTUnwrap(onair.waitForLog("event=server.listening"), onair.stderr)
-        let port = try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
-        func status() throws -> [String: Any] {
-            try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
-        }
+        let port = try onair.listeningPort()
+        let status = { try apiStatus(port: port) }
         XCTAssertEqual(try status()["state"] as? String, "armed")
         XCTAssertEqual(try HTTPClient.request(port: port, "/api/record/start", method: "POST").status, 401, "no token, no control")
         let start = try HTTPClient.request(port: port, "/api/record/start", method: "POST", headers: ["Authorization": "Bearer \(token)"])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -47,6 +48,12 @@ final class Child: @unchecked Sendable {
     }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The port `onair run --listen 127.0.0.1:0` got, from its `server.listening` line.
+    func listeningPort() throws -> UInt16 {
+        let line = try XCTUnwrap(waitForLog("event=server.listening"), stderr)
+        return try XCTUnwrap(UInt16(try XCTUnwrap(logValue(line, "url")).split(separator: ":").last!.filter(\.isNumber)))
+    }
 
     /// Waits for exit (bounded so a hung child fails the test instead of CI).
     @discardableResult
@@ -102,4 +109,9 @@ func logValue(_ line: String, _ key: String) -> String? {
         return String(field.dropFirst(key.count + 1))
     }
     return nil
+}
+
+/// `GET /api/status` of the onair on `port`, as JSON.
+func apiStatus(port: UInt16) throws -> [String: Any] {
+    try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
 }
