@@ -86,7 +86,8 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
 
     private let lock = Lock()
     private var streams: [String: Stream] = [:]
-    private var waiters: [Wait: (stream: String, wake: @Sendable () -> Void)] = [:]
+    /// Each wait with what it waits for: it is woken when that holds, or the stream ends.
+    private var waiters: [Wait: (stream: String, ready: @Sendable (Stream) -> Bool, wake: @Sendable () -> Void)] = [:]
     private var nextWaiter = 0
     private let clock: MediaClock
 
@@ -137,9 +138,9 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
             guard var stream = streams[id] else { return [] }
             body(&stream)
             streams[id] = stream
-            let mine = waiters.filter { $0.value.stream == id }
-            for key in mine.keys { waiters[key] = nil }
-            return mine.map(\.value.wake)
+            let due = waiters.filter { $0.value.stream == id && (stream.endedAt != nil || $0.value.ready(stream)) }
+            for key in due.keys { waiters[key] = nil }
+            return due.map(\.value.wake)
         }
         for wake in woken { wake() }
     }
@@ -155,8 +156,9 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
 
     // MARK: The server
 
-    /// The playlist for `directives`, or a wait for it (§6.2.5.2): `wake` runs once the
-    /// stream changes, and the caller asks again; `cancel` it when giving up.
+    /// The playlist for `directives`, or a wait for it (§6.2.5.2): `wake` runs once what it
+    /// asks for exists (or the stream ends), and the caller asks again; `cancel` it when
+    /// giving up. Only those waits are woken, not every one at every part.
     public func playlist(_ id: String, _ directives: DeliveryDirectives, orWake wake: @escaping @Sendable () -> Void) -> PlaylistAnswer {
         lock.withLock {
             guard let stream = streams[id], stream.endedAt == nil else { return .notLive }
@@ -167,7 +169,8 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
                 if let part = directives.part, stream.partsAhead(sequence: msn, index: part) > stream.timing.advancePartLimit {
                     return .badRequest("_HLS_msn=\(msn)&_HLS_part=\(part) is more than \(stream.timing.advancePartLimit) parts past the last one")
                 }
-                if !stream.has(sequence: msn, index: directives.part) { return .wait(register(id, wake)) }
+                let part = directives.part
+                if !stream.has(sequence: msn, index: part) { return .wait(register(id, { $0.has(sequence: msn, index: part) }, wake)) }
             }
             let listed = stream.parts.filter { stream.listed($0.key, within: 3) }
             return .playlist(LowLatencyPlaylist(playlist: stream.playlist, timing: stream.timing, parts: listed,
@@ -184,14 +187,15 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
             let made = stream.parts[sequence] ?? stream.pending[sequence] ?? []
             if let part = made.first(where: { $0.index == index }) { return .part(part.bytes, captured: part.lastFrameCaptureTime) }
             guard stream.endedAt == nil, stream.next == (sequence, index) else { return .notFound }
-            return .wait(register(id, wake))
+            // Made, or no longer the next part (a discontinuity ended its segment): answer.
+            return .wait(register(id, { $0.next != (sequence, index) }, wake))
         }
     }
 
-    private func register(_ id: String, _ wake: @escaping @Sendable () -> Void) -> Wait {
+    private func register(_ id: String, _ ready: @escaping @Sendable (Stream) -> Bool, _ wake: @escaping @Sendable () -> Void) -> Wait {
         nextWaiter += 1
         let wait = Wait(id: nextWaiter)
-        waiters[wait] = (id, wake)
+        waiters[wait] = (id, ready, wake)
         return wait
     }
 

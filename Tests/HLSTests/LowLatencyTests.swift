@@ -253,6 +253,15 @@ final class LiveEdgeTests: XCTestCase {
         guard case .wait(let second) = edge.playlist("s", DeliveryDirectives(msn: 2), orWake: {}) else { return XCTFail() }
         XCTAssertTrue(edge.cancel(second))
         XCTAssertEqual(edge.waiting, 0)
+        // Only what a wait asks for wakes it: a part before it does not.
+        let later = Counter()
+        guard case .wait = edge.playlist("s", DeliveryDirectives(msn: 2, part: 3), orWake: { later.increment() }) else { return XCTFail() }
+        edge.add("s", parts: [part(2, 2)])
+        XCTAssertEqual(later.value, 0)
+        XCTAssertEqual(edge.waiting, 1)
+        edge.add("s", parts: [part(2, 3)])
+        XCTAssertEqual(later.value, 1)
+        XCTAssertEqual(edge.waiting, 0)
     }
 
     func testRequestsTooFarAheadAreRefused() {
