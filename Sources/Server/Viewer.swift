@@ -212,6 +212,17 @@ public enum Viewer {
       current = null;
     });
     video.addEventListener("playing", () => { info.textContent = ""; });
+    // A camera interruption (EXT-X-DISCONTINUITY) leaves a hole in the media MSE holds:
+    // waiting at its edge, play on from the next range.
+    video.addEventListener("waiting", () => {
+      const ranges = video.buffered;
+      for (let i = 1; i < ranges.length; i++) {
+        if (video.currentTime >= ranges.end(i - 1) - 0.1 && video.currentTime < ranges.start(i)) {
+          video.currentTime = ranges.start(i);
+          return;
+        }
+      }
+    });
 
     async function poll() {
       try {

@@ -142,6 +142,50 @@ final class LiveTests: XCTestCase {
         XCTAssertGreaterThan(reloads, 6, "polled while it grew")
     }
 
+    /// A camera interruption leaves a hole in what the viewer's MSE player holds (the
+    /// timeline jumps at EXT-X-DISCONTINUITY): it plays on past it instead of waiting at
+    /// its edge. The hole is made for real: segments 1 and 3 of a stream, appended with
+    /// the viewer's own functions to a MediaSource on its video element.
+    func testTheViewerPlaysOnPastAHole() throws {
+        let out = try temporaryDirectory("hole")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low", "--set", "audio.enabled=off"])
+        let port = try onair.listeningPort()
+        let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 3 }
+        let base = "/streams/\(try XCTUnwrap(streams.first?["id"] as? String))/"
+        let codecs = try XCTUnwrap(try HTTPClient.request(port: port, base + "index.m3u8").text
+            .firstMatch(of: /CODECS="([^"]+)"/).map { String($0.1) })
+        let browser = try Chromium()
+        try browser.open("http://127.0.0.1:\(port)/?ll=0&mse=1")
+        for _ in 0..<100 where try browser.evaluate("typeof append") as? String != "function" { usleep(100_000) }
+        let setUp = """
+            (async () => {
+              generation += 1;  // the viewer's own player stops
+              const source = new MediaSource();
+              video.src = URL.createObjectURL(source);
+              await new Promise(ok => source.addEventListener("sourceopen", ok, { once: true }));
+              const buffer = source.addSourceBuffer('video/mp4; codecs="\(codecs)"');
+              for (const name of ["init.mp4", "seg/000001.m4s", "seg/000003.m4s"]) await append(buffer, await bytes("\(base)" + name));
+              video.currentTime = buffer.buffered.start(0);
+              video.play();
+              return JSON.stringify([0, 1].map(i => [buffer.buffered.start(i), buffer.buffered.end(i)]));
+            })()
+            """
+        _ = try browser.call("Runtime.evaluate", ["expression": setUp, "awaitPromise": true, "returnByValue": true])
+        let ranges = try XCTUnwrap(try browser.evaluate("JSON.stringify([0, 1].map(i => [video.buffered.start(i), video.buffered.end(i)]))") as? String)
+        let bounds = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(ranges.utf8)) as? [[Double]])
+        XCTAssertGreaterThan(bounds[1][0] - bounds[0][1], 1.5, "a hole of about a segment: \(bounds)")
+        var time = 0.0
+        for _ in 0..<80 where time <= bounds[1][0] + 0.5 {
+            usleep(250_000)
+            time = try browser.evaluate("video.currentTime") as? Double ?? 0
+        }
+        XCTAssertGreaterThan(time, bounds[1][0] + 0.5, "played on past the hole \(bounds)")
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0)
+    }
+
     func testEnterTogglesRecordingIntoNewStreams() throws {
         let out = try temporaryDirectory("toggle")
         defer { try? FileManager.default.removeItem(atPath: out) }
