@@ -48,8 +48,9 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     let liveEdge: LiveEdge?
     /// Ends the requests held for a part that has not come in time.
     let heldTimer = Scheduler(name: "onair-http-held")
-    /// Requests suspended now, and whether `stop` has begun (no more are held then).
-    private let heldLock = Lock()
+    /// Requests suspended now, and whether `stop` has begun (no more are held then);
+    /// signalled when one is resumed, for `stop` to wait on.
+    private let heldCondition = Condition()
     private var heldState = (count: 0, stopping: false)
 
     /// How many clients, for how long: what one hostile client cannot exhaust.
@@ -173,18 +174,23 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     }
 
     /// A held request is resumed (or its connection ended).
-    private func release(_ held: Held) { heldLock.withLock { heldState.count -= 1 } }
+    private func release(_ held: Held) {
+        heldCondition.withLock {
+            heldState.count -= 1
+            heldCondition.broadcast()
+        }
+    }
 
     /// Counts a request about to be suspended; false once `stop` has begun.
     func holding() -> Bool {
-        heldLock.withLock {
+        heldCondition.withLock {
             guard !heldState.stopping else { return false }
             heldState.count += 1
             return true
         }
     }
 
-    public var heldRequests: Int { heldLock.withLock { heldState.count } }
+    public var heldRequests: Int { heldCondition.withLock { heldState.count } }
 
     /// The second call of a request: its head was accepted at the first.
     private static var headAccepted: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 3)! }
@@ -230,10 +236,12 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             // libmicrohttpd must not be stopped with a connection suspended: answer the
             // held requests first (they see `stopping` and get a 503), at most until the
             // last deadline.
-            heldLock.withLock { heldState.stopping = true }
+            heldCondition.withLock { heldState.stopping = true }
             liveEdge?.wakeAll()
             let limit = monotonicNanoseconds() + 10_000_000_000
-            while heldRequests > 0 && monotonicNanoseconds() < limit { usleep(5_000) }
+            heldCondition.withLock {
+                while heldState.count > 0 && heldCondition.wait(untilNanoseconds: limit) {}
+            }
             MHD_stop_daemon(daemon)
             heldTimer.stop()
             guard_.stop()

@@ -3,6 +3,7 @@ import XCTest
 import Media
 import MP4
 import TestSupport
+import Threading
 
 /// Parts as the segmenter cuts them (HLS_RULES LL4, LL6, LL7): 30 fps, 2 s segments from
 /// 10 s (900000), audio 1024-sample AAC frames at 48 kHz.
@@ -221,11 +222,11 @@ final class LiveEdgeTests: XCTestCase {
         edge.add("s", segment: report, entry: .init(uri: MediaPlaylist.segmentURI(sequence), duration: "2.000", programDateTimeMs: nil))
     }
 
-    final class Counter: @unchecked Sendable {
-        let lock = NSLock()
+    final class Counter: @unchecked Sendable {  // `count` under `lock`
+        let lock = Lock()
         var count = 0
-        func increment() { lock.lock(); count += 1; lock.unlock() }
-        var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+        func increment() { lock.withLock { count += 1 } }
+        var value: Int { lock.withLock { count } }
     }
 
     func testBlockingReloadWaitsForThePartAndWakes() {

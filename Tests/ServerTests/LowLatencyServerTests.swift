@@ -3,6 +3,7 @@ import XCTest
 import HLS
 import Server
 import TestSupport
+import Threading
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,7 @@ final class LowLatencyServerTests: XCTestCase {
     final class Producer: @unchecked Sendable {  // `parts`, `frames`, `running` under `lock`
         let edge: LiveEdge
         let id: String
-        private let lock = NSLock()
+        private let lock = Lock()
         private var parts: [String: [UInt8]] = [:]
         private var frames = 0
         private var running = true
