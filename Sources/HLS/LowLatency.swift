@@ -127,6 +127,16 @@ public struct LowLatencyPlaylist: Sendable {
         return "part/" + segment.dropFirst(4).dropLast(4) + ".\(index).m4s"
     }
 
+    /// The segment and part a `partURI` names; nil for anything else (up to nine digits
+    /// each, so no number a request makes up can overflow).
+    public static func partNumbers(_ uri: some StringProtocol) -> (sequence: Int, index: Int)? {
+        guard uri.hasPrefix("part/"), uri.hasSuffix(".m4s") else { return nil }
+        let numbers = uri.dropFirst(5).dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
+        guard numbers.count == 2, numbers.allSatisfy({ !$0.isEmpty && $0.count <= 9 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
+              let sequence = Int(numbers[0]), let index = Int(numbers[1]) else { return nil }
+        return (sequence, index)
+    }
+
     /// How many leading segments a delta update leaves out: those that end at least
     /// CAN-SKIP-UNTIL before the end of the last segment.
     func skippedSegments() -> Int {

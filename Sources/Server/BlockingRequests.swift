@@ -52,10 +52,9 @@ extension WebServer {
                 self = .playlist(id: id)
                 return
             }
-            guard components.count == 5, components[3] == "part", components[4].hasSuffix(".m4s") else { return nil }
-            let numbers = components[4].dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
-            guard numbers.count == 2, numbers.allSatisfy({ !$0.isEmpty && $0.count <= 9 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
-                  let sequence = Int(numbers[0]), let index = Int(numbers[1]) else { return nil }
+            guard components.count == 5, let (sequence, index) = LowLatencyPlaylist.partNumbers(components[3...].joined(separator: "/")) else {
+                return nil
+            }
             self = .part(id: id, sequence: sequence, index: index)
         }
     }

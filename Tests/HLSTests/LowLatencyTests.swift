@@ -133,6 +133,15 @@ final class LowLatencyPlaylistTests: XCTestCase {
         XCTAssertEqual(PartTiming(partMilliseconds: 1000, fps: 30, segmentTicks: 180_000, targetDuration: 2).advancePartLimit, 3)
     }
 
+    func testPartNamesReadBack() throws {
+        XCTAssertEqual(LowLatencyPlaylist.partURI(sequence: 12, index: 3), "part/000012.3.m4s")
+        let numbers = try XCTUnwrap(LowLatencyPlaylist.partNumbers("part/000012.3.m4s"))
+        XCTAssertEqual([numbers.sequence, numbers.index], [12, 3])
+        for bad in ["part/12.m4s", "part/1.2.3.m4s", "part/.3.m4s", "part/1.-3.m4s", "part/1234567890.0.m4s", "seg/000012.m4s", "part/1.2.mp4"] {
+            XCTAssertNil(LowLatencyPlaylist.partNumbers(bad), bad)
+        }
+    }
+
     func testDirectives() {
         func parse(_ arguments: [String: String]) -> Result<DeliveryDirectives, DirectiveError> {
             DeliveryDirectives.parse { arguments[$0] }

@@ -83,11 +83,10 @@ final class LowLatencyServerTests: XCTestCase {
     func get(_ path: String) throws -> HTTPResponse { try HTTPClient.request(port: server.port, path) }
 
     /// The hint of the playlist at `path`: the segment and part it names.
+    /// The part the playlist hints, and its segment and index.
     func hint(_ text: String) -> (uri: String, msn: Int, part: Int)? {
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("#EXT-X-PRELOAD-HINT:") }),
-              let uri = line.split(separator: "\"").dropFirst().first else { return nil }
-        let numbers = uri.dropFirst("part/".count).dropLast(".m4s".count).split(separator: ".").compactMap { Int($0) }
-        return numbers.count == 2 ? (String(uri), numbers[0], numbers[1]) : nil
+        guard let uri = LowLatencyChecker.parse(text).hint, let (msn, part) = LowLatencyPlaylist.partNumbers(uri) else { return nil }
+        return (uri, msn, part)
     }
 
     struct NoHint: Error {}
