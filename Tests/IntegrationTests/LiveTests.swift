@@ -19,11 +19,7 @@ final class LiveTests: XCTestCase {
     }
 
     func testLiveStreamOverHTTPPlaysInChromium() throws {
-        let out = try temporaryDirectory("live")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low"])
-        let port = try onair.listeningPort()
+        let (onair, port, out) = try serveSynthetic("live")
         let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
         let id = try XCTUnwrap(streams.first?["id"] as? String)
         XCTAssertEqual(streams.first?["state"] as? String, "live")
@@ -102,11 +98,7 @@ final class LiveTests: XCTestCase {
     /// media sequence, freezes after ENDLIST, and every segment it lists can be fetched
     /// whole the moment it is listed (L7) — the atomic write order seen from outside.
     func testLivePlaylistOnlyGrowsAndEverythingListedIsThere() throws {
-        let out = try temporaryDirectory("reload")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low", "--set", "hls.segment_seconds=1"])
-        let port = try onair.listeningPort()
+        let (onair, port, out) = try serveSynthetic("reload", ["hls.segment_seconds=1"])
         let streams = try waitForStreams(port) { !$0.isEmpty }
         let base = "/streams/\(try XCTUnwrap(streams.first?["id"] as? String))"
         var previous: String?
@@ -147,11 +139,7 @@ final class LiveTests: XCTestCase {
     /// its edge. The hole is made for real: segments 1 and 3 of a stream, appended with
     /// the viewer's own functions to a MediaSource on its video element.
     func testTheViewerPlaysOnPastAHole() throws {
-        let out = try temporaryDirectory("hole")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low", "--set", "audio.enabled=off"])
-        let port = try onair.listeningPort()
+        let (onair, port, _) = try serveSynthetic("hole", ["audio.enabled=off"])
         let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 3 }
         let base = "/streams/\(try XCTUnwrap(streams.first?["id"] as? String))/"
         let codecs = try XCTUnwrap(try HTTPClient.request(port: port, base + "index.m3u8").text
@@ -188,11 +176,7 @@ final class LiveTests: XCTestCase {
     }
 
     func testEnterTogglesRecordingIntoNewStreams() throws {
-        let out = try temporaryDirectory("toggle")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low", "--set", "hls.segment_seconds=1"], stdin: true)
-        let port = try onair.listeningPort()
+        let (onair, port, out) = try serveSynthetic("toggle", ["hls.segment_seconds=1"], stdin: true)
         let first = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
         let recording = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
         XCTAssertEqual(recording?["state"] as? String, "recording")

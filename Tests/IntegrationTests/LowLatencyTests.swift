@@ -8,19 +8,14 @@ import TestSupport
 /// the segment it became; and the same URL played by ffmpeg and by GStreamer's hlsdemux2,
 /// which read it as regular HLS.
 final class LowLatencyTests: XCTestCase {
+    /// The part the playlist hints, and its segment and index.
     func hint(_ playlist: String) -> (uri: String, msn: Int, part: Int)? {
-        guard let line = playlist.split(separator: "\n").first(where: { $0.hasPrefix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"") }) else { return nil }
-        let uri = String(line.split(separator: "\"")[1])
-        let numbers = uri.dropFirst("part/".count).dropLast(".m4s".count).split(separator: ".").compactMap { Int($0) }
-        return numbers.count == 2 ? (uri, numbers[0], numbers[1]) : nil
+        guard let uri = LowLatencyChecker.parse(playlist).hint, let (msn, part) = LowLatencyPlaylist.partNumbers(uri) else { return nil }
+        return (uri, msn, part)
     }
 
     func testPartsAreTheirSegmentsAndRegularPlayersPlayTheSameURL() throws {
-        let out = try temporaryDirectory("ll")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low"])
-        let port = try onair.listeningPort()
+        let (onair, port, _) = try serveSynthetic("ll")
         var id: String?
         for _ in 0..<120 where id == nil {
             let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/streams").body)) as? [[String: Any]]
@@ -93,11 +88,7 @@ final class LowLatencyTests: XCTestCase {
     /// is the per-address limit): every one answered with the part it waited for, no
     /// frame dropped, and segments go on being stored.
     func testFiveHundredHeldRequestsCostNoFrame() throws {
-        let out = try temporaryDirectory("ll500")
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low"])
-        let port = try onair.listeningPort()
+        let (onair, port, _) = try serveSynthetic("ll500")
         let status = { try apiStatus(port: port) }
         var playlist = ""
         for _ in 0..<120 where hint(playlist) == nil {

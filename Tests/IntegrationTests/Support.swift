@@ -115,3 +115,15 @@ func logValue(_ line: String, _ key: String) -> String? {
 func apiStatus(port: UInt16) throws -> [String: Any] {
     try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
 }
+
+extension XCTestCase {
+    /// `onair run` on the synthetic camera (low quality) with its web server on a free
+    /// port, its data in a temporary directory removed after the test.
+    func serveSynthetic(_ name: String, _ settings: [String] = [], stdin: Bool = false) throws -> (onair: Child, port: UInt16, out: String) {
+        let out = try temporaryDirectory(name)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
+                                              "--set", "video.quality=low"] + settings.flatMap { ["--set", $0] }, stdin: stdin)
+        return (onair, try onair.listeningPort(), out)
+    }
+}
