@@ -44,9 +44,10 @@ public struct Settings: Sendable, Equatable {
 
     /// Segment length in milliseconds (Apple recommends IDRs at most 2 s apart).
     public var segmentMilliseconds = 2000
-    /// Low-latency parts on the built-in server (`hls.part_seconds`): 10 frames at 30 fps;
-    /// 0: none.
-    public var partMilliseconds = 333
+    /// Low-latency parts on the built-in server (`hls.part_seconds`); 0: none. 200 ms, as
+    /// MediaMTX's `hlsPartDuration`: PART-HOLD-BACK is three parts (RFC 8216bis §4.4.3.8),
+    /// so a viewer plays about 0.8 s behind the camera, where 333 ms parts hold it 1.3 s.
+    public var partMilliseconds = 200
 
     public var source: SourceKind = .auto
     /// `auto`: the first V4L2 camera under /dev; or a device path.
@@ -150,7 +151,8 @@ public struct Settings: Sendable, Equatable {
         video.x264Preset = softwarePreset
         return LiveProfile(output: OutputProfile(encoder: encoder, video: video, rotation: rotation, audio: audioProfile,
                                                  dataDirectory: dataDirectory),
-                           segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds)
+                           segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds,
+                           rates: thermal.sensor == nil ? [] : thermal.fpsSteps.filter { $0 < fps })
     }
 
     public var recordingProfile: RecordingProfile {

@@ -18,10 +18,33 @@ public struct PartTiming: Sendable, Equatable {
         self.targetDuration = targetDuration
     }
 
-    /// `hls.part_seconds` as whole frames at `fps`: 333 ms at 30 fps is 10 frames.
-    public init(partMilliseconds: Int, fps: Int, segmentTicks: Int64, targetDuration: Int, timescale: Int64 = Timescale.video) {
+    /// `hls.part_seconds` as whole frames at `fps`: 200 ms at 30 fps is 6 frames, 333 ms 10.
+    ///
+    /// PART-TARGET cannot change during a stream (LL3), but the thermal ladder may move it
+    /// to any of `rates`, and every part but a segment's first and last must last between
+    /// 85% and 100% of it at each (LL4; AVPlayer drops the stream otherwise). So it is
+    /// raised, a tick at a time, to the least value where whole frames fit that way at
+    /// every rate: 200 ms at 30 fps fits 30, 20, 15 and 10 fps, but at 24 fps four frames
+    /// are 83% of it and five too long, so the default ladder makes it 5 × 1/24 s (0.20834).
+    public init(partMilliseconds: Int, fps: Int, rates: [Int] = [], segmentTicks: Int64, targetDuration: Int,
+                timescale: Int64 = Timescale.video) {
         let frames = max(1, (Int64(partMilliseconds) * Int64(fps) + 500) / 1000)
-        self.init(ticks: min(frames * timescale / Int64(fps), segmentTicks), timescale: timescale, targetDuration: targetDuration)
+        let first = min(frames * timescale / Int64(fps), segmentTicks)
+        let all = Set(rates + [fps]).filter { $0 > 0 }
+        let ticks = (first...max(first, segmentTicks)).first { target in all.allSatisfy { Self.partsFit(target, rate: $0, timescale: timescale) } }
+        // No such value within a segment (a ladder down to 1 fps with short segments):
+        // at least no part is ever longer than PART-TARGET, the rule players enforce.
+        let slowest = all.map { (timescale + Int64($0) - 1) / Int64($0) }.max() ?? first
+        self.init(ticks: ticks ?? min(max(first, slowest), max(segmentTicks, slowest)), timescale: timescale, targetDuration: targetDuration)
+    }
+
+    /// Whether the parts the segmenter cuts at `rate` (as many whole frames as fit in
+    /// `target`) last at least 85% of it. Frame times are whole ticks, so a frame at a rate
+    /// that does not divide the timescale may be a tick longer or shorter than the mean.
+    static func partsFit(_ target: Int64, rate: Int, timescale: Int64) -> Bool {
+        let longest = (timescale + Int64(rate) - 1) / Int64(rate), shortest = timescale / Int64(rate)
+        let frames = target / longest
+        return frames >= 1 && 100 * frames * shortest >= 85 * target
     }
 
     /// PART-TARGET as written: rounded up to the 10 µs part DURATIONs are written in

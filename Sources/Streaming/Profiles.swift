@@ -37,18 +37,24 @@ public struct LiveProfile: Sendable, Equatable {
     public var output: OutputProfile
     public var segmentMilliseconds: Int
     public var partMilliseconds: Int
+    /// The other frame rates a stream may move to while it runs (the thermal ladder's),
+    /// which its PART-TARGET must also suit.
+    public var rates: [Int]
 
-    public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0) {
+    public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0, rates: [Int] = []) {
         self.output = output
         self.segmentMilliseconds = segmentMilliseconds
         self.partMilliseconds = partMilliseconds
+        self.rates = rates
         self.output.video.keyframeInterval = keyframeInterval
     }
 
-    /// PART-TARGET and what follows from it, at the rate the stream starts at; nil: no parts.
+    /// PART-TARGET and what follows from it, from the rate the stream starts at and the
+    /// rates it may move to; nil: no parts.
     public var partTiming: PartTiming? {
         partMilliseconds > 0
-            ? PartTiming(partMilliseconds: partMilliseconds, fps: fps, segmentTicks: segmentTicks, targetDuration: targetDuration) : nil
+            ? PartTiming(partMilliseconds: partMilliseconds, fps: fps, rates: rates, segmentTicks: segmentTicks,
+                         targetDuration: targetDuration) : nil
     }
 
     public var fps: Int { output.video.fps }
@@ -65,7 +71,7 @@ public struct LiveProfile: Sendable, Equatable {
     public func at(fps: Int) -> LiveProfile {
         var output = output
         output.video.fps = fps
-        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds)
+        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates)
     }
 }
 

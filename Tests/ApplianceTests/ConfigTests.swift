@@ -115,8 +115,11 @@ final class ConfigTests: XCTestCase {
     /// Low-latency parts: whole frames at the stream's rate; 0 turns them off; a value
     /// that is no length of part is one line naming the key.
     func testPartSeconds() throws {
-        XCTAssertEqual(Settings().liveProfile.partTiming?.ticks, 30_000, "10 frames at 30 fps")
-        XCTAssertEqual(try settings("video.fps = 25").liveProfile.partTiming?.ticks, 28_800, "8 frames at 25 fps")
+        XCTAssertEqual(Settings().liveProfile.partTiming?.ticks, 18_750, "6 frames at 30 fps, raised to fit 5 at 24 fps on the ladder")
+        XCTAssertEqual(try settings("thermal.sensor = off").liveProfile.partTiming?.ticks, 18_000, "6 frames at 30 fps, no ladder")
+        XCTAssertEqual(try settings("video.fps = 25\nthermal.fps_steps = 25,20,15,10").liveProfile.partTiming?.ticks, 18_000,
+                       "5 frames at 25 fps, also right at 20, 15, 10")
+        XCTAssertEqual(try settings("hls.part_seconds = 0.333").liveProfile.partTiming?.ticks, 30_000, "10 frames at 30 fps")
         XCTAssertEqual(try settings("hls.part_seconds = 0.5").liveProfile.at(fps: 24).partTiming?.ticks, 45_000, "12 frames at 24 fps")
         XCTAssertNil(try settings("hls.part_seconds = 0").liveProfile.partTiming)
         for bad in ["0.05", "3", "-1", "fast", "0.3333333"] {

@@ -133,6 +133,39 @@ final class LowLatencyPlaylistTests: XCTestCase {
         XCTAssertEqual(PartTiming(partMilliseconds: 1000, fps: 30, segmentTicks: 180_000, targetDuration: 2).advancePartLimit, 3)
     }
 
+    /// PART-TARGET suits every rate the thermal ladder may take the stream to: the parts
+    /// the segmenter cuts at each, but a segment's first and last, last 85–100% of it (LL4).
+    func testPartTargetSuitsEveryRateOfTheLadder() {
+        func parts(rate: Int, target: Int64) -> [PartReport] {
+            let frame = 90_000 / Int64(rate), perSegment = 2 * rate
+            var segmenter = Segmenter(grid: SegmentGrid(start: 0, segmentTicks: 180_000), tracks: .init(audio: nil),
+                                      timeline: Timeline(firstVideoCaptureTime: 0, wallClockMs: 0), nominalFrameDuration: frame,
+                                      partTicks: target)
+            var made: [PartReport] = []
+            for i in 0..<(3 * perSegment) {
+                _ = segmenter.appendVideo(FakeSamples.video(dts: Int64(i) * frame, idr: i % perSegment == 0, size: 20))
+                made += segmenter.takeParts()
+            }
+            return made
+        }
+        for (milliseconds, fps, ladder, expected) in [(200, 30, [24, 20, 15, 10], Int64(18_750)), (200, 30, [], 18_000),
+                                                      (333, 30, [24, 20, 15, 10], 30_000), (200, 25, [20, 15, 10], 18_000),
+                                                      (200, 10, [8, 6], 45_000), (100, 30, [1], 90_000)] {
+            let timing = PartTiming(partMilliseconds: milliseconds, fps: fps, rates: ladder, segmentTicks: 180_000, targetDuration: 2)
+            XCTAssertEqual(timing.ticks, expected, "\(milliseconds) ms at \(fps) fps, ladder \(ladder)")
+            for rate in [fps] + ladder {
+                let made = parts(rate: rate, target: timing.ticks)
+                XCTAssertFalse(made.isEmpty)
+                XCTAssertTrue(made.allSatisfy { $0.videoDuration <= timing.ticks }, "\(rate) fps: \(made.map(\.videoDuration))")
+                let middle = made.filter { $0.index > 0 && !$0.endsSegment }
+                XCTAssertTrue(middle.allSatisfy { 100 * $0.videoDuration >= 85 * timing.ticks },
+                              "\(rate) fps under PART-TARGET \(timing.ticks): \(middle.map(\.videoDuration))")
+            }
+        }
+        XCTAssertEqual(PartTiming(partMilliseconds: 200, fps: 30, rates: [24, 20, 15, 10], segmentTicks: 180_000, targetDuration: 2).partTarget,
+                       "0.20834", "five frames at 24 fps")
+    }
+
     func testPartNamesReadBack() throws {
         XCTAssertEqual(LowLatencyPlaylist.partURI(sequence: 12, index: 3), "part/000012.3.m4s")
         let numbers = try XCTUnwrap(LowLatencyPlaylist.partNumbers("part/000012.3.m4s"))
