@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Glass-to-glass latency on loopback, in headless Chromium (make bench, issue 18).
+"""Glass-to-glass latency on loopback, in headless Chromium and Firefox (make bench, issue 18).
 
 onair runs in real time on its synthetic camera, whose every picture carries its frame
 index in a band of 32 blocks at the top; `source.started` says when frame 0 was captured,
@@ -8,6 +8,7 @@ band of each frame as it is presented (a canvas) and takes presentation time −
 time. Reported, median and 95th percentile over SECONDS each:
   (a) regular HLS from the built-in server (the viewer's /?ll=0: Chromium's native HLS),
   (b) low-latency HLS (the viewer's default: MSE, part by part),
+  (b') the same in headless Firefox (Debian's firefox-esr, over Marionette),
   (c) from a part's last frame being captured to its bytes arriving at a client on the
       board that asks for each hinted part (the server's X-Onair-Captured-Ns against
       CLOCK_MONOTONIC), and the frame time beside it, which the goal allows on top of the
@@ -16,6 +17,7 @@ time. Reported, median and 95th percentile over SECONDS each:
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -89,6 +91,64 @@ class Chromium:
         return self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
 
     def close(self):
+        self.process.kill()
+        self.process.wait()
+
+
+class Firefox:
+    """Headless Firefox over Marionette, its own protocol (`<length>:<json>` messages on the
+    TCP port it writes to the profile), the same calls as Chromium above."""
+
+    def __init__(self, profile):
+        os.makedirs(profile, exist_ok=True)
+        with open(os.path.join(profile, "user.js"), "w") as prefs:
+            for name, value in [("marionette.port", 0), ("media.autoplay.default", 0), ("media.autoplay.blocking_policy", 0),
+                                ("browser.shell.checkDefaultBrowser", "false"), ("datareporting.policy.dataSubmissionEnabled", "false"),
+                                ("toolkit.telemetry.reportingpolicy.firstRun", "false"), ("app.update.disabledForTesting", "true")]:
+                prefs.write(f'user_pref("{name}", {value});\n')
+        self.process = subprocess.Popen(
+            ["firefox-esr", "--headless", "--marionette", "--no-remote", "--profile", profile, "--window-size=1280,800", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "HOME": profile, "LANG": "C.UTF-8", "MOZ_CRASHREPORTER_DISABLE": "1"})
+        port_file = os.path.join(profile, "MarionetteActivePort")
+        deadline = time.time() + 60
+        while not os.path.exists(port_file) and time.time() < deadline:
+            time.sleep(0.1)
+        with open(port_file) as f:
+            self.socket = socket.create_connection(("127.0.0.1", int(f.read())))
+        self.buffer = b""
+        self.next_id = 1
+        self.receive()  # the server's hello
+        self.call("WebDriver:NewSession", {"capabilities": {"alwaysMatch": {"pageLoadStrategy": "eager"}}})
+
+    def receive(self):
+        while b":" not in self.buffer:
+            self.buffer += self.socket.recv(65536)
+        length, rest = self.buffer.split(b":", 1)
+        while len(rest) < int(length):
+            rest += self.socket.recv(65536)
+        self.buffer = rest[int(length):]
+        return json.loads(rest[:int(length)])
+
+    def call(self, name, params):
+        body = json.dumps([0, self.next_id, name, params]).encode()
+        self.next_id += 1
+        self.socket.sendall(str(len(body)).encode() + b":" + body)
+        while True:
+            reply = self.receive()
+            if reply[0] == 1 and reply[1] == self.next_id - 1:
+                if reply[2]:
+                    raise RuntimeError(f"{name}: {reply[2]}")
+                return reply[3]
+
+    def open(self, url):
+        self.call("WebDriver:Navigate", {"url": url})
+
+    def evaluate(self, expression):
+        return self.call("WebDriver:ExecuteScript", {"script": f"return ({expression});", "args": []}).get("value")
+
+    def close(self):
+        self.socket.close()
         self.process.kill()
         self.process.wait()
 
@@ -186,23 +246,24 @@ def report(binary=ONAIR):
                 break
             time.sleep(0.5)
         stream = streams[0]["id"]
-        print(f"glass-to-glass on loopback, 720p{fps} synthetic camera, headless Chromium, {SECONDS} s each (after {WARMUP} s)")
-        browser = Chromium(os.path.join(work, "chromium"))
-        medians = []
-        for label, page in [("(a) regular HLS", "/?ll=0"), ("(b) low-latency HLS", "/")]:
+        print(f"glass-to-glass on loopback, 720p{fps} synthetic camera, headless browsers, {SECONDS} s each (after {WARMUP} s)")
+        medians = {}
+        for label, make, page in [("(a) regular HLS", Chromium, "/?ll=0"), ("(b) low-latency HLS", Chromium, "/"),
+                                  ("(b') low-latency HLS in Firefox", Firefox, "/")]:
+            # One browser at a time: the viewer is on another machine in real use, and its
+            # decoding must not slow the board's encoders (nor those of the next run).
+            browser = make(os.path.join(work, make.__name__.lower()))
             player, latencies = glass_to_glass(browser, f"http://127.0.0.1:{port}{page}", frame0_ms, fps)
+            browser.close()
+            browser = None
             if len(latencies) < 10:
                 print(f"  {label}: too few frames read ({len(latencies)}; player {player})")
                 continue
             median, p95 = percentiles(latencies)
-            medians.append(median)
+            medians[label] = median
             print(f"  {label} [{player}]: median {median:.2f} s, 95th percentile {p95:.2f} s ({len(latencies)} frames)")
-        if len(medians) == 2:
-            print(f"  ratio low-latency/regular: {medians[1] / medians[0]:.2f}")
-        # The viewer is on another machine in real use: its decoding must not slow the
-        # board's encoders while the parts are timed.
-        browser.close()
-        browser = None
+        if "(a) regular HLS" in medians and "(b) low-latency HLS" in medians:
+            print(f"  ratio low-latency/regular: {medians['(b) low-latency HLS'] / medians['(a) regular HLS']:.2f}")
         delays = part_delays(port, stream, SECONDS)
         if delays:
             median, p95 = percentiles(delays)

@@ -7,7 +7,16 @@ import Glibc
 /// (`--remote-debugging-pipe`: commands on fd 3, replies on fd 4, each message JSON
 /// followed by a NUL byte). In real time, so the media clock advances — `--dump-dom`
 /// with virtual time loads metadata but never plays (ARCHITECTURE.md).
-final class Chromium {
+/// A browser a test can point at a page and ask about it.
+protocol Browser: AnyObject {
+    func open(_ url: String) throws
+    /// A JavaScript expression's JSON value in the page.
+    func evaluate(_ expression: String) throws -> Any?
+    /// What the browser says of its player, for a failure message.
+    var playerLog: String { get }
+}
+
+final class Chromium: Browser {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     private var pid: pid_t = 0
@@ -60,6 +69,8 @@ final class Chromium {
         waitpid(pid, &status, 0)
         if ProcessInfo.processInfo.environment["ONAIR_KEEP_BROWSER_LOG"] == nil { try? FileManager.default.removeItem(atPath: profile) }
     }
+
+    var playerLog: String { mediaLog.joined(separator: "\n") }
 
     /// Sends one command and waits for its reply (events in between are skipped).
     func call(_ method: String, _ params: [String: Any] = [:], timeout: Double = 30) throws -> [String: Any] {
