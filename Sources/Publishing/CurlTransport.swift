@@ -65,7 +65,10 @@ public final class CurlTransport: Transport {
         // No "Expect:" override: libcurl's SigV4 would sign that empty header but not send
         // it, and every S3 request would fail with SignatureDoesNotMatch. (libcurl adds
         // 100-continue only for bodies over 1 MB.)
-        let typed = [contentType.map { "Content-Type: \($0)" }, cacheControl.map { "Cache-Control: \($0)" }].compactMap { $0 }
+        var typed = [contentType.map { "Content-Type: \($0)" }, cacheControl.map { "Cache-Control: \($0)" }].compactMap { $0 }
+        // S3 wants the payload's hash on every SigV4 request; libcurl 7.88 does not add it
+        // (8.x does), but signs it when given, as its payload hash.
+        if destination.s3 != nil { typed.append("x-amz-content-sha256: \(SHA256.hex(body))") }
         for header in typed + destination.headers {
             headers = curl_slist_append(headers, header)
         }
