@@ -191,12 +191,14 @@ http {{
         self.process = subprocess.Popen(["nginx", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def streams(self):
+        """Every stream the board published: live/<device.name>/<id>/."""
         live = os.path.join(self.root, "live")
         found = []
-        for name in sorted(os.listdir(live)):
-            playlist = os.path.join(live, name, "index.m3u8")
-            if os.path.isdir(os.path.join(live, name)) and os.path.exists(playlist):
-                found.append(os.path.join(live, name))
+        for device in sorted(os.listdir(live)):
+            folder = os.path.join(live, device)
+            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+                if os.path.exists(os.path.join(folder, name, "index.m3u8")):
+                    found.append(os.path.join(folder, name))
         return found
 
     def stop(self):
@@ -533,6 +535,9 @@ def main():
         timings["onair start to deferred start done (ms)"] = ready.group(2)
         status = machine.wait_for(r"onair: armed[^\n]*", 30)
         check("1 boot: periodic status lines (onair: <state> ...)", status, machine.text()[-800:] if not status else "")
+        # The image's hostname is onair on every board: the name comes from the machine id.
+        device = re.search(r" device=(onair-[0-9a-f]{6}) ", status.group(0)) if status else None
+        check("1 boot: the board names itself from its machine id (device=onair-xxxxxx)", device, status.group(0) if status else "")
         if ntp:
             check(f"6 clock: with the RTC at {RTC_BASE} and no NTP server, the console says clock=unsynced",
                   status and "clock=unsynced" in status.group(0), status.group(0) if status else "")
@@ -630,6 +635,8 @@ def main():
         if not check("4 power cut: the board boots again and onair starts", ready, machine.text()[-1500:] if not ready else ""):
             return finish(timings)
         status = machine.wait_for(r"onair: armed[^\n]*", 30)  # the buttons are live once the status lines run
+        check("4 power cut: the board keeps its name across the reboot (a new transient machine id)",
+              device and status and f" device={device.group(1)} " in status.group(0), status.group(0) if status else "")
         synchronized, after_boot = guest_clock()
         check("6 clock: after the power cut, without NTP, the clock is not earlier than 30 s before the cut",
               after_boot is not None and before_cut is not None and after_boot >= before_cut,

@@ -16,6 +16,8 @@ public enum Invocation: Equatable {
     case fetchList(dataDirectory: String)
     /// `onair time-config`: the NTP servers of `time.servers`, as systemd-timesyncd's drop-in.
     case timeConfig(TimeSettings, output: String?)
+    /// `onair forget ID`: stop listing a published stream its owner deleted.
+    case forget(id: String, Settings)
     case version
     case help(String)
     /// Asked for nothing: the usage on stderr and exit 2.
@@ -74,6 +76,11 @@ public enum CommandLineParser {
             }
             guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
             return .timeConfig(settings.time, output: output)
+        case "forget":
+            if rest.contains("--help") || rest.contains("-h") { return .help(forgetUsage) }
+            guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError("forget: expected a stream id (see 'onair forget --help')") }
+            guard case .run(let settings, _) = try parseRun(Array(rest.dropFirst()), readFile: readFile) else { return .usage(usage) }
+            return .forget(id: id, settings)
         default: throw ConfigError("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -136,6 +143,7 @@ public enum CommandLineParser {
       onair time-config [--config FILE]... [--write PATH]
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
+      onair forget ID [options]    stop listing a published stream deleted at the destination
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 
@@ -156,6 +164,17 @@ public enum CommandLineParser {
 
     While running, each line on standard input (Enter) starts or stops recording.
     Config keys: \(ConfigFile.knownKeys.joined(separator: ", ")).
+
+    """
+
+    public static let forgetUsage = """
+    Usage: onair forget ID [--config FILE]... [--set KEY=VALUE]... [--out DIR]
+
+    The board lists every stream it has published in <publish.url>/<device.name>/streams.json,
+    also after storage.min_free deleted the stream from the board. When you delete stream ID
+    at the destination, this takes it off that list for good (the same as
+    POST /api/forget?stream=ID); a running onair uploads the shorter list within a second,
+    otherwise the next run does. The files at the destination are left as they are.
 
     """
 

@@ -109,6 +109,11 @@ public enum ConfigFile {
         "video.quality": { $0.quality = try choice($1, Settings.Quality.self) },
         "video.width": { $0.width = try evenInteger($1, 16...7680) },
         "video.height": { $0.height = try evenInteger($1, 16...4320) },
+        "device.name": {
+            if $1 == "auto" { $0.deviceName = nil; return }
+            if let problem = DeviceName.problem($1) { throw ConfigError(problem) }
+            $0.deviceName = $1
+        },
         "video.fps": { $0.fps = try integer($1, 1...240) },
         "video.bitrate": { $0.bitrate = try bitrate($1) },
         "video.rotation": {

@@ -7,6 +7,7 @@ import Files
 import Glibc
 #endif
 import Logging
+import Media
 import Publishing
 import Recording
 import Server
@@ -104,12 +105,9 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// The storage keeper, after a first pass that makes room before anything is written.
     private static func keepStorage(_ settings: Settings, publisher: Publisher?, recordings: Recordings, log: Log) -> StorageKeeper {
         // A stream counts as published once its journal for this destination says ENDLIST.
-        let destinationName = publisher?.destination
         let storage = StorageKeeper(
             root: settings.dataDirectory, minimum: settings.minimumFree,
-            isPublished: { id in
-                destinationName.flatMap { Journal.read("\(settings.dataDirectory)/streams/\(id)", destination: $0)?.endlist } ?? false
-            },
+            isPublished: { [publisher] id in publisher?.isPublished(id) ?? false },
             log: log,
             deleted: { [publisher] id in publisher?.forget(id) },
             recordings: {
@@ -188,14 +186,28 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
-        ], control: ["/api/record/start": { control(true) }, "/api/record/stop": { control(false) }],
+        ], control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
+                     "/api/forget": Self.forget(publisher: publisher, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, log: log)
+           liveEdge: liveEdge, device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
             ("url", address.browserURL(port: port)))
         return server
+    }
+
+    /// `POST /api/forget?stream=ID`: the owner deleted a published stream at the
+    /// destination; the board's streams.json stops listing it (and it is not published
+    /// again).
+    static func forget(publisher: Publisher?, log: Log) -> WebServer.Control {
+        { argument in
+            guard let publisher else { throw WebServer.ControlRefusal(409, "this board publishes nowhere (publish.url is not set)") }
+            guard let id = argument("stream"), !id.isEmpty else { throw WebServer.ControlRefusal(400, "stream=ID is required") }
+            do { try publisher.forgetPublished(id) } catch { throw WebServer.ControlRefusal(404, "\(error)") }
+            log(.streamForgotten, ("id", id), ("source", "api"))
+            return JSON.fields(["forgotten": id]).bytes
+        }
     }
 
     /// `GET /api/export`: a stored stream, or part of it, as one progressive MP4.
@@ -240,7 +252,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
             cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
-            publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading)
+            publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName)
     }
 
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to

@@ -1,5 +1,6 @@
 import Devices
 import Logging
+import Media
 import Publishing
 import Server
 import Streaming
@@ -199,12 +200,20 @@ final class Run {
     /// Made in the deferred start, after the preview: uploads wait for the picture.
     private func makePublisher() -> Publisher? {
         guard let destination else { return nil }
-        log(.publishDestination, ("url", destination.description), ("parallel", settings.publish.parallel))
-        return Publisher(root: settings.dataDirectory, destination: destination.description, parallel: settings.publish.parallel,
+        // Each board in its own folder, which is a complete viewing site for that board.
+        let device = settings.deviceName ?? "onair"
+        log(.publishDestination, ("url", destination.description), ("folder", device + "/"), ("parallel", settings.publish.parallel))
+        return Publisher(root: settings.dataDirectory, destination: destination.description, folder: device,
+                         parallel: settings.publish.parallel,
                          retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
                          log: log,
-                         // A plain bucket or web directory becomes a complete viewing site.
-                         siteFiles: ["index.html": Array(Viewer.page(streams: "streams.json").utf8)],
+                         // The root lists every board publishing there (devices.json).
+                         siteFiles: ["\(device)/index.html": Array(Viewer.page(streams: "streams.json", device: device).utf8),
+                                     "index.html": Array(FleetPage.html.utf8)],
+                         lastSeen: {
+                             let now = SystemWallClock().read()
+                             return now.synchronized ? UTCDate.iso8601(milliseconds: now.wallMs) : nil
+                         },
                          makeTransport: { CurlTransport(destination: destination) })
     }
 

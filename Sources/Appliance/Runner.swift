@@ -29,6 +29,7 @@ public enum Runner {
         case .validateLive(let url, let seconds): return validateLive(url, seconds: seconds)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .fetch(let options): return fetch(options)
+        case .forget(let id, let settings): return forget(id, settings)
         case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0
         case .run(let settings, _): return run(settings)
         }
@@ -48,6 +49,24 @@ public enum Runner {
             if terminal { writeStandardError("\n") }
             printError("onair: fetch: \(error)")
             return 1
+        }
+    }
+
+    /// `onair forget ID`: 0 once the index no longer lists it; 2 when there is nothing to
+    /// forget it from (no destination, or a stream the board never published there).
+    static func forget(_ id: String, _ configured: Settings) -> Int32 {
+        var settings = configured
+        return exitStatus("forget") {
+            guard let destination = try publishDestination(settings, log: .silent()) else {
+                throw RunFailure.configuration("forget: publish.url is not set: this board publishes nowhere")
+            }
+            if settings.deviceName == nil { settings.deviceName = DeviceName.automatic(dataDirectory: settings.dataDirectory) }
+            let device = settings.deviceName ?? "onair"
+            let key = Publisher.journalKey(destination: destination.description, folder: device)
+            guard try PublishedIndex.forget(id, root: settings.dataDirectory, key: key) else {
+                throw RunFailure.configuration("forget: \(id) is not a stream this board published to \(destination) \(device)/")
+            }
+            print("forgot \(id): \(device)/streams.json at \(destination) no longer lists it (the files there are left as they are)")
         }
     }
 
@@ -90,14 +109,20 @@ public enum Runner {
     /// `onair run`: the one place a run's outcome becomes an exit status (0 ok, 1 runtime
     /// failure, 2 usage or configuration), with the reason on one line.
     static func run(_ configured: Settings) -> Int32 {
+        exitStatus { try runChecked(configured) }
+    }
+
+    /// 0 when `body` succeeds; else its reason on one line and the status: a RunFailure's
+    /// own (2 for usage or configuration), 1 for anything else.
+    static func exitStatus(_ command: String? = nil, _ body: () throws -> Void) -> Int32 {
         do {
-            try runChecked(configured)
+            try body()
             return 0
         } catch let failure as RunFailure {
             printError("onair: \(failure)")
             return failure.status
         } catch {
-            printError("onair: \(error)")
+            printError("onair: " + (command.map { $0 + ": " } ?? "") + "\(error)")
             return 1
         }
     }
@@ -109,6 +134,7 @@ public enum Runner {
         if let problem = dataDirectoryProblem(settings.dataDirectory) {
             throw RunFailure.configuration("storage.dir (--out) \(settings.dataDirectory): \(problem)")
         }
+        if settings.deviceName == nil { settings.deviceName = DeviceName.automatic(dataDirectory: settings.dataDirectory) }
         // Signals are taken by one thread with sigwait, so every other thread (libav,
         // libmicrohttpd) runs with them blocked and nothing is interrupted mid-write.
         var signals = sigset_t()

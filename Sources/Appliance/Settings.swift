@@ -59,6 +59,8 @@ public struct Settings: Sendable, Equatable {
     /// How much of the data file system stays free; the oldest published streams go first.
     public var minimumFree: MinimumFree = .automatic
     public var listen: String? = "127.0.0.1:8080"
+    /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
+    public var deviceName: String?
     /// `server.token`: the bearer token the control API wants; none: control is off.
     public var serverToken: String?
     /// `console.device`: where the status line goes (`auto`: /dev/serial0 or /dev/ttyAMA0
@@ -138,7 +140,8 @@ public struct Settings: Sendable, Equatable {
     public var sessionProfile: SessionProfile {
         SessionProfile(live: liveProfile, recording: record.enabled ? recordingProfile : nil, fps: fps,
                        prerollSeconds: record.prerollSeconds, durationMilliseconds: durationMilliseconds,
-                       waitsForEncoders: pace == .fast, performance: performance, dataDirectory: dataDirectory)
+                       waitsForEncoders: pace == .fast, performance: performance, dataDirectory: dataDirectory,
+                       device: deviceName ?? "onair")
     }
 
     private var audioProfile: AudioEncoderSettings? {

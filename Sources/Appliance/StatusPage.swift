@@ -47,12 +47,13 @@ enum StatusPage {
             return "<p id=\"downloads\"><a href=\"\(export)\">download this stream</a> · "
                 + "<a href=\"\(export)&amp;last=600\">the last 10 minutes</a></p>"
         } ?? ""
+        let name = escape(status.device.map { "onair · " + $0 } ?? "onair")
         return """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>onair status</title>
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(name) status</title>
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <style>body{font:14px system-ui,sans-serif;margin:1em;background:#111;color:#eee}th{text-align:left;padding-right:1em;color:#aaa}
         iframe{border:0;width:100%;max-width:640px;aspect-ratio:16/9}img{width:100%;max-width:640px;display:block;margin-top:1em}</style>
-        </head><body><h1>onair</h1><table id="status">\(table)</table>
+        </head><body><h1>\(name)</h1><table id="status">\(table)</table>
         \(downloads)<iframe src="/" title="live stream"></iframe>
         <img id="plots" src="/status/plots.svg" alt="frame rate, temperature, bit rate and upload queue over the last ten minutes">
         <script>setInterval(function(){document.getElementById('plots').src='/status/plots.svg?'+Date.now();

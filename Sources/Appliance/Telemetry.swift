@@ -81,11 +81,13 @@ struct StatusSnapshot {
     var temperatureC: Double? = nil
     /// The wall clock, and whether it is synchronised.
     var clock: ClockReading? = nil
+    /// `device.name`: which board of a fleet this is.
+    var device: String? = nil
 
     /// `GET /api/status`.
     var json: [UInt8] {
         JSON.fields([
-            "state": state, "stream": stream, "fps": fps, "recordings": recordings, "publish": publish?.json,
+            "device": device, "state": state, "stream": stream, "fps": fps, "recordings": recordings, "publish": publish?.json,
             "uptime_seconds": uptimeSeconds, "frames_in": framesIn, "segments_stored": segmentsStored,
             "segment_bytes": segmentBytes, "live_bits_per_second": liveBitsPerSecond,
             "dropped_video_frames": droppedVideoFrames, "dropped_audio_chunks": droppedAudioChunks,
@@ -97,10 +99,13 @@ struct StatusSnapshot {
         ]).bytes
     }
 
-    /// Prometheus text exposition format 0.0.4: `onair_*` counters and gauges.
+    /// Prometheus text exposition format 0.0.4: `onair_*` counters and gauges, each with
+    /// the board's `device` label, so a fleet's samples stay apart wherever they are sent.
     var metrics: String {
         var lines: [String] = []
-        func metric(_ name: String, _ type: String, _ help: String, _ value: Double?, labels: String = "") {
+        // device.name is letters, digits and ._- only: nothing to escape in a label value.
+        let labels = device.map { "{device=\"\($0)\"}" } ?? ""
+        func metric(_ name: String, _ type: String, _ help: String, _ value: Double?) {
             guard let value else { return }
             lines.append("# HELP onair_\(name) \(help)")
             lines.append("# TYPE onair_\(name) \(type)")
@@ -142,7 +147,7 @@ struct StatusSnapshot {
                 : bytes >= 1 << 20 ? ((Double(bytes) / Double(1 << 20)).fixed(1) + "M") : "\(bytes / 1024)K"
         }
         let up = Int(uptimeSeconds)
-        var parts = ["onair:", state, "stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
+        var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? []) + ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
                      "fps=\(fpsActual.fixed(1))/\(fps)", "temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
                      "clock=\(clock.map { $0.synchronized ? "synced" : "unsynced" } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
         parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")

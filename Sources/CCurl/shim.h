@@ -20,6 +20,10 @@ static inline CURLcode onair_curl_set_write_callback(CURL *curl, size_t (*callba
     CURLcode code = curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, callback);
     return code != CURLE_OK ? code : curl_easy_setopt(curl, CURLOPT_WRITEDATA, context);
 }
+static inline CURLcode onair_curl_set_header_callback(CURL *curl, size_t (*callback)(char *, size_t, size_t, void *), void *context) {
+    CURLcode code = curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(curl, CURLOPT_HEADERDATA, context);
+}
 static inline long onair_curl_response_code(CURL *curl) {
     long code = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);

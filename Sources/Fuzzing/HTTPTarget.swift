@@ -33,7 +33,7 @@ final class HTTPFixture: @unchecked Sendable {  // immutable after init
             try? AtomicFile.makeDirectories(AtomicFile.directory(of: path))
             try? FileSystem.write(bytes, to: path)
         }
-        server = try! WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { Array("{}".utf8) }],
+        server = try! WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { _ in Array("{}".utf8) }],
                                 token: FuzzTargets.secret, limits: .init(connections: 64, perAddress: 64))
     }
 

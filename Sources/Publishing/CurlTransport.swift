@@ -31,19 +31,42 @@ public final class CurlTransport: Transport {
         errorText.deallocate()
     }
 
-    /// Collects the start of a response body, for error messages.
+    /// Collects a response body (all of it for a GET, the start for error messages) and
+    /// its ETag.
     private final class ResponseBody {
         var bytes: [UInt8] = []
+        var limit = 512
+        var etag: String?
     }
 
-    public func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
+    /// What a GET keeps of a body: a shared list (devices.json), never media.
+    static let maximumGet = 4 << 20
+
+    public func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String, condition: WriteCondition?) throws {
+        let precondition = condition.map { condition -> String in
+            switch condition {
+            case .ifMatch(let etag): return "If-Match: \(etag)"
+            case .ifNoneExists: return "If-None-Match: *"
+            }
+        }
         do {
-            try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl)
+            _ = try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl, extra: precondition.map { [$0] } ?? [])
         } catch let error as UploadError where error.status == 409 && destination.s3 == nil {
             // WebDAV servers such as Apache mod_dav refuse a PUT whose parent collection
             // does not exist (RFC 4918 §9.7.1): create the parents (MKCOL), then put again.
             try makeCollections(for: path)
-            try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl)
+            _ = try send("PUT", path, body: body, contentType: contentType, cacheControl: cacheControl, extra: precondition.map { [$0] } ?? [])
+        }
+    }
+
+    public func get(_ path: String) throws -> StoredObject? {
+        do {
+            let response = try send("GET", path, body: [], contentType: nil, cacheControl: nil, keep: Self.maximumGet)
+            return StoredObject(body: response.bytes, etag: response.etag)
+        } catch let error as UploadError where error.status == 404 {
+            // (S3 answers 403 instead when the key may not list the bucket: that stays an
+            // error, since "forbidden" cannot be told from "missing" then.)
+            return nil
         }
     }
 
@@ -52,13 +75,14 @@ public final class CurlTransport: Transport {
         var parent = ""
         for component in path.split(separator: "/").dropLast() {
             parent += component + "/"
-            do { try send("MKCOL", parent, body: [], contentType: nil, cacheControl: nil) } catch let error as UploadError where error.status == 405 {
+            do { _ = try send("MKCOL", parent, body: [], contentType: nil, cacheControl: nil) } catch let error as UploadError where error.status == 405 {
                 continue  // RFC 4918 §9.3.1: the collection is already there
             }
         }
     }
 
-    private func send(_ method: String, _ path: String, body: [UInt8], contentType: String?, cacheControl: String?) throws {
+    private func send(_ method: String, _ path: String, body: [UInt8], contentType: String?, cacheControl: String?,
+                      extra: [String] = [], keep: Int = 512) throws -> ResponseBody {
         curl_easy_reset(curl)
         let url = destination.baseURL + path
         var headers: UnsafeMutablePointer<curl_slist>?
@@ -69,18 +93,21 @@ public final class CurlTransport: Transport {
         // S3 wants the payload's hash on every SigV4 request; libcurl 7.88 does not add it
         // (8.x does), but signs it when given, as its payload hash.
         if destination.s3 != nil { typed.append("x-amz-content-sha256: \(SHA256.hex(body))") }
-        for header in typed + destination.headers {
+        for header in typed + extra + destination.headers {
             headers = curl_slist_append(headers, header)
         }
         defer { curl_slist_free_all(headers) }
         let response = ResponseBody()
+        response.limit = keep
         let context = Unmanaged.passUnretained(response).toOpaque()
         let code: CURLcode = body.withUnsafeBytes { raw in
             errorText[0] = 0
             onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
             onair_curl_set_string(curl, CURLOPT_URL, url)
             onair_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, method)
-            if method == "PUT" {
+            if method == "GET" {
+                onair_curl_set_long(curl, CURLOPT_HTTPGET, 1)
+            } else if method == "PUT" {
                 onair_curl_set_pointer(curl, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
                 onair_curl_set_size(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
             }
@@ -101,8 +128,20 @@ public final class CurlTransport: Transport {
             onair_curl_set_write_callback(curl, { data, size, count, context in
                 let response = Unmanaged<ResponseBody>.fromOpaque(context!).takeUnretainedValue()
                 let length = size * count
-                if let data, response.bytes.count < 512 {
-                    response.bytes += UnsafeRawBufferPointer(start: data, count: min(length, 512)).bindMemory(to: UInt8.self)
+                if let data, response.bytes.count < response.limit {
+                    response.bytes += UnsafeRawBufferPointer(start: data, count: min(length, response.limit - response.bytes.count))
+                        .bindMemory(to: UInt8.self)
+                }
+                return length
+            }, context)
+            onair_curl_set_header_callback(curl, { data, size, count, context in
+                let response = Unmanaged<ResponseBody>.fromOpaque(context!).takeUnretainedValue()
+                let length = size * count
+                if let data {
+                    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self), as: UTF8.self)
+                    if line.lowercased().hasPrefix("etag:") {
+                        response.etag = String(line.dropFirst(5)).trimmingWhitespace()
+                    }
                 }
                 return length
             }, context)
@@ -117,6 +156,7 @@ public final class CurlTransport: Transport {
             let text = String(decoding: response.bytes.prefix(200), as: UTF8.self).split(separator: "\n").joined(separator: " ")
             throw UploadError(status: status, message: text.isEmpty ? "\(method) \(path) refused" : text)
         }
+        return response
     }
 }
 

@@ -4,6 +4,7 @@ import Logging
 extension Event {
     public static let journalFailed = Event("journal.failed")
     public static let playlistPublished = Event("playlist.published")
+    public static let publishIndexFailed = Event("publish.index_failed", console: true)
     public static let storageDeleted = Event("storage.deleted")
     public static let storageDeletedRecording = Event("storage.deleted_recording")
     public static let storageDeletedUnpublished = Event("storage.deleted_unpublished", console: true)

@@ -21,6 +21,15 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private let root: String
     /// Names the destination in each stream's journal (never a secret).
     public let destination: String
+    /// Where this board's files go under the destination: `<device.name>/` (or "" for
+    /// the destination's root), so boards sharing one never write each other's files.
+    public let folder: String
+    /// What a stream's journal is kept against: the destination and the folder, so a
+    /// stream journaled for another folder is published again whole, never split.
+    private var journalKey: String { Self.journalKey(destination: destination, folder: folder) }
+    public static func journalKey(destination: String, folder: String) -> String {
+        folder.isEmpty ? destination : "\(destination) \(folder.hasSuffix("/") ? folder : folder + "/")"
+    }
     private let parallel: Int
     private let retry: RetryPolicy
     private let log: Log
@@ -35,6 +44,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         case stream(String, PublishPlan.Job)
         case catalog
         case site(String)
+        /// The board's entry in the destination's devices.json (`Fleet`).
+        case fleet
     }
     private var ready: [(id: String, job: PublishPlan.Job)] = []
     /// Without worker threads, `runReady()` uploads through this.
@@ -45,6 +56,24 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private var catalogInFlight = false
     private var catalogFailures = 0
     private var catalogNotBefore: Int64 = 0
+    /// The board's entry in devices.json: written at the start, whenever it goes live or
+    /// stops being live, and every `heartbeatMilliseconds` (its "last seen"); only for a
+    /// board with a folder. `lastSeen` reads the wall clock (nil while unsynchronised).
+    private let lastSeen: @Sendable () -> String?
+    private var fleetDirty = false
+    private var fleetInFlight = false
+    private var fleetFailures = 0
+    private var fleetNotBefore: Int64 = 0
+    private var fleetDueAt: Int64 = .max
+    private var fleetLive: Bool?
+    /// Written and read back once; written again a few seconds later, since on a server
+    /// that ignores If-Match (nginx) another board's write begun before this one may still
+    /// land over it.
+    private var fleetConfirming = false
+    static let heartbeatMilliseconds: Int64 = 60_000
+    /// The index of published streams as last seen (`stamp`), and when it was looked at.
+    private var indexStamp: [Int] = []
+    private var indexCheckedAt: Int64 = 0
     private var siteFiles: [String: [UInt8]]
     private var siteInFlight = Set<String>()
     private var siteNotBefore: [String: Int64] = [:]
@@ -64,8 +93,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     /// `threads: false` starts no worker threads: whoever holds the publisher calls
     /// `runReady()` instead (tests, on a clock they move).
-    public init(root: String, destination: String, parallel: Int, retry: RetryPolicy, log: Log,
-                siteFiles: [String: [UInt8]] = [:], clock: MediaClock = MonotonicClock(),
+    public init(root: String, destination: String, folder: String = "", parallel: Int, retry: RetryPolicy, log: Log,
+                siteFiles: [String: [UInt8]] = [:], lastSeen: @escaping @Sendable () -> String? = { nil }, clock: MediaClock = MonotonicClock(),
                 jitter: @escaping @Sendable () -> Double = { .random(in: 0..<1) }, threads: Bool = true,
                 makeTransport: @escaping @Sendable () -> Transport) {
         self.root = root
@@ -74,6 +103,9 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         inlineTransport = threads ? nil : makeTransport()
         self.siteFiles = siteFiles
         self.destination = destination
+        self.folder = folder.isEmpty || folder.hasSuffix("/") ? folder : folder + "/"
+        self.lastSeen = lastSeen
+        fleetDirty = !folder.isEmpty
         self.parallel = max(1, parallel)
         self.retry = retry
         self.log = log
@@ -103,7 +135,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// measured it again. Returns the segments still to send.
     @discardableResult
     public func resume(_ id: String, segments: Int, multivariantRewritten: Bool = false) -> Int {
-        let journal = Journal.read("\(root)/streams/\(id)", destination: destination)
+        let journal = Journal.read("\(root)/streams/\(id)", destination: journalKey)
         return locked {
             var plan = PublishPlan(id: id, retry: retry)
             for sequence in stride(from: 1, through: segments, by: 1) { plan.segmentStored(sequence) }
@@ -116,6 +148,12 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             condition.broadcast()
             return plan.pendingSegments
         }
+    }
+
+    /// Whether the destination has confirmed all of stream `id`, ENDLIST included (its
+    /// journal, for this destination and folder, says so).
+    public func isPublished(_ id: String) -> Bool {
+        Journal.read("\(root)/streams/\(id)", destination: journalKey)?.endlist ?? false
     }
 
     /// Stops publishing a stream whose files are gone (deleted for space).
@@ -167,7 +205,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     public func drain(seconds: Double) -> Bool {
         let deadline = nowMilliseconds + Int64(seconds * 1000)
         return locked {
-            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty {
+            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty
+                    || fleetPending {
                 if nowMilliseconds >= deadline || drainCancelled { return false }
                 wait(until: min(deadline, nowMilliseconds + 100))
             }
@@ -216,17 +255,48 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         case .stream(let id, let job):
             let (path, body) = load(id, job)
             let started = nowMilliseconds
-            let failure = upload("\(id)/\(path)", body, with: transport, missing: "the local \(path)")
+            let failure = upload("\(folder)\(id)/\(path)", body, with: transport, missing: "the local \(path)")
             finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: nowMilliseconds - started)
         case .catalog:
-            let failure = upload("streams.json", catalog(), with: transport, missing: "the list of streams")
-            finishShared(path: "streams.json", error: failure) {
+            let failure = upload(folder + "streams.json", catalog(), with: transport, missing: "the list of streams")
+            finishShared(path: folder + "streams.json", error: failure) {
                 catalogInFlight = false
                 if failure != nil {
                     catalogDirty = true
                     catalogFailures += 1
                     catalogNotBefore = nowMilliseconds + retry.delayMilliseconds(afterFailures: catalogFailures, jitter: jitter())
                 } else { catalogFailures = 0 }
+            }
+        case .fleet:
+            let device = Fleet.Device(name: String(folder.dropLast()), lastSeen: lastSeen(), live: locked { isLive })
+            let outcome: Fleet.Outcome?, failure: UploadError?
+            do {
+                outcome = try Fleet.register(device, with: transport, unreadable: { [log] in log.emit(.publishIndexFailed, level: .warn, [("error", $0)]) })
+                failure = nil
+            } catch let error as UploadError { (outcome, failure) = (nil, error) } catch { (outcome, failure) = (nil, UploadError(status: nil, message: "\(error)")) }
+            let conflict: UploadError? = if case .conflict(let why) = outcome { UploadError(status: nil, message: why) } else { nil }
+            finishShared(path: Fleet.path, error: failure ?? conflict) {
+                fleetInFlight = false
+                let now = nowMilliseconds
+                switch outcome {
+                case .listed:
+                    fleetFailures = 0
+                    fleetLive = device.live
+                    fleetDueAt = now + Self.heartbeatMilliseconds
+                    if !fleetConfirming {
+                        fleetConfirming = true
+                        fleetDirty = true
+                        fleetNotBefore = now + 2000 + Int64(jitter() * 2000)
+                    } else { fleetConfirming = false }
+                case .conflict:
+                    // Another board is writing it too: again soon, apart from it.
+                    fleetDirty = true
+                    fleetNotBefore = now + 250 + Int64(jitter() * 1000)
+                case nil:
+                    fleetDirty = true
+                    fleetFailures += 1
+                    fleetNotBefore = now + retry.delayMilliseconds(afterFailures: fleetFailures, jitter: jitter())
+                }
             }
         case .site(let name):
             let failure = upload(name, locked { siteFiles[name] }, with: transport, missing: name)
@@ -266,7 +336,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
                 // times count, or a stale one would make this spin.
                 let pendingSite = siteFiles.keys.compactMap { siteNotBefore[$0] }
                 let catalogDue = catalogDirty && !catalogInFlight ? [catalogNotBefore] : []
-                let wake = (plans.values.compactMap(\.nextRetry) + catalogDue + pendingSite).filter { $0 > now }.min()
+                let fleetDue = folder.isEmpty || fleetInFlight ? [] : [fleetDirty || fleetLive != isLive ? fleetNotBefore : fleetDueAt]
+                let wake = (plans.values.compactMap(\.nextRetry) + catalogDue + pendingSite + fleetDue).filter { $0 > now }.min()
                 wait(until: min(wake ?? Int64.max, now + 1000))
             }
             return nil
@@ -275,6 +346,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     /// Inside `locked`: the next job due at `now`, marked as started; nil if none is.
     private func takeReady(now: Int64) -> Work? {
+        noticeIndexChange(now: now)
         if ready.isEmpty {
             for id in order {
                 for job in plans[id]!.start(now: now, segmentSlots: parallel - segmentsInFlight) {
@@ -296,12 +368,82 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             catalogInFlight = true
             return .catalog
         }
+        if !folder.isEmpty && !fleetInFlight && (fleetDirty || fleetLive != isLive || now >= fleetDueAt) && fleetNotBefore <= now {
+            fleetDirty = false
+            fleetInFlight = true
+            return .fleet
+        }
         return nil
     }
 
+    /// Inside `locked`: a stream of this run is still being made (it is live at the
+    /// destination as soon as its first playlist is there).
+    private var isLive: Bool { plans.values.contains { !$0.localEnded } }
+    /// Inside `locked`: devices.json does not say yet what it should.
+    private var fleetPending: Bool { !folder.isEmpty && ((fleetDirty && !fleetConfirming) || fleetInFlight || fleetLive != isLive) }
+
     /// streams.json as the destination sees it: each stream with only the segments its
-    /// playlist there lists, newest first; playlist URLs relative to the site's root.
+    /// playlist there lists, newest first; playlist URLs relative to the board's folder.
+    /// Streams whose files the board has deleted stay listed from the index of published
+    /// streams (`PublishedIndex`), which this updates first.
     private func catalog() -> [UInt8] {
+        let visible = visibleStreams()
+        do {
+            let listed = try PublishedIndex.update(root: root, key: journalKey, problem: { [log] in
+                log.emit(.publishIndexFailed, level: .warn, [("error", $0)])
+            }) { index -> [StreamInfo] in
+                _ = index.merge(visible)
+                return index.listed
+            }
+            locked { indexStamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey)) }
+            return StreamInfo.json(listed)
+        } catch {
+            // Not kept (the disk is full, say): the list still holds what it held.
+            log.emit(.publishIndexFailed, level: .warn, [("error", "\(error)")])
+            var index = PublishedIndex.read(root: root, key: journalKey)
+            _ = index.merge(visible)
+            return StreamInfo.json(index.listed)
+        }
+    }
+
+    /// Stops listing (and publishing) stream `id` at the destination: its owner deleted it
+    /// there. Throws when the index cannot be changed, or does not hold the stream.
+    public func forgetPublished(_ id: String) throws {
+        guard try PublishedIndex.forget(id, root: root, key: journalKey) else {
+            throw UploadError(status: nil, message: "\(id) is not a stream this board published to \(destination) \(folder)")
+        }
+        forget(id)
+        locked {
+            catalogDirty = true
+            condition.broadcast()
+        }
+    }
+
+    /// The index file's modification time and size, to notice `onair forget` changing it.
+    private static func stamp(_ path: String) -> [Int] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return [] }
+        return [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
+    }
+
+    /// Inside `locked`, at most once a second: when another process (`onair forget`)
+    /// changed the index, the list goes up again and forgotten streams stop publishing.
+    private func noticeIndexChange(now: Int64) {
+        guard now >= indexCheckedAt + 1000 else { return }
+        indexCheckedAt = now
+        let stamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey))
+        guard stamp != indexStamp, !catalogInFlight else { return }
+        indexStamp = stamp
+        catalogDirty = true
+        for id in PublishedIndex.read(root: root, key: journalKey).forgotten where plans[id] != nil {
+            plans[id] = nil
+            order.removeAll { $0 == id }
+            ready.removeAll { $0.id == id }
+        }
+    }
+
+    /// Each local stream as the destination shows it now.
+    private func visibleStreams() -> [StreamInfo] {
         let streams = root + "/streams"
         let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
         let published: [String: (listed: Int, ended: Bool)] = locked {
@@ -309,12 +451,12 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         }
         let list = ids.compactMap { id -> StreamInfo? in
             let directory = "\(streams)/\(id)"
-            guard let visible = published[id] ?? Journal.read(directory, destination: destination).map({ ($0.listed, $0.endlist) }),
+            guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.listed, $0.endlist) }),
                   visible.listed > 0, let text = FileSystem.read(directory + "/playlist.m3u8") else { return nil }
             return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
                               visible: visible.listed, ended: visible.ended)
         }
-        return StreamInfo.json(list)
+        return list
     }
 
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
@@ -322,7 +464,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         // the stream complete (drain) also finds it complete on disk.
         if error == nil, case .playlist(let count, let ended) = job {
             let confirmed = locked { plans[id]?.confirmedThrough ?? 0 }
-            let journal = Journal(destination: destination, confirmedSegments: confirmed, listed: count, endlist: ended)
+            let journal = Journal(destination: journalKey, confirmedSegments: confirmed, listed: count, endlist: ended)
             do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
         let now = nowMilliseconds
@@ -334,9 +476,9 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             condition.broadcast()
             if let error {
                 counts.failures += 1
-                lastFailure = "\(id)/\(path): \(error)"
+                lastFailure = "\(folder)\(id)/\(path): \(error)"
                 let (failures, notBefore) = plans[id]!.retryState(of: job)
-                return (Event.uploadRetry, [("path", "\(id)/\(path)"), ("attempt", failures),
+                return (Event.uploadRetry, [("path", "\(folder)\(id)/\(path)"), ("attempt", failures),
                                          ("error", "\(error)"), ("next_ms", (notBefore ?? now) - now)])
             }
             counts.bytes += bytes
@@ -344,7 +486,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             return nil
         }
         if let event { log.emit(event.0, level: .warn, event.1); return }
-        log.emit(.uploadOk, level: .info, [("path", "\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
+        log.emit(.uploadOk, level: .info, [("path", "\(folder)\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
         if case .playlist(let count, let ended) = job {
             log.emit(.playlistPublished, level: .info, [("id", id), ("seq", count)])
             if ended { log.emit(.streamPublished, level: .info, [("id", id), ("segments", count)]) }

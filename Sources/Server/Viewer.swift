@@ -13,21 +13,31 @@ import Glibc
 public enum Viewer {
     /// The page, reading its list of streams from `streams` (`/api/streams` here,
     /// `streams.json` beside the page at a destination); playlist URLs come from the list.
-    public static func page(streams: String) -> String {
-        html.replacing("__STREAMS_URL__", with: streams)
+    /// `device` (the board's `device.name`) titles it.
+    public static func page(streams: String, device: String? = nil) -> String {
+        // device.name is letters, digits and ._- only; escaped all the same, as any text
+        // put into HTML.
+        let title = device.map { "onair · " + $0.replacing("&", with: "&amp;").replacing("<", with: "&lt;") } ?? "onair"
+        return html.replacing("__STREAMS_URL__", with: streams).replacing("__TITLE__", with: title)
     }
 
-    static let html = #"""
+    /// The start of each page onair makes (this one, and the fleet's), up to the page's own
+    /// style rules; `__TITLE__` is its title.
+    static let head = """
     <!doctype html>
     <html lang="en">
     <head>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>onair</title>
+    <title>__TITLE__</title>
     <style>
       body { margin: 0; background: #111; color: #eee; font: 15px system-ui, sans-serif; }
-      header { display: flex; gap: 1em; align-items: baseline; padding: .6em 1em; }
       h1 { font-size: 1.2em; margin: 0; }
+
+    """
+
+    static let html = head + #"""
+      header { display: flex; gap: 1em; align-items: baseline; padding: .6em 1em; }
       #state { padding: .1em .5em; border-radius: .3em; background: #444; }
       #state.live { background: #c00; }
       video { display: block; width: 100%; max-height: 80vh; background: #000; }
@@ -36,7 +46,7 @@ public enum Viewer {
     </style>
     </head>
     <body>
-    <header><h1>onair</h1><span id="state">waiting for a stream</span><span id="info"></span></header>
+    <header><h1>__TITLE__</h1><span id="state">waiting for a stream</span><span id="info"></span></header>
     <video id="video" controls autoplay muted playsinline></video>
     <ul id="streams"></ul>
     <script>

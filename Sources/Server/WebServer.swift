@@ -36,11 +36,25 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
 
+    /// `device.name`, which titles the viewer page.
+    private let device: String?
+    /// A POST action (`/api/record/start`): its JSON answer from the request's query
+    /// arguments, or a `ControlRefusal`.
+    public typealias Control = @Sendable (_ argument: (String) -> String?) throws -> [UInt8]
+    /// A control call refused for what it asked (a 4xx), with why in one line.
+    public struct ControlRefusal: Error {
+        public var status: UInt32
+        public var message: String
+        public init(_ status: UInt32, _ message: String) {
+            self.status = status
+            self.message = message
+        }
+    }
     /// GET documents by path (`/api/status`, `/api/recordings`, `/metrics`).
     private let api: [String: Endpoint]
     /// POST actions by path (`/api/record/start`), each answering with a JSON body; only
     /// with `Authorization: Bearer <token>`, and not at all without a token.
-    private let control: [String: @Sendable () -> [UInt8]]
+    private let control: [String: Control]
     /// GET files made on request from the URL's arguments (`/api/export`), with ranges.
     let downloads: [String: Download]
     private let token: String?
@@ -90,9 +104,10 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
 
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
-                control: [String: @Sendable () -> [UInt8]] = [:], downloads: [String: Download] = [:], token: String? = nil,
-                liveEdge: LiveEdge? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
+                liveEdge: LiveEdge? = nil, device: String? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.root = root
+        self.device = device
         self.log = log
         self.api = api
         self.downloads = downloads
@@ -306,7 +321,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             }
         }
         if method == "POST" {
-            reply = command(url)
+            reply = command(url, argument: argumentReader(connection))
         } else if method != "GET" && method != "HEAD" {
             reply = Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)), headers: [("Allow", "GET, HEAD")])
         } else {
@@ -340,9 +355,15 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     }
 
     /// A control call that `refusal` let through at libmicrohttpd's first call.
-    func command(_ url: String) -> Reply {
+    func command(_ url: String, argument: (String) -> String? = { _ in nil }) -> Reply {
         guard let action = control[url] else { return Reply(status: 404, body: .bytes(Array("not found\n".utf8))) }
-        return Reply(status: 200, body: .bytes(action()), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
+        do {
+            return Reply(status: 200, body: .bytes(try action(argument)), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
+        } catch let refused as ControlRefusal {
+            return Reply(status: refused.status, body: .bytes(Array((refused.message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
+        } catch {
+            return Reply(status: 500, body: .bytes(Array("\(error)\n".utf8)), headers: [("Content-Type", "text/plain")])
+        }
     }
 
     /// Compares without stopping at the first difference, so timing says nothing of the token.
@@ -354,7 +375,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
 
     func route(_ url: String, header: (String) -> String?) -> Reply {
         if url == "/" || url == "/index.html" {
-            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams").utf8)),
+            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device).utf8)),
                          headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/streams" {

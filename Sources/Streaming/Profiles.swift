@@ -106,11 +106,14 @@ public struct SessionProfile: Sendable, Equatable {
     public var performance: PerformanceSettings
     /// Where x264's measured capacity is kept between runs.
     public var dataDirectory: String
+    /// `device.name`, which ends every stream id.
+    public var device: String
 
     public init(live: LiveProfile, recording: RecordingProfile?, fps: Int, prerollSeconds: Double = 0,
                 durationMilliseconds: Int? = nil, waitsForEncoders: Bool = false,
-                performance: PerformanceSettings = PerformanceSettings(), dataDirectory: String) {
+                performance: PerformanceSettings = PerformanceSettings(), dataDirectory: String, device: String = "onair") {
         self.live = live
+        self.device = device
         self.recording = recording
         self.fps = fps
         self.prerollSeconds = prerollSeconds

@@ -50,7 +50,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         self.makeRoom = makeRoom
         self.liveEdge = liveEdge
         self.clock = clock
-        names = StreamNames(root: profile.dataDirectory)
+        names = StreamNames(root: profile.dataDirectory, device: profile.device)
         self.profile = profile
         machine = SessionMachine(fps: profile.fps, durationMilliseconds: profile.durationMilliseconds, hasAudio: profile.audioEnabled,
                                  preroll: profile.prerollSeconds > 0)

@@ -3,44 +3,57 @@ import HLS
 import Media
 import Threading
 
-/// Stream and recording ids. Dated when the wall clock is trusted at the first frame
-/// (`20261202T164233Z-3f9a`: readable, sortable, four random hex digits against a second
-/// board or a restart in the same second); otherwise not a date at all, since a board
-/// without a real-time clock would write one from the year its image was made:
-/// `boot-<first 8 hex digits of the kernel's boot id>-<ms since boot, 10 digits>`.
-/// CLOCK_MONOTONIC never goes back within a boot, so such an id is never given twice,
-/// even after its stream was deleted (a destination may still hold it) and onair started
-/// again within the same second, and the ids of one boot sort in the order they were made.
-public final class StreamNames: @unchecked Sendable {  // `counter` under `lock`
+/// Stream and recording ids, each ending in the board's `device.name`, so that boards
+/// publishing to one destination never make the same id. Dated when the wall clock is
+/// trusted at the first frame (`20261202T164233Z-cam1`: readable, sortable); otherwise
+/// not a date at all, since a board without a real-time clock would write one from the
+/// year its image was made: `boot-<first 8 hex digits of the kernel's boot id>-<ms since
+/// boot, 10 digits>-cam1`. CLOCK_MONOTONIC never goes back within a boot, so such an id is
+/// never given twice, even after its stream was deleted (a destination may still hold it)
+/// and onair started again within the same second, and the ids of one boot sort in the
+/// order they were made. Where a dated id is taken already (two streams in one second, or
+/// a clock stepped back) the next free second names the stream: a counter after the
+/// device name could not be told from a device called `cam-2`. The stream's true start is
+/// in its playlist's dates and its recording's json.
+public final class StreamNames: @unchecked Sendable {  // `last`, `given` under `lock`
     private let root: String
     private let boot: String
+    private let device: String
     private let lock = Lock()
     private var last: Int64 = -1
+    private var given = Set<String>()
 
-    public init(root: String, bootID: String = StreamNames.bootID()) {
+    public init(root: String, device: String, bootID: String = StreamNames.bootID()) {
         self.root = root
+        self.device = device
         boot = String(bootID.filter(\.isHexDigit).prefix(8)).lowercased()
     }
 
     /// The id of a stream whose first frame was captured at `firstCapture` (monotonic ns).
     public func next(dating: StreamDating, firstCapture: Int64) -> String {
-        if let wall = dating.wallClockMs(monotonic: firstCapture) { return Self.datedID(wallClockMs: wall) }
-        return lock.withLock {
+        lock.withLock {
+            if var wall = dating.wallClockMs(monotonic: firstCapture) {
+                while taken(Self.datedID(wallClockMs: wall, device: device)) { wall += 1000 }
+                given.insert(Self.datedID(wallClockMs: wall, device: device))
+                return Self.datedID(wallClockMs: wall, device: device)
+            }
             var ms = max(last + 1, firstCapture / 1_000_000)
-            while taken("boot-\(boot)-" + Self.padded(Int(ms), 10)) { ms += 1 }
+            while taken(undated(ms)) { ms += 1 }
             last = ms
-            return "boot-\(boot)-" + Self.padded(Int(ms), 10)
+            return undated(ms)
         }
     }
 
+    private func undated(_ ms: Int64) -> String { "boot-\(boot)-" + Self.padded(Int(ms), 10) + "-" + device }
+
     private func taken(_ id: String) -> Bool {
-        ["\(root)/streams/\(id)", "\(root)/recordings/\(id).mp4", "\(root)/recordings/\(id).mp4.part",
-         "\(root)/recordings/\(id).json"].contains(where: FileSystem.exists)
+        given.contains(id) || ["\(root)/streams/\(id)", "\(root)/recordings/\(id).mp4", "\(root)/recordings/\(id).mp4.part",
+                               "\(root)/recordings/\(id).json"].contains(where: FileSystem.exists)
     }
 
-    /// A sortable, unique stream id from a trusted wall clock: `20261202T164233Z-3f9a`.
-    public static func datedID(wallClockMs: Int64) -> String {
-        UTCDate.compact(milliseconds: wallClockMs) + "-" + padded(Int(UInt16.random(in: 0...UInt16.max)), 4, radix: 16)
+    /// A sortable stream id from a trusted wall clock: `20261202T164233Z-cam1`.
+    public static func datedID(wallClockMs: Int64, device: String) -> String {
+        UTCDate.compact(milliseconds: wallClockMs) + "-" + device
     }
 
     /// The kernel's id of this boot (random per boot: proc(5), /proc/sys/kernel/random/boot_id).

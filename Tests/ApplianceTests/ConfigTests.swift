@@ -114,6 +114,39 @@ final class ConfigTests: XCTestCase {
 
     /// Low-latency parts: whole frames at the stream's rate; 0 turns them off; a value
     /// that is no length of part is one line naming the key.
+    func testDeviceName() throws {
+        XCTAssertNil(Settings().deviceName, "auto until a run resolves it")
+        XCTAssertEqual(try settings("device.name = cam-2.gym_A").deviceName, "cam-2.gym_A")
+        XCTAssertNil(try settings("device.name = auto").deviceName)
+        XCTAssertEqual(try settings("device.name = cam1").sessionProfile.device, "cam1")
+        for bad in ["a/b", "two words", "\"\"", ".hidden", "-x", "..", "caf\u{e9}", String(repeating: "x", count: 64)] {
+            XCTAssertThrowsError(try settings("device.name = \(bad)"), bad) {
+                XCTAssertTrue("\($0)".contains("device.name: expected 1 to 63 letters"), "\($0)")
+            }
+        }
+        XCTAssertNoThrow(try settings("device.name = " + String(repeating: "x", count: 63)))
+    }
+
+    /// device.name = auto: the hostname, or for a generic one (every board of an image is
+    /// called onair) a name from the machine id, kept in the data directory so it survives
+    /// the transient machine id a read-only root gets at every boot.
+    func testAutomaticDeviceName() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("onair-device-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        XCTAssertEqual(DeviceName.automatic(hostname: "gym-camera", dataDirectory: data, machineID: { nil }), "gym-camera")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/device-id"), "nothing kept for a hostname")
+        XCTAssertEqual(DeviceName.automatic(hostname: "onair", dataDirectory: data, machineID: { "3f9a2c77d1e84b0c9a1b2c3d4e5f6a7b\n" }), "onair-3f9a2c")
+        XCTAssertEqual(DeviceName.automatic(hostname: "localhost", dataDirectory: data, machineID: { "0123456789abcdef0123456789abcdef" }),
+                       "onair-3f9a2c", "the first boot's machine id, kept")
+        XCTAssertEqual(DeviceName.automatic(hostname: "bad host", dataDirectory: data, machineID: { nil }), "onair-3f9a2c")
+        let other = data + "/other"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        let random = DeviceName.automatic(hostname: nil, dataDirectory: other, machineID: { "uninitialized" })
+        XCTAssertTrue(random.hasPrefix("onair-") && random.count == 12, random)
+        XCTAssertEqual(DeviceName.automatic(hostname: nil, dataDirectory: other, machineID: { nil }), random)
+    }
+
     func testPartSeconds() throws {
         XCTAssertEqual(Settings().liveProfile.partTiming?.ticks, 18_750, "6 frames at 30 fps, raised to fit 5 at 24 fps on the ladder")
         XCTAssertEqual(try settings("thermal.sensor = off").liveProfile.partTiming?.ticks, 18_000, "6 frames at 30 fps, no ladder")

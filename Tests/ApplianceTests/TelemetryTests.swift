@@ -28,6 +28,18 @@ final class StatusSnapshotTests: XCTestCase {
                        + "rec=36.0M dropped=2 err=upload.failed url=http://origin/ reason=\"timeout\"")
     }
 
+    /// device.name on every surface: the console line, /api/status, and every sample's label.
+    func testTheBoardIsNamedEverywhere() throws {
+        var named = snapshot
+        named.device = "cam-2.gym"
+        XCTAssertTrue(named.consoleLine(fpsActual: 30).hasPrefix("onair: recording device=cam-2.gym stream=20261202T164233Z-3f9a "))
+        XCTAssertEqual(try XCTUnwrap(JSON.parse(named.json))["device"]?.string, "cam-2.gym")
+        let samples = named.metrics.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        XCTAssertEqual(samples.count, snapshot.metrics.split(separator: "\n").filter { !$0.hasPrefix("#") }.count)
+        XCTAssertTrue(samples.allSatisfy { $0.contains("{device=\"cam-2.gym\"} ") }, "\(samples)")
+        XCTAssertTrue(named.metrics.contains("\nonair_recording{device=\"cam-2.gym\"} 1\n"))
+    }
+
     func testStatusSaysWhetherTheClockIsTrusted() throws {
         let json = try XCTUnwrap(JSON.parse(snapshot.json))
         XCTAssertEqual(json["clock"]?["synchronized"]?.bool, true)

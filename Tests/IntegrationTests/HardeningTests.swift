@@ -197,6 +197,14 @@ final class HardeningTests: XCTestCase {
         XCTAssertFalse(bad.stderr.contains("hunter2"), bad.stderr)
         XCTAssertTrue(bad.stderr.hasPrefix("onair: \(config):4: server.listen: expected ADDR:PORT"), bad.stderr)
         XCTAssertEqual(bad.stderr.filter { $0 == "\n" }.count, 1, "one line")
+        // A device name that cannot be a folder at the destination.
+        for name in ["a/b", "two words", "", String(repeating: "x", count: 200)] {
+            let refused = try runTool(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", folder,
+                                                      "--set", "device.name=\(name)"])
+            XCTAssertEqual(refused.status, 2, name)
+            XCTAssertTrue(refused.stderr.hasPrefix("onair: --set: device.name: expected 1 to 63 letters"), refused.stderr)
+            XCTAssertEqual(refused.stderr.filter { $0 == "\n" }.count, 1, "one line: \(refused.stderr)")
+        }
     }
 
     /// libmicrohttpd's own messages go through the logger: every stderr line stays JSON.

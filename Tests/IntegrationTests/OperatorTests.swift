@@ -52,7 +52,8 @@ final class OperatorTests: XCTestCase {
         let console = out + "/console.txt"
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--listen", "127.0.0.1:0", "--out", out,
                                               "--set", "video.quality=low", "--start", "button", "--set", "server.token=\(token)",
-                                              "--set", "console.device=\(console)", "--set", "console.interval_s=1"],
+                                              "--set", "console.device=\(console)", "--set", "console.interval_s=1",
+                                              "--set", "device.name=op1"],
                               environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
         var messages: [String] = []
         XCTAssertTrue(notify.waitFor("READY=1", seen: &messages), "\(messages)\n\(onair.stderr)")
@@ -67,7 +68,7 @@ final class OperatorTests: XCTestCase {
         let metrics = try HTTPClient.request(port: port, "/metrics")
         XCTAssertEqual(metrics.header("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
         let text = String(decoding: metrics.body, as: UTF8.self)
-        XCTAssertTrue(text.contains("# TYPE onair_recording gauge\nonair_recording 1\n"), text)
+        XCTAssertTrue(text.contains("# TYPE onair_recording gauge\nonair_recording{device=\"op1\"} 1\n"), text)
         XCTAssertTrue(text.contains("# TYPE onair_segments_stored_total counter\n"), text)
         let page = try HTTPClient.request(port: port, "/status")
         XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
@@ -76,7 +77,7 @@ final class OperatorTests: XCTestCase {
         XCTAssertEqual(plots.header("Content-Type"), "image/svg+xml")
         XCTAssertTrue(String(decoding: plots.body, as: UTF8.self).hasPrefix("<svg"))
         XCTAssertTrue(notify.waitFor("WATCHDOG=1", seen: &messages), "the watchdog is fed while the pipeline lives")
-        XCTAssertTrue(notify.waitFor("STATUS=onair: recording stream=", seen: &messages), "\(messages)")
+        XCTAssertTrue(notify.waitFor("STATUS=onair: recording device=op1 stream=", seen: &messages), "\(messages)")
         let stop = try HTTPClient.request(port: port, "/api/record/stop", method: "POST", headers: ["Authorization": "Bearer \(token)"])
         XCTAssertEqual(stop.status, 200)
         XCTAssertNotNil(onair.waitForLog("event=stream.ended"), onair.stderr)
@@ -85,7 +86,7 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(notify.waitFor("STOPPING=1", seconds: 5, seen: &messages) || messages.contains { $0.contains("STOPPING=1") })
         let lines = try String(contentsOfFile: console, encoding: .utf8).components(separatedBy: "\r\n").filter { !$0.isEmpty }
         XCTAssertTrue(lines.allSatisfy { $0.hasPrefix("onair: ") && $0.allSatisfy(\.isASCII) }, "\(lines)")
-        XCTAssertTrue(lines.contains { $0.hasPrefix("onair: recording stream=") && $0.contains(" fps=") && $0.contains(" rate=") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("onair: recording device=op1 stream=") && $0.contains(" fps=") && $0.contains(" rate=") }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("onair: stream.started id=") }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("onair: stream.ended id=") }, "\(lines)")
     }

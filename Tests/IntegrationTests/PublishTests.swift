@@ -35,7 +35,7 @@ final class PublishTests: XCTestCase {
         defer { origin.stop() }
         let out = try temporaryDirectory("publish")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "6", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "6", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(origin.port)/live/",
                                               "--set", "publish.header=X-Onair-Token: t0k3n"])
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
@@ -43,14 +43,82 @@ final class PublishTests: XCTestCase {
             XCTAssertTrue(onair.stderr.contains("event=\(event)"), event)
         }
         XCTAssertFalse(onair.stderr.contains("t0k3n"), "headers (tokens) stay out of the log")
-        try assertOriginMatches(out, origin, prefix: "live/")
-        // The prefix is a complete viewing site: the viewer reads streams.json beside it.
-        let page = try HTTPClient.request(port: origin.port, "/live/index.html")
+        try assertOriginMatches(out, origin, prefix: "live/cam1/")
+        // The board's folder is a complete viewing site: the viewer reads streams.json beside it.
+        let page = try HTTPClient.request(port: origin.port, "/live/cam1/index.html")
         XCTAssertTrue(page.text.contains("fetch(\"streams.json\""), "the page reads the list beside it")
-        let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: origin.port, "/live/streams.json").body)) as? [[String: Any]]
+        let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: origin.port, "/live/cam1/streams.json").body)) as? [[String: Any]]
         XCTAssertEqual(list?.count, 1)
         XCTAssertEqual(list?.first?["state"] as? String, "ended")
         XCTAssertEqual((list?.first?["playlist"] as? String).map { $0.hasSuffix("/index.m3u8") && !$0.hasPrefix("/") }, true)
+    }
+
+    /// A board whose storage.min_free deletes its published streams still lists them at
+    /// the destination, where they still play; the owner takes one off the list with
+    /// `onair forget` (between runs) or `POST /api/forget` (while running).
+    func testEvictedStreamsStayListedUntilForgotten() throws {
+        let origin = try NginxOrigin()
+        defer { origin.stop() }
+        let out = try temporaryDirectory("evict")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let board = ["--out", out, "--set", "device.name=cam1", "--set", "publish.url=http://127.0.0.1:\(origin.port)/live/"]
+        func stream(_ extra: [String] = []) throws -> String {
+            let before = Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/streams")) ?? [])
+            let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--set", "video.quality=low"]
+                                  + board + extra)
+            XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+            XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
+            return try XCTUnwrap(Set(try FileManager.default.contentsOfDirectory(atPath: out + "/streams")).subtracting(before).first)
+        }
+        func listed() throws -> [String] {
+            let list = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: origin.port, "/live/cam1/streams.json").body)) as? [[String: Any]]
+            return try XCTUnwrap(list).compactMap { $0["id"] as? String }
+        }
+        let first = try stream()
+        // More free space asked for than the disk has: every published stream goes at start.
+        let second = try stream(["--set", "storage.min_free=1000T"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/streams/" + first), "deleted from the board")
+        XCTAssertEqual(try listed(), [second, first], "still listed")
+        let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(origin.port)/live/cam1/\(first)/index.m3u8", "-f", "null", "-"])
+        XCTAssertEqual(decode.status, 0, decode.stderr)
+
+        // The owner deleted the first at the destination.
+        let forget = try runTool(onairBinary(), ["forget", first] + board)
+        XCTAssertEqual(forget.status, 0, forget.stderr)
+        let said = String(decoding: forget.stdout, as: UTF8.self)
+        XCTAssertTrue(said.hasPrefix("forgot \(first): cam1/streams.json at http://127.0.0.1:\(origin.port)/live/"), said)
+        let unknown = try runTool(onairBinary(), ["forget", "20000101T000000Z-cam1"] + board)
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertEqual(unknown.stderr.filter { $0 == "\n" }.count, 1, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.hasPrefix("onair: forget: 20000101T000000Z-cam1 is not a stream this board published"), unknown.stderr)
+
+        // A running board: its next list leaves the first out; the API forgets the second.
+        let token = "0123456789abcdef0123"
+        let onair = try Child(onairBinary(), ["run", "--listen", "127.0.0.1:0", "--set", "video.quality=low", "--set", "server.token=\(token)",
+                                              "--set", "hls.segment_seconds=1"] + board)
+        let port = try onair.listeningPort()
+        func wait(for expected: ([String]) -> Bool) throws -> [String] {
+            var seen: [String] = []
+            for _ in 0..<240 {
+                seen = (try? listed()) ?? []
+                if expected(seen) { break }
+                usleep(250_000)
+            }
+            return seen
+        }
+        let running = try wait { $0.count == 2 && $0[1] == second }
+        XCTAssertEqual(running.count, 2, "the live stream and the second; the first stays forgotten: \(running)")
+        let auth = ["Authorization": "Bearer \(token)"]
+        let refused = try HTTPClient.request(port: port, "/api/forget?stream=20000101T000000Z-cam1", method: "POST", headers: auth)
+        XCTAssertEqual(refused.status, 404, refused.text)
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/forget", method: "POST", headers: auth).status, 400)
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/forget?stream=\(second)", method: "POST").status, 401, "control needs the token")
+        let forgotten = try HTTPClient.request(port: port, "/api/forget?stream=\(second)", method: "POST", headers: auth)
+        XCTAssertEqual(forgotten.status, 200, forgotten.text)
+        XCTAssertEqual(try wait { $0 == [running[0]] }, [running[0]], "only the live stream is left")
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=stream.forgotten id=\(second) source=api"), onair.stderr)
     }
 
     /// The origin is down while the stream is recorded and comes up only while onair is
@@ -59,7 +127,7 @@ final class PublishTests: XCTestCase {
         let port = try NginxOrigin.freePort()
         let out = try temporaryDirectory("outage")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(port)/",
                                               "--set", "publish.max_backoff=2", "--set", "publish.drain_seconds=60"])
         XCTAssertNotNil(onair.waitForLog("event=upload.retry"), onair.stderr)
@@ -68,7 +136,7 @@ final class PublishTests: XCTestCase {
         defer { origin.stop() }
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
-        try assertOriginMatches(out, origin, prefix: "")
+        try assertOriginMatches(out, origin, prefix: "cam1/")
     }
 
     /// kill -9 mid-stream with the origin unreachable; the origin comes back; onair starts
@@ -79,7 +147,7 @@ final class PublishTests: XCTestCase {
         let out = try temporaryDirectory("crash")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let publish = ["--set", "publish.url=http://127.0.0.1:\(port)/", "--set", "publish.max_backoff=1"]
-        let first = try Child(onairBinary(), ["run", "--out", out, "--listen", "off", "--set", "video.quality=low",
+        let first = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--out", out, "--listen", "off", "--set", "video.quality=low",
                                               "--set", "hls.segment_seconds=1"] + publish)
         XCTAssertNotNil(first.waitForLog("seq=3 "), first.stderr)
         first.signal(SIGKILL)
@@ -89,12 +157,12 @@ final class PublishTests: XCTestCase {
 
         let origin = try NginxOrigin(port: port)
         defer { origin.stop() }
-        let second = try Child(onairBinary(), ["run", "--out", out, "--listen", "off", "--start", "button"] + publish)
+        let second = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--out", out, "--listen", "off", "--start", "button"] + publish)
         XCTAssertNotNil(second.waitForLog("event=stream.published"), second.stderr)
         XCTAssertTrue(second.stderr.contains("event=stream.recovered id=\(id)"), second.stderr)
         second.signal(SIGTERM)
         XCTAssertEqual(second.wait().status, 0, second.stderr)
-        try assertOriginMatches(out, origin, prefix: "")
+        try assertOriginMatches(out, origin, prefix: "cam1/")
     }
 
     /// S3 PutObject signed by libcurl's SigV4, against a server that checks signatures:
@@ -108,21 +176,21 @@ final class PublishTests: XCTestCase {
         setenv("AWS_ACCESS_KEY_ID", s3.accessKey, 1)
         setenv("AWS_SECRET_ACCESS_KEY", s3.secretKey, 1)
         defer { unsetenv("AWS_ACCESS_KEY_ID"); unsetenv("AWS_SECRET_ACCESS_KEY") }
-        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/live/",
                                               "--set", "publish.s3.endpoint=\(s3.endpoint)"])
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         XCTAssertTrue(onair.stderr.contains("event=stream.published"), onair.stderr)
         XCTAssertFalse(onair.stderr.contains(s3.secretKey), "the secret stays out of the log")
         let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
-        let objects = try s3.objects(prefix: "live/")
+        let objects = try s3.objects(prefix: "live/cam1/")
         let local = out + "/streams/" + id
         let names = try FileManager.default.subpathsOfDirectory(atPath: local).filter { $0.contains(".") && !$0.hasPrefix(".") }
-        XCTAssertEqual(Set(objects.keys), Set(names.map { "live/\(id)/\($0)" } + ["live/index.html", "live/streams.json"]))
-        XCTAssertEqual(objects["live/index.html"]?.contentType, "text/html; charset=utf-8")
-        XCTAssertEqual(objects["live/streams.json"]?.contentType, "application/json")
+        XCTAssertEqual(Set(objects.keys), Set(names.map { "live/cam1/\(id)/\($0)" } + ["live/cam1/index.html", "live/cam1/streams.json"]))
+        XCTAssertEqual(objects["live/cam1/index.html"]?.contentType, "text/html; charset=utf-8")
+        XCTAssertEqual(objects["live/cam1/streams.json"]?.contentType, "application/json")
         for name in names {
-            let object = try XCTUnwrap(objects["live/\(id)/\(name)"], name)
+            let object = try XCTUnwrap(objects["live/cam1/\(id)/\(name)"], name)
             XCTAssertEqual(object.body, FileManager.default.contents(atPath: local + "/" + name).map { Array($0) }, name)
             XCTAssertEqual(object.contentType, name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "video/mp4", name)
             XCTAssertEqual(object.cacheControl, name.hasSuffix(".m3u8") ? "no-cache" : "public, max-age=31536000, immutable", name)
@@ -131,19 +199,19 @@ final class PublishTests: XCTestCase {
         // Virtual-host style: the bucket in the host name (libcurl resolves *.localhost to
         // loopback), signed the same way.
         let virtualOut = out + "/virtual"
-        let virtual = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", virtualOut,
+        let virtual = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", virtualOut,
                                                 "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/vhost/",
                                                 "--set", "publish.s3.endpoint=http://localhost:\(s3.port)",
                                                 "--set", "publish.s3.path_style=false"])
         XCTAssertEqual(virtual.wait().status, 0, virtual.stderr)
         XCTAssertTrue(virtual.stderr.contains("url=\"http://\(s3.bucket).localhost:\(s3.port)/vhost/"), virtual.stderr)
         let virtualID = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: virtualOut + "/streams").first)
-        XCTAssertEqual(try s3.objects(prefix: "vhost/")["vhost/\(virtualID)/init.mp4"]?.body,
+        XCTAssertEqual(try s3.objects(prefix: "vhost/")["vhost/cam1/\(virtualID)/init.mp4"]?.body,
                        FileManager.default.contents(atPath: "\(virtualOut)/streams/\(virtualID)/init.mp4").map { Array($0) })
 
         // A wrong secret is refused by the server (the signature is checked), retried,
         // reported, and still never logged.
-        let wrong = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out + "/wrong",
+        let wrong = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out + "/wrong",
                                               "--set", "video.quality=low", "--set", "publish.url=s3://\(s3.bucket)/wrong/",
                                               "--set", "publish.s3.endpoint=\(s3.endpoint)", "--set", "publish.drain_seconds=1",
                                               "--set", "publish.s3.secret_key=not-the-secret"])
@@ -172,7 +240,7 @@ final class PublishTests: XCTestCase {
         defer { proxy.stop() }
         let out = try temporaryDirectory("faults")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--duration", "16", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--duration", "16", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "hls.segment_seconds=1",
                                               "--set", "publish.url=http://127.0.0.1:\(proxy.port)/live/",
                                               "--set", "publish.timeout=1", "--set", "publish.max_backoff=2"])
@@ -181,13 +249,13 @@ final class PublishTests: XCTestCase {
         var polls = 0
         while onair.process.isRunning {
             if let id = try? FileManager.default.contentsOfDirectory(atPath: out + "/streams").first {
-                let response = try HTTPClient.request(port: origin.port, "/live/\(id)/playlist.m3u8")
+                let response = try HTTPClient.request(port: origin.port, "/live/cam1/\(id)/playlist.m3u8")
                 if response.status == 200 {
                     polls += 1
                     if let previous { XCTAssertEqual(ReloadChecker.check(previous: previous, next: response.text), []) }
                     previous = response.text
                     for segment in ParsedPlaylist(text: response.text).segments where !seen.contains(segment.uri) {
-                        let media = try HTTPClient.request(port: origin.port, "/live/\(id)/\(segment.uri)")
+                        let media = try HTTPClient.request(port: origin.port, "/live/cam1/\(id)/\(segment.uri)")
                         XCTAssertEqual(media.status, 200, "\(segment.uri) is listed, so it must be there")
                         XCTAssertEqual(media.body, FileManager.default.contents(atPath: "\(out)/streams/\(id)/\(segment.uri)").map { Array($0) })
                         seen.insert(segment.uri)
@@ -206,7 +274,7 @@ final class PublishTests: XCTestCase {
         for kind in ["HTTP 503", "Operation timed out after", "Recv failure"] where !errors.contains(where: { $0.hasPrefix(kind) }) {
             XCTFail("no retry after '\(kind)' in the log: \(errors.sorted())")
         }
-        try assertOriginMatches(out, origin, prefix: "live/")
+        try assertOriginMatches(out, origin, prefix: "live/cam1/")
     }
 
     /// video.quality = auto: a probe upload before the camera starts picks the preset.
@@ -217,7 +285,7 @@ final class PublishTests: XCTestCase {
         for (server, chosen, width) in [(fast, "high", "1280"), (refusing, "low", "854")] {
             let out = try temporaryDirectory("probe")
             defer { try? FileManager.default.removeItem(atPath: out) }
-            let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "1", "--listen", "off", "--out", out,
+            let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "1", "--listen", "off", "--out", out,
                                                   "--set", "video.quality=auto", "--set", "publish.url=http://127.0.0.1:\(server.port)/",
                                                   "--set", "publish.drain_seconds=1"])
             XCTAssertEqual(onair.wait().status, 0, onair.stderr)
@@ -234,13 +302,13 @@ final class PublishTests: XCTestCase {
     func testHTTPSVerifiesCertificatesUnlessToldNotTo() throws {
         let origin = try NginxOrigin(tls: true)
         defer { origin.stop() }
-        let common = ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--set", "video.quality=low",
+        let common = ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "2", "--listen", "off", "--set", "video.quality=low",
                       "--set", "publish.url=https://127.0.0.1:\(origin.port)/", "--set", "publish.drain_seconds=1"]
         let checked = try Child(onairBinary(), common + ["--out", try temporaryDirectory("tls")])
         XCTAssertEqual(checked.wait().status, 0, checked.stderr)
         XCTAssertTrue(checked.stderr.contains("SSL certificate problem"), checked.stderr)
         XCTAssertTrue(checked.stderr.contains("event=publish.incomplete"))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: origin.root + "/streams.json"), "nothing reached an unverified origin")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: origin.root + "/cam1/streams.json"), "nothing reached an unverified origin")
 
         let out = try temporaryDirectory("insecure")
         defer { try? FileManager.default.removeItem(atPath: out) }
@@ -249,7 +317,7 @@ final class PublishTests: XCTestCase {
         XCTAssertTrue(insecure.stderr.contains("level=warn event=publish.insecure"), insecure.stderr)
         XCTAssertTrue(insecure.stderr.contains("event=publish.drained"), insecure.stderr)
         let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
-        XCTAssertEqual(FileManager.default.contents(atPath: "\(origin.root)/\(id)/init.mp4"), FileManager.default.contents(atPath: "\(out)/streams/\(id)/init.mp4"))
+        XCTAssertEqual(FileManager.default.contents(atPath: "\(origin.root)/cam1/\(id)/init.mp4"), FileManager.default.contents(atPath: "\(out)/streams/\(id)/init.mp4"))
     }
 
     /// Apache mod_dav, which needs its collections made (MKCOL) before a PUT into them.
@@ -258,11 +326,11 @@ final class PublishTests: XCTestCase {
         defer { apache.stop() }
         let out = try temporaryDirectory("apache")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "4", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(apache.port)/"])
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         XCTAssertTrue(onair.stderr.contains("event=publish.drained"), onair.stderr)
-        try assertOriginMatches(out, root: apache.root, port: apache.port, prefix: "")
+        try assertOriginMatches(out, root: apache.root, port: apache.port, prefix: "cam1/")
     }
 
     /// With the origin down, onair waits at exit for uploads to drain; a signal then stops
@@ -271,7 +339,7 @@ final class PublishTests: XCTestCase {
         let port = try NginxOrigin.freePort()
         let out = try temporaryDirectory("cancel")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let onair = try Child(onairBinary(), ["run", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out,
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "2", "--listen", "off", "--out", out,
                                               "--set", "video.quality=low", "--set", "publish.url=http://127.0.0.1:\(port)/",
                                               "--set", "publish.drain_seconds=600"])
         XCTAssertNotNil(onair.waitForLog("event=publish.draining"), onair.stderr)

@@ -19,7 +19,7 @@ final class ServerHardeningTests: XCTestCase {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-hard-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/streams/s", withIntermediateDirectories: true)
         try "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.000,\nseg/1.m4s\n#EXT-X-ENDLIST\n".write(toFile: root + playlist, atomically: true, encoding: .utf8)
-        server = try WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { [counter] in
+        server = try WebServer(listen: "127.0.0.1:0", root: root, control: ["/api/record/start": { [counter] _ in
             counter.value += 1
             return Array("{}".utf8)
         }], token: token, limits: limits)

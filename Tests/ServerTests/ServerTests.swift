@@ -35,7 +35,7 @@ final class WebServerTests: XCTestCase {
         try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T164233Z-0001.mp4"))
         try Data(segment).write(to: URL(fileURLWithPath: root + "/recordings/20261202T170000Z-0003.mp4.part"))
         server = try WebServer(listen: "127.0.0.1:0", root: root, api: ["/api/recordings": .json { Array("{\"recordings\":[]}".utf8) }],
-                               control: ["/api/record/start": { Array("{\"state\":\"recording\"}".utf8) }], token: "s3cret")
+                               control: ["/api/record/start": { _ in Array("{\"state\":\"recording\"}".utf8) }], token: "s3cret")
     }
 
     override func tearDown() {
@@ -91,7 +91,7 @@ final class WebServerTests: XCTestCase {
         XCTAssertEqual(String(decoding: right.body, as: UTF8.self), "{\"state\":\"recording\"}")
         XCTAssertEqual(try HTTPClient.request(port: port, path).status, 404, "control is POST only")
         XCTAssertEqual(try HTTPClient.request(port: port, "/api/recordings", method: "POST").status, 405)
-        let open = try WebServer(listen: "127.0.0.1:0", root: root, control: [path: { [] }])
+        let open = try WebServer(listen: "127.0.0.1:0", root: root, control: [path: { _ in [] }])
         defer { open.stop() }
         XCTAssertEqual(try HTTPClient.request(port: open.port, path, method: "POST", headers: ["Authorization": "Bearer "]).status, 403,
                        "no token configured: control is off")

@@ -16,26 +16,38 @@ import Threading
 final class ClockTests: XCTestCase {
     func testIdsAreDatesOnlyOnATrustedClockAndNeverRepeat() throws {
         let root = temporaryRoot()
-        let names = StreamNames(root: root, bootID: "3F9A1C2B-77aa-4e3b-9d1c-1234567890ab")
+        let names = StreamNames(root: root, device: "cam1", bootID: "3F9A1C2B-77aa-4e3b-9d1c-1234567890ab")
         let clock = SteppedWallClock(offsetMs: 946_684_800_000, synchronized: false)
         let ms: Int64 = 1_000_000
-        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 5), "boot-3f9a1c2b-0000042000")
-        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 7), "boot-3f9a1c2b-0000042001",
+        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 5), "boot-3f9a1c2b-0000042000-cam1")
+        XCTAssertEqual(names.next(dating: StreamDating(clock: clock), firstCapture: 42_000 * ms + 7), "boot-3f9a1c2b-0000042001-cam1",
                        "two in one millisecond")
         // A restart of onair in the same boot: ids already on disk are passed over.
-        try FileManager.default.createDirectory(atPath: root + "/streams/boot-3f9a1c2b-0000050000", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/streams/boot-3f9a1c2b-0000050000-cam1", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: root + "/recordings", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: root + "/recordings/boot-3f9a1c2b-0000050001.mp4.part", contents: Data())
-        let restarted = StreamNames(root: root, bootID: "3f9a1c2b-77aa")
-        XCTAssertEqual(restarted.next(dating: StreamDating(clock: clock), firstCapture: 50_000 * ms), "boot-3f9a1c2b-0000050002")
-        XCTAssertNil(UTCDate.parseCompact("boot-3f9a1c2b-0000050002"), "not a date: retention by age cannot misread it")
+        FileManager.default.createFile(atPath: root + "/recordings/boot-3f9a1c2b-0000050001-cam1.mp4.part", contents: Data())
+        let restarted = StreamNames(root: root, device: "cam1", bootID: "3f9a1c2b-77aa")
+        XCTAssertEqual(restarted.next(dating: StreamDating(clock: clock), firstCapture: 50_000 * ms), "boot-3f9a1c2b-0000050002-cam1")
+        XCTAssertNil(UTCDate.parseCompact("boot-3f9a1c2b-0000050002-cam1"), "not a date: retention by age cannot misread it")
 
         clock.step(by: 0, synchronized: true)
-        let dated = names.next(dating: StreamDating(clock: clock), firstCapture: MonotonicClock().now())
+        let capture = MonotonicClock().now()
+        let dated = names.next(dating: StreamDating(clock: clock), firstCapture: capture)
         XCTAssertTrue(dated.hasPrefix("2000"), dated)
-        XCTAssertEqual(dated.count, 21)
-        XCTAssertEqual(StreamNames.datedID(wallClockMs: 1_796_229_753_000).prefix(17), "20261202T164233Z-")
-        XCTAssertLessThan(StreamNames.datedID(wallClockMs: 1_796_229_753_000), StreamNames.datedID(wallClockMs: 1_796_229_754_000))
+        XCTAssertTrue(dated.hasSuffix("Z-cam1"), dated)
+        // A second stream in the same second, and a third after a restart (its directory
+        // made): the next free seconds, never a counter after the device name.
+        let second = names.next(dating: StreamDating(clock: clock), firstCapture: capture)
+        XCTAssertEqual(UTCDate.parseCompact(second), UTCDate.parseCompact(dated).map { $0 + 1000 }, second)
+        for id in [dated, second] { try FileManager.default.createDirectory(atPath: root + "/streams/" + id, withIntermediateDirectories: true) }
+        let third = StreamNames(root: root, device: "cam1").next(dating: StreamDating(clock: clock), firstCapture: capture)
+        XCTAssertTrue([dated, second].allSatisfy { $0 != third }, third)
+        // Two boards started in the same second.
+        XCTAssertNotEqual(StreamNames.datedID(wallClockMs: 1_796_229_753_000, device: "cam1"),
+                          StreamNames.datedID(wallClockMs: 1_796_229_753_000, device: "cam2"))
+        XCTAssertEqual(StreamNames.datedID(wallClockMs: 1_796_229_753_000, device: "cam1"), "20261202T164233Z-cam1")
+        XCTAssertLessThan(StreamNames.datedID(wallClockMs: 1_796_229_753_000, device: "cam1"),
+                          StreamNames.datedID(wallClockMs: 1_796_229_754_000, device: "cam1"))
     }
 
     func testDatingIsFixedOnceTrustedAndNeverMovesAfter() {

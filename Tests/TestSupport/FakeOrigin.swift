@@ -14,9 +14,13 @@ public final class FakeOrigin: @unchecked Sendable {
     private var listed: [String: Int] = [:]
     /// Decides whether attempt `n` (from 1) at `path` fails.
     public var fails: @Sendable (_ path: String, _ attempt: Int) -> Bool
+    /// Whether a conditional PUT is checked (S3, Apache mod_dav) or ignored (nginx WebDAV).
+    public let honoursConditions: Bool
+    private var versions: [String: Int] = [:]
 
-    public init(fails: @escaping @Sendable (String, Int) -> Bool = { _, _ in false }) {
+    public init(honoursConditions: Bool = true, fails: @escaping @Sendable (String, Int) -> Bool = { _, _ in false }) {
         self.fails = fails
+        self.honoursConditions = honoursConditions
     }
 
     public func transport() -> Transport { Connection(origin: self) }
@@ -34,17 +38,32 @@ public final class FakeOrigin: @unchecked Sendable {
     final class Connection: Transport {
         let origin: FakeOrigin
         init(origin: FakeOrigin) { self.origin = origin }
-        func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String) throws {
-            try origin.store(path, body, contentType, cacheControl)
+        func put(_ path: String, body: [UInt8], contentType: String, cacheControl: String, condition: WriteCondition?) throws {
+            try origin.store(path, body, contentType, cacheControl, condition: condition)
         }
+        func get(_ path: String) throws -> StoredObject? { origin.get(path) }
     }
 
-    func store(_ path: String, _ body: [UInt8], _ type: String, _ cache: String) throws {
+    /// The object and its ETag, the version number of the object at that path.
+    public func get(_ path: String) -> StoredObject? {
+        lock.withLock { objects[path].map { StoredObject(body: $0.body, etag: "\"v\(versions[path, default: 0])\"") } }
+    }
+
+    func store(_ path: String, _ body: [UInt8], _ type: String, _ cache: String, condition: WriteCondition? = nil) throws {
         let attempt = lock.withLock { () -> Int in attempts[path, default: 0] += 1; return attempts[path]! }
         if fails(path, attempt) {
             lock.withLock { failures += 1 }
             throw UploadError(status: 503, message: "scheduled failure")
         }
+        let refused: Bool = lock.withLock {
+            guard honoursConditions, let condition else { return false }
+            switch condition {
+            case .ifNoneExists: return objects[path] != nil
+            case .ifMatch(let etag): return objects[path] == nil || etag != "\"v\(versions[path, default: 0])\""
+            }
+        }
+        if refused { throw UploadError(status: 412, message: "precondition failed") }
+        lock.withLock { versions[path, default: 0] += 1 }
         lock.withLock {
             if path.hasSuffix("/playlist.m3u8") {
                 let directory = String(path.dropLast("playlist.m3u8".count))

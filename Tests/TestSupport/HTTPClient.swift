@@ -32,7 +32,9 @@ public enum HTTPClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw Failure(description: "connect to port \(port): errno \(errno)") }
-        var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        // A Host of the caller's (a proxy passing on what S3 signed) replaces the default.
+        let host = headers.contains { $0.key.lowercased() == "host" } ? "" : "Host: 127.0.0.1:\(port)\r\n"
+        var request = "\(method) \(path) HTTP/1.1\r\n\(host)Connection: close\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "PUT" { request += "Content-Length: \(body.count)\r\n" }
         request += "\r\n"

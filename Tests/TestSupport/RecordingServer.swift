@@ -18,6 +18,8 @@ public final class RecordingServer: @unchecked Sendable {
     /// How to answer one request.
     public enum Reply: Sendable {
         case status(Int)
+        /// A whole answer: status, headers, body.
+        case answer(Int, headers: [String: String], body: [UInt8])
         /// Drop the connection with a TCP reset, answering nothing.
         case reset
         /// Say nothing for this long, then drop the connection.
@@ -105,6 +107,10 @@ public final class RecordingServer: @unchecked Sendable {
             case .status(let status):
                 let reply = Array("HTTP/1.1 \(status) Status\r\nContent-Length: 0\r\n\r\n".utf8)
                 guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
+            case .answer(let status, let headers, let body):
+                let head = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+                let reply = Array("HTTP/1.1 \(status) Status\r\n\(head)Content-Length: \(body.count)\r\n\r\n".utf8) + body
+                guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
             case .reset:
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close() then sends RST
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -161,7 +167,7 @@ public final class NginxOrigin {
             http {
                 access_log \(work)/access.log;
                 client_body_temp_path \(work)/body;
-                types { application/vnd.apple.mpegurl m3u8; video/mp4 mp4 m4s; application/json json; }
+                types { application/vnd.apple.mpegurl m3u8; video/mp4 mp4 m4s; application/json json; text/html html; }
                 server {
                     listen 127.0.0.1:\(port)\(tls ? " ssl" : "");
                     \(tls ? "ssl_certificate \(work)/cert.pem; ssl_certificate_key \(work)/key.pem;" : "")
@@ -226,9 +232,13 @@ public final class FaultProxy: @unchecked Sendable {
             let number = proxy.counter.withLock { () -> Int in proxy.count += 1; return proxy.count }
             let decision = fault(number, Date().timeIntervalSince(started))
             if case .pass = decision {
-                let headers = request.headers.filter { ["content-type", "cache-control", "authorization"].contains($0.key) }
-                let answer = try? HTTPClient.request(port: upstream, request.path, method: request.method, headers: headers, body: request.body)
-                return .status(answer?.status ?? 502)
+                // Every header but the connection's own (S3's signature covers x-amz-*, and
+                // If-Match must reach the origin); the origin's body and ETag come back.
+                let headers = request.headers.filter { !["connection", "content-length", "expect", "transfer-encoding"].contains($0.key) }
+                guard let answer = try? HTTPClient.request(port: upstream, request.path, method: request.method, headers: headers, body: request.body) else {
+                    return .status(502)
+                }
+                return .answer(answer.status, headers: answer.headers.filter { ["etag", "content-type"].contains($0.key) }, body: answer.body)
             }
             proxy.counter.withLock { proxy.faults += 1 }
             switch decision {

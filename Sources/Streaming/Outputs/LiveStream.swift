@@ -68,7 +68,7 @@ final class LiveStream {
     convenience init(firstFrame: VideoFrame, wallClockMs: Int64, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?,
                      log: Log, observer: @escaping (StreamEvent) -> Void) throws {
         let dating = StreamDating(offsetMs: wallClockMs - firstFrame.captureTime / 1_000_000)
-        try self.init(start: StreamStart(id: StreamNames.datedID(wallClockMs: wallClockMs), dating: dating),
+        try self.init(start: StreamStart(id: StreamNames.datedID(wallClockMs: wallClockMs, device: "test"), dating: dating),
                       firstFrame: firstFrame, profile: profile, video: video, audio: audio, log: log, observer: observer)
     }
 
