@@ -18,7 +18,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         public var bytes = 0
     }
 
-    private let root: String
+    let root: String
     /// Names the destination in each stream's journal (never a secret).
     public let destination: String
     /// Where this board's files go under the destination: `<device.name>/` (or "" for
@@ -26,19 +26,19 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     public let folder: String
     /// What a stream's journal is kept against: the destination and the folder, so a
     /// stream journaled for another folder is published again whole, never split.
-    private var journalKey: String { Self.journalKey(destination: destination, folder: folder) }
+    var journalKey: String { Self.journalKey(destination: destination, folder: folder) }
     public static func journalKey(destination: String, folder: String) -> String {
         folder.isEmpty ? destination : "\(destination) \(folder.hasSuffix("/") ? folder : folder + "/")"
     }
     private let parallel: Int
-    private let retry: RetryPolicy
-    private let log: Log
+    let retry: RetryPolicy
+    let log: Log
     /// Every deadline and backoff is on this clock (CLOCK_MONOTONIC, or a test's).
     private let clock: MediaClock
     /// Spreads retries of many streams apart (PublishPlan's jitter): 0..<1.
-    private let jitter: @Sendable () -> Double
-    private var plans: [String: PublishPlan] = [:]
-    private var order: [String] = []
+    let jitter: @Sendable () -> Double
+    var plans: [String: PublishPlan] = [:]
+    var order: [String] = []
     /// What a worker does: a stream's job, the list of streams, or a file of the site.
     enum Work {
         case stream(String, PublishPlan.Job)
@@ -47,33 +47,27 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         /// The board's entry in the destination's devices.json (`Fleet`).
         case fleet
     }
-    private var ready: [(id: String, job: PublishPlan.Job)] = []
+    var ready: [(id: String, job: PublishPlan.Job)] = []
     /// Without worker threads, `runReady()` uploads through this.
     private let inlineTransport: Transport?
-    /// streams.json at the destination's root: sent again whenever a playlist there
-    /// advances, one upload at a time; `siteFiles` (the viewer page) once each.
-    private var catalogDirty = false
-    private var catalogInFlight = false
-    private var catalogFailures = 0
-    private var catalogNotBefore: Int64 = 0
-    /// The board's entry in devices.json: written at the start, whenever it goes live or
-    /// stops being live, and every `heartbeatMilliseconds` (its "last seen"); only for a
-    /// board with a folder. `lastSeen` reads the wall clock (nil while unsynchronised).
-    private let lastSeen: @Sendable () -> String?
-    private var fleetDirty = false
-    private var fleetInFlight = false
-    private var fleetFailures = 0
-    private var fleetNotBefore: Int64 = 0
-    private var fleetDueAt: Int64 = .max
-    private var fleetLive: Bool?
+    /// The board's streams.json (Publisher+Site.swift): sent again whenever a playlist
+    /// there advances; `siteFiles` (the viewer pages) once each.
+    var catalog = SharedUpload()
+    /// The index of published streams as last seen (`stamp`), and when it was looked at.
+    var indexStamp: [Int] = []
+    var indexCheckedAt: Int64 = 0
+    /// The board's entry in devices.json (Publisher+Site.swift), only for a board with a
+    /// folder; `lastSeen` reads the wall clock (nil while unsynchronised).
+    var fleet = SharedUpload()
+    let lastSeen: @Sendable () -> String?
+    /// When the entry is due again (its "last seen"), and whether it says live.
+    var fleetDueAt: Int64 = .max
+    var fleetLive: Bool?
     /// Written and read back once; written again a few seconds later, since on a server
     /// that ignores If-Match (nginx) another board's write begun before this one may still
     /// land over it.
-    private var fleetConfirming = false
+    var fleetConfirming = false
     static let heartbeatMilliseconds: Int64 = 60_000
-    /// The index of published streams as last seen (`stamp`), and when it was looked at.
-    private var indexStamp: [Int] = []
-    private var indexCheckedAt: Int64 = 0
     private var siteFiles: [String: [UInt8]]
     private var siteInFlight = Set<String>()
     private var siteNotBefore: [String: Int64] = [:]
@@ -82,7 +76,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private var drainCancelled = false
     private var workers: [WorkerThread] = []
     /// Guards everything above; broadcast whenever it changes (workers and a drain wait).
-    private let condition = Condition()
+    let condition = Condition()
     private var counts = Counters()
     private var lastFailure: String?
 
@@ -105,7 +99,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         self.destination = destination
         self.folder = folder.isEmpty || folder.hasSuffix("/") ? folder : folder + "/"
         self.lastSeen = lastSeen
-        fleetDirty = !folder.isEmpty
+        fleet.wanted = !folder.isEmpty
         self.parallel = max(1, parallel)
         self.retry = retry
         self.log = log
@@ -205,8 +199,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     public func drain(seconds: Double) -> Bool {
         let deadline = nowMilliseconds + Int64(seconds * 1000)
         return locked {
-            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalogDirty || catalogInFlight || !siteFiles.isEmpty
-                    || fleetPending {
+            while !plans.values.allSatisfy({ $0.isComplete || !$0.localEnded }) || catalog.pending || !siteFiles.isEmpty || fleetPending {
                 if nowMilliseconds >= deadline || drainCancelled { return false }
                 wait(until: min(deadline, nowMilliseconds + 100))
             }
@@ -257,47 +250,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             let started = nowMilliseconds
             let failure = upload("\(folder)\(id)/\(path)", body, with: transport, missing: "the local \(path)")
             finish(id, job, path: path, bytes: body?.count ?? 0, error: failure, took: nowMilliseconds - started)
-        case .catalog:
-            let failure = upload(folder + "streams.json", catalog(), with: transport, missing: "the list of streams")
-            finishShared(path: folder + "streams.json", error: failure) {
-                catalogInFlight = false
-                if failure != nil {
-                    catalogDirty = true
-                    catalogFailures += 1
-                    catalogNotBefore = nowMilliseconds + retry.delayMilliseconds(afterFailures: catalogFailures, jitter: jitter())
-                } else { catalogFailures = 0 }
-            }
-        case .fleet:
-            let device = Fleet.Device(name: String(folder.dropLast()), lastSeen: lastSeen(), live: locked { isLive })
-            let outcome: Fleet.Outcome?, failure: UploadError?
-            do {
-                outcome = try Fleet.register(device, with: transport, unreadable: { [log] in log.emit(.publishIndexFailed, level: .warn, [("error", $0)]) })
-                failure = nil
-            } catch let error as UploadError { (outcome, failure) = (nil, error) } catch { (outcome, failure) = (nil, UploadError(status: nil, message: "\(error)")) }
-            let conflict: UploadError? = if case .conflict(let why) = outcome { UploadError(status: nil, message: why) } else { nil }
-            finishShared(path: Fleet.path, error: failure ?? conflict) {
-                fleetInFlight = false
-                let now = nowMilliseconds
-                switch outcome {
-                case .listed:
-                    fleetFailures = 0
-                    fleetLive = device.live
-                    fleetDueAt = now + Self.heartbeatMilliseconds
-                    if !fleetConfirming {
-                        fleetConfirming = true
-                        fleetDirty = true
-                        fleetNotBefore = now + 2000 + Int64(jitter() * 2000)
-                    } else { fleetConfirming = false }
-                case .conflict:
-                    // Another board is writing it too: again soon, apart from it.
-                    fleetDirty = true
-                    fleetNotBefore = now + 250 + Int64(jitter() * 1000)
-                case nil:
-                    fleetDirty = true
-                    fleetFailures += 1
-                    fleetNotBefore = now + retry.delayMilliseconds(afterFailures: fleetFailures, jitter: jitter())
-                }
-            }
+        case .catalog: uploadCatalog(with: transport)
+        case .fleet: uploadFleetEntry(with: transport)
         case .site(let name):
             let failure = upload(name, locked { siteFiles[name] }, with: transport, missing: name)
             finishShared(path: name, error: failure) {
@@ -307,7 +261,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         }
     }
 
-    private func upload(_ path: String, _ body: [UInt8]?, with transport: Transport, missing: String) -> UploadError? {
+    func upload(_ path: String, _ body: [UInt8]?, with transport: Transport, missing: String) -> UploadError? {
         guard let body else { return UploadError(status: nil, message: "cannot read \(missing)") }
         let (type, cache) = MediaType.of(path)
         do { try transport.put(path, body: body, contentType: type, cacheControl: cache) } catch let error as UploadError {
@@ -317,7 +271,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     }
 
     /// Records a catalog or site upload: counters, the state change, and the log line.
-    private func finishShared(path: String, error: UploadError?, _ change: () -> Void) {
+    func finishShared(path: String, error: UploadError?, _ change: () -> Void) {
         locked {
             counts.attempts += 1
             if let error { counts.failures += 1; lastFailure = "\(path): \(error)" }
@@ -335,9 +289,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
                 // Sleep until the next retry falls due (at most a second); only future
                 // times count, or a stale one would make this spin.
                 let pendingSite = siteFiles.keys.compactMap { siteNotBefore[$0] }
-                let catalogDue = catalogDirty && !catalogInFlight ? [catalogNotBefore] : []
-                let fleetDue = folder.isEmpty || fleetInFlight ? [] : [fleetDirty || fleetLive != isLive ? fleetNotBefore : fleetDueAt]
-                let wake = (plans.values.compactMap(\.nextRetry) + catalogDue + pendingSite + fleetDue).filter { $0 > now }.min()
+                let wake = (plans.values.compactMap(\.nextRetry) + pendingSite + [catalog.due, fleetDue].compactMap { $0 })
+                    .filter { $0 > now }.min()
                 wait(until: min(wake ?? Int64.max, now + 1000))
             }
             return nil
@@ -363,100 +316,9 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             siteInFlight.insert(name)
             return .site(name)
         }
-        if catalogDirty && !catalogInFlight && catalogNotBefore <= now {
-            catalogDirty = false
-            catalogInFlight = true
-            return .catalog
-        }
-        if !folder.isEmpty && !fleetInFlight && (fleetDirty || fleetLive != isLive || now >= fleetDueAt) && fleetNotBefore <= now {
-            fleetDirty = false
-            fleetInFlight = true
-            return .fleet
-        }
+        if catalog.start(now: now) { return .catalog }
+        if !folder.isEmpty && fleet.start(now: now, alsoDue: fleetLive != isLive || now >= fleetDueAt) { return .fleet }
         return nil
-    }
-
-    /// Inside `locked`: a stream of this run is still being made (it is live at the
-    /// destination as soon as its first playlist is there).
-    private var isLive: Bool { plans.values.contains { !$0.localEnded } }
-    /// Inside `locked`: devices.json does not say yet what it should.
-    private var fleetPending: Bool { !folder.isEmpty && ((fleetDirty && !fleetConfirming) || fleetInFlight || fleetLive != isLive) }
-
-    /// streams.json as the destination sees it: each stream with only the segments its
-    /// playlist there lists, newest first; playlist URLs relative to the board's folder.
-    /// Streams whose files the board has deleted stay listed from the index of published
-    /// streams (`PublishedIndex`), which this updates first.
-    private func catalog() -> [UInt8] {
-        let visible = visibleStreams()
-        do {
-            let listed = try PublishedIndex.update(root: root, key: journalKey, problem: { [log] in
-                log.emit(.publishIndexFailed, level: .warn, [("error", $0)])
-            }) { index -> [StreamInfo] in
-                _ = index.merge(visible)
-                return index.listed
-            }
-            locked { indexStamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey)) }
-            return StreamInfo.json(listed)
-        } catch {
-            // Not kept (the disk is full, say): the list still holds what it held.
-            log.emit(.publishIndexFailed, level: .warn, [("error", "\(error)")])
-            var index = PublishedIndex.read(root: root, key: journalKey)
-            _ = index.merge(visible)
-            return StreamInfo.json(index.listed)
-        }
-    }
-
-    /// Stops listing (and publishing) stream `id` at the destination: its owner deleted it
-    /// there. Throws when the index cannot be changed, or does not hold the stream.
-    public func forgetPublished(_ id: String) throws {
-        guard try PublishedIndex.forget(id, root: root, key: journalKey) else {
-            throw UploadError(status: nil, message: "\(id) is not a stream this board published to \(destination) \(folder)")
-        }
-        forget(id)
-        locked {
-            catalogDirty = true
-            condition.broadcast()
-        }
-    }
-
-    /// The index file's modification time and size, to notice `onair forget` changing it.
-    private static func stamp(_ path: String) -> [Int] {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return [] }
-        return [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
-    }
-
-    /// Inside `locked`, at most once a second: when another process (`onair forget`)
-    /// changed the index, the list goes up again and forgotten streams stop publishing.
-    private func noticeIndexChange(now: Int64) {
-        guard now >= indexCheckedAt + 1000 else { return }
-        indexCheckedAt = now
-        let stamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey))
-        guard stamp != indexStamp, !catalogInFlight else { return }
-        indexStamp = stamp
-        catalogDirty = true
-        for id in PublishedIndex.read(root: root, key: journalKey).forgotten where plans[id] != nil {
-            plans[id] = nil
-            order.removeAll { $0 == id }
-            ready.removeAll { $0.id == id }
-        }
-    }
-
-    /// Each local stream as the destination shows it now.
-    private func visibleStreams() -> [StreamInfo] {
-        let streams = root + "/streams"
-        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
-        let published: [String: (listed: Int, ended: Bool)] = locked {
-            plans.mapValues { ($0.listed, $0.endlistConfirmed) }
-        }
-        let list = ids.compactMap { id -> StreamInfo? in
-            let directory = "\(streams)/\(id)"
-            guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.listed, $0.endlist) }),
-                  visible.listed > 0, let text = FileSystem.read(directory + "/playlist.m3u8") else { return nil }
-            return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
-                              visible: visible.listed, ended: visible.ended)
-        }
-        return list
     }
 
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
@@ -482,7 +344,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
                                          ("error", "\(error)"), ("next_ms", (notBefore ?? now) - now)])
             }
             counts.bytes += bytes
-            if case .playlist = job { catalogDirty = true }
+            if case .playlist = job { catalog.wanted = true }
             return nil
         }
         if let event { log.emit(event.0, level: .warn, event.1); return }
@@ -513,7 +375,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     // MARK: Locking
 
-    private func locked<T>(_ body: () -> T) -> T { condition.withLock(body) }
+    func locked<T>(_ body: () -> T) -> T { condition.withLock(body) }
 
     /// Inside `locked`: until something changes or the clock reaches `deadline` (ms),
     /// waited for on CLOCK_MONOTONIC as that far from now.
@@ -522,5 +384,5 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         condition.wait(untilNanoseconds: monotonicNanoseconds() + left * 1_000_000)
     }
 
-    private var nowMilliseconds: Int64 { clock.now() / 1_000_000 }
+    var nowMilliseconds: Int64 { clock.now() / 1_000_000 }
 }
