@@ -48,7 +48,7 @@ let package = Package(
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Publishing", "Recording", "Threading"]),
+                                                  "Publishing", "Recording"]),
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files"]),
@@ -83,7 +83,7 @@ let package = Package(
                                                    "Devices", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "Threading", "TestSupport"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording", "Threading"]),
+                                                      "Publishing", "Recording"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
