@@ -169,6 +169,16 @@ final class WebServerTests: XCTestCase {
         XCTAssertTrue(page.text.contains("<video"))
         XCTAssertTrue(page.text.contains("/api/streams"))
         XCTAssertFalse(page.text.contains("<script src"), "no script is fetched at run time")
+        XCTAssertTrue(page.text.contains("<title>onair</title>"), "no device.name given")
+        // The board's name titles its page; the fleet page at a destination's root reads
+        // devices.json and frames each board's own page.
+        let named = Viewer.page(streams: "streams.json", device: "gym-2")
+        XCTAssertTrue(named.contains("<title>onair · gym-2</title>") && named.contains("<h1>onair · gym-2</h1>"))
+        XCTAssertTrue(named.contains("fetch(\"streams.json\""))
+        XCTAssertTrue(Viewer.page(streams: "s", device: "a<b").contains("<title>onair · a&lt;b</title>"), "escaped as any text")
+        XCTAssertTrue(FleetPage.html.hasPrefix("<!doctype html>"))
+        XCTAssertTrue(FleetPage.html.contains("fetch(\"devices.json\""))
+        XCTAssertTrue(FleetPage.html.contains("frame.src = device.page"))
     }
 
     func testBadListenAddresses() {
