@@ -73,9 +73,7 @@ public struct PublishedIndex: Equatable {
         }
         var index = PublishedIndex(key: key)
         if let bytes = FileSystem.read(path) {
-            if let json = JSON.parse(bytes), let read = PublishedIndex(json: json), read.key == key {
-                index = read
-            } else {
+            if let read = parse(bytes, key: key) { index = read } else {
                 problem(AtomicFile.setAside(path, because: "\(path) is not an index of published streams"))
             }
         }
@@ -98,7 +96,12 @@ public struct PublishedIndex: Equatable {
 
     /// The index as it is on disk now (empty if there is none), without changing it.
     public static func read(root: String, key: String) -> PublishedIndex {
-        FileSystem.read(path(root: root, key: key)).flatMap { JSON.parse($0) }.flatMap(PublishedIndex.init(json:)) ?? PublishedIndex(key: key)
+        FileSystem.read(path(root: root, key: key)).flatMap { parse($0, key: key) } ?? PublishedIndex(key: key)
+    }
+
+    /// An index file's bytes, if they are the index for `key`.
+    static func parse(_ bytes: [UInt8], key: String) -> PublishedIndex? {
+        JSON.parse(bytes).flatMap(PublishedIndex.init(json:)).flatMap { $0.key == key ? $0 : nil }
     }
 
     /// FNV-1a, 64 bits, in hex: a stable short name for a key.

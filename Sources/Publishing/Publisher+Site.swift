@@ -88,11 +88,7 @@ extension Publisher {
         guard stamp != indexStamp, !catalog.inFlight else { return }
         indexStamp = stamp
         catalog.wanted = true
-        for id in PublishedIndex.read(root: root, key: journalKey).forgotten where plans[id] != nil {
-            plans[id] = nil
-            order.removeAll { $0 == id }
-            ready.removeAll { $0.id == id }
-        }
+        for id in PublishedIndex.read(root: root, key: journalKey).forgotten where plans[id] != nil { dropPlan(id) }
     }
 
     // MARK: devices.json

@@ -153,11 +153,16 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// Stops publishing a stream whose files are gone (deleted for space).
     public func forget(_ id: String) {
         locked {
-            plans[id] = nil
-            order.removeAll { $0 == id }
-            ready.removeAll { $0.id == id }
+            dropPlan(id)
             condition.broadcast()
         }
+    }
+
+    /// Inside `locked`: stream `id` is no longer published (its plan and queued jobs go).
+    func dropPlan(_ id: String) {
+        plans[id] = nil
+        order.removeAll { $0 == id }
+        ready.removeAll { $0.id == id }
     }
 
     private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
