@@ -9,12 +9,28 @@ struct MediaSummary {
     var frameRate: Double?
     var peakBitrate = 0
     var averageBitrate = 0
+    var targetDuration: Int?
+    /// The sum of EXTINF, and whether the playlist has ENDLIST.
+    var totalSeconds = 0.0
+    var isEnded = false
 }
 
 extension StreamChecker {
-    /// P2–P7, P11–P13 on the text; then the init segment and every media segment.
+    /// P2–P7, P11–P13 on the text; then the init segment and every media segment (or,
+    /// in an I-frame playlist, every I-frame).
     mutating func checkMediaPlaylist(_ p: ParsedPlaylist, _ path: String) -> MediaSummary {
-        for tag in p.tags where tag.name == "EXT-X-STREAM-INF" || tag.name == "EXT-X-MEDIA" {
+        let target = checkMediaPlaylistText(p, path)
+        var summary = p.tags("EXT-X-I-FRAMES-ONLY").isEmpty ? checkMedia(p, path: path, targetDuration: target ?? 0)
+            : checkIFrames(p, path: path, targetDuration: target ?? 0)
+        summary.targetDuration = target
+        summary.totalSeconds = p.segments.reduce(0) { $0 + ($1.duration ?? 0) }
+        summary.isEnded = p.isEnded
+        return summary
+    }
+
+    /// P2–P7, P11–P13: the playlist's text. Returns its TARGETDURATION.
+    mutating func checkMediaPlaylistText(_ p: ParsedPlaylist, _ path: String) -> Int? {
+        for tag in p.tags where ["EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF", "EXT-X-MEDIA"].contains(tag.name) {
             error("P10", "\(path):\(tag.line)", "multivariant tag \(tag.name) in a media playlist")
         }
         let firstSegmentLine = p.segments.first?.line ?? Int.max
@@ -72,7 +88,7 @@ extension StreamChecker {
         }
         if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
         checkProgramDateTimes(p, path)
-        return checkMedia(p, path: path, targetDuration: target ?? 0)
+        return target
     }
 
     /// P13. A board without a real-time clock has no trustworthy date until NTP answers,
@@ -120,7 +136,8 @@ extension StreamChecker {
         var needs = 1
         if p.segments.contains(where: { $0.extinf?.contains(".") ?? false }) { needs = 3 }
         if !p.tags("EXT-X-BYTERANGE").isEmpty || !p.tags("EXT-X-I-FRAMES-ONLY").isEmpty { needs = 4 }
-        if mediaPlaylist && !p.tags("EXT-X-MAP").isEmpty { needs = 6 }
+        // MAP needs 5 in an I-frame playlist, 6 in any other (§8).
+        if mediaPlaylist && !p.tags("EXT-X-MAP").isEmpty { needs = p.tags("EXT-X-I-FRAMES-ONLY").isEmpty ? 6 : 5 }
         if !p.tags("EXT-X-DEFINE").isEmpty || p.text.contains("{$") { needs = 8 }
         return needs
     }

@@ -22,7 +22,7 @@ public enum ReloadChecker {
         let removed = newSequence - oldSequence
         if removed < 0 { error("L2", "MEDIA-SEQUENCE went back from \(oldSequence) to \(newSequence)") }
         if before.value("EXT-X-PLAYLIST-TYPE") == "EVENT" && removed > 0 { error("L2", "an EVENT playlist removed \(removed) segments") }
-        // L1: every segment in both keeps its URI, EXTINF, PDT and discontinuity.
+        // L1: every segment in both keeps its URI, EXTINF, BYTERANGE, PDT, discontinuity and MAP.
         let kept = before.segments.dropFirst(max(0, removed))
         for (index, segment) in kept.enumerated() {
             guard index < after.segments.count else {
@@ -31,7 +31,7 @@ public enum ReloadChecker {
             }
             let other = after.segments[index]
             if segment.uri != other.uri || segment.extinf != other.extinf || segment.programDateTime != other.programDateTime
-                || segment.discontinuity != other.discontinuity || segment.map != other.map {
+                || segment.discontinuity != other.discontinuity || segment.map != other.map || segment.byteRange != other.byteRange {
                 error("L1", "segment \(oldSequence + max(0, removed) + index) changed: \(segment.uri) → \(other.uri)")
                 break  // one report per reload is enough; the rest follow from it
             }

@@ -92,11 +92,12 @@ public struct StreamChecker {
         if top.variants.isEmpty { error("V1", path, "no variants") }
         for stray in top.segments { error("V1", "\(path):\(stray.line)", "URI line \(Self.quote(stray.uri)) without EXT-X-STREAM-INF before it") }
         checkVersion(top, path, needs: requiredVersion(top, mediaPlaylist: false))
-        for tag in top.tags(for: ["EXT-X-STREAM-INF", "EXT-X-MEDIA"]) {
+        for tag in top.tags(for: ["EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF", "EXT-X-MEDIA"]) {
             do { _ = try ParsedPlaylist.attributeList(tag.value ?? "") } catch {
                 self.error("P2", "\(path):\(tag.line)", "\(error)")
             }
         }
+        var summaries: [MediaSummary] = []
         for variant in top.variants {
             let at = "\(path):\(variant.line)"
             let a = variant.attributes
@@ -112,12 +113,15 @@ public struct StreamChecker {
             }
             guard let media = checkMediaPlaylistFile(variant.uri) else { continue }
             checkVariant(a, bandwidth: bandwidth, media: media, at: at)
+            summaries.append(media)
         }
+        for stream in top.iFrameStreams { checkIFrameStream(stream, path, variants: summaries) }
     }
 
     static let mediaOnlyTags: Set<String> = ["EXTINF", "EXT-X-TARGETDURATION", "EXT-X-MEDIA-SEQUENCE",
                                              "EXT-X-DISCONTINUITY-SEQUENCE", "EXT-X-ENDLIST", "EXT-X-PLAYLIST-TYPE",
-                                             "EXT-X-MAP", "EXT-X-PROGRAM-DATE-TIME", "EXT-X-BYTERANGE", "EXT-X-DISCONTINUITY"]
+                                             "EXT-X-MAP", "EXT-X-PROGRAM-DATE-TIME", "EXT-X-BYTERANGE", "EXT-X-DISCONTINUITY",
+                                             "EXT-X-I-FRAMES-ONLY"]
 
     mutating func checkMediaPlaylistFile(_ uri: String) -> MediaSummary? {
         guard let bytes = read(uri, "the variant's playlist") else { return nil }
@@ -126,8 +130,9 @@ public struct StreamChecker {
         return checkMediaPlaylist(playlist, uri)
     }
 
-    /// V2, C1–C3, C6–C7: the variant's attributes against the stream it points at.
-    mutating func checkVariant(_ a: [String: String], bandwidth: Int, media: MediaSummary, at: String) {
+    /// V2, C1–C3, C6–C7: the variant's attributes against the stream it points at (an
+    /// I-frame stream's bit rates are V10's).
+    mutating func checkVariant(_ a: [String: String], bandwidth: Int, media: MediaSummary, at: String, rule: String? = nil) {
         let codecs = (a["CODECS"] ?? "").split(separator: ",").map { String($0).lowercased() }
         if let avc = media.videoCodec {
             if !codecs.contains(avc.lowercased()) { error("C1", at, "CODECS lacks \(avc) (from avcC)") }
@@ -146,10 +151,10 @@ public struct StreamChecker {
             }
         }
         if media.peakBitrate > bandwidth {
-            error("C6", at, "BANDWIDTH \(bandwidth) is below the measured peak \(media.peakBitrate)")
+            error(rule ?? "C6", at, "BANDWIDTH \(bandwidth) is below the measured peak \(media.peakBitrate)")
         }
         if let average = a["AVERAGE-BANDWIDTH"].flatMap(HLSValue.integer), Double(media.averageBitrate) > Double(average) * 1.1 {
-            error("C7", at, "measured average \(media.averageBitrate) exceeds AVERAGE-BANDWIDTH \(average) by over 10%")
+            error(rule ?? "C7", at, "measured average \(media.averageBitrate) exceeds AVERAGE-BANDWIDTH \(average) by over 10%")
         }
     }
 }

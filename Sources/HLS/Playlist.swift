@@ -10,11 +10,22 @@ public struct MediaPlaylist: Sendable, Equatable {
         public var programDateTimeMs: Int64?
         /// EXT-X-DISCONTINUITY before it: the source was interrupted (§4.4.4.3).
         public var discontinuity: Bool
-        public init(uri: String, duration: String, programDateTimeMs: Int64?, discontinuity: Bool = false) {
+        /// EXT-X-BYTERANGE (§4.4.4.2): the first `length` bytes of the file from `offset`.
+        /// In an I-frame playlist, a segment's `moof` and its IDR (§4.4.3.6).
+        public var byteRange: (length: Int, offset: Int)?
+        public init(uri: String, duration: String, programDateTimeMs: Int64?, discontinuity: Bool = false,
+                    byteRange: (length: Int, offset: Int)? = nil) {
             self.uri = uri
             self.duration = duration
             self.programDateTimeMs = programDateTimeMs
             self.discontinuity = discontinuity
+            self.byteRange = byteRange
+        }
+
+        public static func == (a: Entry, b: Entry) -> Bool {
+            a.uri == b.uri && a.duration == b.duration && a.programDateTimeMs == b.programDateTimeMs
+                && a.discontinuity == b.discontinuity && a.byteRange?.length == b.byteRange?.length
+                && a.byteRange?.offset == b.byteRange?.offset
         }
     }
 
@@ -24,10 +35,13 @@ public struct MediaPlaylist: Sendable, Equatable {
     public var mediaSequence: Int = 1
     public var entries: [Entry] = []
     public var isEnded = false
+    /// EXT-X-I-FRAMES-ONLY (§4.4.3.6): each entry is one I-frame, lasting until the next.
+    public var iFramesOnly = false
 
-    public init(targetDuration: Int, mapURI: String = "init.mp4") {
+    public init(targetDuration: Int, mapURI: String = "init.mp4", iFramesOnly: Bool = false) {
         self.targetDuration = targetDuration
         self.mapURI = mapURI
+        self.iFramesOnly = iFramesOnly
     }
 
     /// The file name of segment `sequence`: `seg/000001.m4s`.
@@ -43,10 +57,12 @@ public struct MediaPlaylist: Sendable, Equatable {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration)",
                      "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
                      "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(mapURI)\""]
+        if iFramesOnly { lines.insert("#EXT-X-I-FRAMES-ONLY", at: 5) }
         for entry in entries {
             if entry.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
             if let date = entry.programDateTimeMs { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: date))") }
             lines.append("#EXTINF:\(entry.duration),")
+            if let range = entry.byteRange { lines.append("#EXT-X-BYTERANGE:\(range.length)@\(range.offset)") }
             lines.append(entry.uri)
         }
         if isEnded { lines.append("#EXT-X-ENDLIST") }
@@ -54,8 +70,9 @@ public struct MediaPlaylist: Sendable, Equatable {
     }
 }
 
-/// The multivariant playlist (§4.4.6): one variant whose attributes come from the
-/// actual stream (CODECS from avcC and AudioSpecificConfig, measured bit rates).
+/// The multivariant playlist (§4.4.6): the variants and their I-frame playlists, whose
+/// attributes come from the actual stream (CODECS from avcC and AudioSpecificConfig,
+/// measured bit rates).
 public struct MultivariantPlaylist: Sendable, Equatable {
     public struct Variant: Sendable, Equatable {
         public var uri: String
@@ -76,26 +93,58 @@ public struct MultivariantPlaylist: Sendable, Equatable {
             self.frameRateMilli = frameRateMilli
         }
     }
+    /// An `EXT-X-I-FRAME-STREAM-INF` (§4.4.6.3): a variant's I-frame playlist, which has no
+    /// FRAME-RATE and no audio; its bit rates are its byte ranges over their durations.
+    public struct IFrameStream: Sendable, Equatable {
+        public var uri: String
+        public var bandwidth: Int
+        public var averageBandwidth: Int
+        public var codecs: [String]
+        public var width: Int
+        public var height: Int
+        public init(uri: String, bandwidth: Int, averageBandwidth: Int, codecs: [String], width: Int, height: Int) {
+            self.uri = uri
+            self.bandwidth = bandwidth
+            self.averageBandwidth = averageBandwidth
+            self.codecs = codecs
+            self.width = width
+            self.height = height
+        }
+    }
     public var variants: [Variant]
+    public var iFrameStreams: [IFrameStream]
 
-    public init(variants: [Variant]) { self.variants = variants }
+    public init(variants: [Variant], iFrameStreams: [IFrameStream] = []) {
+        self.variants = variants
+        self.iFrameStreams = iFrameStreams
+    }
+
+    /// Every media playlist it names, variants first.
+    public var mediaPlaylists: [String] { variants.map(\.uri) + iFrameStreams.map(\.uri) }
 
     /// Reads back a multivariant playlist this type rendered; nil if the text is not one.
     public init?(parsing text: String) {
         let parsed = ParsedPlaylist(text: text)
         guard parsed.isMultivariant else { return nil }
+        func common(_ a: [String: String]) -> (bandwidth: Int, average: Int, codecs: [String], size: [Int])? {
+            let size = (a["RESOLUTION"] ?? "").split(separator: "x").compactMap { Int($0) }
+            guard let bandwidth = a["BANDWIDTH"].flatMap(HLSValue.integer), size.count == 2 else { return nil }
+            return (bandwidth, a["AVERAGE-BANDWIDTH"].flatMap(HLSValue.integer) ?? bandwidth,
+                    (a["CODECS"] ?? "").split(separator: ",").map(String.init), size)
+        }
         var variants: [Variant] = []
         for v in parsed.variants {
-            let a = v.attributes
-            let size = (a["RESOLUTION"] ?? "").split(separator: "x").compactMap { Int($0) }
-            guard let bandwidth = a["BANDWIDTH"].flatMap(HLSValue.integer), size.count == 2,
-                  let rate = a["FRAME-RATE"].flatMap(HLSValue.duration) else { return nil }
-            variants.append(Variant(uri: v.uri, bandwidth: bandwidth,
-                                    averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap(HLSValue.integer) ?? bandwidth,
-                                    codecs: (a["CODECS"] ?? "").split(separator: ",").map(String.init),
-                                    width: size[0], height: size[1], frameRateMilli: Int((rate * 1000).rounded())))
+            guard let c = common(v.attributes), let rate = v.attributes["FRAME-RATE"].flatMap(HLSValue.duration) else { return nil }
+            variants.append(Variant(uri: v.uri, bandwidth: c.bandwidth, averageBandwidth: c.average, codecs: c.codecs,
+                                    width: c.size[0], height: c.size[1], frameRateMilli: Int((rate * 1000).rounded())))
         }
-        self.variants = variants
+        var iFrames: [IFrameStream] = []
+        for s in parsed.iFrameStreams {
+            guard let c = common(s.attributes) else { return nil }
+            iFrames.append(IFrameStream(uri: s.uri, bandwidth: c.bandwidth, averageBandwidth: c.average, codecs: c.codecs,
+                                        width: c.size[0], height: c.size[1]))
+        }
+        self.init(variants: variants, iFrameStreams: iFrames)
     }
 
     public func render() -> String {
@@ -105,6 +154,10 @@ public struct MultivariantPlaylist: Sendable, Equatable {
             lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(v.bandwidth),AVERAGE-BANDWIDTH=\(v.averageBandwidth),"
                 + "CODECS=\"\(v.codecs.joined(separator: ","))\",RESOLUTION=\(v.width)x\(v.height),FRAME-RATE=\(rate)")
             lines.append(v.uri)
+        }
+        for s in iFrameStreams {
+            lines.append("#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=\(s.bandwidth),AVERAGE-BANDWIDTH=\(s.averageBandwidth),"
+                + "CODECS=\"\(s.codecs.joined(separator: ","))\",RESOLUTION=\(s.width)x\(s.height),URI=\"\(s.uri)\"")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -164,7 +217,7 @@ extension MediaPlaylist {
         let parsed = ParsedPlaylist(text: text)
         guard let target = parsed.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer), target > 0,
               let map = parsed.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else { return nil }
-        self.init(targetDuration: target, mapURI: map)
+        self.init(targetDuration: target, mapURI: map, iFramesOnly: !parsed.tags("EXT-X-I-FRAMES-ONLY").isEmpty)
         mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 1
         for segment in parsed.segments {
             guard let extinf = segment.extinf else { return nil }
@@ -175,17 +228,26 @@ extension MediaPlaylist {
             }
             let duration = String(extinf.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)[0])
             guard HLSValue.duration(duration) != nil else { return nil }
-            entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity))
+            var range: (length: Int, offset: Int)?
+            if let text = segment.byteRange {
+                // Only the `n@o` form onair writes.
+                guard let parsed = HLSValue.byteRange(text), let offset = parsed.offset, parsed.length <= Int.max,
+                      offset <= Int.max else { return nil }
+                range = (Int(parsed.length), Int(offset))
+            }
+            entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity,
+                                 byteRange: range))
         }
         isEnded = parsed.isEnded
     }
 
     /// Peak and average bit rate of the listed segments, as a player (and `onair
-    /// validate`) measures them: file sizes over EXTINF durations (§4.4.6.2).
+    /// validate`) measures them: sizes (a byte range's, else the file's) over EXTINF
+    /// durations (§4.4.6.2).
     public func measuredBitrates(size: (String) -> Int64?) -> BitrateMeter {
         var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
         for entry in entries {
-            meter.add(bytes: Int(size(entry.uri) ?? 0), ticks: Int64(((HLSValue.duration(entry.duration) ?? 0) * 1000).rounded()))
+            meter.add(bytes: entry.byteRange?.length ?? Int(size(entry.uri) ?? 0), ticks: Int64(((HLSValue.duration(entry.duration) ?? 0) * 1000).rounded()))
         }
         return meter
     }

@@ -33,6 +33,8 @@ public struct ParsedPlaylist: Sendable {
     public var tags: [Tag] = []
     public var segments: [Segment] = []
     public var variants: [Variant] = []
+    /// `EXT-X-I-FRAME-STREAM-INF` tags, their URI attribute as `uri` ("" when missing).
+    public var iFrameStreams: [Variant] = []
     public var danglingTags: [Tag] = []   // segment tags with no URI after them
 
     /// Worked out once while parsing: the checker asks per segment, and a search of every
@@ -61,7 +63,7 @@ public struct ParsedPlaylist: Sendable {
                 let tag = Tag(name: String(colon.map { body[..<$0] } ?? body),
                               value: colon.map { String(body[body.index(after: $0)...]) }, line: number)
                 tags.append(tag)
-                if tag.name == "EXT-X-STREAM-INF" { isMultivariant = true }
+                if ["EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF", "EXT-X-MEDIA"].contains(tag.name) { isMultivariant = true }
                 if tag.name == "EXT-X-ENDLIST" { isEnded = true }
                 switch tag.name {
                 case "EXTINF": extinf = tag.value; extinfCount += 1; pending.append(tag)
@@ -70,6 +72,9 @@ public struct ParsedPlaylist: Sendable {
                 case "EXT-X-BYTERANGE": byteRange = tag.value; pending.append(tag)
                 case "EXT-X-MAP": map = Self.attributes(tag.value ?? "")["URI"]
                 case "EXT-X-STREAM-INF": streamInf = tag
+                case "EXT-X-I-FRAME-STREAM-INF":
+                    let attributes = Self.attributes(tag.value ?? "")
+                    iFrameStreams.append(Variant(attributes: attributes, uri: attributes["URI"] ?? "", line: number))
                 default: break
                 }
             } else if line.hasPrefix("#") || line.isEmpty {

@@ -17,6 +17,10 @@ public struct SegmentReport: Sendable {
     public var programDateTimeMs: Int64?
     /// The first segment after the source was interrupted: its timestamps jump.
     public var discontinuity = false
+    /// How many bytes from the start hold the `moof`, the `mdat` header and the IDR that
+    /// opens the segment: its entry in the I-frame playlist (RFC 8216bis §4.4.3.6). nil
+    /// when it does not open with one.
+    public var iFrameLength: Int?
 
     public var durationSeconds: String { decimalSeconds(videoDuration, timescale: videoTimescale) }
 
@@ -286,9 +290,12 @@ public struct Segmenter {
         let sequence = nextSequence
         nextSequence += 1
         let bytes = MP4.Fragment.make(sequenceNumber: UInt32(sequence), runs: runs(video: video, audio: segmentAudio, audioBase: audioBase))
-        return SegmentReport(sequence: sequence, bytes: bytes, videoStart: start,
-                             videoDuration: videoEnd(video) - start, videoTimescale: tracks.videoTimescale,
-                             videoSamples: video.count, audioSamples: segmentAudio.count,
-                             programDateTimeMs: timeline.wallClockMs(ticks: start, timescale: tracks.videoTimescale))
+        var report = SegmentReport(sequence: sequence, bytes: bytes, videoStart: start,
+                                   videoDuration: videoEnd(video) - start, videoTimescale: tracks.videoTimescale,
+                                   videoSamples: video.count, audioSamples: segmentAudio.count,
+                                   programDateTimeMs: timeline.wallClockMs(ticks: start, timescale: tracks.videoTimescale))
+        // The video samples come first in the mdat (`Fragment`), so the IDR ends the range.
+        if video[0].isSync { report.iFrameLength = MP4.Fragment.payloadOffset(bytes) + video[0].data.count }
+        return report
     }
 }

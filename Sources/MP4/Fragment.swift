@@ -37,6 +37,12 @@ public enum Fragment {
     static let trunFlags: UInt32 = 0x400
     static let trunCompositionOffset: UInt32 = 0x800
 
+    /// Where the first sample's data starts in a fragment `make` wrote: after the moof
+    /// and the mdat's 8-byte header.
+    public static func payloadOffset(_ fragment: [UInt8]) -> Int {
+        (Int(fragment[0]) << 24 | Int(fragment[1]) << 16 | Int(fragment[2]) << 8 | Int(fragment[3])) + 8
+    }
+
     public static func make(sequenceNumber: UInt32, runs: [TrackRun]) -> [UInt8] {
         let payload = runs.reduce(0) { $0 + $1.samples.reduce(0) { $0 + $1.data.count } }
         var w = ByteWriter(capacity: payload + 128 + runs.reduce(0) { $0 + 16 * $1.samples.count })

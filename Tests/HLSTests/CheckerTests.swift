@@ -219,5 +219,7 @@ final class ReloadCheckerTests: XCTestCase {
         XCTAssertEqual(rules(playlist(3), playlist(3, extinf: "2.001")), ["L1"], "EXTINF rewritten")
         XCTAssertEqual(rules(playlist(3, ended: true), playlist(4, ended: true)), ["L8"])
         XCTAssertEqual(rules(playlist(3), playlist(2, sequence: 2)), ["L2"], "an EVENT playlist never removes")
+        let ranged = playlist(2).replacingOccurrences(of: "seg/000002.m4s", with: "#EXT-X-BYTERANGE:900@0\nseg/000002.m4s")
+        XCTAssertEqual(rules(ranged, ranged.replacingOccurrences(of: "900@0", with: "901@0")), ["L1"], "an I-frame's range rewritten")
     }
 }

@@ -54,7 +54,7 @@ final class HostileInputTests: XCTestCase {
 
     func testStrayURIInTheMultivariantPlaylist() {
         let files = edited("index.m3u8") { $0 + "stray.m3u8\n" }
-        XCTAssertTrue(errors(files).contains { $0.rule == "V1" && $0.location == "index.m3u8:6" }, "\(errors(files))")
+        XCTAssertTrue(errors(files).contains { $0.rule == "V1" && $0.location == "index.m3u8:7" }, "\(errors(files))")
     }
 
     func testDefineNeedsVersion8() {

@@ -27,19 +27,28 @@ public enum StreamBuilder {
             video: VideoTrack(width: 1280, height: 720, sps: Golden.sps, pps: Golden.pps),
             audio: audio ? AudioTrack(sampleRate: 48_000, channels: 1, config: Golden.audioConfig, averageBitrate: 64_000) : nil)
         var playlist = MediaPlaylist(targetDuration: 2)
+        var iFrames = MediaPlaylist(targetDuration: 2, iFramesOnly: true)
         var meter = BitrateMeter(timescale: Timescale.video, targetDuration: 2)
+        var iFrameMeter = meter
         for report in reports {
             let uri = MediaPlaylist.segmentURI(report.sequence)
             files.files[uri] = report.bytes
             meter.add(bytes: report.bytes.count, ticks: report.videoDuration)
             playlist.entries.append(.init(uri: uri, duration: report.durationSeconds, programDateTimeMs: report.programDateTimeMs))
+            iFrameMeter.add(bytes: report.iFrameLength!, ticks: report.videoDuration)
+            iFrames.entries.append(.init(uri: uri, duration: report.durationSeconds, programDateTimeMs: report.programDateTimeMs,
+                                         byteRange: (report.iFrameLength!, 0)))
         }
         playlist.isEnded = true
+        iFrames.isEnded = true
         files["playlist.m3u8"] = playlist.render()
+        files["iframes.m3u8"] = iFrames.render()
         let codecs = audio ? ["avc1.64001f", "mp4a.40.2"] : ["avc1.64001f"]
-        files["index.m3u8"] = MultivariantPlaylist(variants: [.init(
-            uri: "playlist.m3u8", bandwidth: meter.peak, averageBandwidth: meter.average, codecs: codecs,
-            width: 1280, height: 720, frameRateMilli: fps * 1000)]).render()
+        files["index.m3u8"] = MultivariantPlaylist(
+            variants: [.init(uri: "playlist.m3u8", bandwidth: meter.peak, averageBandwidth: meter.average, codecs: codecs,
+                             width: 1280, height: 720, frameRateMilli: fps * 1000)],
+            iFrameStreams: [.init(uri: "iframes.m3u8", bandwidth: iFrameMeter.peak, averageBandwidth: iFrameMeter.average,
+                                  codecs: ["avc1.64001f"], width: 1280, height: 720)]).render()
         return files
     }
 }
