@@ -6,6 +6,8 @@
 /// fails, the playlist stops at 3 until 4 is confirmed. So it never lists a segment the
 /// origin lacks, never reorders, never shrinks. init.mp4 and index.m3u8 are confirmed
 /// before the first playlist; ENDLIST goes up only after every segment is confirmed.
+/// Every media playlist of the stream (playlist.m3u8 and iframes.m3u8, which list the
+/// same segments) follows these rules on its own.
 /// Failed uploads are retried forever: the talk's quick retries, then exponential backoff
 /// with jitter.
 public struct PublishPlan: Sendable {
@@ -14,8 +16,9 @@ public struct PublishPlan: Sendable {
         case segment(Int)
         /// index.m3u8, at the local version it had when the job was made.
         case multivariant(version: Int)
-        /// playlist.m3u8 listing segments 1...count, with ENDLIST if `ended`.
-        case playlist(count: Int, ended: Bool)
+        /// A media playlist (`playlist.m3u8`, `iframes.m3u8`) listing segments 1...count,
+        /// with ENDLIST if `ended`.
+        case playlist(String, count: Int, ended: Bool)
     }
 
     enum Item: Equatable {
@@ -26,26 +29,34 @@ public struct PublishPlan: Sendable {
 
     public let id: String
     public let retry: RetryPolicy
+    /// The media playlists, as index.m3u8 names them.
+    public let playlists: [String]
     /// Segments 1...stored are complete on local disk.
     public private(set) var stored = 0
     public private(set) var localEnded = false
     /// The origin holds segments 1...confirmedThrough.
     public private(set) var confirmedThrough = 0
-    /// The origin's playlist lists segments 1...listed.
-    public private(set) var listed = 0
-    public private(set) var endlistConfirmed = false
+    /// Every playlist on the origin lists segments 1...listed (at least).
+    public var listed: Int { playlists.map { listedBy[$0] ?? 0 }.min() ?? 0 }
+    /// Every playlist on the origin has ENDLIST.
+    public var endlistConfirmed: Bool { playlists.allSatisfy(endedBy.contains) }
+    private var listedBy: [String: Int] = [:]
+    private var endedBy = Set<String>()
     private var initItem: Item = .pending(notBefore: 0, failures: 0)
     private var segments: [Int: Item] = [:]
     private var multivariantItem: Item = .pending(notBefore: 0, failures: 0)
     private var multivariantLocal = 1
     private var multivariantConfirmed = 0
-    private var playlistItem: Item = .pending(notBefore: 0, failures: 0)
+    private var playlistItems: [String: Item] = [:]
     /// When each segment was stored (caller's clock), for the age of the oldest unpublished.
     private var storedAt: [Int: Int64] = [:]
 
-    public init(id: String, retry: RetryPolicy) {
+    public init(id: String, retry: RetryPolicy, playlists: [String] = ["playlist.m3u8"]) {
+        precondition(!playlists.isEmpty)
         self.id = id
         self.retry = retry
+        self.playlists = playlists
+        for name in playlists { playlistItems[name] = .pending(notBefore: 0, failures: 0) }
     }
 
     /// Nothing is left to upload: the stream ended and ENDLIST is on the origin.
@@ -88,9 +99,19 @@ public struct PublishPlan: Sendable {
         multivariantConfirmed = multivariantLocal
         confirmedThrough = min(confirmedSegments, stored)
         for sequence in stride(from: 1, through: confirmedThrough, by: 1) { segments[sequence] = .confirmed }
-        self.listed = min(listed, confirmedThrough)
-        endlistConfirmed = endlist && localEnded && self.listed == stored
-        if endlistConfirmed { playlistItem = .confirmed }
+        for name in playlists { listedBy[name] = min(listed, confirmedThrough) }
+        if endlist && localEnded && self.listed == stored {
+            endedBy = Set(playlists)
+            for name in playlists { playlistItems[name] = .confirmed }
+        }
+    }
+
+    /// What the journal may say once `job` is confirmed: every playlist lists at least
+    /// `listed`, and all have ENDLIST when `endlist`.
+    public func afterConfirming(_ job: Job) -> (listed: Int, endlist: Bool) {
+        guard case .playlist(let name, let count, let ended) = job else { return (listed, endlistConfirmed) }
+        return (playlists.map { $0 == name ? max(count, listedBy[$0] ?? 0) : listedBy[$0] ?? 0 }.min() ?? 0,
+                playlists.allSatisfy { $0 == name ? ended || endedBy.contains($0) : endedBy.contains($0) })
     }
 
     // MARK: Scheduling
@@ -116,11 +137,13 @@ public struct PublishPlan: Sendable {
             multivariantItem = Self.flying(multivariantItem)
         }
         // A playlist only once the multivariant playlist that describes it is up.
-        guard multivariantConfirmed == multivariantLocal, Self.ready(playlistItem, now) else { return jobs }
+        guard multivariantConfirmed == multivariantLocal else { return jobs }
         let ending = localEnded && confirmedThrough == stored
-        if confirmedThrough > listed || (ending && !endlistConfirmed) {
-            jobs.append(.playlist(count: confirmedThrough, ended: ending))
-            playlistItem = Self.flying(playlistItem)
+        for name in playlists where Self.ready(playlistItems[name]!, now) {
+            if confirmedThrough > listedBy[name, default: 0] || (ending && !endedBy.contains(name)) {
+                jobs.append(.playlist(name, count: confirmedThrough, ended: ending))
+                playlistItems[name] = Self.flying(playlistItems[name]!)
+            }
         }
         return jobs
     }
@@ -147,11 +170,11 @@ public struct PublishPlan: Sendable {
                 multivariantConfirmed = max(multivariantConfirmed, version)
                 if multivariantConfirmed < multivariantLocal { multivariantItem = .pending(notBefore: 0, failures: 0) }
             }
-        case .playlist(let count, let ended):
-            playlistItem = next(playlistItem)
+        case .playlist(let name, let count, let ended):
+            playlistItems[name] = next(playlistItems[name] ?? .confirmed)
             if succeeded {
-                listed = max(listed, count)
-                if ended { endlistConfirmed = true } else { playlistItem = .pending(notBefore: 0, failures: 0) }
+                listedBy[name] = max(listedBy[name, default: 0], count)
+                if ended { endedBy.insert(name) } else { playlistItems[name] = .pending(notBefore: 0, failures: 0) }
             }
         }
     }
@@ -163,7 +186,7 @@ public struct PublishPlan: Sendable {
         case .initSegment: item = initItem
         case .segment(let sequence): item = segments[sequence]
         case .multivariant: item = multivariantItem
-        case .playlist: item = playlistItem
+        case .playlist(let name, _, _): item = playlistItems[name]
         }
         switch item {
         case .pending(let at, let failures)?: return (failures, at)
@@ -174,7 +197,7 @@ public struct PublishPlan: Sendable {
 
     /// When the earliest waiting retry becomes due (nil: nothing is waiting on time).
     public var nextRetry: Int64? {
-        let items = [initItem, multivariantItem, playlistItem] + Array(segments.values)
+        let items = [initItem, multivariantItem] + Array(playlistItems.values) + Array(segments.values)
         return items.compactMap { item -> Int64? in
             if case .pending(let at, let failures) = item, failures > 0 { return at }
             return nil

@@ -131,7 +131,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     public func resume(_ id: String, segments: Int, multivariantRewritten: Bool = false) -> Int {
         let journal = Journal.read("\(root)/streams/\(id)", destination: journalKey)
         return locked {
-            var plan = PublishPlan(id: id, retry: retry)
+            var plan = PublishPlan(id: id, retry: retry, playlists: mediaPlaylists(id))
             for sequence in stride(from: 1, through: segments, by: 1) { plan.segmentStored(sequence) }
             plan.ended()
             if let journal { plan.restore(confirmedSegments: journal.confirmedSegments, listed: journal.listed, endlist: journal.endlist) }
@@ -165,10 +165,17 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         ready.removeAll { $0.id == id }
     }
 
+    /// The media playlists stream `id`'s index.m3u8 names (written before anything is
+    /// reported), each published under the same rules.
+    func mediaPlaylists(_ id: String) -> [String] {
+        let names = FileSystem.readText("\(root)/streams/\(id)/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))?.mediaPlaylists ?? []
+        return names.isEmpty ? [StreamWriter.playlistName] : names
+    }
+
     private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
         locked {
             if plans[id] == nil {
-                plans[id] = PublishPlan(id: id, retry: retry)
+                plans[id] = PublishPlan(id: id, retry: retry, playlists: mediaPlaylists(id))
                 order.append(id)
             }
             change(&plans[id]!)
@@ -329,12 +336,12 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
         // The journal records a confirmed playlist before the plan does, so whoever sees
         // the stream complete (drain) also finds it complete on disk.
-        if error == nil, case .playlist(let count, let ended) = job {
-            let confirmed = locked { plans[id]?.confirmedThrough ?? 0 }
-            let journal = Journal(destination: journalKey, confirmedSegments: confirmed, listed: count, endlist: ended)
+        if error == nil, case .playlist = job, let (confirmed, after) = locked({ plans[id].map { ($0.confirmedThrough, $0.afterConfirming(job)) } }) {
+            let journal = Journal(destination: journalKey, confirmedSegments: confirmed, listed: after.listed, endlist: after.endlist)
             do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
         let now = nowMilliseconds
+        var complete = false
         let event: (Event, [(String, Any)])? = locked {
             if case .segment = job { segmentsInFlight -= 1 }
             counts.attempts += 1
@@ -350,13 +357,14 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             }
             counts.bytes += bytes
             if case .playlist = job { catalog.wanted = true }
+            complete = plans[id]!.isComplete
             return nil
         }
         if let event { log.emit(event.0, level: .warn, event.1); return }
         log.emit(.uploadOk, level: .info, [("path", "\(folder)\(id)/\(path)"), ("bytes", bytes), ("ms", took)])
-        if case .playlist(let count, let ended) = job {
-            log.emit(.playlistPublished, level: .info, [("id", id), ("seq", count)])
-            if ended { log.emit(.streamPublished, level: .info, [("id", id), ("segments", count)]) }
+        if case .playlist(let name, let count, _) = job {
+            log.emit(.playlistPublished, level: .info, [("id", id), ("playlist", name), ("seq", count)])
+            if complete { log.emit(.streamPublished, level: .info, [("id", id), ("segments", count)]) }
         }
     }
 
@@ -371,10 +379,10 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
             let uri = MediaPlaylist.segmentURI(sequence)
             return (uri, read(uri))
         case .multivariant: return ("index.m3u8", read("index.m3u8"))
-        case .playlist(let count, let ended):
-            guard let text = read("playlist.m3u8"), let local = MediaPlaylist(parsing: String(decoding: text, as: UTF8.self)),
-                  local.entries.count >= count, !ended || local.isEnded else { return ("playlist.m3u8", nil) }
-            return ("playlist.m3u8", Array(local.prefix(count).render().utf8))
+        case .playlist(let name, let count, let ended):
+            guard let text = read(name), let local = MediaPlaylist(parsing: String(decoding: text, as: UTF8.self)),
+                  local.entries.count >= count, !ended || local.isEnded else { return (name, nil) }
+            return (name, Array(local.prefix(count).render().utf8))
         }
     }
 

@@ -54,7 +54,7 @@ public enum Recovery {
         for name in FileSystem.filesBelow(directory) where name.hasSuffix(".tmp") {
             try? FileSystem.remove(directory + "/" + name)
         }
-        let playlistPath = directory + "/playlist.m3u8"
+        let playlistPath = directory + "/" + StreamWriter.playlistName
         guard let data = FileSystem.read(playlistPath) else {
             return nil  // no segment was ever stored: nothing to publish
         }
@@ -62,25 +62,81 @@ public enum Recovery {
             setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
             return nil
         }
-        if playlist.isEnded { return Closed(id: id, segments: playlist.entries.count, wasInterrupted: false) }
-        // Complete segments stored after the last playlist write.
+        // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
+        // the I-frame playlist to close.
+        var parsedInit: ParsedInit?
         let initPath = directory + "/init.mp4"
-        if let initBytes = FileSystem.read(initPath) {
-            do {
-                let parsedInit = try ParsedInit(bytes: initBytes)
-                if let video = parsedInit.track("vide") {
-                    addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
+        func readInit() -> ParsedInit? {
+            if parsedInit == nil, let initBytes = FileSystem.read(initPath) {
+                do { parsedInit = try ParsedInit(bytes: initBytes) } catch {
+                    // Without a readable init segment no unlisted segment can be measured.
+                    setAside(initPath, reason: "\(error)", skipped: skipped)
                 }
-            } catch {
-                // Without a readable init segment no unlisted segment can be measured.
-                setAside(initPath, reason: "\(error)", skipped: skipped)
             }
+            return parsedInit
+        }
+        if playlist.isEnded {
+            if let iFrames = try closedIFrames(directory: directory, playlist: playlist, parsedInit: readInit) {
+                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + StreamWriter.iFramesName)
+            }
+            return Closed(id: id, segments: playlist.entries.count, wasInterrupted: false)
+        }
+        // Complete segments stored after the last playlist write.
+        if let parsedInit = readInit(), let video = parsedInit.track("vide") {
+            addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
         }
         playlist.isEnded = true
+        let iFrames = try closedIFrames(directory: directory, playlist: playlist, parsedInit: readInit)
         // index.m3u8 first: a playlist is never listed before the variant describing it.
-        let remeasured = try remeasure(directory: directory, playlist: playlist)
+        let remeasured = try remeasure(directory: directory, playlist: playlist, iFrames: iFrames)
+        if let iFrames { try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + StreamWriter.iFramesName) }
         try AtomicFile.write(Array(playlist.render().utf8), to: playlistPath)
         return Closed(id: id, segments: playlist.entries.count, wasInterrupted: true, multivariantRewritten: remeasured)
+    }
+
+    /// The stream's I-frame playlist, ended and listing exactly the segments `playlist`
+    /// does (each one's IDR read from its own file when the crash came before it was
+    /// listed); nil when it has none to close (a stream from before I-frame playlists, or
+    /// one already closed).
+    static func closedIFrames(directory: String, playlist: MediaPlaylist, parsedInit: () -> ParsedInit?) throws -> MediaPlaylist? {
+        let path = directory + "/" + StreamWriter.iFramesName
+        guard let text = FileSystem.readText(path) else {
+            let index = FileSystem.readText(directory + "/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))
+            guard index?.iFrameStreams.contains(where: { $0.uri == StreamWriter.iFramesName }) ?? false else { return nil }
+            return try closedIFrames(from: MediaPlaylist(targetDuration: playlist.targetDuration, mapURI: playlist.mapURI, iFramesOnly: true),
+                                     directory: directory, playlist: playlist, parsedInit: parsedInit)
+        }
+        // One that cannot be read is made again from the segments.
+        let found = MediaPlaylist(parsing: text) ?? MediaPlaylist(targetDuration: playlist.targetDuration, mapURI: playlist.mapURI, iFramesOnly: true)
+        if found.isEnded && found.entries.count == playlist.entries.count { return nil }
+        return try closedIFrames(from: found, directory: directory, playlist: playlist, parsedInit: parsedInit)
+    }
+
+    private static func closedIFrames(from found: MediaPlaylist, directory: String, playlist: MediaPlaylist,
+                                      parsedInit: () -> ParsedInit?) throws -> MediaPlaylist {
+        var iFrames = found
+        iFrames.iFramesOnly = true
+        iFrames.entries = Array(found.entries.prefix { entry in playlist.entries.contains { $0.uri == entry.uri } })
+        let listed = Set(iFrames.entries.map(\.uri))
+        for entry in playlist.entries where !listed.contains(entry.uri) {
+            guard let initSegment = parsedInit(), let video = initSegment.track("vide"),
+                  let bytes = FileSystem.read(directory + "/" + entry.uri),
+                  let length = iFrameLength(bytes, trex: initSegment.trex, video: video) else { continue }
+            var iFrame = entry
+            iFrame.byteRange = (length, 0)
+            iFrames.entries.append(iFrame)
+        }
+        iFrames.isEnded = true
+        return iFrames
+    }
+
+    /// The bytes from a segment's start through its first video sample, when that is a
+    /// sync sample in the first fragment: its I-frame playlist range (§4.4.3.6).
+    static func iFrameLength(_ bytes: [UInt8], trex: [ParsedInit.Trex], video: ParsedInit.Track) -> Int? {
+        guard let segment = try? ParsedSegment(bytes: bytes, trex: trex),
+              let first = segment.fragments.first?.trafs.first(where: { $0.trackID == video.trackID })?.samples.first,
+              first.isSync, first.range.upperBound <= bytes.count else { return nil }
+        return first.range.upperBound
     }
 
     /// A live stream's index.m3u8 carries the AVERAGE-BANDWIDTH measured when it was last
@@ -88,14 +144,21 @@ public enum Recovery {
     /// power cut ended never got the final one, so it can be more than 10% off what was
     /// stored (HLS_RULES C7), and the segments recovered after the last playlist write can
     /// raise the peak (C6). Both are measured again from the files; true if it changed.
-    static func remeasure(directory: String, playlist: MediaPlaylist) throws -> Bool {
+    static func remeasure(directory: String, playlist: MediaPlaylist, iFrames: MediaPlaylist? = nil) throws -> Bool {
         let path = directory + "/index.m3u8"
         guard let text = FileSystem.readText(path), var index = MultivariantPlaylist(parsing: text) else { return false }
         let meter = playlist.measuredBitrates { FileSystem.size(directory + "/" + $0) }
         let before = index
-        for i in index.variants.indices where index.variants[i].uri == "playlist.m3u8" {
+        for i in index.variants.indices where index.variants[i].uri == StreamWriter.playlistName {
             index.variants[i].averageBandwidth = meter.average
             index.variants[i].bandwidth = max(index.variants[i].bandwidth, meter.peak)
+        }
+        if let iFrames {
+            let meter = iFrames.measuredBitrates { _ in nil }
+            for i in index.iFrameStreams.indices where index.iFrameStreams[i].uri == StreamWriter.iFramesName {
+                index.iFrameStreams[i].averageBandwidth = meter.average
+                index.iFrameStreams[i].bandwidth = max(index.iFrameStreams[i].bandwidth, meter.peak)
+            }
         }
         guard index != before else { return false }
         try AtomicFile.write(Array(index.render().utf8), to: path)

@@ -46,9 +46,15 @@ public final class StreamWriter {
     public let directory: String
     public let description: StreamDescription
     public private(set) var playlist: MediaPlaylist
+    /// `iframes.m3u8`: each segment's IDR as a byte range of its file (RFC 8216bis
+    /// §4.4.3.6), so players can show pictures while scrubbing; it lists exactly the
+    /// segments `playlist` does.
+    public private(set) var iFrames: MediaPlaylist
     private var meter: BitrateMeter
+    private var iFrameMeter: BitrateMeter
     private var declaredBandwidth: Int
     private var declaredAverage: Int
+    private var iFrameBandwidth: (peak: Int, average: Int)
     /// FRAME-RATE: the highest rate the stream has run at (RFC 8216bis §4.4.6.2, a maximum).
     public private(set) var declaredFrameRate: Int
     public private(set) var totalTicks: Int64 = 0
@@ -68,7 +74,13 @@ public final class StreamWriter {
         self.observer = observer
         self.makeRoom = makeRoom
         playlist = MediaPlaylist(targetDuration: description.targetDuration)
-        meter = BitrateMeter(timescale: Timescale.video, targetDuration: description.targetDuration)
+        // The same TARGETDURATION as the media it indexes (HLS_RULES V10, Apple's 6.11).
+        iFrames = MediaPlaylist(targetDuration: description.targetDuration, iFramesOnly: true)
+        // Measured as a player (and `onair validate`) measures: sizes over EXTINF as written.
+        meter = BitrateMeter(timescale: 1000, targetDuration: description.targetDuration)
+        iFrameMeter = meter
+        // A guess until the first IDR is measured (an IDR is several times an average frame).
+        iFrameBandwidth = (description.configuredBitrate / 8, description.configuredBitrate / 8)
         // Container overhead on top of the encoder rates, until the stream is measured.
         declaredBandwidth = description.configuredBitrate + description.configuredBitrate / 10
         declaredAverage = description.configuredBitrate
@@ -93,22 +105,45 @@ public final class StreamWriter {
     public func append(_ segment: SegmentReport) throws {
         let uri = MediaPlaylist.segmentURI(segment.sequence)
         try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: "\(directory)/\(uri)") }
-        meter.add(bytes: segment.bytes.count, ticks: segment.videoDuration)
+        let milliseconds = Int64(((HLSValue.duration(segment.durationSeconds) ?? 0) * 1000).rounded())
+        meter.add(bytes: segment.bytes.count, ticks: milliseconds)
+        if let length = segment.iFrameLength { iFrameMeter.add(bytes: length, ticks: milliseconds) }
         totalTicks += segment.videoDuration
         totalBytes += segment.bytes.count
         // BANDWIDTH must stay at or above the measured peak (RFC 8216bis §4.4.6.2), so the
         // multivariant playlist is rewritten before a playlist lists a segment that raised it.
-        if meter.peak > declaredBandwidth || segment.sequence == 1 {
+        if meter.peak > declaredBandwidth || iFrameMeter.peak > iFrameBandwidth.peak || segment.sequence == 1 {
             declaredBandwidth = max(declaredBandwidth, meter.peak)
             declaredAverage = meter.average
+            // The I-frame figures are measured from the first IDR on, not a floor of a guess.
+            iFrameBandwidth = (segment.sequence == 1 ? iFrameMeter.peak : max(iFrameBandwidth.peak, iFrameMeter.peak), iFrameMeter.average)
             try writeMultivariant()
             observer(.multivariantRewritten(id: id))
         }
-        playlist.entries.append(.init(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
-                                      discontinuity: segment.discontinuity))
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8") }
+        let entry = MediaPlaylist.Entry(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
+                                        discontinuity: segment.discontinuity)
+        playlist.entries.append(entry)
+        // Every segment opens with an IDR (the segmenter cuts only there), which lasts
+        // until the next segment's: EXTINF is the segment's (§4.4.3.6).
+        if let length = segment.iFrameLength {
+            var iFrame = entry
+            iFrame.byteRange = (length, 0)
+            iFrames.entries.append(iFrame)
+        }
+        try writePlaylists()
         observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count))
     }
+
+    /// playlist.m3u8, then iframes.m3u8: both list only stored segments.
+    private func writePlaylists() throws {
+        try SpaceRetry.run(makeRoom) {
+            try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/" + Self.playlistName)
+            try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + Self.iFramesName)
+        }
+    }
+
+    public static let playlistName = "playlist.m3u8"
+    public static let iFramesName = "iframes.m3u8"
 
     /// The stream goes on at `fps` from the next segment (the thermal ladder stepped up):
     /// FRAME-RATE is the variant's maximum, so index.m3u8 says so before any playlist lists
@@ -124,10 +159,12 @@ public final class StreamWriter {
     public func finish() throws {
         declaredAverage = meter.average
         declaredBandwidth = max(declaredBandwidth, meter.peak)
+        iFrameBandwidth = (max(iFrameBandwidth.peak, iFrameMeter.peak), iFrameMeter.average)
         try writeMultivariant()
         observer(.multivariantRewritten(id: id))
         playlist.isEnded = true
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/playlist.m3u8") }
+        iFrames.isEnded = true
+        try writePlaylists()
         observer(.ended(id: id))
     }
 
@@ -135,10 +172,13 @@ public final class StreamWriter {
 
     private func writeMultivariant(in folder: String? = nil) throws {
         let variant = MultivariantPlaylist.Variant(
-            uri: "playlist.m3u8", bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
+            uri: Self.playlistName, bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
             codecs: description.codecs, width: description.width, height: description.height,
             frameRateMilli: declaredFrameRate * 1000)
-        let text = Array(MultivariantPlaylist(variants: [variant]).render().utf8)
+        let iFrameStream = MultivariantPlaylist.IFrameStream(
+            uri: Self.iFramesName, bandwidth: iFrameBandwidth.peak, averageBandwidth: iFrameBandwidth.average,
+            codecs: description.codecs.filter { !$0.hasPrefix("mp4a.") }, width: description.width, height: description.height)
+        let text = Array(MultivariantPlaylist(variants: [variant], iFrameStreams: [iFrameStream]).render().utf8)
         try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: (folder ?? directory) + "/index.m3u8") }
     }
 }

@@ -53,6 +53,10 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(decode.status, 0)
         XCTAssertEqual(decode.stderr, "", "ffmpeg reports nothing")
 
+        // The I-frame playlist: each range, after init.mp4, is one segment's opening IDR,
+        // which decodes to that segment's first frame (every 60th).
+        XCTAssertEqual(try iFrameIndices(stream, scratch: out + "/iframe"), [0, 60, 120, 180, 240, 300])
+
         let live = try measure(stream + "/index.m3u8", scratch: out + "/live", firstAudioFrame: nil)
         XCTAssertEqual(live.indices.count, 360, "12 s at 30 fps")
         XCTAssertEqual(live.indices.first, 0, "--start now records from the camera's first frame")
@@ -84,6 +88,31 @@ final class PipelineTests: XCTestCase {
         let recordingEnded = try XCTUnwrap(onair.stderr.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init))
         XCTAssertEqual(logValue(recordingEnded, "frames"), "360")
         XCTAssertNotNil(logValue(recordingEnded, "write_ms_p99"), "write latency is reported")
+    }
+
+    /// The synthetic frame index of each I-frame `iframes.m3u8` lists: its byte range
+    /// after the init segment, decoded alone (the range ends inside the mdat, after the
+    /// IDR, as RFC 8216bis §4.4.3.6 allows, so only the first frame is asked for).
+    func iFrameIndices(_ stream: String, scratch: String) throws -> [UInt32] {
+        let text = try String(contentsOfFile: stream + "/iframes.m3u8", encoding: .utf8)
+        let iFrames = try XCTUnwrap(MediaPlaylist(parsing: text))
+        XCTAssertTrue(iFrames.iFramesOnly && iFrames.isEnded)
+        let initSegment = try Data(contentsOf: URL(fileURLWithPath: stream + "/init.mp4"))
+        let width = 640, height = 360
+        return try iFrames.entries.map { entry in
+            let range = try XCTUnwrap(entry.byteRange)
+            let file = try Data(contentsOf: URL(fileURLWithPath: stream + "/" + entry.uri))
+            try (initSegment + file[range.offset..<(range.offset + range.length)]).write(to: URL(fileURLWithPath: scratch + ".mp4"))
+            let decoded = try runBinaryTool("/usr/bin/ffmpeg", ["-v", "error", "-i", scratch + ".mp4", "-map", "0:v:0", "-frames:v", "1",
+                                                                "-vf", "scale=\(width):\(height):flags=neighbor", "-f", "rawvideo",
+                                                                "-pix_fmt", "gray", "-"], output: scratch + ".gray")
+            // The demuxer says where the truncated mdat ends, and nothing else.
+            XCTAssertEqual(decoded.status, 0, entry.uri)
+            XCTAssertEqual(decoded.stderr.split(separator: "\n").filter { !$0.hasSuffix(": partial file") }, [], entry.uri)
+            let luma = [UInt8](try Data(contentsOf: URL(fileURLWithPath: scratch + ".gray")))
+            XCTAssertEqual(luma.count, width * height, entry.uri)
+            return luma.withUnsafeBufferPointer { SyntheticPattern.decodeIndex(luma: $0, width: width, height: height) } ?? .max
+        }
     }
 
     struct Measurement {

@@ -244,16 +244,19 @@ final class PublishTests: XCTestCase {
                                               "--set", "video.quality=low", "--set", "hls.segment_seconds=1",
                                               "--set", "publish.url=http://127.0.0.1:\(proxy.port)/live/",
                                               "--set", "publish.timeout=1", "--set", "publish.max_backoff=2"])
-        var previous: String?
+        var previous: [String: String] = [:]
         var seen = Set<String>()
         var polls = 0
         while onair.process.isRunning {
-            if let id = try? FileManager.default.contentsOfDirectory(atPath: out + "/streams").first {
-                let response = try HTTPClient.request(port: origin.port, "/live/cam1/\(id)/playlist.m3u8")
+            // Both media playlists, each under the rules on its own: the I-frame playlist
+            // lists ranges of the same segments.
+            for name in ["playlist.m3u8", "iframes.m3u8"] {
+                guard let id = try? FileManager.default.contentsOfDirectory(atPath: out + "/streams").first else { continue }
+                let response = try HTTPClient.request(port: origin.port, "/live/cam1/\(id)/\(name)")
                 if response.status == 200 {
-                    polls += 1
-                    if let previous { XCTAssertEqual(ReloadChecker.check(previous: previous, next: response.text), []) }
-                    previous = response.text
+                    if name == "playlist.m3u8" { polls += 1 }
+                    if let before = previous[name] { XCTAssertEqual(ReloadChecker.check(previous: before, next: response.text, path: name), []) }
+                    previous[name] = response.text
                     for segment in ParsedPlaylist(text: response.text).segments where !seen.contains(segment.uri) {
                         let media = try HTTPClient.request(port: origin.port, "/live/cam1/\(id)/\(segment.uri)")
                         XCTAssertEqual(media.status, 200, "\(segment.uri) is listed, so it must be there")

@@ -15,7 +15,7 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [.multivariant(version: 1)])
         XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [])
         plan.finish(.multivariant(version: 1), succeeded: true, now: 3, jitter: 0)
-        XCTAssertEqual(plan.start(now: 3, segmentSlots: 2), [.playlist(count: 1, ended: false)])
+        XCTAssertEqual(plan.start(now: 3, segmentSlots: 2), [.playlist("playlist.m3u8", count: 1, ended: false)])
     }
 
     func ready(segments: Int) -> PublishPlan {
@@ -34,14 +34,14 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 3), [.segment(3), .segment(4), .segment(5)])
         for n in [1, 2, 3, 5] { plan.finish(.segment(n), succeeded: true, now: 10, jitter: 0) }
         plan.finish(.segment(4), succeeded: false, now: 10, jitter: 0)
-        XCTAssertEqual(plan.start(now: 10, segmentSlots: 2), [.playlist(count: 3, ended: false)], "5 is up, but 4 is not")
-        plan.finish(.playlist(count: 3, ended: false), succeeded: true, now: 11, jitter: 0)
+        XCTAssertEqual(plan.start(now: 10, segmentSlots: 2), [.playlist("playlist.m3u8", count: 3, ended: false)], "5 is up, but 4 is not")
+        plan.finish(.playlist("playlist.m3u8", count: 3, ended: false), succeeded: true, now: 11, jitter: 0)
         XCTAssertEqual(plan.retryState(of: .segment(4)).failures, 1)
         XCTAssertEqual(plan.retryState(of: .segment(4)).notBefore, 260)
         XCTAssertEqual(plan.start(now: 259, segmentSlots: 2), [], "4 waits its 250 ms")
         XCTAssertEqual(plan.start(now: 260, segmentSlots: 2), [.segment(4)])
         plan.finish(.segment(4), succeeded: true, now: 261, jitter: 0)
-        XCTAssertEqual(plan.start(now: 261, segmentSlots: 2), [.playlist(count: 5, ended: false)], "then jumps to 5")
+        XCTAssertEqual(plan.start(now: 261, segmentSlots: 2), [.playlist("playlist.m3u8", count: 5, ended: false)], "then jumps to 5")
     }
 
     func testEndlistOnlyAfterEverySegmentIsConfirmed() {
@@ -53,9 +53,9 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [])
         XCTAssertEqual(plan.start(now: 250, segmentSlots: 2), [.segment(1)])
         plan.finish(.segment(1), succeeded: true, now: 251, jitter: 0)
-        XCTAssertEqual(plan.start(now: 251, segmentSlots: 2), [.playlist(count: 2, ended: true)])
+        XCTAssertEqual(plan.start(now: 251, segmentSlots: 2), [.playlist("playlist.m3u8", count: 2, ended: true)])
         XCTAssertFalse(plan.isComplete)
-        plan.finish(.playlist(count: 2, ended: true), succeeded: true, now: 252, jitter: 0)
+        plan.finish(.playlist("playlist.m3u8", count: 2, ended: true), succeeded: true, now: 252, jitter: 0)
         XCTAssertTrue(plan.isComplete)
         XCTAssertEqual(plan.start(now: 252, segmentSlots: 2), [])
     }
@@ -67,7 +67,7 @@ final class PublishPlanTests: XCTestCase {
         plan.multivariantChanged()
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.multivariant(version: 2)])
         plan.finish(.multivariant(version: 2), succeeded: true, now: 0, jitter: 0)
-        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.playlist(count: 1, ended: false)])
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.playlist("playlist.m3u8", count: 1, ended: false)])
     }
 
     func testRetryDelays() {
@@ -81,13 +81,15 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertLessThan(policy.delayMilliseconds(afterFailures: 50, jitter: 0.999_999), 30_000)
     }
 
-    /// Random failures, random completion order: at every step the origin's playlist
-    /// never lists a segment it lacks, never shrinks, and the stream always completes.
+    /// Random failures, random completion order: at every step neither of the origin's
+    /// playlists (the media and the I-frame playlist) lists a segment it lacks or
+    /// shrinks, and the stream always completes.
     func testInvariantsUnderRandomFailures() {
+        let names = ["playlist.m3u8", "iframes.m3u8"]
         for seed in 1...200 {
             var rng = SplitMix(seed: UInt64(seed))
-            var plan = PublishPlan(id: "s", retry: RetryPolicy(quickMilliseconds: [1, 2], maximumMilliseconds: 16))
-            var onOrigin = Set<Int>(), initUp = false, multivariantUp = 0, listedOnOrigin = 0, ended = false
+            var plan = PublishPlan(id: "s", retry: RetryPolicy(quickMilliseconds: [1, 2], maximumMilliseconds: 16), playlists: names)
+            var onOrigin = Set<Int>(), initUp = false, multivariantUp = 0, listedOnOrigin: [String: Int] = [:], ended = Set<String>()
             var inFlight: [PublishPlan.Job] = []
             var now: Int64 = 0
             var stored = 0
@@ -97,10 +99,10 @@ final class PublishPlanTests: XCTestCase {
                 if rng.next() % 10 == 0 { plan.multivariantChanged() }
                 let slots = 2 - inFlight.filter { if case .segment = $0 { return true } else { return false } }.count
                 for job in plan.start(now: now, segmentSlots: slots) {
-                    if case .playlist(let count, let ending) = job {
+                    if case .playlist(let name, let count, let ending) = job {
                         XCTAssertTrue(initUp && multivariantUp > 0, "seed \(seed): playlist before init/index")
                         XCTAssertTrue((1...max(1, count)).allSatisfy { count == 0 || onOrigin.contains($0) }, "seed \(seed): lists a missing segment")
-                        XCTAssertGreaterThanOrEqual(count, listedOnOrigin, "seed \(seed): shrinks")
+                        XCTAssertGreaterThanOrEqual(count, listedOnOrigin[name, default: 0], "seed \(seed): \(name) shrinks")
                         if ending { XCTAssertEqual(count, 12) }
                     }
                     inFlight.append(job)
@@ -113,7 +115,12 @@ final class PublishPlanTests: XCTestCase {
                     case .initSegment: initUp = true
                     case .segment(let n): onOrigin.insert(n)
                     case .multivariant(let v): multivariantUp = max(multivariantUp, v)
-                    case .playlist(let count, let ending): listedOnOrigin = max(listedOnOrigin, count); ended = ended || ending
+                    case .playlist(let name, let count, let ending):
+                        let after = plan.afterConfirming(job)
+                        listedOnOrigin[name] = max(listedOnOrigin[name, default: 0], count)
+                        if ending { ended.insert(name) }
+                        XCTAssertEqual(after.listed, names.map { listedOnOrigin[$0, default: 0] }.min(), "seed \(seed): the journal's count")
+                        XCTAssertEqual(after.endlist, ended.count == 2)
                     }
                 }
                 plan.finish(job, succeeded: ok, now: now, jitter: Double(rng.next() % 1000) / 1000)
@@ -121,7 +128,7 @@ final class PublishPlanTests: XCTestCase {
                 if plan.isComplete { break }
             }
             XCTAssertTrue(plan.isComplete, "seed \(seed) did not finish")
-            XCTAssertTrue(ended)
+            XCTAssertEqual(ended, Set(names))
             XCTAssertEqual(onOrigin, Set(1...12))
             XCTAssertEqual(plan.listed, 12)
         }

@@ -4,6 +4,7 @@ import XCTest
 @testable import Publishing
 import HLS
 import Media
+import MP4
 import TestSupport
 
 final class StreamWriterTests: XCTestCase {
@@ -46,10 +47,23 @@ final class StreamWriterTests: XCTestCase {
             var meter = BitrateMeter(timescale: 90_000, targetDuration: 2)
             for s in playlist.segments { meter.add(bytes: try Data(contentsOf: URL(fileURLWithPath: "\(writer.directory)/\(s.uri)")).count, ticks: 180_000) }
             XCTAssertGreaterThanOrEqual(bandwidth, meter.peak, "BANDWIDTH is raised before the playlist lists a bigger segment")
+            // The I-frame playlist: the same segments, and its own BANDWIDTH from its ranges
+            // (segment 3's IDR is ten times bigger too).
+            let iFrames = try XCTUnwrap(MediaPlaylist(parsing: text("iframes.m3u8", writer)!))
+            XCTAssertEqual(iFrames.entries.map(\.uri), playlist.segments.map(\.uri))
+            let stream = try XCTUnwrap(MultivariantPlaylist(parsing: text("index.m3u8", writer)!)?.iFrameStreams.first)
+            XCTAssertGreaterThanOrEqual(stream.bandwidth, iFrames.measuredBitrates { _ in nil }.peak)
+            let last = try XCTUnwrap(iFrames.entries.last)
+            let idr = try XCTUnwrap(ParsedSegment(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: "\(writer.directory)/\(last.uri)"))))
+                .fragments.first?.trafs.first?.samples.first)
+            // moof 8 + mfhd 16 + traf 8 + tfhd 16 + tfdt 20 + trun 20 + 60 × 12, mdat 8.
+            XCTAssertEqual(last.byteRange?.length, 816 + Int(idr.size), "the moof, the mdat header and the IDR")
+            XCTAssertGreaterThan(idr.size, iFrames.entries.count == 3 ? 20_000 : 2000)
         }
         try writer.finish()
         let final = ParsedPlaylist(text: text("playlist.m3u8", writer)!)
         XCTAssertTrue(final.isEnded)
+        XCTAssertTrue(ParsedPlaylist(text: text("iframes.m3u8", writer)!).isEnded)
         XCTAssertEqual(final.segments.map(\.uri), ["seg/000001.m4s", "seg/000002.m4s", "seg/000003.m4s"])
         XCTAssertEqual(writer.totalTicks, 540_000)
         let leftovers = try FileManager.default.subpathsOfDirectory(atPath: writer.directory).filter { $0.contains(".tmp") }

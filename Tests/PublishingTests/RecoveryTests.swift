@@ -5,6 +5,7 @@ import Logging
 @testable import Publishing
 import HLS
 import Media
+import MP4
 import TestSupport
 
 final class RecoveryTests: XCTestCase {
@@ -21,8 +22,11 @@ final class RecoveryTests: XCTestCase {
         let writer = try StreamWriter(root: root, id: "s", description: description, initSegment: files.files["init.mp4"]!, observer: observer)
         let playlist = try XCTUnwrap(MediaPlaylist(parsing: files["playlist.m3u8"]!))
         for (index, entry) in playlist.entries.enumerated() {
-            let report = SegmentReport(sequence: index + 1, bytes: files.files[entry.uri]!, videoStart: 0, videoDuration: 180_000,
+            var report = SegmentReport(sequence: index + 1, bytes: files.files[entry.uri]!, videoStart: 0, videoDuration: 180_000,
                                        videoTimescale: 90_000, videoSamples: 60, audioSamples: 94, programDateTimeMs: entry.programDateTimeMs)
+            // As the segmenter says: the moof, the mdat header and the first (video) sample.
+            let first = try XCTUnwrap(ParsedSegment(bytes: report.bytes).fragments.first?.trafs.first?.samples.first)
+            report.iFrameLength = Fragment.payloadOffset(report.bytes) + Int(first.size)
             if index < stored - unlisted { try writer.append(report) } else {
                 try AtomicFile.write(report.bytes, to: writer.directory + "/" + entry.uri)
             }
@@ -40,9 +44,30 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(playlist.entries.map(\.duration), ["2.000", "2.000", "2.000"], "the unlisted one measured from its trun")
         XCTAssertEqual(try XCTUnwrap(playlist.entries[2].programDateTimeMs) - XCTUnwrap(playlist.entries[1].programDateTimeMs), 2000)
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/seg/.000009.m4s.tmp"))
+        let iFrames = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/iframes.m3u8", encoding: .utf8)))
+        XCTAssertTrue(iFrames.isEnded && iFrames.iFramesOnly)
+        XCTAssertEqual(iFrames.entries.map(\.uri), playlist.entries.map(\.uri), "the unlisted segment's IDR too")
+        XCTAssertEqual(iFrames.entries.map(\.duration), playlist.entries.map(\.duration))
+        let written = try XCTUnwrap(ParsedSegment(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/seg/000003.m4s"))))
+            .fragments.first?.trafs.first?.samples.first)
+        XCTAssertEqual(iFrames.entries[2].byteRange?.length, written.range.upperBound)
         XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
         XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false), "idempotent")
         XCTAssertEqual(Recovery.closeAll(root: root).map(\.id), ["s"])
+    }
+
+    /// The writer ends playlist.m3u8, then iframes.m3u8: a cut between the two leaves an
+    /// ended stream whose I-frame playlist lacks its last entry and ENDLIST.
+    func testAnIFramePlaylistLeftOpenIsClosed() throws {
+        let directory = try interrupted(stored: 3, unlisted: 0)
+        let path = directory + "/iframes.m3u8"
+        let open = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: path, encoding: .utf8)))
+        _ = try Recovery.close(directory: directory)
+        let ended = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: path, encoding: .utf8)))
+        try AtomicFile.write(Array(open.prefix(2).render().utf8), to: path)
+        XCTAssertEqual(try Recovery.close(directory: directory), Recovery.Closed(id: "s", segments: 3, wasInterrupted: false))
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), ended.render())
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
     }
 
     /// The power cut came before the writer's final AVERAGE-BANDWIDTH: index.m3u8 still says
@@ -132,6 +157,9 @@ final class RecoveryTests: XCTestCase {
         }
         let local = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))
         origin.seed("s/playlist.m3u8", Array(local.prefix(2).render().utf8))
+        let iFrames = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/iframes.m3u8", encoding: .utf8)))
+        XCTAssertEqual(iFrames.entries.count, 3, "recovery ended the I-frame playlist with the media playlist")
+        origin.seed("s/iframes.m3u8", Array(iFrames.prefix(2).render().utf8))
         try Journal(destination: "fake", confirmedSegments: 2, listed: 2, endlist: false).write(directory)
         let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
                                   log: .silent(), makeTransport: { origin.transport() })
@@ -139,8 +167,9 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(publisher.resume("s", segments: 3), 1)
         XCTAssertTrue(publisher.drain(seconds: 30))
         XCTAssertEqual(origin.violations, [])
-        XCTAssertEqual(Set(origin.attempts.keys), ["s/seg/000003.m4s", "s/playlist.m3u8", "streams.json"], "nothing sent twice")
+        XCTAssertEqual(Set(origin.attempts.keys), ["s/seg/000003.m4s", "s/playlist.m3u8", "s/iframes.m3u8", "streams.json"], "nothing sent twice")
         XCTAssertEqual(origin.body("s/playlist.m3u8"), Array(local.render().utf8))
+        XCTAssertEqual(origin.body("s/iframes.m3u8"), Array(iFrames.render().utf8))
         XCTAssertEqual(Journal.read(directory, destination: "fake")?.endlist, true)
         XCTAssertEqual(publisher.resume("s", segments: 3), 0, "complete per its journal")
     }

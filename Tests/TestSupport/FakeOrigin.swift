@@ -65,8 +65,9 @@ public final class FakeOrigin: @unchecked Sendable {
         if refused { throw UploadError(status: 412, message: "precondition failed") }
         lock.withLock { versions[path, default: 0] += 1 }
         lock.withLock {
-            if path.hasSuffix("/playlist.m3u8") {
-                let directory = String(path.dropLast("playlist.m3u8".count))
+            // Every media playlist of a stream (the variant's, the I-frame one) keeps the rules.
+            if let name = ["playlist.m3u8", "iframes.m3u8"].first(where: { path.hasSuffix("/" + $0) }) {
+                let directory = String(path.dropLast(name.count))
                 let playlist = ParsedPlaylist(text: String(decoding: body, as: UTF8.self))
                 if objects[directory + "init.mp4"] == nil { violations.append("\(path) before init.mp4") }
                 if objects[directory + "index.m3u8"] == nil { violations.append("\(path) before index.m3u8") }
