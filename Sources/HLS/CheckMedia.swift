@@ -38,15 +38,22 @@ extension StreamChecker {
         guard let initSegment = checkInit(initBytes, initPath, into: &summary) else { return summary }
         let video = initSegment.track("vide")
         let audio = initSegment.track("soun")
+        summary.hasVideo = video != nil
+        summary.hasAudio = audio != nil
         var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
         var walk = MediaWalk()
         for (index, entry) in p.segments.enumerated() {
             let at = resolve(entry.uri, against: path)
+            summary.segmentTimes.append(nil)
             guard let file = read(at, "the segment") else { continue }
             guard let bytes = byteRange(of: entry, in: file, uri: at, previous: &walk.previousRange) else { continue }
             let segment: ParsedSegment
             do { segment = try ParsedSegment(bytes: bytes, trex: initSegment.trex) } catch {
                 self.error("S1", at, "\(error)"); continue
+            }
+            if let timing = video ?? audio, let traf = segment.traf(timing.trackID).first {
+                let scale = Double(timing.timescale)
+                summary.segmentTimes[index] = (Double(traf.baseDecodeTime) / scale, Double(segment.traf(timing.trackID).reduce(0) { $0 + $1.duration }) / scale)
             }
             let isLast = index == p.segments.count - 1
             let current = SegmentUnderCheck(index: index, entry: entry, at: at, bytes: bytes, segment: segment,
@@ -54,6 +61,9 @@ extension StreamChecker {
             checkLayout(current, initSegment: initSegment, walk: &walk)
             meter.add(bytes: bytes.count, ticks: Int64(((entry.duration ?? 0) * 1000).rounded()))  // at most a year: no overflow
             checkDecodeTimes(current, tracks: initSegment.tracks, walk: &walk)
+            if video == nil, let audio, let audioTraf = segment.traf(audio.trackID).first {
+                checkAudioRendition(current, audioTraf, audio)
+            }
             guard let video, let videoTraf = segment.traf(video.trackID).first else { continue }
             checkVideoTiming(current, videoTraf, timescale: video.timescale, targetDuration: targetDuration, path: path, walk: &walk)
             checkVideoSamples(current, videoTraf, video, walk: &walk)
@@ -181,6 +191,16 @@ extension StreamChecker {
         if abs(vEnd - aEnd) > allowed { error("S14", s.at, "audio ends \(aEnd - vEnd) s from video end") }
     }
 
+    /// An audio rendition's segment (no pictures to time it): S13 on its sound, S9 on its
+    /// EXTINF against the sound it holds.
+    private mutating func checkAudioRendition(_ s: SegmentUnderCheck, _ traf: ParsedSegment.TrackFragment, _ audio: ParsedInit.Track) {
+        checkAudio(traf, audio, bytes: s.bytes, at: s.at)
+        let actual = Double(traf.duration) / Double(audio.timescale)
+        if let extinf = s.entry.duration, abs(extinf - actual) > 0.0005 {
+            error("S9", s.at, "EXTINF \(extinf) vs actual \(actual) s of sound")
+        }
+    }
+
     /// The bytes a segment entry names: the whole file, or its EXT-X-BYTERANGE (P8, §4.4.4.2:
     /// without an offset, the range follows the previous one of the same URI).
     mutating func byteRange(of entry: ParsedPlaylist.Segment, in file: [UInt8], uri: String,
@@ -251,7 +271,11 @@ extension StreamChecker {
             if track.editListEntries == 1 { warning("I12", t, "an edit list: hls.js ignores it") }
         }
         let videos = parsed.tracks.filter { $0.handler == "vide" }, audios = parsed.tracks.filter { $0.handler == "soun" }
-        if videos.count != 1 || audios.count > 1 { error("I9", at, "\(videos.count) video and \(audios.count) audio tracks") }
+        // A variant has one picture track and at most one sound track; an audio
+        // rendition, one sound track alone.
+        if videos.count > 1 || audios.count > 1 || videos.count + audios.count == 0 || parsed.tracks.count != videos.count + audios.count {
+            error("I9", at, "\(videos.count) video and \(audios.count) audio tracks")
+        }
         if let v = videos.first { checkAVC(v, at, into: &summary) }
         if let a = audios.first { checkAAC(a, at, into: &summary) }
         return parsed
@@ -290,6 +314,7 @@ extension StreamChecker {
             }
             if Int(a.timescale) != a.sampleRate { warning("I8", at, "audio timescale \(a.timescale) is not the sample rate") }
             summary.audioCodec = config.codecString
+            if a.timescale > 0 { summary.aacFrameSeconds = 1024 / Double(a.timescale) }
         } catch { self.error("I11", at, "no usable AudioSpecificConfig: \(error)") }
     }
 }

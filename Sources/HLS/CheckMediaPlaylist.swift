@@ -13,6 +13,14 @@ struct MediaSummary {
     /// The sum of EXTINF, and whether the playlist has ENDLIST.
     var totalSeconds = 0.0
     var isEnded = false
+    /// Each segment's first decode time and length in seconds: of its pictures, or (an
+    /// audio rendition) of its sound; nil where the segment could not be read.
+    var segmentTimes: [(start: Double, duration: Double)?] = []
+    /// Its segments carry sound (muxed, or an audio rendition).
+    var hasAudio = false
+    var hasVideo = false
+    /// One AAC frame of its sound, in seconds.
+    var aacFrameSeconds: Double?
 }
 
 extension StreamChecker {

@@ -97,7 +97,8 @@ public struct StreamChecker {
                 self.error("P2", "\(path):\(tag.line)", "\(error)")
             }
         }
-        var summaries: [MediaSummary] = []
+        let audioGroups = checkAudioRenditions(top, path)
+        var summaries: [(uri: String, media: MediaSummary)] = []
         for variant in top.variants {
             let at = "\(path):\(variant.line)"
             let a = variant.attributes
@@ -113,9 +114,11 @@ public struct StreamChecker {
             }
             guard let media = checkMediaPlaylistFile(variant.uri) else { continue }
             checkVariant(a, bandwidth: bandwidth, media: media, at: at)
-            summaries.append(media)
+            checkAudioGroup(a, bandwidth: bandwidth, media: media, groups: audioGroups, at: at)
+            summaries.append((variant.uri, media))
         }
-        for stream in top.iFrameStreams { checkIFrameStream(stream, path, variants: summaries) }
+        checkAlignment(variants: summaries, audio: audioGroups)
+        for stream in top.iFrameStreams { checkIFrameStream(stream, path, variants: summaries.map(\.media)) }
     }
 
     static let mediaOnlyTags: Set<String> = ["EXTINF", "EXT-X-TARGETDURATION", "EXT-X-MEDIA-SEQUENCE",

@@ -83,7 +83,11 @@ public struct MultivariantPlaylist: Sendable, Equatable {
         public var height: Int
         /// Frames per second × 1000 (FRAME-RATE has three decimals, §4.4.6.2).
         public var frameRateMilli: Int
-        public init(uri: String, bandwidth: Int, averageBandwidth: Int, codecs: [String], width: Int, height: Int, frameRateMilli: Int) {
+        /// AUDIO: the GROUP-ID of the audio rendition it plays with; nil: its sound, if
+        /// any, is in its own segments.
+        public var audioGroup: String?
+        public init(uri: String, bandwidth: Int, averageBandwidth: Int, codecs: [String], width: Int, height: Int, frameRateMilli: Int,
+                    audioGroup: String? = nil) {
             self.uri = uri
             self.bandwidth = bandwidth
             self.averageBandwidth = averageBandwidth
@@ -91,6 +95,24 @@ public struct MultivariantPlaylist: Sendable, Equatable {
             self.width = width
             self.height = height
             self.frameRateMilli = frameRateMilli
+            self.audioGroup = audioGroup
+        }
+    }
+    /// An `EXT-X-MEDIA:TYPE=AUDIO` (§4.4.6.1): sound in a playlist of its own, which the
+    /// variants of its group play beside their pictures.
+    public struct AudioRendition: Sendable, Equatable {
+        public var groupID: String
+        public var name: String
+        /// LANGUAGE (RFC 5646); `und` when nobody said.
+        public var language: String
+        public var channels: Int
+        public var uri: String
+        public init(groupID: String, name: String, language: String = "und", channels: Int, uri: String) {
+            self.groupID = groupID
+            self.name = name
+            self.language = language
+            self.channels = channels
+            self.uri = uri
         }
     }
     /// An `EXT-X-I-FRAME-STREAM-INF` (§4.4.6.3): a variant's I-frame playlist, which has no
@@ -111,16 +133,18 @@ public struct MultivariantPlaylist: Sendable, Equatable {
             self.height = height
         }
     }
+    public var audio: [AudioRendition]
     public var variants: [Variant]
     public var iFrameStreams: [IFrameStream]
 
-    public init(variants: [Variant], iFrameStreams: [IFrameStream] = []) {
+    public init(audio: [AudioRendition] = [], variants: [Variant], iFrameStreams: [IFrameStream] = []) {
+        self.audio = audio
         self.variants = variants
         self.iFrameStreams = iFrameStreams
     }
 
-    /// Every media playlist it names, variants first.
-    public var mediaPlaylists: [String] { variants.map(\.uri) + iFrameStreams.map(\.uri) }
+    /// Every media playlist it names: variants, audio renditions, I-frame playlists.
+    public var mediaPlaylists: [String] { variants.map(\.uri) + audio.map(\.uri) + iFrameStreams.map(\.uri) }
 
     /// Reads back a multivariant playlist this type rendered; nil if the text is not one.
     public init?(parsing text: String) {
@@ -136,7 +160,15 @@ public struct MultivariantPlaylist: Sendable, Equatable {
         for v in parsed.variants {
             guard let c = common(v.attributes), let rate = v.attributes["FRAME-RATE"].flatMap(HLSValue.duration) else { return nil }
             variants.append(Variant(uri: v.uri, bandwidth: c.bandwidth, averageBandwidth: c.average, codecs: c.codecs,
-                                    width: c.size[0], height: c.size[1], frameRateMilli: Int((rate * 1000).rounded())))
+                                    width: c.size[0], height: c.size[1], frameRateMilli: Int((rate * 1000).rounded()),
+                                    audioGroup: v.attributes["AUDIO"]))
+        }
+        var audio: [AudioRendition] = []
+        for tag in parsed.tags("EXT-X-MEDIA") {
+            let a = ParsedPlaylist.attributes(tag.value ?? "")
+            guard a["TYPE"] == "AUDIO", let group = a["GROUP-ID"], let name = a["NAME"], let uri = a["URI"],
+                  let channels = a["CHANNELS"].flatMap({ Int($0) }) else { return nil }
+            audio.append(AudioRendition(groupID: group, name: name, language: a["LANGUAGE"] ?? "und", channels: channels, uri: uri))
         }
         var iFrames: [IFrameStream] = []
         for s in parsed.iFrameStreams {
@@ -144,15 +176,22 @@ public struct MultivariantPlaylist: Sendable, Equatable {
             iFrames.append(IFrameStream(uri: s.uri, bandwidth: c.bandwidth, averageBandwidth: c.average, codecs: c.codecs,
                                         width: c.size[0], height: c.size[1]))
         }
-        self.init(variants: variants, iFrameStreams: iFrames)
+        self.init(audio: audio, variants: variants, iFrameStreams: iFrames)
     }
 
     public func render() -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        for (index, a) in audio.enumerated() {
+            // The first of a group is its default (at most one may be, §4.4.6.1).
+            let first = !audio[..<index].contains { $0.groupID == a.groupID }
+            lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(a.groupID)\",NAME=\"\(a.name)\",LANGUAGE=\"\(a.language)\","
+                + "DEFAULT=\(first ? "YES" : "NO"),AUTOSELECT=YES,CHANNELS=\"\(a.channels)\",URI=\"\(a.uri)\"")
+        }
         for v in variants {
             let rate = decimalSeconds(Int64(v.frameRateMilli), timescale: 1000)
             lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(v.bandwidth),AVERAGE-BANDWIDTH=\(v.averageBandwidth),"
-                + "CODECS=\"\(v.codecs.joined(separator: ","))\",RESOLUTION=\(v.width)x\(v.height),FRAME-RATE=\(rate)")
+                + "CODECS=\"\(v.codecs.joined(separator: ","))\",RESOLUTION=\(v.width)x\(v.height),FRAME-RATE=\(rate)"
+                + (v.audioGroup.map { ",AUDIO=\"\($0)\"" } ?? ""))
             lines.append(v.uri)
         }
         for s in iFrameStreams {
@@ -160,6 +199,15 @@ public struct MultivariantPlaylist: Sendable, Equatable {
                 + "CODECS=\"\(s.codecs.joined(separator: ","))\",RESOLUTION=\(s.width)x\(s.height),URI=\"\(s.uri)\"")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension MultivariantPlaylist {
+    /// The media playlist that tells a stream's time and segments, given its index.m3u8:
+    /// the first variant's (`playlist.m3u8` in a stream of one variant, `v0/playlist.m3u8`
+    /// in a ladder's).
+    public static func mainPlaylist(index text: String?) -> String {
+        text.flatMap { ParsedPlaylist(text: $0).variants.first?.uri } ?? "playlist.m3u8"
     }
 }
 

@@ -7,7 +7,8 @@ public struct SegmentReport: Sendable {
     public var sequence: Int
     public var bytes: [UInt8]
     /// Video start and duration in video ticks: EXTINF is the real video duration
-    /// (RFC 8216bis §3: video in preference to audio).
+    /// (RFC 8216bis §3: video in preference to audio). In an audio rendition's segment
+    /// (`AudioSegmenter`), the sound's, at its sample rate.
     public var videoStart: Int64
     public var videoDuration: Int64
     public var videoTimescale: Int64

@@ -46,7 +46,10 @@ public struct AudioTrack: Sendable, Equatable {
 ///
 ///     |ftyp| |moov |mvhd| |trak(video)| |trak(audio)| |mvex |trex| |trex|| |
 public enum InitSegment {
-    public static func make(video: VideoTrack, audio: AudioTrack?) -> [UInt8] {
+    /// An init segment of a video track, a sound track, or both (a muxed variant); an
+    /// audio rendition has the sound alone (RFC 8216bis §4.4.6.1).
+    public static func make(video: VideoTrack?, audio: AudioTrack?) -> [UInt8] {
+        precondition(video != nil || audio != nil, "an init segment needs a track")
         var w = ByteWriter(capacity: 1024)
         w.box("ftyp") { w in
             w.fourCC("iso6")
@@ -63,12 +66,12 @@ public enum InitSegment {
                 w.zeros(10)
                 w.unityMatrix()
                 w.zeros(24)                 // pre_defined
-                w.u32((audio?.trackID ?? video.trackID) + 1)  // next_track_ID
+                w.u32(max(audio?.trackID ?? 0, video?.trackID ?? 0) + 1)  // next_track_ID
             }
-            videoTrak(&w, video)
+            if let video { videoTrak(&w, video) }
             if let audio { audioTrak(&w, audio) }
             w.box("mvex") { w in
-                trex(&w, video.trackID)
+                if let video { trex(&w, video.trackID) }
                 if let audio { trex(&w, audio.trackID) }
             }
         }
