@@ -115,6 +115,7 @@ public enum ConfigFile {
             $0.deviceName = $1
         },
         "video.fps": { $0.fps = try integer($1, 1...240) },
+        "video.ladder": { $0.ladder = try LadderSetting.parse($1) },
         "video.bitrate": { $0.bitrate = try bitrate($1) },
         "video.rotation": {
             guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError("expected 0, 90, 180 or 270, got \(quoted($1))") }

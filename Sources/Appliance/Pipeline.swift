@@ -164,7 +164,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
                                     clock: any WallClock, liveEdge: LiveEdge?, log: Log) -> Session {
         Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
-            guard case .segmentStored(let id, _, let bytes) = event else { return }
+            guard case .segmentStored(let id, _, let bytes, _) = event else { return }
             // The stream that stored it is the one being recorded: spared.
             storage.checkSoon(recording: id)
             telemetry.segmentStored(bytes: bytes)

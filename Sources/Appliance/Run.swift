@@ -96,6 +96,7 @@ final class Run {
             } catch { throw RunFailure.configuration(error) }
         }
         do { (camera, settings) = try Capture.openCamera(settings, log: log) } catch { throw RunFailure.configuration(error) }
+        if let problem = settings.ladderProblem { throw RunFailure.configuration(problem) }
         // `--pace fast` is for the synthetic source: a camera keeps its own time. Decided
         // here once, for the start-up buffer and the session alike.
         if camera != nil { settings.pace = .realtime }

@@ -27,6 +27,8 @@ public struct Settings: Sendable, Equatable {
     public enum AudioMode: String, Sendable, CaseIterable { case auto, on, off }
 
     public var quality: Quality = .medium
+    /// `video.ladder`: more rungs of the live picture from the same capture.
+    public var ladder: LadderSetting = .off
     public var width: Int?
     public var height: Int?
     public var fps = 30
@@ -105,6 +107,8 @@ public struct Settings: Sendable, Equatable {
     /// The live picture before rotation: `video.width/height`, else the preset, made to
     /// the camera's aspect ratio and no larger than the camera.
     public var liveSize: Size {
+        // An explicit ladder's top rung is the live picture.
+        if case .rungs(let rungs) = ladder { return Size(rungs[0].width, rungs[0].height) }
         if let width, let height { return Size(width, height) }
         let preset = quality.preset
         guard let camera = cameraSize else { return Size(width ?? preset.width, height ?? preset.height) }
@@ -124,7 +128,10 @@ public struct Settings: Sendable, Equatable {
     /// The picture the camera delivers (before rotation).
     public var captureWidth: Int { cameraSize?.width ?? requestedCaptureSize.width }
     public var captureHeight: Int { cameraSize?.height ?? requestedCaptureSize.height }
-    public var videoBitrate: Int { bitrate ?? quality.preset.bitrate }
+    public var videoBitrate: Int {
+        if case .rungs(let rungs) = ladder { return rungs[0].bitrate }
+        return bitrate ?? quality.preset.bitrate
+    }
     /// The live encoder's picture (after rotation).
     public var encodedSize: (width: Int, height: Int) {
         rotation.outputSize(width: liveSize.width, height: liveSize.height)
@@ -155,7 +162,11 @@ public struct Settings: Sendable, Equatable {
         return LiveProfile(output: OutputProfile(encoder: encoder, video: video, rotation: rotation, audio: audioProfile,
                                                  dataDirectory: dataDirectory),
                            segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds,
-                           rates: thermal.sensor == nil ? [] : thermal.fpsSteps.filter { $0 < fps })
+                           rates: thermal.sensor == nil ? [] : thermal.fpsSteps.filter { $0 < fps },
+                           lowerRungs: lowerRungs.map { rung in
+                               let size = rotation.outputSize(width: rung.width, height: rung.height)
+                               return Rung(width: size.width, height: size.height, bitrate: rung.bitrate)
+                           })
     }
 
     public var recordingProfile: RecordingProfile {

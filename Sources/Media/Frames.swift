@@ -63,12 +63,16 @@ public struct EncodedSample: Sendable, Equatable {
     /// Ticks until the next sample; 0 while unknown.
     public var duration: Int64
     public var isSync: Bool
+    /// Which rung of the quality ladder a video sample belongs to (0: the top, and the
+    /// only one without a ladder).
+    public var rung = 0
 
-    public init(data: [UInt8], dts: Int64, pts: Int64, duration: Int64, isSync: Bool) {
+    public init(data: [UInt8], dts: Int64, pts: Int64, duration: Int64, isSync: Bool, rung: Int = 0) {
         self.data = data
         self.dts = dts
         self.pts = pts
         self.duration = duration
         self.isSync = isSync
+        self.rung = rung
     }
 }

@@ -6,18 +6,22 @@
 /// fails, the playlist stops at 3 until 4 is confirmed. So it never lists a segment the
 /// origin lacks, never reorders, never shrinks. init.mp4 and index.m3u8 are confirmed
 /// before the first playlist; ENDLIST goes up only after every segment is confirmed.
-/// Every media playlist of the stream (playlist.m3u8 and iframes.m3u8, which list the
-/// same segments) follows these rules on its own.
+/// A stream is one or more renditions (a ladder's rungs and its sound, each in a folder
+/// of its own), each with its own init.mp4, segments and media playlists (playlist.m3u8,
+/// and iframes.m3u8 which lists the same segments); every playlist follows these rules
+/// on its own, over its own rendition's segments.
 /// Failed uploads are retried forever: the talk's quick retries, then exponential backoff
 /// with jitter.
 public struct PublishPlan: Sendable {
     public enum Job: Hashable, Sendable {
-        case initSegment
-        case segment(Int)
+        /// The init.mp4 of the rendition in this folder ("" without a ladder).
+        case initSegment(String)
+        /// Segment `sequence` of the rendition in folder `in`.
+        case segment(Int, in: String = "")
         /// index.m3u8, at the local version it had when the job was made.
         case multivariant(version: Int)
-        /// A media playlist (`playlist.m3u8`, `iframes.m3u8`) listing segments 1...count,
-        /// with ENDLIST if `ended`.
+        /// A media playlist (its path in the stream: `playlist.m3u8`, `v0/iframes.m3u8`)
+        /// listing its rendition's segments 1...count, with ENDLIST if `ended`.
         case playlist(String, count: Int, ended: Bool)
     }
 
@@ -27,60 +31,87 @@ public struct PublishPlan: Sendable {
         case confirmed
     }
 
+    /// One rendition's uploads.
+    struct Rendition: Sendable {
+        let folder: String
+        let playlists: [String]
+        var initItem: Item = .pending(notBefore: 0, failures: 0)
+        var segments: [Int: Item] = [:]
+        /// Segments 1...stored are complete on local disk.
+        var stored = 0
+        /// The origin holds segments 1...confirmedThrough.
+        var confirmedThrough = 0
+        /// When each segment was stored (caller's clock), for the age of the oldest unpublished.
+        var storedAt: [Int: Int64] = [:]
+        var listedBy: [String: Int] = [:]
+        var endedBy = Set<String>()
+        var playlistItems: [String: Item] = [:]
+
+        init(folder: String, playlists: [String]) {
+            self.folder = folder
+            self.playlists = playlists
+            for name in playlists { playlistItems[name] = .pending(notBefore: 0, failures: 0) }
+        }
+
+        var listed: Int { playlists.map { listedBy[$0] ?? 0 }.min() ?? 0 }
+        var ending: Bool { confirmedThrough == stored }
+        var unconfirmed: [Int] { stride(from: confirmedThrough + 1, through: stored, by: 1).filter { segments[$0] != .confirmed } }
+    }
+
     public let id: String
     public let retry: RetryPolicy
-    /// The media playlists, as index.m3u8 names them.
-    public let playlists: [String]
-    /// Segments 1...stored are complete on local disk.
-    public private(set) var stored = 0
+    var renditions: [Rendition]
     public private(set) var localEnded = false
-    /// The origin holds segments 1...confirmedThrough.
-    public private(set) var confirmedThrough = 0
-    /// Every playlist on the origin lists segments 1...listed (at least).
-    public var listed: Int { playlists.map { listedBy[$0] ?? 0 }.min() ?? 0 }
-    /// Every playlist on the origin has ENDLIST.
-    public var endlistConfirmed: Bool { playlists.allSatisfy(endedBy.contains) }
-    private var listedBy: [String: Int] = [:]
-    private var endedBy = Set<String>()
-    private var initItem: Item = .pending(notBefore: 0, failures: 0)
-    private var segments: [Int: Item] = [:]
     private var multivariantItem: Item = .pending(notBefore: 0, failures: 0)
     private var multivariantLocal = 1
     private var multivariantConfirmed = 0
-    private var playlistItems: [String: Item] = [:]
-    /// When each segment was stored (caller's clock), for the age of the oldest unpublished.
-    private var storedAt: [Int: Int64] = [:]
 
+    /// A stream of one rendition in its own directory, with these media playlists.
     public init(id: String, retry: RetryPolicy, playlists: [String] = ["playlist.m3u8"]) {
-        precondition(!playlists.isEmpty)
-        self.id = id
-        self.retry = retry
-        self.playlists = playlists
-        for name in playlists { playlistItems[name] = .pending(notBefore: 0, failures: 0) }
+        self.init(id: id, retry: retry, renditions: [(folder: "", playlists: playlists)])
     }
 
+    /// A stream of renditions, each a folder ("" for the stream's directory) and the paths
+    /// of its media playlists.
+    public init(id: String, retry: RetryPolicy, renditions: [(folder: String, playlists: [String])]) {
+        precondition(!renditions.isEmpty && renditions.allSatisfy { !$0.playlists.isEmpty })
+        self.id = id
+        self.retry = retry
+        self.renditions = renditions.map { Rendition(folder: $0.folder, playlists: $0.playlists) }
+    }
+
+    public var folders: [String] { renditions.map(\.folder) }
+    /// Segments complete on local disk, in the first rendition.
+    public var stored: Int { renditions[0].stored }
+    /// Every playlist on the origin lists at least this many segments.
+    public var listed: Int { renditions.map(\.listed).min() ?? 0 }
+    /// Every playlist on the origin has ENDLIST.
+    public var endlistConfirmed: Bool { renditions.allSatisfy { $0.playlists.allSatisfy($0.endedBy.contains) } }
     /// Nothing is left to upload: the stream ended and ENDLIST is on the origin.
     public var isComplete: Bool { endlistConfirmed }
+    /// Each rendition's confirmed run, in order (the journal's).
+    public var confirmedThrough: [Int] { renditions.map(\.confirmedThrough) }
 
-    public var pendingSegments: Int { stored - confirmedThrough }
+    public var pendingSegments: Int { renditions.reduce(0) { $0 + $1.stored - $1.confirmedThrough } }
 
     // MARK: Local events
 
-    public mutating func segmentStored(_ sequence: Int, at now: Int64 = 0) {
-        precondition(sequence == stored + 1, "segments are stored in order")
-        stored = sequence
-        segments[sequence] = .pending(notBefore: 0, failures: 0)
-        storedAt[sequence] = now
+    public mutating func segmentStored(_ sequence: Int, in folder: String = "", at now: Int64 = 0) {
+        guard let r = renditions.firstIndex(where: { $0.folder == folder }) else { return }
+        precondition(sequence == renditions[r].stored + 1, "segments are stored in order")
+        renditions[r].stored = sequence
+        renditions[r].segments[sequence] = .pending(notBefore: 0, failures: 0)
+        renditions[r].storedAt[sequence] = now
     }
 
     /// When the oldest segment the destination does not have yet was stored.
     public var oldestUnconfirmedStoredAt: Int64? {
-        stride(from: confirmedThrough + 1, through: stored, by: 1).first { segments[$0] != .confirmed }.flatMap { storedAt[$0] }
+        renditions.compactMap { r in r.unconfirmed.first.flatMap { r.storedAt[$0] } }.min()
     }
 
-    /// Sequence numbers stored but not confirmed.
-    public var unconfirmedSegments: [Int] {
-        stride(from: confirmedThrough + 1, through: stored, by: 1).filter { segments[$0] != .confirmed }
+    /// Segments stored but not confirmed: each rendition's folder and sequence numbers.
+    public var unconfirmedSegments: [(folder: String, sequence: Int)] {
+        renditions.flatMap { r in r.unconfirmed.map { (r.folder, $0) } }
     }
 
     /// index.m3u8 was rewritten locally (a higher BANDWIDTH): the origin needs it again
@@ -92,57 +123,79 @@ public struct PublishPlan: Sendable {
 
     public mutating func ended() { localEnded = true }
 
-    /// Marks what an earlier run already confirmed (from the journal).
-    public mutating func restore(confirmedSegments: Int, listed: Int, endlist: Bool) {
-        initItem = .confirmed
+    /// Marks what an earlier run already confirmed (from the journal: per rendition, in
+    /// order; a journal of one number speaks for every rendition).
+    public mutating func restore(confirmedSegments: [Int], listed: [Int], endlist: Bool) {
         multivariantItem = .confirmed
         multivariantConfirmed = multivariantLocal
-        confirmedThrough = min(confirmedSegments, stored)
-        for sequence in stride(from: 1, through: confirmedThrough, by: 1) { segments[sequence] = .confirmed }
-        for name in playlists { listedBy[name] = min(listed, confirmedThrough) }
-        if endlist && localEnded && self.listed == stored {
-            endedBy = Set(playlists)
-            for name in playlists { playlistItems[name] = .confirmed }
+        for r in renditions.indices {
+            let confirmed = min(confirmedSegments.count > r ? confirmedSegments[r] : confirmedSegments.first ?? 0, renditions[r].stored)
+            let shown = listed.count > r ? listed[r] : listed.first ?? 0
+            renditions[r].initItem = .confirmed
+            renditions[r].confirmedThrough = confirmed
+            for sequence in stride(from: 1, through: confirmed, by: 1) { renditions[r].segments[sequence] = .confirmed }
+            for name in renditions[r].playlists { renditions[r].listedBy[name] = min(shown, confirmed) }
+        }
+        if endlist && localEnded && renditions.allSatisfy({ $0.listed == $0.stored }) {
+            for r in renditions.indices {
+                renditions[r].endedBy = Set(renditions[r].playlists)
+                for name in renditions[r].playlists { renditions[r].playlistItems[name] = .confirmed }
+            }
         }
     }
 
-    /// What the journal may say once `job` is confirmed: every playlist lists at least
-    /// `listed`, and all have ENDLIST when `endlist`.
-    public func afterConfirming(_ job: Job) -> (listed: Int, endlist: Bool) {
-        guard case .playlist(let name, let count, let ended) = job else { return (listed, endlistConfirmed) }
-        return (playlists.map { $0 == name ? max(count, listedBy[$0] ?? 0) : listedBy[$0] ?? 0 }.min() ?? 0,
-                playlists.allSatisfy { $0 == name ? ended || endedBy.contains($0) : endedBy.contains($0) })
+    /// What the journal may say once `job` is confirmed: how many segments each
+    /// rendition's playlists all list, and whether every playlist has ENDLIST.
+    public func afterConfirming(_ job: Job) -> (listed: [Int], endlist: Bool) {
+        guard case .playlist(let path, let count, let ended) = job else {
+            return (renditions.map(\.listed), endlistConfirmed)
+        }
+        let listed = renditions.map { r in
+            r.playlists.map { $0 == path ? max(count, r.listedBy[$0] ?? 0) : r.listedBy[$0] ?? 0 }.min() ?? 0
+        }
+        let endlist = renditions.allSatisfy { r in r.playlists.allSatisfy { $0 == path ? ended || r.endedBy.contains($0) : r.endedBy.contains($0) } }
+        return (listed, endlist)
     }
 
     // MARK: Scheduling
 
     /// Jobs that may start at `now`, given room for `segmentSlots` more segment uploads;
-    /// each returned job is marked in flight. Segments go in order of their number.
+    /// each returned job is marked in flight. Segments go in order of their number, the
+    /// renditions side by side.
     public mutating func start(now: Int64, segmentSlots: Int) -> [Job] {
         var jobs: [Job] = []
-        if Self.ready(initItem, now) { jobs.append(.initSegment); initItem = Self.flying(initItem) }
+        for r in renditions.indices where Self.ready(renditions[r].initItem, now) {
+            jobs.append(.initSegment(renditions[r].folder))
+            renditions[r].initItem = Self.flying(renditions[r].initItem)
+        }
         var room = segmentSlots
-        var sequence = confirmedThrough + 1
-        while room > 0 && sequence <= stored {
-            if let item = segments[sequence], Self.ready(item, now) {
-                jobs.append(.segment(sequence))
-                segments[sequence] = Self.flying(item)
-                room -= 1
+        var sequence = (renditions.map(\.confirmedThrough).min() ?? 0) + 1
+        let last = renditions.map(\.stored).max() ?? 0
+        while room > 0 && sequence <= last {
+            for r in renditions.indices where room > 0 && sequence > renditions[r].confirmedThrough && sequence <= renditions[r].stored {
+                if let item = renditions[r].segments[sequence], Self.ready(item, now) {
+                    jobs.append(.segment(sequence, in: renditions[r].folder))
+                    renditions[r].segments[sequence] = Self.flying(item)
+                    room -= 1
+                }
             }
             sequence += 1
         }
-        guard initItem == .confirmed else { return jobs }
+        // index.m3u8 names every rendition: only once all their init segments are up.
+        guard renditions.allSatisfy({ $0.initItem == .confirmed }) else { return jobs }
         if multivariantConfirmed < multivariantLocal, Self.ready(multivariantItem, now) {
             jobs.append(.multivariant(version: multivariantLocal))
             multivariantItem = Self.flying(multivariantItem)
         }
         // A playlist only once the multivariant playlist that describes it is up.
         guard multivariantConfirmed == multivariantLocal else { return jobs }
-        let ending = localEnded && confirmedThrough == stored
-        for name in playlists where Self.ready(playlistItems[name]!, now) {
-            if confirmedThrough > listedBy[name, default: 0] || (ending && !endedBy.contains(name)) {
-                jobs.append(.playlist(name, count: confirmedThrough, ended: ending))
-                playlistItems[name] = Self.flying(playlistItems[name]!)
+        for r in renditions.indices {
+            let ending = localEnded && renditions[r].ending
+            for name in renditions[r].playlists where Self.ready(renditions[r].playlistItems[name]!, now) {
+                if renditions[r].confirmedThrough > renditions[r].listedBy[name, default: 0] || (ending && !renditions[r].endedBy.contains(name)) {
+                    jobs.append(.playlist(name, count: renditions[r].confirmedThrough, ended: ending))
+                    renditions[r].playlistItems[name] = Self.flying(renditions[r].playlistItems[name]!)
+                }
             }
         }
         return jobs
@@ -156,13 +209,15 @@ public struct PublishPlan: Sendable {
             return .pending(notBefore: now + retry.delayMilliseconds(afterFailures: failures + 1, jitter: jitter), failures: failures + 1)
         }
         switch job {
-        case .initSegment:
-            initItem = next(initItem)
-        case .segment(let sequence):
-            segments[sequence] = next(segments[sequence] ?? .confirmed)
-            while segments[confirmedThrough + 1] == .confirmed {
-                confirmedThrough += 1
-                storedAt[confirmedThrough] = nil
+        case .initSegment(let folder):
+            guard let r = renditions.firstIndex(where: { $0.folder == folder }) else { return }
+            renditions[r].initItem = next(renditions[r].initItem)
+        case .segment(let sequence, let folder):
+            guard let r = renditions.firstIndex(where: { $0.folder == folder }) else { return }
+            renditions[r].segments[sequence] = next(renditions[r].segments[sequence] ?? .confirmed)
+            while renditions[r].segments[renditions[r].confirmedThrough + 1] == .confirmed {
+                renditions[r].confirmedThrough += 1
+                renditions[r].storedAt[renditions[r].confirmedThrough] = nil
             }
         case .multivariant(let version):
             multivariantItem = next(multivariantItem)
@@ -171,10 +226,11 @@ public struct PublishPlan: Sendable {
                 if multivariantConfirmed < multivariantLocal { multivariantItem = .pending(notBefore: 0, failures: 0) }
             }
         case .playlist(let name, let count, let ended):
-            playlistItems[name] = next(playlistItems[name] ?? .confirmed)
+            guard let r = renditions.firstIndex(where: { $0.playlists.contains(name) }) else { return }
+            renditions[r].playlistItems[name] = next(renditions[r].playlistItems[name] ?? .confirmed)
             if succeeded {
-                listedBy[name] = max(listedBy[name, default: 0], count)
-                if ended { endedBy.insert(name) } else { playlistItems[name] = .pending(notBefore: 0, failures: 0) }
+                renditions[r].listedBy[name] = max(renditions[r].listedBy[name, default: 0], count)
+                if ended { renditions[r].endedBy.insert(name) } else { renditions[r].playlistItems[name] = .pending(notBefore: 0, failures: 0) }
             }
         }
     }
@@ -183,10 +239,10 @@ public struct PublishPlan: Sendable {
     public func retryState(of job: Job) -> (failures: Int, notBefore: Int64?) {
         let item: Item?
         switch job {
-        case .initSegment: item = initItem
-        case .segment(let sequence): item = segments[sequence]
+        case .initSegment(let folder): item = renditions.first { $0.folder == folder }?.initItem
+        case .segment(let sequence, let folder): item = renditions.first { $0.folder == folder }?.segments[sequence]
         case .multivariant: item = multivariantItem
-        case .playlist(let name, _, _): item = playlistItems[name]
+        case .playlist(let name, _, _): item = renditions.first { $0.playlists.contains(name) }?.playlistItems[name]
         }
         switch item {
         case .pending(let at, let failures)?: return (failures, at)
@@ -197,7 +253,7 @@ public struct PublishPlan: Sendable {
 
     /// When the earliest waiting retry becomes due (nil: nothing is waiting on time).
     public var nextRetry: Int64? {
-        let items = [initItem, multivariantItem] + Array(playlistItems.values) + Array(segments.values)
+        let items = [multivariantItem] + renditions.flatMap { [$0.initItem] + Array($0.playlistItems.values) + Array($0.segments.values) }
         return items.compactMap { item -> Int64? in
             if case .pending(let at, let failures) = item, failures > 0 { return at }
             return nil

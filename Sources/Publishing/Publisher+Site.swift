@@ -52,8 +52,10 @@ extension Publisher {
         }
         return ids.compactMap { id -> StreamInfo? in
             let directory = "\(streams)/\(id)"
-            guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.listed, $0.endlist) }),
-                  visible.listed > 0, let text = FileSystem.read(directory + "/playlist.m3u8") else { return nil }
+            guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.visible, $0.endlist) }),
+                  visible.listed > 0,
+                  let text = FileSystem.read(directory + "/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText(directory + "/index.m3u8")))
+            else { return nil }
             return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
                               visible: visible.listed, ended: visible.ended)
         }

@@ -77,6 +77,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     private var workers: [WorkerThread] = []
     /// Guards everything above; broadcast whenever it changes (workers and a drain wait).
     let condition = Condition()
+    /// Orders playlist confirmations with their journal writes (`finish`).
+    private let journaling = Lock()
     private var counts = Counters()
     private var lastFailure: String?
 
@@ -117,22 +119,30 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         switch event {
         case .started(let id): update(id) { _ in }
         case .multivariantRewritten(let id): update(id) { $0.multivariantChanged() }
-        case .segmentStored(let id, let sequence, _):
+        case .segmentStored(let id, let sequence, _, let rendition):
             let now = nowMilliseconds
-            update(id) { $0.segmentStored(sequence, at: now) }
+            update(id) { $0.segmentStored(sequence, in: rendition, at: now) }
         case .ended(let id): update(id) { $0.ended() }
         }
     }
 
     /// Picks up a stream an earlier run left (closed by Recovery): what its journal says
     /// the destination already has is not sent again, except index.m3u8 when recovery
-    /// measured it again. Returns the segments still to send.
+    /// measured it again. Returns the segments still to send. `segments` is how many the
+    /// stream holds (a ladder's renditions each say their own in their playlists).
     @discardableResult
     public func resume(_ id: String, segments: Int, multivariantRewritten: Bool = false) -> Int {
-        let journal = Journal.read("\(root)/streams/\(id)", destination: journalKey)
+        let directory = "\(root)/streams/\(id)"
+        let journal = Journal.read(directory, destination: journalKey)
+        let renditions = self.renditions(id)
+        let stored = renditions.count == 1 ? [segments] : renditions.map { rendition in
+            FileSystem.readText("\(directory)/\(rendition.playlists[0])").flatMap(MediaPlaylist.init(parsing:))?.entries.count ?? 0
+        }
         return locked {
-            var plan = PublishPlan(id: id, retry: retry, playlists: mediaPlaylists(id))
-            for sequence in stride(from: 1, through: segments, by: 1) { plan.segmentStored(sequence) }
+            var plan = PublishPlan(id: id, retry: retry, renditions: renditions)
+            for (rendition, count) in zip(renditions, stored) {
+                for sequence in stride(from: 1, through: count, by: 1) { plan.segmentStored(sequence, in: rendition.folder) }
+            }
             plan.ended()
             if let journal { plan.restore(confirmedSegments: journal.confirmedSegments, listed: journal.listed, endlist: journal.endlist) }
             if multivariantRewritten { plan.multivariantChanged() }
@@ -165,17 +175,25 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         ready.removeAll { $0.id == id }
     }
 
-    /// The media playlists stream `id`'s index.m3u8 names (written before anything is
-    /// reported), each published under the same rules.
-    func mediaPlaylists(_ id: String) -> [String] {
+    /// The renditions of stream `id` and their media playlists, as its index.m3u8 names
+    /// them (written before anything is reported): each playlist's folder is its
+    /// rendition's.
+    func renditions(_ id: String) -> [(folder: String, playlists: [String])] {
         let names = FileSystem.readText("\(root)/streams/\(id)/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))?.mediaPlaylists ?? []
-        return names.isEmpty ? [StreamWriter.playlistName] : names
+        var renditions: [(folder: String, playlists: [String])] = []
+        for name in names {
+            let folder = name.lastIndex(of: "/").map { String(name[..<$0]) } ?? ""
+            if let r = renditions.firstIndex(where: { $0.folder == folder }) { renditions[r].playlists.append(name) } else {
+                renditions.append((folder, [name]))
+            }
+        }
+        return renditions.isEmpty ? [("", [StreamWriter.playlistName])] : renditions
     }
 
     private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
         locked {
             if plans[id] == nil {
-                plans[id] = PublishPlan(id: id, retry: retry, playlists: mediaPlaylists(id))
+                plans[id] = PublishPlan(id: id, retry: retry, renditions: renditions(id))
                 order.append(id)
             }
             change(&plans[id]!)
@@ -192,10 +210,10 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
              plans.values.filter { !$0.isComplete }.count, counts, lastFailure)
         }
         var bytes = 0
-        for (id, sequences) in pending {
-            for sequence in sequences {
+        for (id, segments) in pending {
+            for segment in segments {
                 var info = stat()
-                if stat("\(root)/streams/\(id)/\(MediaPlaylist.segmentURI(sequence))", &info) == 0 { bytes += Int(info.st_size) }
+                if stat("\(root)/streams/\(id)/\(Self.segmentPath(segment.sequence, in: segment.folder))", &info) == 0 { bytes += Int(info.st_size) }
             }
         }
         return Status(destination: destination, pendingSegments: pending.reduce(0) { $0 + $1.1.count }, pendingBytes: bytes,
@@ -333,10 +351,22 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         return nil
     }
 
+    /// A playlist's outcome is recorded under `journaling`: the journal written from one
+    /// confirmation must already count every playlist confirmed before it, or two
+    /// renditions' last playlists finishing together would each write ENDLIST unseen.
     private func finish(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
+        if case .playlist = job {
+            journaling.withLock { record(id, job, path: path, bytes: bytes, error: error, took: took) }
+        } else {
+            record(id, job, path: path, bytes: bytes, error: error, took: took)
+        }
+    }
+
+    private func record(_ id: String, _ job: PublishPlan.Job, path: String, bytes: Int, error: UploadError?, took: Int64) {
         // The journal records a confirmed playlist before the plan does, so whoever sees
         // the stream complete (drain) also finds it complete on disk.
         if error == nil, case .playlist = job, let (confirmed, after) = locked({ plans[id].map { ($0.confirmedThrough, $0.afterConfirming(job)) } }) {
+            // Per rendition, in the plan's order.
             let journal = Journal(destination: journalKey, confirmedSegments: confirmed, listed: after.listed, endlist: after.endlist)
             do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
@@ -374,16 +404,23 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         let directory = "\(root)/streams/\(id)"
         func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)") }
         switch job {
-        case .initSegment: return ("init.mp4", read("init.mp4"))
-        case .segment(let sequence):
-            let uri = MediaPlaylist.segmentURI(sequence)
-            return (uri, read(uri))
+        case .initSegment(let folder):
+            let path = folder.isEmpty ? "init.mp4" : folder + "/init.mp4"
+            return (path, read(path))
+        case .segment(let sequence, let folder):
+            let path = Self.segmentPath(sequence, in: folder)
+            return (path, read(path))
         case .multivariant: return ("index.m3u8", read("index.m3u8"))
         case .playlist(let name, let count, let ended):
             guard let text = read(name), let local = MediaPlaylist(parsing: String(decoding: text, as: UTF8.self)),
                   local.entries.count >= count, !ended || local.isEnded else { return (name, nil) }
             return (name, Array(local.prefix(count).render().utf8))
         }
+    }
+
+    /// A segment's path in its stream's directory.
+    static func segmentPath(_ sequence: Int, in folder: String) -> String {
+        folder.isEmpty ? MediaPlaylist.segmentURI(sequence) : folder + "/" + MediaPlaylist.segmentURI(sequence)
     }
 
     // MARK: Locking

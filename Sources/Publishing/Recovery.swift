@@ -54,18 +54,65 @@ public enum Recovery {
         for name in FileSystem.filesBelow(directory) where name.hasSuffix(".tmp") {
             try? FileSystem.remove(directory + "/" + name)
         }
-        let playlistPath = directory + "/" + StreamWriter.playlistName
-        guard let data = FileSystem.read(playlistPath) else {
-            return nil  // no segment was ever stored: nothing to publish
+        // A ladder's renditions each close like a stream of one variant.
+        let index = FileSystem.readText(directory + "/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))
+        var folders: [String] = []
+        for path in index?.mediaPlaylists ?? [] {
+            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+            if !folders.contains(folder) { folders.append(folder) }
         }
+        if folders.isEmpty { folders = [""] }
+        var closed: [ClosedRendition] = []
+        for folder in folders {
+            guard let rendition = try closeRendition(directory: directory, folder: folder, index: index, skipped: skipped) else {
+                // No segment was ever stored in the stream: nothing to publish.
+                if closed.isEmpty { return nil }
+                continue
+            }
+            closed.append(rendition)
+        }
+        let interrupted = closed.contains { $0.wasInterrupted }
+        // index.m3u8 first: a playlist is never listed before the variant describing it.
+        var playlists: [String: MediaPlaylist] = [:]
+        for rendition in closed {
+            playlists[rendition.path(StreamWriter.playlistName)] = rendition.playlist
+            if let iFrames = rendition.iFrames { playlists[rendition.path(StreamWriter.iFramesName)] = iFrames }
+        }
+        let remeasured = interrupted ? try remeasure(directory: directory, playlists: playlists) : false
+        for rendition in closed {
+            if let iFrames = rendition.iFrames, rendition.iFramesChanged {
+                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + rendition.path(StreamWriter.iFramesName))
+            }
+            if rendition.wasInterrupted {
+                try AtomicFile.write(Array(rendition.playlist.render().utf8), to: directory + "/" + rendition.path(StreamWriter.playlistName))
+            }
+        }
+        return Closed(id: id, segments: closed[0].playlist.entries.count, wasInterrupted: interrupted, multivariantRewritten: remeasured)
+    }
+
+    /// One rendition as closed, not yet written.
+    struct ClosedRendition {
+        var folder: String
+        var playlist: MediaPlaylist
+        var wasInterrupted: Bool
+        var iFrames: MediaPlaylist?
+        var iFramesChanged: Bool
+        func path(_ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+    }
+
+    /// A rendition's playlist with ENDLIST and every complete segment, and its I-frame
+    /// playlist to match; nil when it has no playlist (nothing was stored).
+    static func closeRendition(directory: String, folder: String, index: MultivariantPlaylist?,
+                               skipped: (Skipped) -> Void) throws -> ClosedRendition? {
+        let base = folder.isEmpty ? directory : directory + "/" + folder
+        let playlistPath = base + "/" + StreamWriter.playlistName
+        guard let data = FileSystem.read(playlistPath) else { return nil }
         guard let text = String(validating: data, as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
             setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
             return nil
         }
-        // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
-        // the I-frame playlist to close.
         var parsedInit: ParsedInit?
-        let initPath = directory + "/init.mp4"
+        let initPath = base + "/init.mp4"
         func readInit() -> ParsedInit? {
             if parsedInit == nil, let initBytes = FileSystem.read(initPath) {
                 do { parsedInit = try ParsedInit(bytes: initBytes) } catch {
@@ -75,45 +122,35 @@ public enum Recovery {
             }
             return parsedInit
         }
-        if playlist.isEnded {
-            if let iFrames = try closedIFrames(directory: directory, playlist: playlist, parsedInit: readInit) {
-                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + StreamWriter.iFramesName)
+        let wasInterrupted = !playlist.isEnded
+        if wasInterrupted {
+            // Complete segments stored after the last playlist write, timed by their
+            // pictures (their sound, in an audio rendition).
+            if let parsedInit = readInit(), let track = parsedInit.track("vide") ?? parsedInit.track("soun") {
+                addUnlisted(to: &playlist, directory: base, trex: parsedInit.trex, video: track, skipped: skipped)
             }
-            return Closed(id: id, segments: playlist.entries.count, wasInterrupted: false)
+            playlist.isEnded = true
         }
-        // Complete segments stored after the last playlist write.
-        if let parsedInit = readInit(), let video = parsedInit.track("vide") {
-            addUnlisted(to: &playlist, directory: directory, trex: parsedInit.trex, video: video, skipped: skipped)
+        // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
+        // the I-frame playlist to close, even in a stream that ended.
+        let listsIFrames = index?.iFrameStreams.contains { $0.uri == (folder.isEmpty ? "" : folder + "/") + StreamWriter.iFramesName } ?? false
+        let found = FileSystem.readText(base + "/" + StreamWriter.iFramesName).flatMap(MediaPlaylist.init(parsing:))
+        var iFrames = found
+        var changed = false
+        if listsIFrames || found != nil, !(found?.isEnded == true && found?.entries.count == playlist.entries.count) {
+            // One that cannot be read is made again from the segments.
+            iFrames = closedIFrames(from: found ?? MediaPlaylist(targetDuration: playlist.targetDuration, mapURI: playlist.mapURI, iFramesOnly: true),
+                                    directory: base, playlist: playlist, parsedInit: readInit)
+            changed = true
         }
-        playlist.isEnded = true
-        let iFrames = try closedIFrames(directory: directory, playlist: playlist, parsedInit: readInit)
-        // index.m3u8 first: a playlist is never listed before the variant describing it.
-        let remeasured = try remeasure(directory: directory, playlist: playlist, iFrames: iFrames)
-        if let iFrames { try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + StreamWriter.iFramesName) }
-        try AtomicFile.write(Array(playlist.render().utf8), to: playlistPath)
-        return Closed(id: id, segments: playlist.entries.count, wasInterrupted: true, multivariantRewritten: remeasured)
+        return ClosedRendition(folder: folder, playlist: playlist, wasInterrupted: wasInterrupted, iFrames: iFrames, iFramesChanged: changed)
     }
 
-    /// The stream's I-frame playlist, ended and listing exactly the segments `playlist`
-    /// does (each one's IDR read from its own file when the crash came before it was
-    /// listed); nil when it has none to close (a stream from before I-frame playlists, or
-    /// one already closed).
-    static func closedIFrames(directory: String, playlist: MediaPlaylist, parsedInit: () -> ParsedInit?) throws -> MediaPlaylist? {
-        let path = directory + "/" + StreamWriter.iFramesName
-        guard let text = FileSystem.readText(path) else {
-            let index = FileSystem.readText(directory + "/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))
-            guard index?.iFrameStreams.contains(where: { $0.uri == StreamWriter.iFramesName }) ?? false else { return nil }
-            return try closedIFrames(from: MediaPlaylist(targetDuration: playlist.targetDuration, mapURI: playlist.mapURI, iFramesOnly: true),
-                                     directory: directory, playlist: playlist, parsedInit: parsedInit)
-        }
-        // One that cannot be read is made again from the segments.
-        let found = MediaPlaylist(parsing: text) ?? MediaPlaylist(targetDuration: playlist.targetDuration, mapURI: playlist.mapURI, iFramesOnly: true)
-        if found.isEnded && found.entries.count == playlist.entries.count { return nil }
-        return try closedIFrames(from: found, directory: directory, playlist: playlist, parsedInit: parsedInit)
-    }
-
+    /// The rendition's I-frame playlist, ended and listing exactly the segments
+    /// `playlist` does (each one's IDR read from its own file when the crash came before
+    /// it was listed).
     private static func closedIFrames(from found: MediaPlaylist, directory: String, playlist: MediaPlaylist,
-                                      parsedInit: () -> ParsedInit?) throws -> MediaPlaylist {
+                                      parsedInit: () -> ParsedInit?) -> MediaPlaylist {
         var iFrames = found
         iFrames.iFramesOnly = true
         iFrames.entries = Array(found.entries.prefix { entry in playlist.entries.contains { $0.uri == entry.uri } })
@@ -139,26 +176,32 @@ public enum Recovery {
         return first.range.upperBound
     }
 
-    /// A live stream's index.m3u8 carries the AVERAGE-BANDWIDTH measured when it was last
-    /// rewritten (the writer rewrites it when the peak rises, and at the end); a stream the
-    /// power cut ended never got the final one, so it can be more than 10% off what was
-    /// stored (HLS_RULES C7), and the segments recovered after the last playlist write can
-    /// raise the peak (C6). Both are measured again from the files; true if it changed.
-    static func remeasure(directory: String, playlist: MediaPlaylist, iFrames: MediaPlaylist? = nil) throws -> Bool {
+    /// A live stream's index.m3u8 carries the bit rates measured when it was last
+    /// rewritten (the writer rewrites it when a peak rises, and at the end); a stream the
+    /// power cut ended never got the final ones, so AVERAGE-BANDWIDTH can be more than 10%
+    /// off what was stored (HLS_RULES C7), and the segments recovered after the last
+    /// playlist write can raise a peak (C6). All are measured again from the files, as
+    /// the writer composes them (a rung's figures plus its sound's); `playlists` are the
+    /// closed playlists by path, read from disk where not given. True if it changed.
+    static func remeasure(directory: String, playlists: [String: MediaPlaylist]) throws -> Bool {
         let path = directory + "/index.m3u8"
         guard let text = FileSystem.readText(path), var index = MultivariantPlaylist(parsing: text) else { return false }
-        let meter = playlist.measuredBitrates { FileSystem.size(directory + "/" + $0) }
-        let before = index
-        for i in index.variants.indices where index.variants[i].uri == StreamWriter.playlistName {
-            index.variants[i].averageBandwidth = meter.average
-            index.variants[i].bandwidth = max(index.variants[i].bandwidth, meter.peak)
+        func meter(_ uri: String) -> BitrateMeter? {
+            guard let playlist = playlists[uri] ?? FileSystem.readText(directory + "/" + uri).flatMap(MediaPlaylist.init(parsing:)) else { return nil }
+            let folder = uri.lastIndex(of: "/").map { String(uri[...$0]) } ?? ""
+            return playlist.measuredBitrates { FileSystem.size(directory + "/" + folder + $0) }
         }
-        if let iFrames {
-            let meter = iFrames.measuredBitrates { _ in nil }
-            for i in index.iFrameStreams.indices where index.iFrameStreams[i].uri == StreamWriter.iFramesName {
-                index.iFrameStreams[i].averageBandwidth = meter.average
-                index.iFrameStreams[i].bandwidth = max(index.iFrameStreams[i].bandwidth, meter.peak)
-            }
+        let before = index
+        for i in index.variants.indices {
+            guard let pictures = meter(index.variants[i].uri) else { continue }
+            let sound = index.audio.first { $0.groupID == index.variants[i].audioGroup }.flatMap { meter($0.uri) }
+            index.variants[i].averageBandwidth = pictures.average + (sound?.average ?? 0)
+            index.variants[i].bandwidth = max(index.variants[i].bandwidth, pictures.peak + (sound?.peak ?? 0))
+        }
+        for i in index.iFrameStreams.indices {
+            guard let iFrames = meter(index.iFrameStreams[i].uri) else { continue }
+            index.iFrameStreams[i].averageBandwidth = iFrames.average
+            index.iFrameStreams[i].bandwidth = max(index.iFrameStreams[i].bandwidth, iFrames.peak)
         }
         guard index != before else { return false }
         try AtomicFile.write(Array(index.render().utf8), to: path)
@@ -199,12 +242,28 @@ public enum Recovery {
 
 /// What the destination has confirmed of one stream, kept beside it as `.published`, so a
 /// restart resumes instead of starting over. Rewritten atomically, without fsync: losing
-/// it only means uploading again, and PUTs are idempotent.
+/// it only means uploading again, and PUTs are idempotent. A ladder's renditions each
+/// have their own counts, in the order of the stream's renditions (`segments=12,12,13`).
 public struct Journal: Equatable, Sendable {
     public var destination: String
-    public var confirmedSegments: Int
-    public var listed: Int
+    public var confirmedSegments: [Int]
+    public var listed: [Int]
     public var endlist: Bool
+
+    public init(destination: String, confirmedSegments: [Int], listed: [Int], endlist: Bool) {
+        self.destination = destination
+        self.confirmedSegments = confirmedSegments
+        self.listed = listed
+        self.endlist = endlist
+    }
+
+    /// A stream of one rendition.
+    public init(destination: String, confirmedSegments: Int, listed: Int, endlist: Bool) {
+        self.init(destination: destination, confirmedSegments: [confirmedSegments], listed: [listed], endlist: endlist)
+    }
+
+    /// What every playlist of the stream lists at least.
+    public var visible: Int { listed.min() ?? 0 }
 
     public static func path(_ directory: String) -> String { directory + "/.published" }
 
@@ -215,14 +274,19 @@ public struct Journal: Equatable, Sendable {
             let parts = line.split(separator: "=", maxSplits: 1)
             if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
         }
+        func counts(_ key: String) -> [Int]? {
+            guard let text = values[key] else { return nil }
+            let numbers = text.split(separator: ",").compactMap { Int($0) }
+            return numbers.isEmpty || numbers.count != text.split(separator: ",").count ? nil : numbers
+        }
         // A journal of another destination says nothing about this one.
-        guard values["destination"] == destination, let segments = values["segments"].flatMap(Int.init),
-              let listed = values["listed"].flatMap(Int.init) else { return nil }
+        guard values["destination"] == destination, let segments = counts("segments"), let listed = counts("listed") else { return nil }
         return Journal(destination: destination, confirmedSegments: segments, listed: listed, endlist: values["endlist"] == "1")
     }
 
     public func write(_ directory: String) throws {
-        let text = "destination=\(destination)\nsegments=\(confirmedSegments)\nlisted=\(listed)\nendlist=\(endlist ? 1 : 0)\n"
+        func counts(_ numbers: [Int]) -> String { numbers.map(String.init).joined(separator: ",") }
+        let text = "destination=\(destination)\nsegments=\(counts(confirmedSegments))\nlisted=\(counts(listed))\nendlist=\(endlist ? 1 : 0)\n"
         let temporary = directory + "/.published.tmp"
         try FileSystem.write(Array(text.utf8), to: temporary)
         guard rename(temporary, Self.path(directory)) == 0 else {

@@ -1,4 +1,5 @@
 import Files
+import HLS
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -106,7 +107,8 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
         let streams = root + "/streams"
         let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()
         let ended = ids.filter { id in
-            (FileSystem.read("\(streams)/\(id)/playlist.m3u8").map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
+            (FileSystem.read("\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8")))
+                .map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
         }
         let published = ended.filter(isPublished)
         let unpublished = ended.filter { !published.contains($0) }

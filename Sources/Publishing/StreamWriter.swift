@@ -5,7 +5,8 @@ import Media
 import Glibc
 #endif
 
-/// The codec facts the multivariant playlist and the init segment are made from.
+/// The codec facts the multivariant playlist and the init segment are made from, for a
+/// stream of one muxed variant.
 public struct StreamDescription: Sendable, Equatable {
     public var codecs: [String]
     public var width: Int
@@ -31,65 +32,65 @@ public enum StreamEvent: Sendable, Equatable {
     case started(id: String)
     /// index.m3u8 was rewritten (a higher BANDWIDTH or FRAME-RATE, or the final figures).
     case multivariantRewritten(id: String)
-    /// A segment of `bytes` is stored (the live bit rate counts them, without a stat).
-    case segmentStored(id: String, sequence: Int, bytes: Int)
-    /// The playlist carries ENDLIST.
+    /// A segment of `bytes` is stored and listed in its rendition's playlists (the live
+    /// bit rate counts them, without a stat); `rendition` is its folder ("" without a
+    /// ladder).
+    case segmentStored(id: String, sequence: Int, bytes: Int, rendition: String = "")
+    /// Every playlist carries ENDLIST.
     case ended(id: String)
 }
 
 /// Writes one stream into `streams/<id>/` in the order that keeps every reader safe:
 /// init.mp4 and index.m3u8 before the first playlist; each segment stored before the
 /// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename, and each
-/// step is reported to `observer` once it is on disk.
+/// step is reported to `observer` once it is on disk. A stream is one muxed variant in
+/// the directory itself, or (a quality ladder) video rungs and an audio rendition in
+/// folders of their own, each like a one-variant stream without index.m3u8.
 public final class StreamWriter {
     public let id: String
     public let directory: String
-    public let description: StreamDescription
-    public private(set) var playlist: MediaPlaylist
-    /// `iframes.m3u8`: each segment's IDR as a byte range of its file (RFC 8216bis
-    /// §4.4.3.6), so players can show pictures while scrubbing; it lists exactly the
-    /// segments `playlist` does.
-    public private(set) var iFrames: MediaPlaylist
-    private var meter: BitrateMeter
-    private var iFrameMeter: BitrateMeter
-    private var declaredBandwidth: Int
-    private var declaredAverage: Int
-    private var iFrameBandwidth: (peak: Int, average: Int)
+    public let fps: Int
+    public let targetDuration: Int
+    private let renditions: [RenditionWriter]
     /// FRAME-RATE: the highest rate the stream has run at (RFC 8216bis §4.4.6.2, a maximum).
     public private(set) var declaredFrameRate: Int
-    public private(set) var totalTicks: Int64 = 0
-    public private(set) var totalBytes = 0
     private let observer: (StreamEvent) -> Void
-
     private let makeRoom: SpaceRetry.MakeRoom
 
-    /// Creates the directory with init.mp4 and index.m3u8 in it. It is made as a hidden
-    /// `.<id>.tmp` and renamed only once both are written, so no reader (or restart) ever
-    /// finds a stream directory without them; a full disk leaves nothing behind.
-    public init(root: String, id: String, description: StreamDescription, initSegment: [UInt8],
+    public static let playlistName = "playlist.m3u8"
+    public static let iFramesName = "iframes.m3u8"
+    /// GROUP-ID of a ladder's sound.
+    public static let audioGroup = "audio"
+
+    /// A stream of one muxed variant.
+    public convenience init(root: String, id: String, description: StreamDescription, initSegment: [UInt8],
+                            makeRoom: @escaping SpaceRetry.MakeRoom = { false }, observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
+        let variant = RenditionDescription(folder: "", kind: .muxed, codecs: description.codecs, width: description.width,
+                                           height: description.height, configuredBitrate: description.configuredBitrate,
+                                           initSegment: initSegment)
+        try self.init(root: root, id: id, renditions: [variant], fps: description.fps, targetDuration: description.targetDuration,
+                      makeRoom: makeRoom, observer: observer)
+    }
+
+    /// Creates the directory with index.m3u8 and every rendition's init.mp4 in it. It is
+    /// made as a hidden `.<id>.tmp` and renamed only once all are written, so no reader (or
+    /// restart) ever finds a stream directory without them; a full disk leaves nothing.
+    public init(root: String, id: String, renditions: [RenditionDescription], fps: Int, targetDuration: Int,
                 makeRoom: @escaping SpaceRetry.MakeRoom = { false }, observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
+        precondition(!renditions.isEmpty)
         self.id = id
         self.directory = "\(root)/streams/\(id)"
-        self.description = description
+        self.fps = fps
+        self.targetDuration = targetDuration
+        self.renditions = renditions.map { RenditionWriter($0, targetDuration: targetDuration) }
         self.observer = observer
         self.makeRoom = makeRoom
-        playlist = MediaPlaylist(targetDuration: description.targetDuration)
-        // The same TARGETDURATION as the media it indexes (HLS_RULES V10, Apple's 6.11).
-        iFrames = MediaPlaylist(targetDuration: description.targetDuration, iFramesOnly: true)
-        // Measured as a player (and `onair validate`) measures: sizes over EXTINF as written.
-        meter = BitrateMeter(timescale: 1000, targetDuration: description.targetDuration)
-        iFrameMeter = meter
-        // A guess until the first IDR is measured (an IDR is several times an average frame).
-        iFrameBandwidth = (description.configuredBitrate / 8, description.configuredBitrate / 8)
-        // Container overhead on top of the encoder rates, until the stream is measured.
-        declaredBandwidth = description.configuredBitrate + description.configuredBitrate / 10
-        declaredAverage = description.configuredBitrate
-        declaredFrameRate = description.fps
+        declaredFrameRate = fps
         let staging = "\(root)/streams/.\(id).tmp"
         try SpaceRetry.run(makeRoom) {
             do {
-                try AtomicFile.makeDirectories(staging + "/seg")
-                try AtomicFile.write(initSegment, to: staging + "/init.mp4")
+                try AtomicFile.makeDirectories(staging)
+                for rendition in self.renditions { try rendition.stage(in: staging) }
                 try writeMultivariant(in: staging)
                 guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
                 try AtomicFile.syncDirectory("\(root)/streams")
@@ -101,49 +102,25 @@ public final class StreamWriter {
         observer(.started(id: id))
     }
 
-    /// Stores a segment, then publishes the playlist that lists it.
-    public func append(_ segment: SegmentReport) throws {
-        let uri = MediaPlaylist.segmentURI(segment.sequence)
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: "\(directory)/\(uri)") }
-        let milliseconds = Int64(((HLSValue.duration(segment.durationSeconds) ?? 0) * 1000).rounded())
-        meter.add(bytes: segment.bytes.count, ticks: milliseconds)
-        if let length = segment.iFrameLength { iFrameMeter.add(bytes: length, ticks: milliseconds) }
-        totalTicks += segment.videoDuration
-        totalBytes += segment.bytes.count
-        // BANDWIDTH must stay at or above the measured peak (RFC 8216bis §4.4.6.2), so the
-        // multivariant playlist is rewritten before a playlist lists a segment that raised it.
-        if meter.peak > declaredBandwidth || iFrameMeter.peak > iFrameBandwidth.peak || segment.sequence == 1 {
-            declaredBandwidth = max(declaredBandwidth, meter.peak)
-            declaredAverage = meter.average
-            // The I-frame figures are measured from the first IDR on, not a floor of a guess.
-            iFrameBandwidth = (segment.sequence == 1 ? iFrameMeter.peak : max(iFrameBandwidth.peak, iFrameMeter.peak), iFrameMeter.average)
+    /// The first (top) rendition's playlist: the stream as one playlist tells it.
+    public var playlist: MediaPlaylist { renditions[0].playlist }
+    public var iFrames: MediaPlaylist? { renditions[0].iFrames }
+    public var segmentCount: Int { renditions[0].playlist.entries.count }
+    public var totalTicks: Int64 { renditions[0].totalTicks }
+    public var totalBytes: Int { renditions.reduce(0) { $0 + $1.totalBytes } }
+    public var renditionFolders: [String] { renditions.map(\.description.folder) }
+
+    /// Stores a segment of rendition `index`, then publishes the playlists that list it;
+    /// index.m3u8 first when the segment raised a bit rate it declares.
+    public func append(_ segment: SegmentReport, rendition index: Int = 0) throws {
+        let rendition = renditions[index]
+        if try rendition.store(segment, in: directory, makeRoom: makeRoom) {
             try writeMultivariant()
             observer(.multivariantRewritten(id: id))
         }
-        let entry = MediaPlaylist.Entry(uri: uri, duration: segment.durationSeconds, programDateTimeMs: segment.programDateTimeMs,
-                                        discontinuity: segment.discontinuity)
-        playlist.entries.append(entry)
-        // Every segment opens with an IDR (the segmenter cuts only there), which lasts
-        // until the next segment's: EXTINF is the segment's (§4.4.3.6).
-        if let length = segment.iFrameLength {
-            var iFrame = entry
-            iFrame.byteRange = (length, 0)
-            iFrames.entries.append(iFrame)
-        }
-        try writePlaylists()
-        observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count))
+        try rendition.list(segment, in: directory, makeRoom: makeRoom)
+        observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
     }
-
-    /// playlist.m3u8, then iframes.m3u8: both list only stored segments.
-    private func writePlaylists() throws {
-        try SpaceRetry.run(makeRoom) {
-            try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/" + Self.playlistName)
-            try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + Self.iFramesName)
-        }
-    }
-
-    public static let playlistName = "playlist.m3u8"
-    public static let iFramesName = "iframes.m3u8"
 
     /// The stream goes on at `fps` from the next segment (the thermal ladder stepped up):
     /// FRAME-RATE is the variant's maximum, so index.m3u8 says so before any playlist lists
@@ -155,30 +132,37 @@ public final class StreamWriter {
         observer(.multivariantRewritten(id: id))
     }
 
-    /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST.
+    /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST on every playlist.
     public func finish() throws {
-        declaredAverage = meter.average
-        declaredBandwidth = max(declaredBandwidth, meter.peak)
-        iFrameBandwidth = (max(iFrameBandwidth.peak, iFrameMeter.peak), iFrameMeter.average)
+        for rendition in renditions { rendition.settle() }
         try writeMultivariant()
         observer(.multivariantRewritten(id: id))
-        playlist.isEnded = true
-        iFrames.isEnded = true
-        try writePlaylists()
+        for rendition in renditions { try rendition.end(in: directory, makeRoom: makeRoom) }
         observer(.ended(id: id))
     }
 
-    public var segmentCount: Int { playlist.entries.count }
-
+    /// index.m3u8: each variant with what it really is; a ladder's rungs each with the
+    /// sound rendition's codec and bit rate added (BANDWIDTH covers what plays together,
+    /// §4.4.6.2.1), and each rung's I-frame playlist.
     private func writeMultivariant(in folder: String? = nil) throws {
-        let variant = MultivariantPlaylist.Variant(
-            uri: Self.playlistName, bandwidth: declaredBandwidth, averageBandwidth: declaredAverage,
-            codecs: description.codecs, width: description.width, height: description.height,
-            frameRateMilli: declaredFrameRate * 1000)
-        let iFrameStream = MultivariantPlaylist.IFrameStream(
-            uri: Self.iFramesName, bandwidth: iFrameBandwidth.peak, averageBandwidth: iFrameBandwidth.average,
-            codecs: description.codecs.filter { !$0.hasPrefix("mp4a.") }, width: description.width, height: description.height)
-        let text = Array(MultivariantPlaylist(variants: [variant], iFrameStreams: [iFrameStream]).render().utf8)
+        let sound = renditions.first { $0.description.isAudio }
+        var playlist = MultivariantPlaylist(variants: [])
+        if let sound, case .audio(let channels) = sound.description.kind {
+            playlist.audio = [.init(groupID: Self.audioGroup, name: "Main", channels: channels,
+                                    uri: sound.description.path(Self.playlistName))]
+        }
+        for rendition in renditions where !rendition.description.isAudio {
+            let d = rendition.description
+            playlist.variants.append(.init(
+                uri: d.path(Self.playlistName), bandwidth: rendition.declared.peak + (sound?.declared.peak ?? 0),
+                averageBandwidth: rendition.declared.average + (sound?.declared.average ?? 0),
+                codecs: d.codecs + (sound?.description.codecs ?? []), width: d.width, height: d.height,
+                frameRateMilli: declaredFrameRate * 1000, audioGroup: sound == nil ? nil : Self.audioGroup))
+            playlist.iFrameStreams.append(.init(
+                uri: d.path(Self.iFramesName), bandwidth: rendition.iFrameDeclared.peak, averageBandwidth: rendition.iFrameDeclared.average,
+                codecs: d.codecs.filter { !$0.hasPrefix("mp4a.") }, width: d.width, height: d.height))
+        }
+        let text = Array(playlist.render().utf8)
         try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: (folder ?? directory) + "/index.m3u8") }
     }
 }

@@ -20,7 +20,7 @@ public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
         let streams = root + "/streams"
         let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }
         let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
-            let path = "\(streams)/\(id)/playlist.m3u8"
+            let path = "\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8"))
             // Only what lies inside the data directory, as the file server serves: a
             // symbolic link (to the stream or its playlist) may lead anywhere.
             var directory = stat(), status = stat()

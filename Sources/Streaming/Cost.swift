@@ -38,6 +38,8 @@ public struct EncodingCost: Sendable, Equatable {
         public var width: Int
         public var height: Int
         public var fps: Int
+        /// Its rung of the live quality ladder (0: the top, or an output without one).
+        public var rung = 0
         public var pixelsPerSecond: Double { Double(width * height * fps) }
         public var description: String { "\(name) \(width)x\(height)@\(fps) on \(kind.rawValue)" }
     }
@@ -53,24 +55,34 @@ public struct EncodingCost: Sendable, Equatable {
     }
 
     /// The talk's order of sacrifice: the recording down to the live size first, then the
-    /// live frame rate (in steps, not below 10 fps). Returns the outputs as lowered and
-    /// what was changed, or nil when even that does not fit.
-    public func lowered() -> (outputs: [Output], changes: [String])? {
+    /// quality ladder's top rung (while more than one is left), then the live frame rate
+    /// (in steps, not below 10 fps, every rung alike). Returns the outputs as lowered,
+    /// what was changed, and how many top rungs went; nil when even that does not fit.
+    public func lowered() -> (outputs: [Output], changes: [String], droppedRungs: Int)? {
         var outputs = self.outputs
         var changes: [String] = []
+        var dropped = 0
         func cost() -> Double { EncodingCost(outputs: outputs, capacity: capacity).value }
-        if cost() <= 1, changes.isEmpty { return (outputs, []) }
-        if let r = outputs.firstIndex(where: { $0.name == "recording" }), let live = outputs.first(where: { $0.name == "live" }),
-           outputs[r].width * outputs[r].height > live.width * live.height {
-            outputs[r].width = live.width
-            outputs[r].height = live.height
-            changes.append("recording to \(live.width)x\(live.height)")
-            if cost() <= 1 { return (outputs, changes) }
+        func live() -> [Int] { outputs.indices.filter { outputs[$0].name == "live" || outputs[$0].rung > 0 } }
+        if cost() <= 1, changes.isEmpty { return (outputs, [], 0) }
+        if let r = outputs.firstIndex(where: { $0.name == "recording" }), let top = live().first,
+           outputs[r].width * outputs[r].height > outputs[top].width * outputs[top].height {
+            outputs[r].width = outputs[top].width
+            outputs[r].height = outputs[top].height
+            changes.append("recording to \(outputs[r].width)x\(outputs[r].height)")
+            if cost() <= 1 { return (outputs, changes, 0) }
         }
-        if let l = outputs.firstIndex(where: { $0.name == "live" }) {
-            for fps in [25, 24, 20, 15, 12, 10] where fps < outputs[l].fps {
-                outputs[l].fps = fps
-                if cost() <= 1 { return (outputs, changes + ["live to \(fps) fps"]) }
+        while live().count > 1, let top = live().first {
+            changes.append("live without its top rung \(outputs[top].width)x\(outputs[top].height)")
+            outputs.remove(at: top)
+            dropped += 1
+            if let next = live().first { outputs[next].name = "live" }
+            if cost() <= 1 { return (outputs, changes, dropped) }
+        }
+        if let top = live().first {
+            for fps in [25, 24, 20, 15, 12, 10] where fps < outputs[top].fps {
+                for l in live() { outputs[l].fps = fps }
+                if cost() <= 1 { return (outputs, changes + ["live to \(fps) fps"], dropped) }
             }
         }
         return nil

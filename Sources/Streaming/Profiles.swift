@@ -30,6 +30,28 @@ public struct OutputProfile: Sendable, Equatable {
     var sampleRate: Int { audio?.sampleRate ?? AudioEncoderSettings().sampleRate }
 }
 
+/// One rung of the live quality ladder (`video.ladder`): a picture and the bit rate it is
+/// encoded at, from the same captured frames as every other rung.
+public struct Rung: Sendable, Equatable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    public var bitrate: Int
+
+    public init(width: Int, height: Int, bitrate: Int) {
+        self.width = width
+        self.height = height
+        self.bitrate = bitrate
+    }
+
+    /// `854x480@900k`, as `video.ladder` takes it.
+    public var description: String {
+        let rate = bitrate % 1_000_000 == 0 ? "\(bitrate / 1_000_000)M"
+            : bitrate % 100_000 == 0 && bitrate > 1_000_000 ? "\(bitrate / 1_000_000).\(bitrate % 1_000_000 / 100_000)M"
+            : bitrate % 1000 == 0 ? "\(bitrate / 1000)k" : "\(bitrate)"
+        return "\(width)x\(height)@\(rate)"
+    }
+}
+
 /// The live HLS stream: segments of `segmentMilliseconds`, a whole number of frames, and
 /// for the built-in server's low-latency playlist parts of about `partMilliseconds` (0:
 /// none), also whole frames.
@@ -40,13 +62,29 @@ public struct LiveProfile: Sendable, Equatable {
     /// The other frame rates a stream may move to while it runs (the thermal ladder's),
     /// which its PART-TARGET must also suit.
     public var rates: [Int]
+    /// The quality ladder's rungs below the top one (`output.video` is the top), pictures
+    /// after rotation; empty: one variant, sound and pictures in the same segments.
+    public var lowerRungs: [Rung]
 
-    public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0, rates: [Int] = []) {
+    public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0, rates: [Int] = [], lowerRungs: [Rung] = []) {
         self.output = output
         self.segmentMilliseconds = segmentMilliseconds
         self.partMilliseconds = partMilliseconds
         self.rates = rates
+        self.lowerRungs = lowerRungs
         self.output.video.keyframeInterval = keyframeInterval
+    }
+
+    /// Every rung's encoder settings, the top first: the top's rate, IDR interval and
+    /// preset, each rung's own picture and bit rate (so IDRs fall on the same frames).
+    public var rungSettings: [VideoEncoderSettings] {
+        [output.video] + lowerRungs.map { rung in
+            var video = output.video
+            video.width = rung.width
+            video.height = rung.height
+            video.bitrate = rung.bitrate
+            return video
+        }
     }
 
     /// PART-TARGET and what follows from it, from the rate the stream starts at and the
@@ -67,11 +105,24 @@ public struct LiveProfile: Sendable, Equatable {
     /// What the encoders are asked for, the multivariant playlist's first guess.
     public var configuredBitrate: Int { output.video.bitrate + (output.audio?.bitrate ?? 0) }
 
+    /// The ladder without its top rung: the next one is the live picture (the cost
+    /// check lowering it).
+    public func withoutTopRung() -> LiveProfile {
+        guard let next = lowerRungs.first else { return self }
+        var output = output
+        output.video.width = next.width
+        output.video.height = next.height
+        output.video.bitrate = next.bitrate
+        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
+                           lowerRungs: Array(lowerRungs.dropFirst()))
+    }
+
     /// The same stream at another frame rate (the cost check lowering it).
     public func at(fps: Int) -> LiveProfile {
         var output = output
         output.video.fps = fps
-        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates)
+        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
+                           lowerRungs: lowerRungs)
     }
 }
 

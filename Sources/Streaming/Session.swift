@@ -92,14 +92,19 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         self.onIdle = onIdle
         var outputs = try prepareOutputs(live: profile.live, recording: profile.recording)
         // The talk's sustained-performance rule: know the cost before starting.
-        let cost = EncodingCost(outputs: outputs.compactMap { $0.0.encoding }, capacity: capacities(outputs.compactMap { $0.0.encoding }))
+        let encodings = outputs.flatMap { $0.0.encodings }
+        let cost = EncodingCost(outputs: encodings, capacity: capacities(encodings))
         log(.performanceCost, ("cost", (cost.value * 100).rounded() / 100),
             ("outputs", cost.outputs.map(\.description).joined(separator: "; ")))
         if cost.value > 1 {
             let lowered = profile.performance.overload == .lower ? cost.lowered() : nil
             guard let lowered else {
+                // The rung the lowering would drop first is the one to name.
+                let rung = profile.live.lowerRungs.isEmpty ? nil
+                    : Rung(width: profile.live.output.video.width, height: profile.live.output.video.height, bitrate: profile.live.output.video.bitrate)
                 throw SessionError("encoding would cost \(cost.value.fixed(2)) of what the encoders sustain "
-                    + "(\(cost.outputs.map(\.description).joined(separator: " + "))); lower "
+                    + "(\(cost.outputs.map(\.description).joined(separator: " + "))); "
+                    + (rung.map { "drop the top rung \($0) from video.ladder, or " } ?? "") + "lower "
                     + (profile.recording != nil ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
                     + "the live stream (video.quality, video.fps), or set performance.overload=lower")
             }
@@ -109,6 +114,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
                 recording?.output.video.width = live.output.video.width
                 recording?.output.video.height = live.output.video.height
             }
+            for _ in 0..<lowered.droppedRungs { live = live.withoutTopRung() }
             if let l = lowered.outputs.first(where: { $0.name == "live" }) { live = live.at(fps: l.fps) }
             outputs = try prepareOutputs(live: live, recording: recording)
             log(.performanceLowered, level: .warn, ("changes", lowered.changes.joined(separator: ", ")),

@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Streaming
 
 final class ConfigTests: XCTestCase {
     func settings(_ text: String) throws -> Settings {
@@ -92,6 +93,30 @@ final class ConfigTests: XCTestCase {
         for text in ["1500000", "1500k", "1.5M", "1500K"] { XCTAssertEqual(try ConfigFile.bitrate(text), 1_500_000, text) }
         XCTAssertEqual(try ConfigFile.bitrate("900k"), 900_000)
         for bad in ["", "1.5", "abc", "1.5G", "-1M", "1e6", "1.0000005M"] { XCTAssertThrowsError(try ConfigFile.bitrate(bad), bad) }
+    }
+
+    /// video.ladder: `auto` adds the next preset below the configured picture, in its
+    /// shape; explicit rungs are ordered by bit rate, the top one the live picture.
+    func testLadderForms() throws {
+        XCTAssertEqual(try settings("video.ladder = off").lowerRungs, [])
+        XCTAssertEqual(try settings("video.ladder = auto").lowerRungs, [Rung(width: 854, height: 480, bitrate: 900_000)])
+        XCTAssertEqual(try settings("video.ladder = auto\nvideo.quality = low").lowerRungs, [Rung(width: 640, height: 360, bitrate: 400_000)])
+        XCTAssertEqual(try settings("video.ladder = auto\nvideo.width = 640\nvideo.height = 480\nvideo.bitrate = 1M").lowerRungs,
+                       [Rung(width: 480, height: 360, bitrate: 400_000)], "a 4:3 picture keeps 4:3")
+        XCTAssertEqual(try settings("video.ladder = auto\nvideo.width = 416\nvideo.height = 234\nvideo.bitrate = 145k").lowerRungs, [],
+                       "nothing below the smallest preset")
+        let explicit = try settings("video.ladder = 854x480@900k, 1920x1080@6M ,1280x720@2.5M")
+        XCTAssertEqual([explicit.liveSize.width, explicit.liveSize.height, explicit.videoBitrate], [1920, 1080, 6_000_000])
+        XCTAssertEqual(explicit.lowerRungs.map(\.description), ["1280x720@2.5M", "854x480@900k"])
+        XCTAssertNil(explicit.ladderProblem)
+        var rotated = try settings("video.ladder = auto\nvideo.rotation = 90")
+        rotated.ladder = .auto
+        XCTAssertEqual(rotated.liveProfile.lowerRungs, [Rung(width: 480, height: 854, bitrate: 900_000)], "rungs are turned with the picture")
+        XCTAssertEqual(rotated.liveProfile.rungSettings.map { [$0.width, $0.height, $0.bitrate, $0.keyframeInterval] },
+                       [[720, 1280, 1_500_000, 60], [480, 854, 900_000, 60]], "the same IDR interval in every rung")
+        XCTAssertThrowsError(try settings("video.ladder = 1280x720")) { error in
+            XCTAssertEqual("\(error)", "onair.conf:1: video.ladder: expected off, auto or rungs like 1280x720@2.5M,854x480@900k, got '1280x720'")
+        }
     }
 
     func testQualityPresetsAndDerivedTiming() throws {

@@ -23,7 +23,8 @@ final class PublishTests: XCTestCase {
                                "\(id)/\(name)", file: file, line: line)
             }
             XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
-            XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/playlist.m3u8", encoding: .utf8)).isEnded, file: file, line: line)
+            let main = MultivariantPlaylist.mainPlaylist(index: try? String(contentsOfFile: remote + "/index.m3u8", encoding: .utf8))
+            XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/" + main, encoding: .utf8)).isEnded, file: file, line: line)
             let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
             XCTAssertEqual(decode.status, 0, file: file, line: line)
             XCTAssertEqual(decode.stderr, "", file: file, line: line)
@@ -51,6 +52,29 @@ final class PublishTests: XCTestCase {
         XCTAssertEqual(list?.count, 1)
         XCTAssertEqual(list?.first?["state"] as? String, "ended")
         XCTAssertEqual((list?.first?["playlist"] as? String).map { $0.hasSuffix("/index.m3u8") && !$0.hasPrefix("/") }, true)
+    }
+
+    /// A ladder's renditions (two rungs, the sound, each rung's I-frames) go up under the
+    /// same rules, each playlist on its own: the origin ends with every file, byte for
+    /// byte, and the stream there passes the rules (rung alignment and the audio group too).
+    func testALadderPublishesEveryRendition() throws {
+        let origin = try NginxOrigin()
+        defer { origin.stop() }
+        let out = try temporaryDirectory("publish-ladder")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--set", "device.name=cam1", "--pace", "fast", "--duration", "6", "--listen", "off", "--out", out,
+                                              "--set", "video.ladder=auto", "--set", "record.enabled=off",
+                                              "--set", "publish.url=http://127.0.0.1:\(origin.port)/live/"])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        XCTAssertTrue(onair.stderr.contains("event=stream.published"), onair.stderr)
+        try assertOriginMatches(out, origin, prefix: "live/cam1/")
+        let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        for name in ["v0/playlist.m3u8", "v0/iframes.m3u8", "v1/playlist.m3u8", "v1/iframes.m3u8", "audio/playlist.m3u8"] {
+            let text = try String(contentsOfFile: "\(origin.root)/live/cam1/\(id)/\(name)", encoding: .utf8)
+            XCTAssertTrue(text.hasSuffix("#EXT-X-ENDLIST\n"), name)
+        }
+        let journal = try String(contentsOfFile: "\(out)/streams/\(id)/.published", encoding: .utf8)
+        XCTAssertTrue(journal.contains("segments=3,3,3\n") && journal.contains("listed=3,3,3\n") && journal.contains("endlist=1"), journal)
     }
 
     /// A board whose storage.min_free deletes its published streams still lists them at

@@ -6,12 +6,12 @@ final class PublishPlanTests: XCTestCase {
 
     func testInitAndMultivariantComeBeforeTheFirstPlaylist() {
         var plan = PublishPlan(id: "s", retry: retry)
-        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.initSegment])
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.initSegment("")])
         plan.segmentStored(1)
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 2), [.segment(1)], "a segment may go up beside init")
         plan.finish(.segment(1), succeeded: true, now: 1, jitter: 0)
         XCTAssertEqual(plan.start(now: 1, segmentSlots: 2), [], "no playlist while init is in flight")
-        plan.finish(.initSegment, succeeded: true, now: 2, jitter: 0)
+        plan.finish(.initSegment(""), succeeded: true, now: 2, jitter: 0)
         XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [.multivariant(version: 1)])
         XCTAssertEqual(plan.start(now: 2, segmentSlots: 2), [])
         plan.finish(.multivariant(version: 1), succeeded: true, now: 3, jitter: 0)
@@ -21,7 +21,7 @@ final class PublishPlanTests: XCTestCase {
     func ready(segments: Int) -> PublishPlan {
         var plan = PublishPlan(id: "s", retry: retry)
         _ = plan.start(now: 0, segmentSlots: 0)
-        plan.finish(.initSegment, succeeded: true, now: 0, jitter: 0)
+        plan.finish(.initSegment(""), succeeded: true, now: 0, jitter: 0)
         _ = plan.start(now: 0, segmentSlots: 0)
         plan.finish(.multivariant(version: 1), succeeded: true, now: 0, jitter: 0)
         for n in stride(from: 1, through: segments, by: 1) { plan.segmentStored(n) }
@@ -81,27 +81,34 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertLessThan(policy.delayMilliseconds(afterFailures: 50, jitter: 0.999_999), 30_000)
     }
 
-    /// Random failures, random completion order: at every step neither of the origin's
-    /// playlists (the media and the I-frame playlist) lists a segment it lacks or
+    /// Random failures, random completion order, a ladder of two renditions (a rung with
+    /// its I-frame playlist, and the sound, whose segments may lag): at every step no
+    /// playlist on the origin lists a segment of its rendition the origin lacks, or
     /// shrinks, and the stream always completes.
     func testInvariantsUnderRandomFailures() {
-        let names = ["playlist.m3u8", "iframes.m3u8"]
+        let renditions = [(folder: "v0", playlists: ["v0/playlist.m3u8", "v0/iframes.m3u8"]), (folder: "audio", playlists: ["audio/playlist.m3u8"])]
+        let names = renditions.flatMap(\.playlists)
+        func folder(_ playlist: String) -> String { String(playlist.prefix { $0 != "/" }) }
         for seed in 1...200 {
             var rng = SplitMix(seed: UInt64(seed))
-            var plan = PublishPlan(id: "s", retry: RetryPolicy(quickMilliseconds: [1, 2], maximumMilliseconds: 16), playlists: names)
-            var onOrigin = Set<Int>(), initUp = false, multivariantUp = 0, listedOnOrigin: [String: Int] = [:], ended = Set<String>()
+            var plan = PublishPlan(id: "s", retry: RetryPolicy(quickMilliseconds: [1, 2], maximumMilliseconds: 16), renditions: renditions)
+            var onOrigin = Set<String>(), initsUp = Set<String>(), multivariantUp = 0, listedOnOrigin: [String: Int] = [:], ended = Set<String>()
             var inFlight: [PublishPlan.Job] = []
             var now: Int64 = 0
-            var stored = 0
-            for _ in 0..<5000 {
-                if stored < 12 && rng.next() % 4 == 0 { stored += 1; plan.segmentStored(stored) }
-                if stored == 12 && !plan.localEnded && rng.next() % 8 == 0 { plan.ended() }
+            var stored = ["v0": 0, "audio": 0]
+            for _ in 0..<8000 {
+                for name in ["v0", "audio"] where stored[name]! < 12 && rng.next() % 5 == 0 {
+                    stored[name]! += 1
+                    plan.segmentStored(stored[name]!, in: name)
+                }
+                if stored.values.allSatisfy({ $0 == 12 }) && !plan.localEnded && rng.next() % 8 == 0 { plan.ended() }
                 if rng.next() % 10 == 0 { plan.multivariantChanged() }
                 let slots = 2 - inFlight.filter { if case .segment = $0 { return true } else { return false } }.count
                 for job in plan.start(now: now, segmentSlots: slots) {
                     if case .playlist(let name, let count, let ending) = job {
-                        XCTAssertTrue(initUp && multivariantUp > 0, "seed \(seed): playlist before init/index")
-                        XCTAssertTrue((1...max(1, count)).allSatisfy { count == 0 || onOrigin.contains($0) }, "seed \(seed): lists a missing segment")
+                        XCTAssertTrue(initsUp == ["v0", "audio"] && multivariantUp > 0, "seed \(seed): playlist before init/index")
+                        XCTAssertTrue((1...max(1, count)).allSatisfy { count == 0 || onOrigin.contains("\(folder(name))/\($0)") },
+                                      "seed \(seed): \(name) lists a missing segment")
                         XCTAssertGreaterThanOrEqual(count, listedOnOrigin[name, default: 0], "seed \(seed): \(name) shrinks")
                         if ending { XCTAssertEqual(count, 12) }
                     }
@@ -112,15 +119,16 @@ final class PublishPlanTests: XCTestCase {
                 let ok = rng.next() % 3 != 0
                 if ok {
                     switch job {
-                    case .initSegment: initUp = true
-                    case .segment(let n): onOrigin.insert(n)
+                    case .initSegment(let name): initsUp.insert(name)
+                    case .segment(let n, let name): onOrigin.insert("\(name)/\(n)")
                     case .multivariant(let v): multivariantUp = max(multivariantUp, v)
                     case .playlist(let name, let count, let ending):
                         let after = plan.afterConfirming(job)
                         listedOnOrigin[name] = max(listedOnOrigin[name, default: 0], count)
                         if ending { ended.insert(name) }
-                        XCTAssertEqual(after.listed, names.map { listedOnOrigin[$0, default: 0] }.min(), "seed \(seed): the journal's count")
-                        XCTAssertEqual(after.endlist, ended.count == 2)
+                        XCTAssertEqual(after.listed, renditions.map { $0.playlists.map { listedOnOrigin[$0, default: 0] }.min()! },
+                                       "seed \(seed): the journal's counts")
+                        XCTAssertEqual(after.endlist, ended.count == names.count)
                     }
                 }
                 plan.finish(job, succeeded: ok, now: now, jitter: Double(rng.next() % 1000) / 1000)
@@ -129,9 +137,22 @@ final class PublishPlanTests: XCTestCase {
             }
             XCTAssertTrue(plan.isComplete, "seed \(seed) did not finish")
             XCTAssertEqual(ended, Set(names))
-            XCTAssertEqual(onOrigin, Set(1...12))
+            XCTAssertEqual(onOrigin, Set((1...12).flatMap { ["v0/\($0)", "audio/\($0)"] }))
             XCTAssertEqual(plan.listed, 12)
         }
+    }
+
+    func testAJournalResumesEachRenditionWhereItWas() {
+        var plan = PublishPlan(id: "s", retry: retry, renditions: [("v0", ["v0/playlist.m3u8"]), ("audio", ["audio/playlist.m3u8"])])
+        for n in 1...4 { plan.segmentStored(n, in: "v0"); plan.segmentStored(n, in: "audio") }
+        plan.ended()
+        plan.restore(confirmedSegments: [4, 2], listed: [4, 2], endlist: false)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 4), [.segment(3, in: "audio"), .segment(4, in: "audio"),
+                                                             .playlist("v0/playlist.m3u8", count: 4, ended: true)],
+                       "only what the sound lacks, and the rung's ENDLIST; the inits and index.m3u8 are up")
+        plan.finish(.segment(3, in: "audio"), succeeded: true, now: 0, jitter: 0)
+        plan.finish(.segment(4, in: "audio"), succeeded: true, now: 0, jitter: 0)
+        XCTAssertEqual(plan.start(now: 0, segmentSlots: 4), [.playlist("audio/playlist.m3u8", count: 4, ended: true)])
     }
 }
 

@@ -56,6 +56,39 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(Recovery.closeAll(root: root).map(\.id), ["s"])
     }
 
+    /// A ladder the power cut stopped after two segments: every rendition is closed
+    /// (sound included), index.m3u8 measured again, and the stream passes the rules with
+    /// its renditions aligned; a publisher then sends each rendition whole.
+    func testALadderIsClosedRenditionByRendition() throws {
+        let writer = try StreamBuilder.ladder(root: root, stopAfter: 2)
+        let directory = writer.directory
+        for folder in ["v0", "v1", "audio"] {
+            XCTAssertFalse(try String(contentsOfFile: "\(directory)/\(folder)/playlist.m3u8", encoding: .utf8).contains("ENDLIST"))
+        }
+        let closed = try XCTUnwrap(try Recovery.close(directory: directory))
+        XCTAssertEqual(closed.segments, 2)
+        XCTAssertTrue(closed.wasInterrupted)
+        for name in ["v0/playlist.m3u8", "v0/iframes.m3u8", "v1/playlist.m3u8", "v1/iframes.m3u8", "audio/playlist.m3u8"] {
+            let playlist = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8)), name)
+            XCTAssertTrue(playlist.isEnded, name)
+            XCTAssertEqual(playlist.entries.count, 2, name)
+        }
+        XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }, [])
+        XCTAssertEqual(try Recovery.close(directory: directory)?.wasInterrupted, false, "idempotent")
+
+        let origin = FakeOrigin()
+        let publisher = Publisher(root: root, destination: "fake", parallel: 2, retry: RetryPolicy(quickMilliseconds: [5, 10], maximumMilliseconds: 20),
+                                  log: .silent(), makeTransport: { origin.transport() })
+        defer { publisher.stop() }
+        XCTAssertEqual(publisher.resume("ladder", segments: closed.segments), 6, "two segments of each of three renditions")
+        XCTAssertTrue(publisher.drain(seconds: 30))
+        XCTAssertEqual(origin.violations, [])
+        for name in ["index.m3u8", "v0/init.mp4", "v1/iframes.m3u8", "audio/seg/000002.m4s", "audio/playlist.m3u8"] {
+            XCTAssertEqual(origin.body("ladder/" + name), FileManager.default.contents(atPath: "\(directory)/\(name)").map { Array($0) }, name)
+        }
+        XCTAssertEqual(Journal.read(directory, destination: "fake"), Journal(destination: "fake", confirmedSegments: [2, 2, 2], listed: [2, 2, 2], endlist: true))
+    }
+
     /// The writer ends playlist.m3u8, then iframes.m3u8: a cut between the two leaves an
     /// ended stream whose I-frame playlist lacks its last entry and ENDLIST.
     func testAnIFramePlaylistLeftOpenIsClosed() throws {

@@ -21,7 +21,7 @@ extension LiveStreamTimingTests {
         func frame(_ i: Int64) -> VideoFrame { pattern.frame(index: i, captureTime: origin + i * 100_000_000) }
         let start = StreamStart(id: "rate", dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
         let encoder = LiveStream.encoder(firstFrame: frame(0), dating: start.dating, profile: profile,
-                                         video: video, audio: nil)
+                                         videos: [video], audio: nil)
         encoder.requestRate(5)  // the ladder's rate when the stream begins
         var directory = ""
         var declaredWhenListed: [Int: String] = [:]
@@ -30,7 +30,7 @@ extension LiveStreamTimingTests {
             return index.components(separatedBy: "FRAME-RATE=").dropFirst().first.map { String($0.prefix { $0 != "\n" && $0 != "," }) } ?? "none"
         }
         let stream = try LiveStream(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log) { event in
-            if case .segmentStored(_, let sequence, _) = event { declaredWhenListed[sequence] = frameRate() }
+            if case .segmentStored(_, let sequence, _, _) = event { declaredWhenListed[sequence] = frameRate() }
         }
         directory = stream.writer.directory
         XCTAssertEqual(frameRate(), "5.000", "a stream that starts stepped down says so from the first index.m3u8")

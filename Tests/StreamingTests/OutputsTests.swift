@@ -61,7 +61,7 @@ final class OutputIndependenceTests: XCTestCase {
         var frames: [Int64] = []
         init(name: String, delay: useconds_t) { self.name = name; self.delay = delay }
         func prepare() throws {}
-        var encoding: EncodingCost.Output? { nil }
+        var encodings: [EncodingCost.Output] { [] }
         func prime(_ frame: VideoFrame) throws {}
         func prime(_ chunk: AudioChunk) throws {}
         func begin(_ start: StreamStart, firstFrame: VideoFrame) throws { try encode(firstFrame) }

@@ -65,12 +65,17 @@ public final class FakeOrigin: @unchecked Sendable {
         if refused { throw UploadError(status: 412, message: "precondition failed") }
         lock.withLock { versions[path, default: 0] += 1 }
         lock.withLock {
-            // Every media playlist of a stream (the variant's, the I-frame one) keeps the rules.
+            // Every media playlist of a stream (the variant's, the I-frame one, a ladder's
+            // renditions' in their folders) keeps the rules.
             if let name = ["playlist.m3u8", "iframes.m3u8"].first(where: { path.hasSuffix("/" + $0) }) {
                 let directory = String(path.dropLast(name.count))
                 let playlist = ParsedPlaylist(text: String(decoding: body, as: UTF8.self))
                 if objects[directory + "init.mp4"] == nil { violations.append("\(path) before init.mp4") }
-                if objects[directory + "index.m3u8"] == nil { violations.append("\(path) before index.m3u8") }
+                // A rendition's folder is in the stream's, beside index.m3u8.
+                let parent = String(directory.dropLast().reversed().drop { $0 != "/" }.reversed())
+                if objects[directory + "index.m3u8"] == nil && objects[parent + "index.m3u8"] == nil {
+                    violations.append("\(path) before index.m3u8")
+                }
                 for segment in playlist.segments where objects[directory + segment.uri] == nil {
                     violations.append("\(path) lists \(segment.uri) before it is stored")
                 }

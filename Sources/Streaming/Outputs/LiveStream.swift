@@ -7,12 +7,20 @@ import MP4
 import Publishing
 
 /// One live HLS stream from its first video frame to ENDLIST: encoders → segmenter →
-/// files. Runs on the live output's thread only; nothing here is shared.
+/// files. Runs on the live output's thread only; nothing here is shared. Without a
+/// ladder, one segmenter cuts pictures and sound into the same segments; with one, each
+/// rung's pictures are cut by a segmenter of their own (IDRs on the same frames, so the
+/// cuts line up) and the sound by an `AudioSegmenter` at the top rung's cuts, each into a
+/// rendition of the stream (`v0`, `v1`, …, `audio`).
 final class LiveStream {
     let writer: StreamWriter
     private let log: Log
     private let encoder: StreamEncoder
-    private var segmenter: Segmenter
+    /// One per rung; the first cuts the sound too when there is no ladder.
+    private var segmenters: [Segmenter]
+    /// A ladder's sound; its rendition comes after the rungs'.
+    private var sound: AudioSegmenter?
+    private var isLadder: Bool { segmenters.count > 1 }
 
     var id: String { writer.id }
     var videoEndTicks: Int64 { encoder.videoEndTicks }
@@ -31,35 +39,62 @@ final class LiveStream {
          edge: LiveEdge? = nil, observer: @escaping (StreamEvent) -> Void) throws {
         self.log = log
         self.origin = origin
-        encoder = origin.encoder
+        let encoder = origin.encoder
+        self.encoder = encoder
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
         let rate = Int64(profile.output.sampleRate)
+        let ladder = encoder.videos.count > 1
         // The stream's first rate fixes PART-TARGET (the thermal ladder only lowers it).
-        let timing = edge == nil ? nil : profile.at(fps: encoder.fps).partTiming
+        // A ladder's renditions are regular HLS: parts for each, with rendition reports,
+        // are not made yet.
+        let timing = edge == nil || ladder ? nil : profile.at(fps: encoder.fps).partTiming
         self.edge = timing == nil ? nil : edge
-        segmenter = Segmenter(grid: origin.grid(profile.segmentTicks),
-                              tracks: .init(audio: encoder.audio == nil ? nil : 2, audioTimescale: rate),
-                              timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps),
-                              partTicks: timing?.ticks)
-        let tracks = try encoder.initSegment()
-        let video = profile.output.video
-        // The rate the stream starts at: the thermal ladder's, when it has stepped down.
-        let description = StreamDescription(codecs: tracks.codecs, width: video.width, height: video.height, fps: encoder.fps,
-                                            configuredBitrate: profile.configuredBitrate, targetDuration: profile.targetDuration)
-        writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, description: description,
-                                  initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
+        segmenters = encoder.videos.map { _ in
+            Segmenter(grid: origin.grid(profile.segmentTicks),
+                      tracks: .init(audio: encoder.audio == nil || ladder ? nil : 2, audioTimescale: rate),
+                      timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps),
+                      partTicks: timing?.ticks)
+        }
+        if ladder && encoder.audio != nil { sound = AudioSegmenter(timeline: origin.timeline, timescale: rate) }
+        if ladder {
+            var renditions: [RenditionDescription] = []
+            for (rung, video) in profile.rungSettings.enumerated() {
+                let tracks = try encoder.initSegment(rung: rung, withAudio: false)
+                renditions.append(RenditionDescription(folder: "v\(rung)", kind: .video, codecs: tracks.codecs, width: video.width,
+                                                       height: video.height, configuredBitrate: video.bitrate, initSegment: tracks.bytes))
+            }
+            if let audio = profile.output.audio, let tracks = try encoder.audioInitSegment() {
+                renditions.append(RenditionDescription(folder: "audio", kind: .audio(channels: audio.channels), codecs: tracks.codecs,
+                                                       configuredBitrate: audio.bitrate, initSegment: tracks.bytes))
+            }
+            // The rate the stream starts at: the thermal ladder's, when it has stepped down.
+            writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, renditions: renditions, fps: encoder.fps,
+                                      targetDuration: profile.targetDuration, makeRoom: makeRoom, observer: observer)
+        } else {
+            let tracks = try encoder.initSegment()
+            let video = profile.output.video
+            let description = StreamDescription(codecs: tracks.codecs, width: video.width, height: video.height, fps: encoder.fps,
+                                                configuredBitrate: profile.configuredBitrate, targetDuration: profile.targetDuration)
+            writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, description: description,
+                                      initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
+        }
         if let timing { self.edge?.begin(start.id, targetDuration: profile.targetDuration, timing: timing) }
-        log(.streamStarted, ("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
-            ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count))
+        var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
+                                       ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count)]
+        if ladder {
+            fields.append(("rungs", profile.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
+                .joined(separator: ",")))
+        }
+        log.emit(.streamStarted, level: .info, fields)
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
-            try store(isVideo ? segmenter.appendVideo(sample) : segmenter.appendAudio(sample))
+            try isVideo ? append(video: sample) : append(audio: sample)
         }
     }
 
     /// A stream that starts at `firstFrame`.
     convenience init(start: StreamStart, firstFrame: VideoFrame, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?, log: Log,
                      observer: @escaping (StreamEvent) -> Void) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, video: video, audio: audio)
+        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, videos: [video], audio: audio)
         try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log, observer: observer)
         try encode(firstFrame)
     }
@@ -73,12 +108,12 @@ final class LiveStream {
     }
 
     /// The live encoders on a timeline that starts at `firstFrame`, IDRs on the segment grid.
-    static func encoder(firstFrame: VideoFrame, dating: StreamDating, profile: LiveProfile, video: VideoEncoder,
+    static func encoder(firstFrame: VideoFrame, dating: StreamDating, profile: LiveProfile, videos: [VideoEncoder],
                         audio: AACEncoder?) -> StreamEncoder {
         let timeline = Timeline(firstVideoCaptureTime: firstFrame.captureTime, dating: dating)
         return StreamEncoder(timeline: timeline, fps: profile.fps, rotation: profile.output.rotation,
                              keyframes: SegmentGrid(start: timeline.startTicks(timescale: Timescale.video), segmentTicks: profile.segmentTicks),
-                             video: video, audio: audio)
+                             video: videos[0], lowerRungs: Array(videos.dropFirst()), audio: audio)
     }
 
     /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
@@ -87,11 +122,11 @@ final class LiveStream {
             // A new frame rate starts a new discontinuity domain (HLS_RULES S17: one rate
             // per domain); the timeline runs on without a gap.
             let from = encoder.fps
-            try store(segmenter.discontinuity())
+            try discontinuity()
             let samples = try encoder.encode(frame)
             try writer.raiseFrameRate(to: encoder.fps)
-            for sample in samples { try store(segmenter.appendVideo(origin.moved(video: sample))) }
-            segmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
+            for sample in samples { try append(video: origin.moved(video: sample)) }
+            for rung in segmenters.indices { segmenters[rung].nominalFrameDuration = Timescale.video / Int64(encoder.fps) }
             log(.streamRate, ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
             return
         }
@@ -99,15 +134,34 @@ final class LiveStream {
             // EXT-X-DISCONTINUITY rather than a broken timeline: close the segment, start
             // the next at this frame with an IDR. (The encoder holds no frames back: no
             // B-frames, zero latency.)
-            try store(segmenter.discontinuity())
+            try discontinuity()
             encoder.resync()
             log(.streamDiscontinuity, ("id", id), ("frame", frame.index))
         }
-        for sample in try encoder.encode(frame) { try store(segmenter.appendVideo(origin.moved(video: sample))) }
+        for sample in try encoder.encode(frame) { try append(video: origin.moved(video: sample)) }
     }
 
     func encode(_ chunk: AudioChunk) throws {
-        for sample in try encoder.encode(chunk) { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
+        for sample in try encoder.encode(chunk) { try append(audio: origin.moved(audio: sample)) }
+    }
+
+    /// A picture to its rung's segmenter.
+    private func append(video sample: EncodedSample) throws {
+        try store(segmenters[sample.rung].appendVideo(sample), rendition: sample.rung)
+    }
+
+    /// Sound to the muxed segmenter, or to a ladder's own.
+    private func append(audio sample: EncodedSample) throws {
+        if isLadder {
+            if let reports = sound?.append(sample) { try store(reports, rendition: segmenters.count) }
+        } else {
+            try store(segmenters[0].appendAudio(sample))
+        }
+    }
+
+    /// Every rendition's segment in progress ends here.
+    private func discontinuity() throws {
+        for rung in segmenters.indices { try store(segmenters[rung].discontinuity(), rendition: rung) }
     }
 
     /// The thermal ladder's new rate, from the next segment on.
@@ -116,9 +170,10 @@ final class LiveStream {
     /// Drains both encoders, writes the last segment and ENDLIST.
     func finish() throws {
         let rest = try encoder.flush()
-        for sample in rest.video { try store(segmenter.appendVideo(origin.moved(video: sample))) }
-        for sample in rest.audio { try store(segmenter.appendAudio(origin.moved(audio: sample))) }
-        try store(segmenter.finish())
+        for sample in rest.video { try append(video: origin.moved(video: sample)) }
+        for sample in rest.audio { try append(audio: origin.moved(audio: sample)) }
+        for rung in segmenters.indices { try store(segmenters[rung].finish(), rendition: rung) }
+        if let reports = sound?.finish() { try store(reports, rendition: segmenters.count) }
         try writer.finish()
         edge?.end(id)
         log(.streamEnded, ("id", id), ("segments", writer.segmentCount),
@@ -130,15 +185,20 @@ final class LiveStream {
     /// A stream that stops without its ENDLIST (a failure) is no longer live either.
     deinit { edge?.end(id) }
 
-    private func store(_ reports: [SegmentReport]) throws {
+    /// Writes the segments a segmenter of rendition `rendition` cut; the top rung's cuts
+    /// are where a ladder's sound is cut too.
+    private func store(_ reports: [SegmentReport], rendition: Int = 0) throws {
         // Parts first: each comes before its segment, and the edge lists a part only once
         // the segments before it are in the playlist.
-        edge?.add(id, parts: segmenter.takeParts())
+        if rendition == 0 { edge?.add(id, parts: segmenters[0].takeParts()) }
         for report in reports {
-            try writer.append(report)
-            if let entry = writer.playlist.entries.last { edge?.add(id, segment: report, entry: entry) }
-            log(.segmentStored, ("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
-                ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples))
+            try writer.append(report, rendition: rendition)
+            if rendition == 0, let entry = writer.playlist.entries.last { edge?.add(id, segment: report, entry: entry) }
+            var fields: [(String, Any)] = [("id", id), ("seq", report.sequence), ("duration", report.durationSeconds),
+                                           ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples)]
+            if isLadder { fields.insert(("rendition", writer.renditionFolders[rendition]), at: 1) }
+            log.emit(.segmentStored, level: .info, fields)
+            if rendition == 0, let cut = sound?.cut(after: report) { try store(cut, rendition: segmenters.count) }
         }
     }
 }

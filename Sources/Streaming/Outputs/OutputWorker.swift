@@ -8,8 +8,9 @@ protocol StreamOutput: AnyObject {
     var name: String { get }
     /// Opens the encoders for the first stream, before any frame needs them.
     func prepare() throws
-    /// What the prepared video encoder will be asked to do, for the cost estimate.
-    var encoding: EncodingCost.Output? { get }
+    /// What the prepared video encoders (one per rung) will be asked to do, for the
+    /// cost estimate.
+    var encodings: [EncodingCost.Output] { get }
     /// While armed with a pre-roll: encode into the pre-roll ring.
     func prime(_ frame: VideoFrame) throws
     func prime(_ chunk: AudioChunk) throws

@@ -6,8 +6,15 @@ import Logging
 import Media
 import Publishing
 
+/// The encoders of one stream: a video encoder per rung (the top first) and the sound's.
+struct OpenedEncoders {
+    var videos: [VideoEncoder]
+    var audio: AACEncoder?
+}
+
 /// Opens an output's encoders for each stream: the first time by `select` (which logs
-/// what it chose and why), after that the same kind and device again.
+/// what it chose and why), after that the same kind and device again; every rung of the
+/// ladder on the kind the top one chose.
 struct EncoderChoice {
     let role: String
     let requested: VideoEncoderKind
@@ -16,12 +23,15 @@ struct EncoderChoice {
     /// HEVC asked for but no hardware HEVC encoder opened: H.264 from then on.
     private var codecFallback: VideoCodec?
     /// Opened ahead by `prepare`, for the first stream.
-    private var ready: (video: VideoEncoder, audio: AACEncoder?)?
+    private var ready: OpenedEncoders?
 
-    /// The prepared encoder's work, once `prepare` has run.
-    var encoding: EncodingCost.Output? {
-        ready.map { EncodingCost.Output(name: role, kind: $0.video.kind, width: $0.video.settings.width,
-                                        height: $0.video.settings.height, fps: $0.video.settings.fps) }
+    /// The prepared encoders' work, once `prepare` has run: the top rung under the
+    /// output's name, each lower rung under it and its picture.
+    var encodings: [EncodingCost.Output] {
+        (ready?.videos ?? []).enumerated().map { rung, video in
+            EncodingCost.Output(name: rung == 0 ? role : "\(role) rung \(rung + 1)", kind: video.kind,
+                                width: video.settings.width, height: video.settings.height, fps: video.settings.fps, rung: rung)
+        }
     }
 
     init(role: String, requested: VideoEncoderKind) {
@@ -30,17 +40,23 @@ struct EncoderChoice {
     }
 
     /// Opens the encoders now so the first stream starts without waiting for them.
-    mutating func prepare(_ settings: VideoEncoderSettings, audio: AudioEncoderSettings?, log: Log) throws {
-        ready = (try open(settings, log: log), try openAudioEncoder(audio))
+    mutating func prepare(_ rungs: [VideoEncoderSettings], audio: AudioEncoderSettings?, log: Log) throws {
+        ready = try openAll(rungs, audio: audio, log: log)
     }
 
     /// The prepared encoders, else new ones.
-    mutating func take(_ settings: VideoEncoderSettings, audio: AudioEncoderSettings?, log: Log) throws -> (video: VideoEncoder, audio: AACEncoder?) {
+    mutating func take(_ rungs: [VideoEncoderSettings], audio: AudioEncoderSettings?, log: Log) throws -> OpenedEncoders {
         if let ready {
             self.ready = nil
             return ready
         }
-        return (try open(settings, log: log), try openAudioEncoder(audio))
+        return try openAll(rungs, audio: audio, log: log)
+    }
+
+    private mutating func openAll(_ rungs: [VideoEncoderSettings], audio: AudioEncoderSettings?, log: Log) throws -> OpenedEncoders {
+        var videos: [VideoEncoder] = []
+        for settings in rungs { videos.append(try open(settings, log: log)) }
+        return OpenedEncoders(videos: videos, audio: try openAudioEncoder(audio))
     }
 
     mutating func open(_ requestedSettings: VideoEncoderSettings, log: Log) throws -> VideoEncoder {
@@ -91,22 +107,25 @@ extension RecordingStream: EncodedStream {}
 final class EncodingOutput: StreamOutput {
     let name: String
     private let output: OutputProfile
+    /// Each rung's video settings, the top (`output.video`) first.
+    private let rungs: [VideoEncoderSettings]
     private let prerollSeconds: Double
     private let log: Log
     private var encoders: EncoderChoice
     /// The output's encoders on a timeline that starts at a frame (its wall clock given).
-    private let makeEncoder: (VideoFrame, StreamDating, VideoEncoder, AACEncoder?) -> StreamEncoder
+    private let makeEncoder: (VideoFrame, StreamDating, OpenedEncoders) -> StreamEncoder
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
     private var stream: EncodedStream?
     private var preroll: Preroll?
     /// The thermal ladder's rate, for this stream and the ones after it.
     private var rate: Int?
 
-    private init(name: String, output: OutputProfile, prerollSeconds: Double, log: Log,
-                 makeEncoder: @escaping (VideoFrame, StreamDating, VideoEncoder, AACEncoder?) -> StreamEncoder,
+    private init(name: String, output: OutputProfile, rungs: [VideoEncoderSettings]? = nil, prerollSeconds: Double, log: Log,
+                 makeEncoder: @escaping (VideoFrame, StreamDating, OpenedEncoders) -> StreamEncoder,
                  makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
         self.name = name
         self.output = output
+        self.rungs = rungs ?? [output.video]
         self.prerollSeconds = prerollSeconds
         self.log = log
         self.makeEncoder = makeEncoder
@@ -118,9 +137,9 @@ final class EncodingOutput: StreamOutput {
     static func live(_ profile: LiveProfile, prerollSeconds: Double, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
                      edge: LiveEdge?, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         EncodingOutput(
-            name: "live", output: profile.output, prerollSeconds: prerollSeconds, log: log,
-            makeEncoder: { frame, dating, video, audio in
-                LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: video, audio: audio)
+            name: "live", output: profile.output, rungs: profile.rungSettings, prerollSeconds: prerollSeconds, log: log,
+            makeEncoder: { frame, dating, opened in
+                LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, videos: opened.videos, audio: opened.audio)
             },
             makeStream: { start, origin in
                 try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, observer: observer)
@@ -132,23 +151,23 @@ final class EncodingOutput: StreamOutput {
                           makeRoom: @escaping SpaceRetry.MakeRoom) -> EncodingOutput {
         EncodingOutput(
             name: "recording", output: profile.output, prerollSeconds: prerollSeconds, log: log,
-            makeEncoder: { frame, dating, video, audio in
-                RecordingStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: video, audio: audio)
+            makeEncoder: { frame, dating, opened in
+                RecordingStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: opened.videos[0], audio: opened.audio)
             },
             makeStream: { start, origin in
                 try RecordingStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom)
             })
     }
 
-    func prepare() throws { try encoders.prepare(output.video, audio: output.audio, log: log) }
-    var encoding: EncodingCost.Output? { encoders.encoding }
+    func prepare() throws { try encoders.prepare(rungs, audio: output.audio, log: log) }
+    var encodings: [EncodingCost.Output] { encoders.encodings }
 
     func prime(_ frame: VideoFrame) throws {
         guard prerollSeconds > 0 else { return }
         if preroll == nil {
-            let opened = try encoders.take(output.video, audio: output.audio, log: log)
+            let opened = try encoders.take(rungs, audio: output.audio, log: log)
             // The stream's calendar is not known yet: `origin(dating:)` gives it at the press.
-            preroll = Preroll(encoder: makeEncoder(frame, StreamDating(offsetMs: 0), opened.video, opened.audio),
+            preroll = Preroll(encoder: makeEncoder(frame, StreamDating(offsetMs: 0), opened),
                               seconds: prerollSeconds)
         }
         try preroll?.encode(frame)
@@ -163,8 +182,8 @@ final class EncodingOutput: StreamOutput {
             log(.prerollUsed, ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))
             origin = held
         } else {
-            let opened = try encoders.take(output.video, audio: output.audio, log: log)
-            origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.dating, opened.video, opened.audio))
+            let opened = try encoders.take(rungs, audio: output.audio, log: log)
+            origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.dating, opened))
         }
         if let rate { origin.encoder.requestRate(rate) }
         stream = try makeStream(start, origin)

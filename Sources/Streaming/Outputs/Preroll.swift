@@ -91,12 +91,14 @@ final class Preroll {
     }
 
     /// Keeps from the last IDR at or before (newest − N), and the sound from there on.
+    /// Every rung has its IDR on that frame: each keeps its samples from there.
     private func trim() {
         guard let newest = video.last?.dts else { return }
         let limit = newest - Int64(seconds * Double(Timescale.video))
-        guard let keep = video.lastIndex(where: { $0.isSync && $0.dts <= limit }), keep > 0 else { return }
-        video.removeFirst(keep)
-        dropAudio(before: video[0].dts)
+        guard let keep = video.last(where: { $0.isSync && $0.rung == 0 && $0.dts <= limit })?.dts,
+              video.contains(where: { $0.dts < keep }) else { return }
+        video.removeAll { $0.dts < keep }
+        dropAudio(before: keep)
     }
 
     private func dropAudio(before videoTicks: Int64) {
@@ -108,7 +110,7 @@ final class Preroll {
     /// The stream's start: the held samples moved so the first IDR is at the stream's
     /// 10 s, on the stream's timeline and calendar.
     func origin(dating: StreamDating) -> StreamOrigin? {
-        guard let first = video.first else { return nil }
+        guard let first = video.first(where: { $0.rung == 0 }) else { return nil }
         dropAudio(before: first.dts)  // the AAC encoder hands frames out late
         let armed = encoder.timeline
         let start = armed.startTicks(timescale: Timescale.video)

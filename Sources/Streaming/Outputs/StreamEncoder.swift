@@ -5,7 +5,10 @@ import MP4
 
 /// One output's encoders on one stream's timeline: pictures go on a constant-frame-rate
 /// grid and sound where its capture time puts it. Both the live stream and the recording
-/// encode through one of these, each with its own encoders and profile.
+/// encode through one of these, each with its own encoders and profile. The live stream's
+/// quality ladder is more video encoders here: each picture goes to every rung (each
+/// scales it to its own size) at the same tick with the same IDR decision, so segment
+/// boundaries line up across rungs frame for frame.
 final class StreamEncoder {
     let timeline: Timeline
     /// The frame rate of the grid now; `requestRate` changes it at a keyframe boundary.
@@ -15,7 +18,9 @@ final class StreamEncoder {
     private var epoch: (ticks: Int64, time: Int64)
     private var pendingRate: Int?
     let rotation: Rotation
-    let video: VideoEncoder
+    /// The rungs' encoders, the top (the only one without a ladder) first.
+    let videos: [VideoEncoder]
+    var video: VideoEncoder { videos[0] }
     let audio: AACEncoder?
     private var planner: KeyframePlanner
     /// The last slot of the frame-rate grid that was encoded, and its picture.
@@ -32,12 +37,13 @@ final class StreamEncoder {
     private(set) var audioSilenceFilled = 0
 
     /// `keyframes`: where IDRs go (the first frame at or past each boundary).
-    init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: VideoEncoder, audio: AACEncoder?) {
+    init(timeline: Timeline, fps: Int, rotation: Rotation, keyframes: SegmentGrid, video: VideoEncoder, lowerRungs: [VideoEncoder] = [],
+         audio: AACEncoder?) {
         self.timeline = timeline
         self.fps = fps
         epoch = (timeline.startTicks(timescale: Timescale.video), timeline.origin)
         self.rotation = rotation
-        self.video = video
+        videos = [video] + lowerRungs
         self.audio = audio
         planner = KeyframePlanner(grid: keyframes)
     }
@@ -86,7 +92,11 @@ final class StreamEncoder {
 
     private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
         let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
-        let samples = try video.encode(input, ticks: ticks, keyframe: planner.needsKeyframe(at: ticks))
+        let keyframe = planner.needsKeyframe(at: ticks)
+        var samples: [EncodedSample] = []
+        for (rung, encoder) in videos.enumerated() {
+            samples += try encoder.encode(input, ticks: ticks, keyframe: keyframe).map { $0.on(rung: rung) }
+        }
         lastSlot = slot
         framesEncoded += 1
         videoEndTicks = epoch.ticks - timeline.startTicks(timescale: Timescale.video) + rescale(slot + 1, from: Int64(fps), to: Timescale.video)
@@ -185,19 +195,40 @@ final class StreamEncoder {
                 audioEndTicks = videoEndTicks
             }
         }
-        return (try video.flush(), sound + (try audio?.flush() ?? []))
+        var pictures: [EncodedSample] = []
+        for (rung, encoder) in videos.enumerated() { pictures += try encoder.flush().map { $0.on(rung: rung) } }
+        return (pictures, sound + (try audio?.flush() ?? []))
+    }
+}
+
+extension EncodedSample {
+    func on(rung: Int) -> EncodedSample {
+        var copy = self
+        copy.rung = rung
+        return copy
     }
 }
 
 extension StreamEncoder {
     /// The stream's init segment and codec strings, from this encoder's parameter sets
-    /// (MP4 builds it; the live stream and the recording both start with one).
-    func initSegment() throws -> (bytes: [UInt8], codecs: [String]) {
-        let audioTrack = audio.map {
-            AudioTrack(sampleRate: $0.settings.sampleRate, channels: $0.settings.channels, config: $0.audioSpecificConfig,
+    /// (MP4 builds it; the live stream and the recording both start with one): the top
+    /// rung's pictures and the sound, or (a ladder's renditions) one rung's pictures alone.
+    func initSegment(rung: Int = 0, withAudio: Bool = true) throws -> (bytes: [UInt8], codecs: [String]) {
+        let video = videos[rung]
+        return try InitSegment.make(sps: video.sps, pps: video.pps, vps: video.vps,
+                                    hevcSize: (video.settings.width, video.settings.height), audio: withAudio ? audioTrack() : nil)
+    }
+
+    /// A ladder's audio rendition: the sound alone, as track 1.
+    func audioInitSegment() throws -> (bytes: [UInt8], codecs: [String])? {
+        guard let track = audioTrack(trackID: 1) else { return nil }
+        return (InitSegment.make(video: nil, audio: track), [try AudioSpecificConfig(bytes: track.config).codecString])
+    }
+
+    private func audioTrack(trackID: UInt32 = 2) -> AudioTrack? {
+        audio.map {
+            AudioTrack(trackID: trackID, sampleRate: $0.settings.sampleRate, channels: $0.settings.channels, config: $0.audioSpecificConfig,
                        averageBitrate: UInt32($0.settings.bitrate))
         }
-        return try InitSegment.make(sps: video.sps, pps: video.pps, vps: video.vps,
-                                    hevcSize: (video.settings.width, video.settings.height), audio: audioTrack)
     }
 }
