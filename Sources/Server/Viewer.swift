@@ -18,7 +18,8 @@ public enum Viewer {
         // device.name is letters, digits and ._- only; escaped all the same, as any text
         // put into HTML.
         let title = device.map { "onair · " + $0.replacing("&", with: "&amp;").replacing("<", with: "&lt;") } ?? "onair"
-        return html.replacing("__STREAMS_URL__", with: streams).replacing("__TITLE__", with: title)
+        return html.replacing("__LADDER_PLAYER__", with: ladderPlayer).replacing("__STREAMS_URL__", with: streams)
+            .replacing("__TITLE__", with: title)
     }
 
     /// The start of each page onair makes (this one, and the fleet's), up to the page's own
@@ -46,7 +47,7 @@ public enum Viewer {
     </style>
     </head>
     <body>
-    <header><h1>__TITLE__</h1><span id="state">waiting for a stream</span><span id="info"></span></header>
+    <header><h1>__TITLE__</h1><span id="state">waiting for a stream</span><span id="rung"></span><span id="info"></span></header>
     <video id="video" controls autoplay muted playsinline></video>
     <ul id="streams"></ul>
     <script>
@@ -109,6 +110,17 @@ public enum Viewer {
     // playlist has parts and low latency is wanted, part by part (playParts).
     async function playWithMSE(multivariant, mine, wantParts) {
       const top = await text(multivariant);
+      // A quality ladder: the browser's own HLS chooses among the rungs where it has one.
+      if (top.includes("#EXT-X-MEDIA:TYPE=AUDIO")) {
+        if (nativeHLS && !query.has("mse")) {
+          video.dataset.player = "native";
+          video.src = multivariant;
+          video.play().catch(() => {});
+          return;
+        }
+        video.dataset.player = "mse-ladder";
+        return playLadder(multivariant, top, mine);
+      }
       const codecs = (top.match(/CODECS="([^"]+)"/) || [])[1];
       const mediaURI = top.split("\n").find(l => l && !l.startsWith("#"));
       if (!codecs || !mediaURI) throw new Error("unexpected multivariant playlist");
@@ -151,6 +163,8 @@ public enum Viewer {
         await sleep(target * 500);
       }
     }
+
+    __LADDER_PLAYER__
 
     // Low-latency HLS (RFC 8216bis §6.3.8): start at the last independent part at least
     // PART-HOLD-BACK from the live end, then ask for the hinted part (the server holds the
@@ -222,6 +236,12 @@ public enum Viewer {
       current = null;
     });
     video.addEventListener("playing", () => { info.textContent = ""; });
+    // Which rung plays: its picture size, as the decoder reports it.
+    const rungLabel = document.getElementById("rung");
+    video.addEventListener("resize", () => {
+      video.dataset.rung = video.videoWidth + "x" + video.videoHeight;
+      rungLabel.textContent = video.dataset.rung;
+    });
     // A camera interruption (EXT-X-DISCONTINUITY) leaves a hole in the media MSE holds:
     // waiting at its edge, play on from the next range.
     video.addEventListener("waiting", () => {

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -122,5 +123,44 @@ final class Chromium: Browser {
     func evaluate(_ expression: String) throws -> Any? {
         let result = try call("Runtime.evaluate", ["expression": expression, "returnByValue": true])
         return (result["result"] as? [String: Any])?["value"]
+    }
+}
+
+extension XCTestCase {
+    /// Opens the viewer at `url` and watches it for up to 60 s, until its media clock has
+    /// passed 2 s and advanced by 1 s: the player is `player`, it reports no error, and
+    /// only the low-latency player fetches parts. Returns the last look at the page.
+    func watchViewer(_ browser: Browser, _ url: String, player: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        try browser.open(url)
+        let probe = "JSON.stringify({t: video.currentTime, w: video.videoWidth, e: video.error && video.error.code, "
+            + "hls: video.canPlayType('application/vnd.apple.mpegurl'), src: video.currentSrc, "
+            + "player: video.dataset.player || null, info: info.textContent, "
+            + "parts: performance.getEntriesByType('resource').filter(r => r.name.includes('/part/')).length, "
+            + "behind: video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : null})"
+        var samples: [[String: Any]] = []
+        var playerErrors: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let text = try? browser.evaluate(probe) as? String,
+               let state = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] {
+                samples.append(state)
+                if !(state["e"] is NSNull) || (state["info"] as? String ?? "").hasPrefix("MSE") { playerErrors.append("\(state)") }
+                let times = samples.compactMap { $0["t"] as? Double }
+                if let last = times.last, last > 2, let earlier = times.first(where: { $0 > 0 }), last > earlier + 1 { break }
+            }
+            usleep(500_000)
+        }
+        XCTAssertEqual(playerErrors, [], "\(player): the player's log:\n" + browser.playerLog, file: file, line: line)
+        let last = try XCTUnwrap(samples.last, file: file, line: line)
+        XCTAssertEqual(last["player"] as? String, player, file: file, line: line)
+        // Low latency reads parts; the others never ask for one.
+        XCTAssertEqual((last["parts"] as? Int ?? 0) > 0, player == "mse-ll", "\(player): parts fetched: \(last["parts"] ?? "-")",
+                       file: file, line: line)
+        print("viewer \(player): \(last["behind"] ?? "-") s behind the newest media it holds")
+        let times = samples.compactMap { $0["t"] as? Double }
+        XCTAssertGreaterThan(times.last ?? 0, 2, "\(player): currentTime advanced: \(times)", file: file, line: line)
+        XCTAssertGreaterThan((times.last ?? 0) - (times.first { $0 > 0 } ?? 0), 1, "\(player): and kept advancing: \(times)",
+                             file: file, line: line)
+        return last
     }
 }

@@ -119,6 +119,18 @@ func apiStatus(port: UInt16) throws -> [String: Any] {
 extension XCTestCase {
     /// `onair run` on the synthetic camera (low quality) with its web server on a free
     /// port, its data in a temporary directory removed after the test.
+    /// /api/streams polled until `ready` says so (or a minute passes).
+    func waitForStreams(_ port: UInt16, _ ready: ([[String: Any]]) -> Bool, seconds: Double = 60) throws -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let response = try HTTPClient.request(port: port, "/api/streams")
+            if let list = try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]], ready(list) { return list }
+            usleep(250_000)
+        }
+        XCTFail("streams never became ready")
+        return []
+    }
+
     func serveSynthetic(_ name: String, _ settings: [String] = [], stdin: Bool = false) throws -> (onair: Child, port: UInt16, out: String) {
         let out = try temporaryDirectory(name)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: out) }

@@ -34,6 +34,13 @@ public final class RecordingServer: @unchecked Sendable {
     public var respond: @Sendable (Request) -> Reply
     /// Reads request bodies no faster than this many bytes per second (a slow uplink).
     public var throttle: Int?
+    /// Sends answers' bodies no faster than this many bytes per second, from any thread
+    /// (a weak downlink, for a player choosing among rungs).
+    public var replyThrottle: Int? {
+        get { lock.withLock { replyRate } }
+        set { lock.withLock { replyRate = newValue } }
+    }
+    private var replyRate: Int?
 
     public convenience init(status: @escaping @Sendable (Request) -> Int = { _ in 201 }) throws {
         try self.init(reply: { .status(status($0)) })
@@ -110,7 +117,16 @@ public final class RecordingServer: @unchecked Sendable {
             case .answer(let status, let headers, let body):
                 let head = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
                 let reply = Array("HTTP/1.1 \(status) Status\r\n\(head)Content-Length: \(body.count)\r\n\r\n".utf8) + body
-                guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
+                // A twentieth of a second's worth at a time, at the rate asked for.
+                var sent = 0
+                while sent < reply.count {
+                    let rate = replyThrottle
+                    let size = min(reply.count - sent, rate.map { max(1, $0 / 20) } ?? reply.count)
+                    let n = reply[sent..<(sent + size)].withUnsafeBytes { send(fd, $0.baseAddress, size, Int32(MSG_NOSIGNAL)) }
+                    guard n > 0 else { return }
+                    sent += n
+                    if let rate { usleep(UInt32(Double(n) / Double(rate) * 1_000_000)) }
+                }
             case .reset:
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close() then sends RST
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -238,7 +254,8 @@ public final class FaultProxy: @unchecked Sendable {
                 guard let answer = try? HTTPClient.request(port: upstream, request.path, method: request.method, headers: headers, body: request.body) else {
                     return .status(502)
                 }
-                return .answer(answer.status, headers: answer.headers.filter { ["etag", "content-type"].contains($0.key) }, body: answer.body)
+                return .answer(answer.status, headers: answer.headers.filter { ["etag", "content-type", "content-range", "accept-ranges", "cache-control", "last-modified"].contains($0.key) },
+                               body: answer.body)
             }
             proxy.counter.withLock { proxy.faults += 1 }
             switch decision {
