@@ -179,7 +179,7 @@ final class LadderTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(out)/streams/\(id)/v0"), "one rung left: one muxed variant")
         let refused = try Child(onairBinary(), common + ["--set", "performance.overload=refuse"])
         XCTAssertEqual(refused.wait().status, 2)
-        let errors = refused.stderr.split(separator: "\n").filter { !$0.hasPrefix("t_ms=") }
+        let errors = refused.stderr.split(separator: "\n").filter { !$0.hasPrefix("t_ms=") }.map(String.init)
         XCTAssertEqual(errors, ["onair: encoding would cost 1.33 of what the encoders sustain (live 1280x720@30 on x264 + live rung 2 854x480@30 on x264); "
                                 + "drop the top rung 1280x720@1.5M from video.ladder, or lower the live stream (video.quality, video.fps), "
                                 + "or set performance.overload=lower"])
