@@ -10,6 +10,9 @@
    with an IDR every 2 s, one-second fragments made durable, then a moov-first MP4) against
    ffmpeg writing the same two outputs (HLS + a `+faststart` MP4) from the same frames;
    onair's recording write latency (write + fdatasync per fragment) is shown too.
+   And a two-rung quality ladder (video.ladder=auto: 1280x720 and 854x480, one audio
+   rendition) against ffmpeg splitting and scaling the same frames (-filter_complex
+   split/scale, var_stream_map), and against onair's single rung.
 2. Packaging alone: the same pre-encoded samples (the stream onair just wrote) packaged
    again into fMP4 HLS by onair-bench and by `ffmpeg -c copy -f hls`.
 3. Start-up: in real time, time to the first preview frame and until recording can
@@ -62,6 +65,22 @@ ENCODE_AND_PACKAGE = [
     "-c:a", "aac", "-b:a", "64k", "-ac", "1",
     "-f", "hls", "-hls_segment_type", "fmp4", "-hls_time", "2", "-hls_playlist_type", "event",
     "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename", "seg%06d.m4s", "playlist.m3u8"]
+
+# The two-rung ladder (video.ladder=auto at 720p: 1280x720 at 1.5 Mb/s and 854x480 at
+# 900 kb/s) made by ffmpeg from the same frames: split, one copy scaled with libswscale,
+# both encoded with the same x264 settings, the sound once as an audio rendition.
+LADDER = [
+    "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000", "-t", str(SECONDS),
+    "-filter_complex", "[0:v]split=2[top][low];[low]scale=854:480[small]",
+    "-map", "[top]", "-map", "[small]", "-map", "1:a",
+    "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-profile:v", "high", "-pix_fmt", "yuv420p",
+    "-b:v:0", "1500k", "-maxrate:v:0", "1500k", "-bufsize:v:0", "1500k",
+    "-b:v:1", "900k", "-maxrate:v:1", "900k", "-bufsize:v:1", "900k",
+    "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "0",
+    "-c:a", "aac", "-b:a", "64k", "-ac", "1",
+    "-f", "hls", "-hls_segment_type", "fmp4", "-hls_time", "2", "-hls_playlist_type", "event",
+    "-var_stream_map", "v:0,agroup:audio v:1,agroup:audio a:0,agroup:audio", "-master_pl_name", "index.m3u8",
+    "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename", "v%v/seg%06d.m4s", "v%v/playlist.m3u8"]
 
 # ffmpeg's second output for the recording job: the same frames again, 5 Mb/s, GOP 60.
 RECORDING_OUTPUT = [
@@ -212,7 +231,7 @@ def main():
             sys.exit(f"bench: {tool} is missing (run 'make build')")
     work = tempfile.mkdtemp(prefix="onair-bench-")
     try:
-        onair_runs, ffmpeg_runs, lavfi_runs = [], [], []
+        onair_runs, ffmpeg_runs, lavfi_runs, ladder_runs, ffmpeg_ladder_runs = [], [], [], [], []
         record_runs, ffmpeg_record_runs, write_latency = [], [], []
         frames = [ONAIR_BENCH, "frames", "1280", "720", "30", str(SECONDS)]
         raw_input = ["ffmpeg", "-v", "error", "-nostdin", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "1280x720", "-r", "30", "-i", "-"]
@@ -238,8 +257,15 @@ def main():
             both = os.path.join(work, f"ffmpeg-record{i}")
             os.makedirs(both)
             ffmpeg_record_runs.append(measure_pipe(frames, raw_input + ENCODE_AND_PACKAGE + RECORDING_OUTPUT, cwd=both))
+            ladder_runs.append(measure([ONAIR, "run", "--source", "synthetic", "--pace", "fast", "--duration", str(SECONDS),
+                                        "--listen", "off", "--out", os.path.join(work, f"ladder{i}"), "--log-format", "json",
+                                        "--set", "record.enabled=off", "--set", "video.ladder=auto"]))
+            rungs = os.path.join(work, f"ffmpeg-ladder{i}")
+            os.makedirs(rungs)
+            ffmpeg_ladder_runs.append(measure_pipe(frames, raw_input + LADDER, cwd=rungs))
         onair_job, ffmpeg_job, lavfi_job = best(onair_runs), best(ffmpeg_runs), best(lavfi_runs)
         record_job, ffmpeg_record_job = best(record_runs), best(ffmpeg_record_runs)
+        ladder_job, ffmpeg_ladder_job = best(ladder_runs), best(ffmpeg_ladder_runs)
         if len(write_latency) != REPEATS:
             sys.exit("bench: onair did not report its recording")
 
@@ -268,6 +294,11 @@ def main():
         print(f"  {'onair':10} {record_job[0]:8.2f} {record_job[1]:13.1f} {record_job[2]:8.2f}")
         print(f"  {'ffmpeg':10} {ffmpeg_record_job[0]:8.2f} {ffmpeg_record_job[1]:13.1f} {ffmpeg_record_job[2]:8.2f}   HLS + a +faststart MP4, same frames")
         print(f"  ratio onair/ffmpeg: CPU {record_job[0] / ffmpeg_record_job[0]:.2f}, peak memory {record_job[1] / ffmpeg_record_job[1]:.2f}")
+        print(f"a two-rung ladder: the same frames as 1280x720 at 1.5 Mb/s and 854x480 at 900 kb/s, one audio rendition (best of {REPEATS})")
+        print(f"  {'onair':10} {ladder_job[0]:8.2f} {ladder_job[1]:13.1f} {ladder_job[2]:8.2f}   video.ladder=auto")
+        print(f"  {'ffmpeg':10} {ffmpeg_ladder_job[0]:8.2f} {ffmpeg_ladder_job[1]:13.1f} {ffmpeg_ladder_job[2]:8.2f}   split/scale, var_stream_map, same frames")
+        print(f"  ratio onair/ffmpeg: CPU {ladder_job[0] / ffmpeg_ladder_job[0]:.2f}, peak memory {ladder_job[1] / ffmpeg_ladder_job[1]:.2f}; "
+              f"onair's ladder against its single rung: CPU {ladder_job[0] / onair_job[0]:.2f}, memory {ladder_job[1] / onair_job[1]:.2f}")
         p50 = sorted(w[0] for w in write_latency)[len(write_latency) // 2]
         p99 = max(w[1] for w in write_latency)
         print(f"  onair recording write latency per 1 s fragment (write + fdatasync): median {p50:.2f} ms, p99 {p99:.2f} ms")
