@@ -95,6 +95,10 @@ public enum StreamExport {
         let id = request.stream
         guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
         let directory = "\(root)/streams/\(id)"
+        if MultivariantPlaylist.mainPlaylist(index: FileSystem.readText(directory + "/index.m3u8")).contains("/") {
+            // A rung's pictures joined with the audio rendition: not made yet (issue 20).
+            throw ExportError(501, "stream \(id) is a quality ladder; exporting one rung with its sound is not built yet")
+        }
         guard let text = FileSystem.readText(directory + "/playlist.m3u8"), let initBytes = FileSystem.read(directory + "/init.mp4") else {
             throw ExportError(404, "no stream \(id)")
         }

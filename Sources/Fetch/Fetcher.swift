@@ -136,6 +136,11 @@ public final class Fetcher {
     func mediaPlaylist() throws -> (url: String, parsed: ParsedPlaylist?) {
         let top = try parsePlaylist(options.url)
         guard top.isMultivariant else { return (options.url, top) }
+        // Sound in a rendition of its own (a quality ladder): a copy of the variant alone
+        // would be silent, so none is made until both are fetched together (issue 20).
+        if top.tags("EXT-X-MEDIA").contains(where: { ParsedPlaylist.attributes($0.value ?? "")["URI"] != nil }) {
+            throw FetchError("\(options.url): its sound is a rendition of its own (EXT-X-MEDIA); fetching such a stream is not built yet")
+        }
         guard let (variant, reason) = VariantChoice.choose(top.variants, maxBitrate: options.maxBitrate, maxSize: options.maxSize) else {
             throw FetchError("\(options.url): a multivariant playlist without variants")
         }

@@ -32,11 +32,8 @@ extension StreamChecker {
     /// V10: bit rates are the ranges' sizes over their durations.
     mutating func checkIFrames(_ p: ParsedPlaylist, path: String, targetDuration: Int) -> MediaSummary {
         var summary = MediaSummary()
-        guard let mapURI = p.segments.first?.map else { return summary }
-        let initPath = resolve(mapURI, against: path)
-        guard let initBytes = read(initPath, "the EXT-X-MAP") else { return summary }
-        guard let initSegment = checkInit(initBytes, initPath, into: &summary) else { return summary }
-        guard let video = initSegment.track("vide") else { error("V9", initPath, "no video track"); return summary }
+        guard let initSegment = checkMap(p, path: path, into: &summary) else { return summary }
+        guard let video = initSegment.track("vide") else { error("V9", path, "its EXT-X-MAP has no video track"); return summary }
         // The init segment may describe the muxed sound too; the I-frames carry none, so
         // CODECS names only the video (§4.4.6.3).
         summary.audioCodec = nil

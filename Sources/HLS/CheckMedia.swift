@@ -32,10 +32,7 @@ extension StreamChecker {
     /// measured bit rates (C4–C5) for the variant check.
     mutating func checkMedia(_ p: ParsedPlaylist, path: String, targetDuration: Int) -> MediaSummary {
         var summary = MediaSummary()
-        guard let mapURI = p.segments.first?.map else { return summary }
-        let initPath = resolve(mapURI, against: path)
-        guard let initBytes = read(initPath, "the EXT-X-MAP") else { return summary }
-        guard let initSegment = checkInit(initBytes, initPath, into: &summary) else { return summary }
+        guard let initSegment = checkMap(p, path: path, into: &summary) else { return summary }
         let video = initSegment.track("vide")
         let audio = initSegment.track("soun")
         summary.hasVideo = video != nil
@@ -245,6 +242,14 @@ extension StreamChecker {
                 warning("S13", at, "audio sample \(n) lasts \(sample.duration) ticks, not 1024")
             }
         }
+    }
+
+    /// The init segment the playlist's first EXT-X-MAP names, read and checked (I1–I11).
+    mutating func checkMap(_ p: ParsedPlaylist, path: String, into summary: inout MediaSummary) -> ParsedInit? {
+        guard let mapURI = p.segments.first?.map else { return nil }
+        let initPath = resolve(mapURI, against: path)
+        guard let initBytes = read(initPath, "the EXT-X-MAP") else { return nil }
+        return checkInit(initBytes, initPath, into: &summary)
     }
 
     /// I1–I11.

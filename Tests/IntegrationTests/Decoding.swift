@@ -6,6 +6,11 @@ import XCTest
 /// Decoding a stream back with ffmpeg and reading the synthetic source's marks: frame
 /// index bands, flashes, beeps (PipelineTests, LadderTests).
 extension XCTestCase {
+    /// What onair's own checker of HLS_RULES.md says of a stream directory.
+    func checkerFindings(_ directory: String) -> [Finding] {
+        StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }
+    }
+
     /// The synthetic frame index of each I-frame `iframes.m3u8` lists: its byte range
     /// after the init segment, decoded alone (the range ends inside the mdat, after the
     /// IDR, as RFC 8216bis §4.4.3.6 allows, so only the first frame is asked for).

@@ -6,10 +6,6 @@ import TestSupport
 /// `video.ladder`: rungs of one capture, through the onair binary. Each rung decodes to the
 /// same frames, cut at the same frames, in sync with the one audio rendition.
 final class LadderTests: XCTestCase {
-    func checkerFindings(_ directory: String) -> [Finding] {
-        StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }
-    }
-
     func testTwoRungsFromOneCaptureAreAlignedAndInSync() throws {
         let out = try temporaryDirectory("ladder")
         defer { try? FileManager.default.removeItem(atPath: out) }
@@ -73,6 +69,16 @@ final class LadderTests: XCTestCase {
         let rung = try XCTUnwrap(firefox.evaluate("video.dataset.rung") as? String)
         XCTAssertEqual(rung, "\(mse["w"] as? Int ?? 0)x\(try XCTUnwrap(firefox.evaluate("video.videoHeight") as? Int))")
         XCTAssertEqual(try firefox.evaluate("video.mozHasAudio") as? Bool, true, "the audio rendition plays")
+        // Not built yet, and said so rather than a silent copy: one rung with its sound as
+        // an MP4, or fetched.
+        let streams = try waitForStreams(port) { !$0.isEmpty }
+        let id = try XCTUnwrap(streams.first?["id"] as? String)
+        let export = try HTTPClient.request(port: port, "/api/export?stream=\(id)")
+        XCTAssertEqual(export.status, 501)
+        XCTAssertTrue(export.text.contains("is a quality ladder"), export.text)
+        let fetch = try runTool(onairBinary(), ["fetch", "http://127.0.0.1:\(port)/streams/\(id)/index.m3u8", "--out", NSTemporaryDirectory() + "ladder-\(id).mp4"], seconds: 60)
+        XCTAssertEqual(fetch.status, 1)
+        XCTAssertTrue(fetch.stderr.contains("its sound is a rendition of its own (EXT-X-MEDIA); fetching such a stream is not built yet"), fetch.stderr)
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
     }

@@ -14,10 +14,6 @@ final class PipelineTests: XCTestCase {
         return out + "/streams/" + (ids.last ?? "")
     }
 
-    func checkerFindings(_ directory: String) -> [Finding] {
-        StreamChecker.check { FileManager.default.contents(atPath: directory + "/" + $0).map { Array($0) } }
-    }
-
     func testTwelveSecondsFastDecodeEveryFrameAndMeasureSync() throws {
         let out = try temporaryDirectory("fast")
         defer { try? FileManager.default.removeItem(atPath: out) }
