@@ -1,4 +1,5 @@
 import Fetch
+import HLS
 
 /// `onair fetch URL [options]` (an offline copy) and `onair fetch --list`.
 extension CommandLineParser {

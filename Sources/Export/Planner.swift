@@ -48,8 +48,10 @@ struct Planner {
         pending = Array(repeating: nil, count: tracks.count)
     }
 
-    /// A segment file (or any run of `moof`+`mdat` pairs).
-    mutating func add(segmentAt path: String) throws {
+    /// A segment file (or any run of `moof`+`mdat` pairs); its samples go to the track of
+    /// the same id, or all to track `track` (a ladder's rendition, whose files number
+    /// their one track 1).
+    mutating func add(segmentAt path: String, track: Int? = nil) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileError(path: path, operation: "open", code: errno) }
         defer { close(fd) }
@@ -69,7 +71,7 @@ struct Planner {
                 guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
                 moof = nil
                 let media = (offset + Int64(box.headerSize))..<(offset + box.size)
-                try add(ParsedSegment(bytes: fragment.bytes, trex: trex), moofAt: fragment.offset, media: media)
+                try add(ParsedSegment(bytes: fragment.bytes, trex: trex), moofAt: fragment.offset, media: media, track: track)
                 pieces.append(.init(.path(path), offset: media.lowerBound, length: Int64(media.count)))
                 payload += Int64(media.count)
             default:
@@ -79,9 +81,9 @@ struct Planner {
         }
     }
 
-    private mutating func add(_ segment: ParsedSegment, moofAt moofOffset: Int64, media: Range<Int64>) throws {
+    private mutating func add(_ segment: ParsedSegment, moofAt moofOffset: Int64, media: Range<Int64>, track: Int?) throws {
         for traf in segment.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
-            guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
+            guard let index = track ?? tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
                 throw MP4Error.missing("trak for track \(traf.trackID)")
             }
             let start = moofOffset + Int64(traf.samples[0].range.lowerBound)

@@ -29,6 +29,10 @@ public struct ExportRequest: Sendable, Equatable {
     public var to: Int64?
     /// The last seconds of media (of a live stream: up to its newest segment).
     public var last: Double?
+    /// A ladder's rung: the highest bit rate not above `maxBitrate`, no larger than
+    /// `maxSize` (`VariantChoice`); the top one without either.
+    public var maxBitrate: Int?
+    public var maxSize: PictureSize?
 
     public init(stream: String, start: Double? = nil, end: Double? = nil, from: Int64? = nil, to: Int64? = nil, last: Double? = nil) {
         self.stream = stream
@@ -67,6 +71,14 @@ public struct ExportRequest: Sendable, Equatable {
         try self.init(stream: stream, start: seconds("start"), end: seconds("end"), from: date("from"), to: date("to"),
                       last: seconds("last"))
         self.recording = recording
+        if let text = arguments("max_bitrate") {
+            guard let value = Int(text), value > 0 else { throw ExportError(400, "max_bitrate=\(text.prefix(40)) is not a number of bits per second") }
+            maxBitrate = value
+        }
+        if let text = arguments("max_size") {
+            guard let size = PictureSize(parsing: text) else { throw ExportError(400, "max_size=\(text.prefix(40)) is not WIDTHxHEIGHT") }
+            maxSize = size
+        }
     }
 }
 
@@ -95,9 +107,8 @@ public enum StreamExport {
         let id = request.stream
         guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
         let directory = "\(root)/streams/\(id)"
-        if MultivariantPlaylist.mainPlaylist(index: FileSystem.readText(directory + "/index.m3u8")).contains("/") {
-            // A rung's pictures joined with the audio rendition: not made yet (issue 20).
-            throw ExportError(501, "stream \(id) is a quality ladder; exporting one rung with its sound is not built yet")
+        if let index = FileSystem.readText(directory + "/index.m3u8"), MultivariantPlaylist.mainPlaylist(index: index).contains("/") {
+            return try ladder(root: root, id: id, index: index, request)
         }
         guard let text = FileSystem.readText(directory + "/playlist.m3u8"), let initBytes = FileSystem.read(directory + "/init.mp4") else {
             throw ExportError(404, "no stream \(id)")
@@ -120,18 +131,70 @@ public enum StreamExport {
     /// One progressive movie of an init segment and fragment files (each `moof`+`mdat`
     /// pairs), in order: a stream's segments, or a fetched copy's.
     public static func movie(initSegment: [UInt8], segments: [String], scratch: String) throws -> JoinedFile {
-        let tracks: [MovieTrack], trex: [ParsedInit.Trex]
+        try movie(inits: [initSegment], segments: segments.map { ($0, nil) }, scratch: scratch)
+    }
+
+    /// The same from several renditions (a ladder's rung and its sound): each init's
+    /// tracks numbered after the ones before, each segment's samples put in track `track`
+    /// (an index into all the inits' tracks) or, without one, the track of its id.
+    static func movie(inits: [[UInt8]], segments: [(path: String, track: Int?)], scratch: String) throws -> JoinedFile {
+        var tracks: [MovieTrack] = [], trex: [ParsedInit.Trex] = []
         do {
-            tracks = try FragmentedFile.movieTracks(inInit: initSegment)
-            trex = try ParsedInit(bytes: initSegment).trex  // defaults another packager's fragments may lean on
+            for initSegment in inits {
+                for var track in try FragmentedFile.movieTracks(inInit: initSegment) {
+                    if inits.count > 1 { track.description.trackID = UInt32(tracks.count + 1) }
+                    tracks.append(track)
+                }
+                // Defaults another packager's fragments may lean on (onair's say everything).
+                if trex.isEmpty { trex = try ParsedInit(bytes: initSegment).trex }
+            }
         } catch { throw MovieError("init.mp4 is not readable (\(error))") }
         var plan = try Planner(tracks: tracks, trex: trex, scratch: scratch)
-        for path in segments {
-            do { try plan.add(segmentAt: path) } catch let error as FileError { throw error } catch {
+        for (path, track) in segments {
+            do { try plan.add(segmentAt: path, track: track) } catch let error as FileError { throw error } catch {
                 throw MovieError("\(path.split(separator: "/").suffix(2).joined(separator: "/")) is not readable (\(error))")
             }
         }
         return try plan.finish()
+    }
+
+    /// A ladder stream: the rung `VariantChoice` picks (the top one unless max_bitrate or
+    /// max_size say otherwise), its segments side by side with its audio rendition's, cut
+    /// where the rung's are (every rendition's segment k holds the same moment).
+    static func ladder(root: String, id: String, index text: String, _ request: ExportRequest) throws -> Result {
+        let directory = "\(root)/streams/\(id)"
+        let top = ParsedPlaylist(text: text)
+        guard let (variant, _) = VariantChoice.choose(top.variants, maxBitrate: request.maxBitrate, maxSize: request.maxSize),
+              let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
+        let audio = index.variants.first { $0.uri == variant.uri }?.audioGroup.flatMap { group in index.audio.first { $0.groupID == group } }
+        func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], segments: [ParsedPlaylist.Segment]) {
+            let folder = String(uri.prefix { $0 != "/" })
+            guard let playlist = FileSystem.readText(directory + "/" + uri), let initBytes = FileSystem.read("\(directory)/\(folder)/init.mp4") else {
+                throw ExportError(404, "stream \(id) has no \(uri)")
+            }
+            return (folder, initBytes, ParsedPlaylist(text: playlist).segments)
+        }
+        let pictures = try rendition(variant.uri)
+        let sound = try audio.map { try rendition($0.uri) }
+        // Up to the newest segment every rendition has (the sound's is cut a moment later).
+        let count = min(pictures.segments.count, sound?.segments.count ?? .max)
+        guard count > 0 else { throw ExportError(404, "stream \(id) has no segment yet") }
+        let chosen = try choose(Array(pictures.segments.prefix(count)), request)
+        var files: [(path: String, track: Int?)] = []
+        for k in chosen.range {
+            files.append(("\(directory)/\(pictures.folder)/\(pictures.segments[k].uri)", 0))
+            if let sound { files.append(("\(directory)/\(sound.folder)/\(sound.segments[k].uri)", 1)) }
+        }
+        let file: JoinedFile
+        do {
+            file = try movie(inits: [pictures.initSegment] + (sound.map { [$0.initSegment] } ?? []), segments: files, scratch: root + "/.export")
+        } catch {
+            throw ExportError(500, "stream \(id): \(error)")
+        }
+        let size = variant.attributes["RESOLUTION"].map { "_" + $0 } ?? ""
+        let whole = chosen.range.count == count
+        let name = whole ? "\(id)\(size).mp4" : "\(id)\(size)_\(Self.label(chosen.start))-\(Self.label(chosen.end))s.mp4"
+        return Result(file: file, name: name, start: chosen.start, end: chosen.end, segments: chosen.range.count)
     }
 
     /// A file that is not the fragmented MP4 it should be.

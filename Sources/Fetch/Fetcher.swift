@@ -9,15 +9,6 @@ import MP4
 import Threading
 
 /// A picture size, `--max-size WxH`.
-public struct PictureSize: Sendable, Equatable {
-    public var width: Int
-    public var height: Int
-    public init(width: Int, height: Int) {
-        self.width = width
-        self.height = height
-    }
-}
-
 /// `onair fetch`: what to copy, where, and how.
 public struct FetchOptions: Sendable, Equatable {
     public enum Format: String, Sendable, CaseIterable { case mp4, hls }

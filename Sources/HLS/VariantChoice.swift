@@ -1,4 +1,19 @@
-import HLS
+/// A picture size limit (`--max-size`, `max_size=`).
+public struct PictureSize: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// `WIDTHxHEIGHT`, both positive; nil otherwise.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "x", omittingEmptySubsequences: false).compactMap { Int($0) }
+        guard parts.count == 2, parts[0] > 0, parts[1] > 0 else { return nil }
+        self.init(width: parts[0], height: parts[1])
+    }
+}
 
 /// Which variant of a multivariant playlist to keep, as an offline download picks one
 /// (the source talk, WWDC20 "Discover how to download and play HLS offline"): the highest
@@ -27,7 +42,7 @@ public enum VariantChoice {
         return (smallest, "\(describe(smallest)): the lowest bit rate, as none is \(limits.joined(separator: " and "))")
     }
 
-    static func describe(_ v: ParsedPlaylist.Variant) -> String {
+    public static func describe(_ v: ParsedPlaylist.Variant) -> String {
         let rate = v.attributes["BANDWIDTH"] ?? "?"
         return v.attributes["RESOLUTION"].map { "\($0) at \(rate) b/s" } ?? "\(rate) b/s"
     }
