@@ -168,7 +168,7 @@ public enum StreamExport {
               let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
         let audio = index.variants.first { $0.uri == variant.uri }?.audioGroup.flatMap { group in index.audio.first { $0.groupID == group } }
         func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], segments: [ParsedPlaylist.Segment]) {
-            let folder = String(uri.prefix { $0 != "/" })
+            let folder = MultivariantPlaylist.folder(of: uri)
             guard let playlist = FileSystem.readText(directory + "/" + uri), let initBytes = FileSystem.read("\(directory)/\(folder)/init.mp4") else {
                 throw ExportError(404, "stream \(id) has no \(uri)")
             }

@@ -203,6 +203,28 @@ public struct MultivariantPlaylist: Sendable, Equatable {
 }
 
 extension MultivariantPlaylist {
+    /// A file of the rendition in `folder`, as the stream's directory names it: the
+    /// directory itself holds a stream of one variant (folder ""), a ladder's renditions
+    /// have folders of their own (`v0`, `audio`).
+    public static func path(_ name: String, in folder: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+
+    /// The folder of a file the stream's directory names (`v0/playlist.m3u8` → `v0`).
+    public static func folder(of path: String) -> String { path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "" }
+
+    /// The renditions its media playlists belong to, in order: each playlist's folder and
+    /// the playlists in it (a rung's playlist.m3u8 and iframes.m3u8 share one). Without
+    /// any, the one-variant stream's own.
+    public var renditions: [(folder: String, playlists: [String])] {
+        var renditions: [(folder: String, playlists: [String])] = []
+        for path in mediaPlaylists {
+            let folder = Self.folder(of: path)
+            if let r = renditions.firstIndex(where: { $0.folder == folder }) { renditions[r].playlists.append(path) } else {
+                renditions.append((folder, [path]))
+            }
+        }
+        return renditions.isEmpty ? [("", ["playlist.m3u8"])] : renditions
+    }
+
     /// The media playlist that tells a stream's time and segments, given its index.m3u8:
     /// the first variant's (`playlist.m3u8` in a stream of one variant, `v0/playlist.m3u8`
     /// in a ladder's).

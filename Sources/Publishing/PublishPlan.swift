@@ -80,9 +80,6 @@ public struct PublishPlan: Sendable {
         self.renditions = renditions.map { Rendition(folder: $0.folder, playlists: $0.playlists) }
     }
 
-    public var folders: [String] { renditions.map(\.folder) }
-    /// Segments complete on local disk, in the first rendition.
-    public var stored: Int { renditions[0].stored }
     /// Every playlist on the origin lists at least this many segments.
     public var listed: Int { renditions.map(\.listed).min() ?? 0 }
     /// Every playlist on the origin has ENDLIST.

@@ -179,15 +179,8 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// them (written before anything is reported): each playlist's folder is its
     /// rendition's.
     func renditions(_ id: String) -> [(folder: String, playlists: [String])] {
-        let names = FileSystem.readText("\(root)/streams/\(id)/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))?.mediaPlaylists ?? []
-        var renditions: [(folder: String, playlists: [String])] = []
-        for name in names {
-            let folder = name.lastIndex(of: "/").map { String(name[..<$0]) } ?? ""
-            if let r = renditions.firstIndex(where: { $0.folder == folder }) { renditions[r].playlists.append(name) } else {
-                renditions.append((folder, [name]))
-            }
-        }
-        return renditions.isEmpty ? [("", [StreamWriter.playlistName])] : renditions
+        FileSystem.readText("\(root)/streams/\(id)/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))?.renditions
+            ?? MultivariantPlaylist(variants: []).renditions
     }
 
     private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
@@ -405,7 +398,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)") }
         switch job {
         case .initSegment(let folder):
-            let path = folder.isEmpty ? "init.mp4" : folder + "/init.mp4"
+            let path = MultivariantPlaylist.path("init.mp4", in: folder)
             return (path, read(path))
         case .segment(let sequence, let folder):
             let path = Self.segmentPath(sequence, in: folder)
@@ -420,7 +413,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     /// A segment's path in its stream's directory.
     static func segmentPath(_ sequence: Int, in folder: String) -> String {
-        folder.isEmpty ? MediaPlaylist.segmentURI(sequence) : folder + "/" + MediaPlaylist.segmentURI(sequence)
+        MultivariantPlaylist.path(MediaPlaylist.segmentURI(sequence), in: folder)
     }
 
     // MARK: Locking

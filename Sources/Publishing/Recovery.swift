@@ -56,14 +56,8 @@ public enum Recovery {
         }
         // A ladder's renditions each close like a stream of one variant.
         let index = FileSystem.readText(directory + "/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))
-        var folders: [String] = []
-        for path in index?.mediaPlaylists ?? [] {
-            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-            if !folders.contains(folder) { folders.append(folder) }
-        }
-        if folders.isEmpty { folders = [""] }
         var closed: [ClosedRendition] = []
-        for folder in folders {
+        for (folder, _) in (index ?? MultivariantPlaylist(variants: [])).renditions {
             guard let rendition = try closeRendition(directory: directory, folder: folder, index: index, skipped: skipped) else {
                 // No segment was ever stored in the stream: nothing to publish.
                 if closed.isEmpty { return nil }
@@ -97,7 +91,7 @@ public enum Recovery {
         var wasInterrupted: Bool
         var iFrames: MediaPlaylist?
         var iFramesChanged: Bool
-        func path(_ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+        func path(_ name: String) -> String { MultivariantPlaylist.path(name, in: folder) }
     }
 
     /// A rendition's playlist with ENDLIST and every complete segment, and its I-frame
@@ -133,7 +127,7 @@ public enum Recovery {
         }
         // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
         // the I-frame playlist to close, even in a stream that ended.
-        let listsIFrames = index?.iFrameStreams.contains { $0.uri == (folder.isEmpty ? "" : folder + "/") + StreamWriter.iFramesName } ?? false
+        let listsIFrames = index?.iFrameStreams.contains { $0.uri == MultivariantPlaylist.path(StreamWriter.iFramesName, in: folder) } ?? false
         let found = FileSystem.readText(base + "/" + StreamWriter.iFramesName).flatMap(MediaPlaylist.init(parsing:))
         var iFrames = found
         var changed = false

@@ -35,7 +35,7 @@ public struct RenditionDescription: Sendable, Equatable {
     }
 
     /// A file of this rendition, as the stream's directory names it.
-    public func path(_ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+    public func path(_ name: String) -> String { MultivariantPlaylist.path(name, in: folder) }
 
     var isAudio: Bool { if case .audio = kind { return true } else { return false } }
 }

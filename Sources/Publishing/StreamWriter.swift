@@ -49,8 +49,6 @@ public enum StreamEvent: Sendable, Equatable {
 public final class StreamWriter {
     public let id: String
     public let directory: String
-    public let fps: Int
-    public let targetDuration: Int
     private let renditions: [RenditionWriter]
     /// FRAME-RATE: the highest rate the stream has run at (RFC 8216bis §4.4.6.2, a maximum).
     public private(set) var declaredFrameRate: Int
@@ -80,8 +78,6 @@ public final class StreamWriter {
         precondition(!renditions.isEmpty)
         self.id = id
         self.directory = "\(root)/streams/\(id)"
-        self.fps = fps
-        self.targetDuration = targetDuration
         self.renditions = renditions.map { RenditionWriter($0, targetDuration: targetDuration) }
         self.observer = observer
         self.makeRoom = makeRoom
@@ -104,7 +100,6 @@ public final class StreamWriter {
 
     /// The first (top) rendition's playlist: the stream as one playlist tells it.
     public var playlist: MediaPlaylist { renditions[0].playlist }
-    public var iFrames: MediaPlaylist? { renditions[0].iFrames }
     public var segmentCount: Int { renditions[0].playlist.entries.count }
     public var totalTicks: Int64 { renditions[0].totalTicks }
     public var totalBytes: Int { renditions.reduce(0) { $0 + $1.totalBytes } }

@@ -56,28 +56,22 @@ final class LiveStream {
                       partTicks: timing?.ticks)
         }
         if ladder && encoder.audio != nil { sound = AudioSegmenter(timeline: origin.timeline, timescale: rate) }
-        if ladder {
-            var renditions: [RenditionDescription] = []
-            for (rung, video) in profile.rungSettings.enumerated() {
-                let tracks = try encoder.initSegment(rung: rung, withAudio: false)
-                renditions.append(RenditionDescription(folder: "v\(rung)", kind: .video, codecs: tracks.codecs, width: video.width,
-                                                       height: video.height, configuredBitrate: video.bitrate, initSegment: tracks.bytes))
-            }
-            if let audio = profile.output.audio, let tracks = try encoder.audioInitSegment() {
-                renditions.append(RenditionDescription(folder: "audio", kind: .audio(channels: audio.channels), codecs: tracks.codecs,
-                                                       configuredBitrate: audio.bitrate, initSegment: tracks.bytes))
-            }
-            // The rate the stream starts at: the thermal ladder's, when it has stepped down.
-            writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, renditions: renditions, fps: encoder.fps,
-                                      targetDuration: profile.targetDuration, makeRoom: makeRoom, observer: observer)
-        } else {
-            let tracks = try encoder.initSegment()
-            let video = profile.output.video
-            let description = StreamDescription(codecs: tracks.codecs, width: video.width, height: video.height, fps: encoder.fps,
-                                                configuredBitrate: profile.configuredBitrate, targetDuration: profile.targetDuration)
-            writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, description: description,
-                                      initSegment: tracks.bytes, makeRoom: makeRoom, observer: observer)
+        // One muxed variant in the stream's directory; or each rung's pictures, and the
+        // sound, in folders of their own.
+        var renditions: [RenditionDescription] = []
+        for (rung, video) in profile.rungSettings.enumerated() {
+            let tracks = try encoder.initSegment(rung: rung, withAudio: !ladder)
+            renditions.append(RenditionDescription(folder: ladder ? "v\(rung)" : "", kind: ladder ? .video : .muxed, codecs: tracks.codecs,
+                                                   width: video.width, height: video.height,
+                                                   configuredBitrate: ladder ? video.bitrate : profile.configuredBitrate, initSegment: tracks.bytes))
         }
+        if ladder, let audio = profile.output.audio, let tracks = try encoder.audioInitSegment() {
+            renditions.append(RenditionDescription(folder: "audio", kind: .audio(channels: audio.channels), codecs: tracks.codecs,
+                                                   configuredBitrate: audio.bitrate, initSegment: tracks.bytes))
+        }
+        // The rate the stream starts at: the thermal ladder's, when it has stepped down.
+        writer = try StreamWriter(root: profile.output.dataDirectory, id: start.id, renditions: renditions, fps: encoder.fps,
+                                  targetDuration: profile.targetDuration, makeRoom: makeRoom, observer: observer)
         if let timing { self.edge?.begin(start.id, targetDuration: profile.targetDuration, timing: timing) }
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
                                        ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count)]
