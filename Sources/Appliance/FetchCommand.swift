@@ -57,11 +57,12 @@ extension CommandLineParser {
 
     Copies an fMP4 HLS stream (a multivariant or media playlist over http(s)) for offline
     use: the variant with the highest bit rate not above --max-bitrate and no larger than
-    --max-size; every segment checked as it arrives; progress in media time. Killed or cut
-    off, the same command continues where it was. --follow keeps fetching a live stream
-    until its ENDLIST. --format mp4 (default) writes one progressive MP4 (moov first);
-    hls a playable local HLS copy. Without --out, copies go to DIR/offline/ (DIR: the
-    data directory, default ./var), where --list shows them.
+    --max-size, with its audio rendition where its sound is one; every segment checked as
+    it arrives; progress in media time. Killed or cut off, the same command continues
+    where it was. --follow keeps fetching a live stream until its ENDLIST. --format mp4
+    (default) writes one progressive MP4 (moov first); hls a playable local HLS copy
+    (open its index.m3u8 where the sound is a rendition). Without --out, copies go to
+    DIR/offline/ (DIR: the data directory, default ./var), where --list shows them.
 
     """
 }

@@ -137,7 +137,7 @@ public enum StreamExport {
     /// The same from several renditions (a ladder's rung and its sound): each init's
     /// tracks numbered after the ones before, each segment's samples put in track `track`
     /// (an index into all the inits' tracks) or, without one, the track of its id.
-    static func movie(inits: [[UInt8]], segments: [(path: String, track: Int?)], scratch: String) throws -> JoinedFile {
+    public static func movie(inits: [[UInt8]], segments: [(path: String, track: Int?)], scratch: String) throws -> JoinedFile {
         var tracks: [MovieTrack] = [], trex: [ParsedInit.Trex] = []
         do {
             for initSegment in inits {

@@ -28,7 +28,8 @@ public struct FetchOptions: Sendable, Equatable {
     public init(url: String) { self.url = url }
 }
 
-/// Copies an fMP4 HLS stream for offline use: one variant (`VariantChoice`), every segment
+/// Copies an fMP4 HLS stream for offline use: one variant (`VariantChoice`) and the audio
+/// rendition it plays with where its sound is one (`FetchChoice`), every segment
 /// checked as it arrives and stored under its media sequence number with an atomic
 /// rename, so a fetch killed at any point continues where it was — a complete segment is
 /// never fetched twice, a half-written one was never given its name — and ends with the
@@ -73,70 +74,103 @@ public final class Fetcher {
         }
     }
 
+    /// One media playlist being copied: the variant's (its copy in the work folder
+    /// itself), or the audio rendition it plays with (in `audio/`).
+    struct Rendition {
+        var url: String
+        var copy: LocalCopy
+        /// The playlist as the choice already read it (a media playlist given directly).
+        var first: ParsedPlaylist?
+        var ended = false
+        var targetDuration = 2
+    }
+
     public func run() throws -> Result {
         let (out, work) = paths
         if options.format == .mp4, FileSystem.exists(out), !FileSystem.exists(work) {
             say("fetch: \(out) is already complete")
             return Result(path: out, seconds: OfflineStore.entry(forMovie: out)?.seconds ?? 0, fetched: 0, resumed: 0)
         }
-        var (media, first) = try mediaPlaylist()
-        try AtomicFile.makeDirectories(work + "/seg")
-        // A rename that a kill -9 interrupted leaves its temporary file: never a segment.
-        for name in FileSystem.names(in: work + "/seg") ?? [] where name.hasPrefix(".") { unlink(work + "/seg/" + name) }
-        var copy = LocalCopy(work: work)
-        var fetched = 0, resumed = 0
+        let choice = try choose()
+        var renditions = [Rendition(url: choice.media, copy: LocalCopy(work: work), first: choice.parsed)]
+        if let audio = choice.audio { renditions.append(Rendition(url: audio, copy: LocalCopy(work: work + "/audio"))) }
+        for rendition in renditions {
+            let folder = rendition.copy.work + "/seg"
+            try AtomicFile.makeDirectories(folder)
+            // A rename that a kill -9 interrupted leaves its temporary file: never a segment.
+            for name in FileSystem.names(in: folder) ?? [] where name.hasPrefix(".") { unlink(folder + "/" + name) }
+        }
+        var counts = (fetched: 0, resumed: 0)
         while true {
-            let playlist = try first ?? parsePlaylist(media)
-            first = nil
-            try copy.ensureInit(mapURL: try mapURL(playlist, base: media), http: http)
-            let sequence = playlist.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 0
-            progress.total = copy.seconds + playlist.segments.dropFirst(max(0, copy.next - sequence)).reduce(0) { $0 + ($1.duration ?? 0) }
-            for (index, segment) in playlist.segments.enumerated() {
-                let number = sequence + index
-                guard number >= copy.next else { continue }
-                var ends: LocalCopy.Ends?
-                if copy.has(number) {
-                    resumed += 1
-                } else {
-                    let (bytes, checked) = try fetchChecked(Self.resolve(segment.uri, against: media), copy: copy, discontinuity: segment.discontinuity)
-                    try copy.store(number, bytes)
-                    ends = checked
-                    fetched += 1
-                }
-                try copy.listed(number, segment, ends: ends)
-                progress.advance(to: copy.seconds, fetchedNow: segment.duration ?? 0, resumed: !copy.fetchedThisRun(number))
-            }
-            try copy.writePlaylists(ended: playlist.isEnded, targetDuration: playlist.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer) ?? 2)
-            guard options.follow, !playlist.isEnded else { break }
-            let wait = Int64(playlist.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer) ?? 2) * 1_000_000_000
-            clock.sleep(until: clock.now() + wait)
+            for r in renditions.indices { try copyListed(&renditions[r], tellsProgress: r == 0, counts: &counts) }
+            if let index = choice.localIndex { try AtomicFile.write(Array(index.utf8), to: work + "/index.m3u8") }
+            guard options.follow, !renditions.allSatisfy(\.ended) else { break }
+            clock.sleep(until: clock.now() + Int64(renditions[0].targetDuration) * 1_000_000_000)
         }
         progress.finish()
-        if options.format == .hls {
-            try OfflineStore.describe(out, source: options.url, seconds: copy.seconds, keepDays: options.keepDays, priority: options.priority)
-            return Result(path: out, seconds: copy.seconds, fetched: fetched, resumed: resumed)
+        let seconds = renditions[0].copy.seconds
+        if options.format == .mp4 {
+            try LocalCopy.write(try movie(renditions.map(\.copy), scratch: AtomicFile.directory(of: out) + "/.export"), to: out)
         }
-        try copy.writeMovie(to: out, scratch: AtomicFile.directory(of: out) + "/.export")
-        try OfflineStore.describe(out, source: options.url, seconds: copy.seconds, keepDays: options.keepDays, priority: options.priority)
-        try copy.remove()
-        return Result(path: out, seconds: copy.seconds, fetched: fetched, resumed: resumed)
+        try OfflineStore.describe(out, source: options.url, seconds: seconds, keepDays: options.keepDays, priority: options.priority)
+        if options.format == .mp4 { try renditions[0].copy.remove() }
+        return Result(path: out, seconds: seconds, fetched: counts.fetched, resumed: counts.resumed)
     }
 
-    /// The media playlist's URL — the URL itself (and the playlist as read), or the
-    /// variant `VariantChoice` picks from it.
-    func mediaPlaylist() throws -> (url: String, parsed: ParsedPlaylist?) {
-        let top = try parsePlaylist(options.url)
-        guard top.isMultivariant else { return (options.url, top) }
-        // Sound in a rendition of its own (a quality ladder): a copy of the variant alone
-        // would be silent, so none is made until both are fetched together (issue 20).
-        if top.tags("EXT-X-MEDIA").contains(where: { ParsedPlaylist.attributes($0.value ?? "")["URI"] != nil }) {
-            throw FetchError("\(options.url): its sound is a rendition of its own (EXT-X-MEDIA); fetching such a stream is not built yet")
+    /// Reads the rendition's playlist once and copies every segment it lists that the copy
+    /// has not: checked, stored, listed. The variant's media time is the fetch's progress.
+    private func copyListed(_ rendition: inout Rendition, tellsProgress: Bool, counts: inout (fetched: Int, resumed: Int)) throws {
+        guard !rendition.ended else { return }
+        let playlist = try rendition.first ?? parsePlaylist(rendition.url)
+        rendition.first = nil
+        try rendition.copy.ensureInit(mapURL: try mapURL(playlist, base: rendition.url), http: http)
+        let sequence = playlist.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 0
+        if tellsProgress {
+            progress.total = rendition.copy.seconds + playlist.segments.dropFirst(max(0, rendition.copy.next - sequence)).reduce(0) { $0 + ($1.duration ?? 0) }
         }
-        guard let (variant, reason) = VariantChoice.choose(top.variants, maxBitrate: options.maxBitrate, maxSize: options.maxSize) else {
-            throw FetchError("\(options.url): a multivariant playlist without variants")
+        for (index, segment) in playlist.segments.enumerated() {
+            let number = sequence + index
+            guard number >= rendition.copy.next else { continue }
+            var ends: LocalCopy.Span?
+            if rendition.copy.has(number) {
+                counts.resumed += 1
+            } else {
+                let (bytes, checked) = try fetchChecked(Self.resolve(segment.uri, against: rendition.url), copy: rendition.copy,
+                                                        discontinuity: segment.discontinuity)
+                try rendition.copy.store(number, bytes)
+                ends = checked
+                counts.fetched += 1
+            }
+            try rendition.copy.listed(number, segment, ends: ends)
+            if tellsProgress {
+                progress.advance(to: rendition.copy.seconds, fetchedNow: segment.duration ?? 0, resumed: !rendition.copy.fetchedThisRun(number))
+            }
         }
-        say("fetch: variant \(reason)")
-        return (Self.resolve(variant.uri, against: options.url), nil)
+        rendition.targetDuration = playlist.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer) ?? 2
+        rendition.ended = playlist.isEnded
+        try rendition.copy.writePlaylists(ended: playlist.isEnded, targetDuration: rendition.targetDuration)
+    }
+
+    /// The copy as one progressive movie: the variant's segments, and the sound's beside
+    /// them where it is a rendition of its own — each sound segment after the picture
+    /// segment it starts within, as the device's own export of a ladder orders them.
+    func movie(_ copies: [LocalCopy], scratch: String) throws -> JoinedFile {
+        guard copies.count == 2 else { return try StreamExport.movie(initSegment: copies[0].initSegment, segments: copies[0].files.map(\.path), scratch: scratch) }
+        let (pictures, sound) = (copies[0], copies[1])
+        guard pictures.trackCount == 1, sound.trackCount == 1 else {
+            throw FetchError("\(options.url): a variant and an audio rendition of one track each can be joined; these have \(pictures.trackCount) and \(sound.trackCount)")
+        }
+        var files: [(path: String, track: Int?)] = []
+        var next = 0
+        for (k, file) in pictures.files.enumerated() {
+            files.append((file.path, 0))
+            let end = k + 1 < pictures.files.count ? file.start + file.duration : .infinity
+            while next < sound.files.count, sound.files[next].start < end {
+                files.append((sound.files[next].path, 1))
+                next += 1
+            }
+        }
+        return try StreamExport.movie(inits: [pictures.initSegment, sound.initSegment], segments: files, scratch: scratch)
     }
 
     func parsePlaylist(_ url: String) throws -> ParsedPlaylist {
@@ -158,7 +192,7 @@ public final class Fetcher {
     /// A segment that parses and continues the one before it (onair's HLS rules: every
     /// track's tfdt where the previous segment ended, unless EXT-X-DISCONTINUITY says
     /// otherwise); fetched again when it does not, as a failed request is.
-    func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Ends) {
+    func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Span) {
         try withRetries {
             let bytes = try http.get(url)
             switch copy.check(bytes, discontinuity: discontinuity) {

@@ -14,10 +14,10 @@ struct LocalCopy {
     let work: String
     private var tracks: [MovieTrack] = []
     private var trex: [ParsedInit.Trex] = []
-    private var initSegment: [UInt8] = []
+    private(set) var initSegment: [UInt8] = []
     /// Per track, where the next segment's tfdt must be.
     private var expected: [UInt32: Int64] = [:]
-    private var entries: [(number: Int, segment: ParsedPlaylist.Segment)] = []
+    private var entries: [(number: Int, segment: ParsedPlaylist.Segment, start: Double, duration: Double)] = []
     private var fetched: Set<Int> = []
     /// The next media sequence number not yet listed.
     private(set) var next = 0
@@ -32,6 +32,10 @@ struct LocalCopy {
     }
 
     func has(_ number: Int) -> Bool { FileSystem.exists(path(number)) }
+    var trackCount: Int { tracks.count }
+    /// The segments listed so far, in order, each with its media time (from its tfdt,
+    /// seconds) — what lines a variant's segments up with its sound's.
+    var files: [(path: String, start: Double, duration: Double)] { entries.map { (path($0.number), $0.start, $0.duration) } }
     func fetchedThisRun(_ number: Int) -> Bool { fetched.contains(number) }
 
     mutating func ensureInit(mapURL: String, http: Getter) throws {
@@ -49,18 +53,22 @@ struct LocalCopy {
         initSegment = bytes
     }
 
-    /// Where each track of a segment ends (tfdt + its samples' durations).
-    typealias Ends = [UInt32: Int64]
+    /// Where each track of a segment starts (its tfdt) and ends (+ its samples' durations).
+    struct Span {
+        var starts: [UInt32: Int64] = [:]
+        var ends: [UInt32: Int64] = [:]
+    }
 
-    /// Where `bytes` ends each track, or why it cannot be the next segment.
-    func check(_ bytes: [UInt8], discontinuity: Bool) -> Result<Ends, FetchError> {
+    /// Where `bytes` starts and ends each track, or why it cannot be the next segment.
+    func check(_ bytes: [UInt8], discontinuity: Bool) -> Result<Span, FetchError> {
         let segment: ParsedSegment
         do { segment = try ParsedSegment(bytes: bytes, trex: trex) } catch { return .failure(FetchError("not an fMP4 media segment (\(error))")) }
         let trafs = segment.fragments.flatMap(\.trafs)
         guard !trafs.isEmpty else { return .failure(FetchError("no moof")) }
-        var ends: Ends = [:]
+        var ends = Span()
         for traf in trafs {
-            ends[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration)
+            if ends.starts[traf.trackID] == nil { ends.starts[traf.trackID] = Int64(traf.baseDecodeTime) }
+            ends.ends[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration)
             guard !discontinuity, let want = expected[traf.trackID], let track = tracks.first(where: { $0.trackID == traf.trackID }) else { continue }
             // Within 10 ms: packagers round the audio's start to their own sample grid.
             if abs(Int64(traf.baseDecodeTime) - want) > Int64(track.timescale) / 100 {
@@ -77,12 +85,13 @@ struct LocalCopy {
 
     /// Counts a segment now on disk into the copy and the continuity check: `ends` as
     /// `check` found them, or read again from a segment an earlier run stored.
-    mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment, ends known: Ends?) throws {
+    mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment, ends known: Span?) throws {
         var ends = known
         if ends == nil, let bytes = FileSystem.read(path(number)), case .success(let found) = check(bytes, discontinuity: true) { ends = found }
         guard let ends else { throw FetchError("\(path(number)): unreadable") }
-        expected.merge(ends) { $1 }
-        entries.append((number, segment))
+        expected.merge(ends.ends) { $1 }
+        let starts = ends.starts.compactMap { id, tfdt in tracks.first { $0.trackID == id }.map { Double(tfdt) / Double($0.timescale) } }
+        entries.append((number, segment, starts.min() ?? seconds, segment.duration ?? 0))
         next = number + 1
         seconds += segment.duration ?? 0
     }
@@ -91,7 +100,7 @@ struct LocalCopy {
     func writePlaylists(ended: Bool, targetDuration: Int) throws {
         var playlist = MediaPlaylist(targetDuration: targetDuration)
         playlist.mediaSequence = entries.first?.number ?? 0
-        for (number, segment) in entries {
+        for (number, segment, _, _) in entries {
             let duration = segment.extinf.map { String($0.prefix { $0 != "," }) } ?? "0"
             playlist.entries.append(.init(uri: "seg/" + path(number).split(separator: "/").last!, duration: duration,
                                           programDateTimeMs: segment.programDateTime.flatMap(UTCDate.parse),
@@ -101,9 +110,8 @@ struct LocalCopy {
         try AtomicFile.write(Array(playlist.render().utf8), to: work + "/playlist.m3u8")
     }
 
-    /// The copy as one progressive MP4 at `out` (written whole, then renamed).
-    func writeMovie(to out: String, scratch: String) throws {
-        let movie = try StreamExport.movie(initSegment: initSegment, segments: entries.map { path($0.number) }, scratch: scratch)
+    /// A fetched movie at `out`, written whole, then renamed.
+    static func write(_ movie: JoinedFile, to out: String) throws {
         try AtomicFile.makeDirectories(AtomicFile.directory(of: out))
         try AtomicFile.write(to: out) { fd, temporary in
             var buffer = [UInt8](repeating: 0, count: 1 << 20)

@@ -141,14 +141,15 @@ final class ExportTests: XCTestCase {
 
 extension XCTestCase {
     /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
-    /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked.
-    func storedStream(gapFrames: Int64 = 0, recording: Bool = false) throws -> (root: String, id: String) {
+    /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked; with
+    /// `ladder`, a second rung of 160x96 at 300 kbit/s and the sound a rendition of its own.
+    func storedStream(gapFrames: Int64 = 0, recording: Bool = false, ladder: Bool = false) throws -> (root: String, id: String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         let video = VideoEncoderSettings(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps, bitrate: 1_000_000,
                                          keyframeInterval: 2 * ExportTests.fps)
         let profile = LiveProfile(output: OutputProfile(encoder: .x264, video: video, audio: AudioEncoderSettings(), dataDirectory: root),
-                                  segmentMilliseconds: 2000)
+                                  segmentMilliseconds: 2000, lowerRungs: ladder ? [Rung(width: 160, height: 96, bitrate: 300_000)] : [])
         let pattern = SyntheticPattern(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps)
         let tone = SyntheticTone(sampleRate: 48_000, channels: 1)
         let origin: Int64 = 5_000_000_000
@@ -160,6 +161,7 @@ extension XCTestCase {
         let id = "20261202T164233Z-0e0e"
         let start = StreamStart(id: id, dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
         let stream = try LiveStream(start: start, firstFrame: frame(0), profile: profile, video: try VideoEncoder(kind: .x264, settings: video),
+                                    lowerRungs: try profile.rungSettings.dropFirst().map { try VideoEncoder(kind: .x264, settings: $0) },
                                     audio: try AACEncoder(settings: AudioEncoderSettings()), log: Log.silent(), observer: { _ in })
         // The local recording of the same frames: its own encoders, an IDR every 2 s.
         let recorder = try recording ? RecordingStream(

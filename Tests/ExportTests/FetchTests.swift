@@ -207,6 +207,74 @@ final class FetchTests: XCTestCase {
         XCTAssertEqual(try Probe(root + "/copy/playlist.m3u8").indices, (0..<360).map { UInt32($0) })
     }
 
+    /// A quality ladder (the sound a rendition of its own): the rung the limits allow and
+    /// its sound, fetched side by side, make the same movie as the device's own export of
+    /// that rung; either may be the one an interruption stopped; `--format hls` keeps both
+    /// under a multivariant playlist of their own.
+    func testALadderIsFetchedAsOneRungWithItsSound() throws {
+        let (root, id) = try storedStream(ladder: true)
+        let url = "http://device/streams/\(id)/index.m3u8"
+        var top = FetchOptions(url: url)
+        top.out = root + "/top.mp4"
+        var lines: [String] = []
+        let result = try Fetcher(top, http: DirectoryGetter(root: root), clock: ManualClock(), say: { lines.append($0) }).run()
+        XCTAssertEqual(result.fetched, 12, "six segments of pictures, six of sound")
+        XCTAssertEqual(result.seconds, 12, accuracy: 0.001)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("fetch: variant 320x192 at ") && $0.contains("the highest bit rate, of 2") }, "\(lines)")
+        XCTAssertTrue(lines.contains("fetch: sound Main, a rendition of its own"), "\(lines)")
+        XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: top.out!))),
+                       try StreamExport.make(root: root, ExportRequest(stream: id)).file.readAll(), "the same bytes as GET /api/export")
+        let probe = try Probe(top.out!)
+        XCTAssertEqual(probe.indices, (0..<360).map { UInt32($0) })
+        XCTAssertEqual(probe.audioSeconds, 12, accuracy: 0.1, "the sound is in the copy")
+        XCTAssertEqual(probe.errors, "")
+
+        // --max-size: the lower rung, with the same sound. The network goes at the sound's
+        // fourth segment; the next run fetches only what is missing.
+        var small = FetchOptions(url: url)
+        small.out = root + "/small.mp4"
+        small.maxSize = PictureSize(width: 200, height: 200)
+        let http = DirectoryGetter(root: root)
+        http.fault = { path, _ in
+            if path.hasSuffix("audio/seg/000004.m4s") { throw FetchError("http://device\(path): connection refused") }
+            return nil
+        }
+        XCTAssertThrowsError(try fetcher(small, http).run()) { XCTAssertTrue("\($0)".contains("audio/seg/000004.m4s: connection refused"), "\($0)") }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: small.out!), "nothing that looks complete")
+        http.fault = { _, _ in nil }
+        let resumed = try fetcher(small, http).run()
+        XCTAssertEqual(resumed.resumed, 9, "the rung's six segments and three of the sound were there")
+        XCTAssertEqual(resumed.fetched, 3)
+        for number in 1...6 {
+            XCTAssertEqual(http.requests["/streams/\(id)/v1/seg/00000\(number).m4s"], 1, "the rung's segment \(number) fetched once")
+            XCTAssertNil(http.requests["/streams/\(id)/v0/seg/00000\(number).m4s"], "the top rung is not fetched")
+        }
+        var request = ExportRequest(stream: id)
+        request.maxSize = small.maxSize
+        XCTAssertEqual(try Array(Data(contentsOf: URL(fileURLWithPath: small.out!))),
+                       try StreamExport.make(root: root, request).file.readAll(), "the same bytes as GET /api/export?max_size=200x200")
+        let streams = try toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,width,height", "-of", "csv=p=0", small.out!])
+        XCTAssertEqual(String(decoding: streams.stdout, as: UTF8.self).split(separator: "\n").sorted(), ["audio", "video,160,96"])
+
+        // --format hls: the rung and its sound, under an index.m3u8 that lists both.
+        var copy = FetchOptions(url: url)
+        copy.out = root + "/copy"
+        copy.format = .hls
+        _ = try fetcher(copy, DirectoryGetter(root: root)).run()
+        let index = try String(contentsOfFile: root + "/copy/index.m3u8", encoding: .utf8)
+        let local = try XCTUnwrap(MultivariantPlaylist(parsing: index), index)
+        XCTAssertEqual(local.variants.map(\.uri), ["playlist.m3u8"])
+        XCTAssertEqual(local.variants.map(\.audioGroup), ["audio"])
+        XCTAssertEqual(local.audio.map(\.uri), ["audio/playlist.m3u8"])
+        XCTAssertTrue(try String(contentsOfFile: root + "/copy/audio/playlist.m3u8", encoding: .utf8).hasSuffix("#EXT-X-ENDLIST\n"))
+        let played = try Probe(root + "/copy/index.m3u8")
+        XCTAssertEqual(played.indices, (0..<360).map { UInt32($0) })
+        XCTAssertEqual(played.errors, "")
+        let kinds = try toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", root + "/copy/index.m3u8"])
+        // ffprobe names each stream once per program too: the kinds are what counts.
+        XCTAssertEqual(Set(String(decoding: kinds.stdout, as: UTF8.self).split(separator: "\n")), ["audio", "video"])
+    }
+
     func testWhatCannotBeFetchedIsOneLine() throws {
         let (root, id) = try storedStream()
         let http = DirectoryGetter(root: root)

@@ -92,11 +92,20 @@ final class LadderTests: XCTestCase {
                 XCTAssertEqual(onset, m.pts[flash], accuracy: 1.0 / 30, "\(query): A/V offset within one video frame")
             }
         }
-        // A fetch of a stream whose sound is its own rendition is not built yet: said, not a
-        // silent copy.
-        let fetch = try runTool(onairBinary(), ["fetch", "http://127.0.0.1:\(port)/streams/\(id)/index.m3u8", "--out", NSTemporaryDirectory() + "ladder-\(id).mp4"], seconds: 60)
-        XCTAssertEqual(fetch.status, 1)
-        XCTAssertTrue(fetch.stderr.contains("its sound is a rendition of its own (EXT-X-MEDIA); fetching such a stream is not built yet"), fetch.stderr)
+        // `onair fetch` of the live ladder: the rung --max-size allows, with its sound.
+        let copy = scratch + "/fetched.mp4"
+        let fetch = try runTool(onairBinary(), ["fetch", "http://127.0.0.1:\(port)/streams/\(id)/index.m3u8", "--max-size", "700x400", "--out", copy],
+                                seconds: 60)
+        XCTAssertEqual(fetch.status, 0, fetch.stderr)
+        XCTAssertTrue(fetch.stderr.contains("fetch: variant 640x360 at ") && fetch.stderr.contains("fetch: sound Main, a rendition of its own"), fetch.stderr)
+        let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,width,height", "-of", "csv=p=0", copy])
+        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n").sorted(), ["audio", "video,640,360"])
+        let fetched = try measure(copy, scratch: "\(scratch)/f", firstAudioFrame: 0)
+        XCTAssertEqual(fetched.indices, fetched.indices.sorted(), "fetched: frames in order")
+        XCTAssertGreaterThan(fetched.indices.count, 60)
+        for (flash, onset) in zip(fetched.flashFrames, fetched.onsets) {
+            XCTAssertEqual(onset, fetched.pts[flash], accuracy: 1.0 / 30, "fetched: A/V offset within one video frame")
+        }
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
     }

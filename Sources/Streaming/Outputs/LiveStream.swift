@@ -85,10 +85,10 @@ final class LiveStream {
         }
     }
 
-    /// A stream that starts at `firstFrame`.
-    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: LiveProfile, video: VideoEncoder, audio: AACEncoder?, log: Log,
-                     observer: @escaping (StreamEvent) -> Void) throws {
-        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, videos: [video], audio: audio)
+    /// A stream that starts at `firstFrame` (with `lowerRungs`' encoders, a ladder).
+    convenience init(start: StreamStart, firstFrame: VideoFrame, profile: LiveProfile, video: VideoEncoder, lowerRungs: [VideoEncoder] = [],
+                     audio: AACEncoder?, log: Log, observer: @escaping (StreamEvent) -> Void) throws {
+        let encoder = Self.encoder(firstFrame: firstFrame, dating: start.dating, profile: profile, videos: [video] + lowerRungs, audio: audio)
         try self.init(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log, observer: observer)
         try encode(firstFrame)
     }
