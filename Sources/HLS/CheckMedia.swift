@@ -32,16 +32,30 @@ extension StreamChecker {
     /// measured bit rates (C4–C5) for the variant check.
     mutating func checkMedia(_ p: ParsedPlaylist, path: String, targetDuration: Int) -> MediaSummary {
         var summary = MediaSummary()
-        guard let initSegment = checkMap(p, path: path, into: &summary) else { return summary }
-        let video = initSegment.track("vide")
-        let audio = initSegment.track("soun")
-        summary.hasVideo = video != nil
-        summary.hasAudio = audio != nil
+        guard let first = checkMap(p, path: path, into: &summary) else { return summary }
+        summary.discontinuities = p.segments.indices.filter { p.segments[$0].discontinuity }
+        summary.hasVideo = first.track("vide") != nil
+        summary.hasAudio = first.track("soun") != nil
+        // Where a dropped rung carries the rung below, its segments name that rung's init
+        // (after a discontinuity, P9): each read and checked once, with the same tracks.
+        var inits = [p.segments.first?.map ?? "": first]
         var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
         var walk = MediaWalk()
         for (index, entry) in p.segments.enumerated() {
             let at = resolve(entry.uri, against: path)
             summary.segmentTimes.append(nil)
+            let mapURI = entry.map ?? ""
+            if inits[mapURI] == nil {
+                var other = MediaSummary()
+                let initPath = resolve(mapURI, against: path)
+                let parsed = read(initPath, "the EXT-X-MAP").flatMap { checkInit($0, initPath, into: &other) }
+                if let parsed, parsed.tracks.map({ "\($0.trackID) \($0.handler)" }) != first.tracks.map({ "\($0.trackID) \($0.handler)" }) {
+                    error("P9", initPath, "its tracks differ from the first EXT-X-MAP's: one variant, one track set")
+                }
+                inits[mapURI] = parsed ?? first
+            }
+            let initSegment = inits[mapURI]!
+            let video = initSegment.track("vide"), audio = initSegment.track("soun")
             guard let file = read(at, "the segment") else { continue }
             guard let bytes = byteRange(of: entry, in: file, uri: at, previous: &walk.previousRange) else { continue }
             let segment: ParsedSegment
@@ -69,7 +83,7 @@ extension StreamChecker {
             }
         }
         if walk.frameDurations.count > 1 { error("S17", path, "frame durations vary: \(walk.frameDurations.sorted())") }
-        if let video, let d = walk.minFrameDuration, d > 0 { summary.frameRate = Double(video.timescale) / Double(d) }
+        if let video = first.track("vide"), let d = walk.minFrameDuration, d > 0 { summary.frameRate = Double(video.timescale) / Double(d) }
         summary.peakBitrate = meter.peak
         summary.averageBitrate = meter.average
         if p.tags("EXT-X-INDEPENDENT-SEGMENTS").isEmpty { warning("P12", path, "no EXT-X-INDEPENDENT-SEGMENTS") }

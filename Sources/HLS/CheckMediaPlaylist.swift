@@ -16,6 +16,8 @@ struct MediaSummary {
     /// Each segment's first decode time and length in seconds: of its pictures, or (an
     /// audio rendition) of its sound; nil where the segment could not be read.
     var segmentTimes: [(start: Double, duration: Double)?] = []
+    /// The segments (by index) that begin with EXT-X-DISCONTINUITY.
+    var discontinuities: [Int] = []
     /// Its segments carry sound (muxed, or an audio rendition).
     var hasAudio = false
     var hasVideo = false
@@ -85,6 +87,15 @@ extension StreamChecker {
         let maps = p.tags("EXT-X-MAP")
         if let map = maps.first {
             if map.line > firstSegmentLine { error("P7", "\(path):\(map.line)", "EXT-X-MAP after the first segment") }
+            // Another init only where a discontinuity begins (HLS_RULES P9: new init bytes
+            // need one, and the MAP is declared again after it).
+            var previous = map.value
+            for later in maps.dropFirst() where later.value != previous {
+                previous = later.value
+                if !(p.segments.first { $0.line > later.line }?.discontinuity ?? true) {
+                    error("P9", "\(path):\(later.line)", "EXT-X-MAP changes the init without EXT-X-DISCONTINUITY")
+                }
+            }
             do {
                 let attributes = try ParsedPlaylist.attributeList(map.value ?? "")
                 if !attributes.contains(where: { $0.name == "URI" && $0.quoted }) { error("P7", "\(path):\(map.line)", "EXT-X-MAP without a quoted URI") }

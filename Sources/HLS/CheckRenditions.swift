@@ -3,6 +3,7 @@ import Media
 /// What `checkAudioRenditions` found of one EXT-X-MEDIA audio rendition.
 struct AudioRenditionSummary {
     var name: String
+    var uri: String
     var media: MediaSummary?
 }
 
@@ -30,7 +31,7 @@ extension StreamChecker {
             if groups[group, default: []].contains(where: { $0.name == name }) { error("V4", at, "NAME \(Self.quote(name)) twice in group \(Self.quote(group))") }
             let media = a["URI"].flatMap { uri in checkMediaPlaylistFile(uri) }
             if let media, media.hasVideo { error("V4", a["URI"] ?? at, "an audio rendition with pictures") }
-            groups[group, default: []].append(AudioRenditionSummary(name: name, media: media))
+            groups[group, default: []].append(AudioRenditionSummary(name: name, uri: a["URI"] ?? at, media: media))
         }
         return groups
     }
@@ -54,10 +55,20 @@ extension StreamChecker {
     }
 
     /// V6: every variant's segment k starts at the same time and lasts as long (a ladder's
-    /// rungs cut at the same frames); S14 across renditions: each audio rendition's
+    /// rungs cut at the same frames), and every rendition's discontinuities fall on the
+    /// same segments (matching discontinuity sequence numbers, §6.2.4); S14 across
+    /// renditions: each audio rendition's
     /// segment k starts with the pictures' within an AAC frame of the offset it starts at.
     mutating func checkAlignment(variants: [(uri: String, media: MediaSummary)], audio: [String: [AudioRenditionSummary]]) {
         guard let (firstURI, first) = variants.first else { return }
+        let sounds = audio.values.flatMap { $0 }.compactMap { sound in sound.media.map { (uri: sound.uri, media: $0) } }
+        for (uri, media) in Array(variants.dropFirst()) + sounds {
+            let count = min(first.segmentTimes.count, media.segmentTimes.count)
+            let here = media.discontinuities.filter { $0 < count }, there = first.discontinuities.filter { $0 < count }
+            if here != there {
+                error("V6", uri, "discontinuities before segments \(here.map { $0 + 1 }), but \(there.map { $0 + 1 }) in \(firstURI)")
+            }
+        }
         for (uri, media) in variants.dropFirst() {
             for (k, pair) in zip(first.segmentTimes, media.segmentTimes).enumerated() {
                 guard let a = pair.0, let b = pair.1 else { continue }

@@ -1,7 +1,7 @@
 import Media
 
 /// The media playlist onair writes (RFC 8216bis §4.4): an EVENT playlist that only grows,
-/// one EXT-X-MAP, PROGRAM-DATE-TIME on every segment made while the wall clock was
+/// one EXT-X-MAP (another only where a dropped rung carries the pictures of the one below), PROGRAM-DATE-TIME on every segment made while the wall clock was
 /// trusted (none before: §4.4.4.6 lets the dates start at any segment), ENDLIST at stop.
 public struct MediaPlaylist: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
@@ -13,19 +13,23 @@ public struct MediaPlaylist: Sendable, Equatable {
         /// EXT-X-BYTERANGE (§4.4.4.2): the first `length` bytes of the file from `offset`.
         /// In an I-frame playlist, a segment's `moof` and its IDR (§4.4.3.6).
         public var byteRange: (length: Int, offset: Int)?
+        /// The init segment it needs when not the playlist's own (`mapURI`): a dropped rung
+        /// carrying the pictures of the rung below (§4.4.4.5; after a discontinuity, P9).
+        public var map: String?
         public init(uri: String, duration: String, programDateTimeMs: Int64?, discontinuity: Bool = false,
-                    byteRange: (length: Int, offset: Int)? = nil) {
+                    byteRange: (length: Int, offset: Int)? = nil, map: String? = nil) {
             self.uri = uri
             self.duration = duration
             self.programDateTimeMs = programDateTimeMs
             self.discontinuity = discontinuity
             self.byteRange = byteRange
+            self.map = map
         }
 
         public static func == (a: Entry, b: Entry) -> Bool {
             a.uri == b.uri && a.duration == b.duration && a.programDateTimeMs == b.programDateTimeMs
                 && a.discontinuity == b.discontinuity && a.byteRange?.length == b.byteRange?.length
-                && a.byteRange?.offset == b.byteRange?.offset
+                && a.byteRange?.offset == b.byteRange?.offset && a.map == b.map
         }
     }
 
@@ -54,12 +58,19 @@ public struct MediaPlaylist: Sendable, Equatable {
     public func render() -> String {
         // VERSION 7 as Apple's authoring spec and FFmpeg's fMP4 muxer write it; MAP
         // needs at least 6 (§8).
+        // The MAP before the first segment is the one it needs (a stream that began with
+        // its top rung dropped starts on the carried rung's init).
+        var inForce = entries.first?.map ?? mapURI
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration)",
                      "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
-                     "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(mapURI)\""]
+                     "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(inForce)\""]
         if iFramesOnly { lines.insert("#EXT-X-I-FRAMES-ONLY", at: 5) }
         for entry in entries {
             if entry.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            if (entry.map ?? mapURI) != inForce {
+                inForce = entry.map ?? mapURI
+                lines.append("#EXT-X-MAP:URI=\"\(inForce)\"")
+            }
             if let date = entry.programDateTimeMs { lines.append("#EXT-X-PROGRAM-DATE-TIME:\(UTCDate.iso8601(milliseconds: date))") }
             lines.append("#EXTINF:\(entry.duration),")
             if let range = entry.byteRange { lines.append("#EXT-X-BYTERANGE:\(range.length)@\(range.offset)") }
@@ -306,7 +317,7 @@ extension MediaPlaylist {
                 range = (Int(parsed.length), Int(offset))
             }
             entries.append(.init(uri: segment.uri, duration: duration, programDateTimeMs: date, discontinuity: segment.discontinuity,
-                                 byteRange: range))
+                                 byteRange: range, map: segment.map == map ? nil : segment.map))
         }
         isEnded = parsed.isEnded
     }

@@ -32,6 +32,29 @@ final class CheckRenditionsTests: XCTestCase {
         XCTAssertEqual(MultivariantPlaylist.mainPlaylist(index: index.render()), "v0/playlist.m3u8")
     }
 
+    /// A rung that carried the one below for a while (the heat dropped it): its init
+    /// changes after a discontinuity, and every rendition breaks at the same segment.
+    func testACarriedRungNeedsADiscontinuityEverywhere() throws {
+        /// `tags` before segment 2's own tags (its EXTINF, date, byte range).
+        func before2(_ tags: [String]) -> (String) -> String {
+            { text in
+                var lines = text.components(separatedBy: "\n")
+                var at = lines.firstIndex(of: "seg/000002.m4s")!
+                while ["#EXTINF", "#EXT-X-BYTERANGE", "#EXT-X-PROGRAM-DATE-TIME"].contains(where: lines[at - 1].hasPrefix) { at -= 1 }
+                lines.insert(contentsOf: tags, at: at)
+                return lines.joined(separator: "\n")
+            }
+        }
+        for name in ["v0/playlist.m3u8", "v0/iframes.m3u8"] { try edit(name, before2(["#EXT-X-DISCONTINUITY", "#EXT-X-MAP:URI=\"../v1/init.mp4\""])) }
+        XCTAssertEqual(rules(), ["V6"], "the other renditions have no discontinuity there")
+        for name in ["v1/playlist.m3u8", "v1/iframes.m3u8", "audio/playlist.m3u8"] { try edit(name, before2(["#EXT-X-DISCONTINUITY"])) }
+        XCTAssertEqual(findings(), [])
+        for name in ["v0/playlist.m3u8", "v0/iframes.m3u8"] {
+            try edit(name) { $0.replacingOccurrences(of: "#EXT-X-DISCONTINUITY\n#EXT-X-MAP", with: "#EXT-X-MAP") }
+        }
+        XCTAssertTrue(rules().contains("P9"), "a new init without a discontinuity: \(findings())")
+    }
+
     func testAnAudioGroupNobodyDeclared() throws {
         try edit("index.m3u8") { $0.replacingOccurrences(of: "AUDIO=\"audio\"", with: "AUDIO=\"sound\"") }
         XCTAssertEqual(rules(), ["V3"])
