@@ -44,5 +44,6 @@ extension Event {
     static let streamForgotten = Event("stream.forgotten")
     static let thermalLimit = Event("thermal.limit", console: true)
     static let thermalStep = Event("thermal.step", console: true)
+    static let thermalRungs = Event("thermal.rungs", console: true)
     static let uplinkProbe = Event("uplink.probe")
 }

@@ -128,7 +128,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
                 switch item {
                 case .video(var frame): frame.held = true; item = .video(frame)
                 case .audio(var chunk): chunk.held = true; item = .audio(chunk)
-                case .begin, .finish, .rate: break
+                case .begin, .finish, .rate, .rungs: break
                 }
                 queue.push(item)
             }

@@ -19,9 +19,12 @@ public struct ThermalSettings: Sendable, Equatable {
     public init() {}
 }
 
-/// The frame-rate ladder (pure, on any clock): step down when it has been hot (or the
+/// The thermal ladder (pure, on any clock): step down when it has been hot (or the
 /// encoders have been dropping frames) for the dwell time, step up when it has been cool
-/// for the dwell time; never faster than the dwell, either way.
+/// for the dwell time; never faster than the dwell, either way. With a live quality ladder
+/// the top rungs go first, one a step while more than one is left (the cost estimate's
+/// order: a rung costs more than a few frames a second), then the frame rate; cooling
+/// undoes them in the reverse order.
 ///
 /// A rate the encoders could not keep up with is retried after twice as long each time it
 /// fails again (up to 64 dwells): without that a board at its limit flaps between two
@@ -31,12 +34,21 @@ struct ThermalLadder {
     enum Event: Equatable {
         /// The rate changes from `from` to `to`.
         case step(from: Int, to: Int, reason: Reason)
+        /// The live ladder leaves out `to` top rungs instead of `from`.
+        case rungs(from: Int, to: Int, reason: Reason)
         /// Hot (or behind) for a dwell at the lowest rate: nothing left to lower. Once per
         /// episode, so the operator knows the board is past what the ladder can do.
         case atLowest(fps: Int, reason: Reason)
     }
 
+    /// One step: how many of the live ladder's top rungs are left out, at which rate.
+    struct Level: Equatable {
+        var dropped: Int
+        var fps: Int
+    }
+    /// The frame rates, the configured one first.
     let steps: [Int]
+    let levels: [Level]
     let hot: Double
     let cool: Double
     let dwell: Int64
@@ -53,15 +65,23 @@ struct ThermalLadder {
     /// rate and restores it, never raises it past what the camera was opened at (a board
     /// set to 15 fps on a 30,24,… ladder would otherwise climb to 30 when cool, and repeat
     /// every other picture).
-    init(steps: [Int], fps: Int, hot: Double, cool: Double, dwellSeconds: Double) {
+    init(steps: [Int], fps: Int, rungs: Int = 1, hot: Double, cool: Double, dwellSeconds: Double) {
         self.steps = [fps] + Set(steps.filter { $0 < fps }).sorted(by: >)
+        let lowest = max(1, rungs) - 1
+        levels = (0...lowest).map { Level(dropped: $0, fps: fps) } + self.steps.dropFirst().map { Level(dropped: lowest, fps: $0) }
         self.hot = hot
         self.cool = cool
         dwell = Int64(dwellSeconds * 1e9)
         index = 0
     }
 
-    var fps: Int { steps[index] }
+    var fps: Int { levels[index].fps }
+    var dropped: Int { levels[index].dropped }
+
+    private func change(from a: Int, to b: Int, reason: Reason) -> Event {
+        let (from, to) = (levels[a], levels[b])
+        return from.dropped != to.dropped ? .rungs(from: from.dropped, to: to.dropped, reason: reason) : .step(from: from.fps, to: to.fps, reason: reason)
+    }
 
     /// How long it must stay cool before the rate goes back up to step `index`.
     func coolDwell(toward index: Int) -> Int64 {
@@ -79,7 +99,7 @@ struct ThermalLadder {
         let settled = lastChange.map { now - $0 >= dwell } ?? true
         if let since = hotSince, now - since >= dwell, settled {
             let reason: Reason = isHotReading ? .hot : .backlog
-            guard index + 1 < steps.count else {
+            guard index + 1 < levels.count else {
                 if reportedLowest { return nil }
                 reportedLowest = true
                 return .atLowest(fps: fps, reason: reason)
@@ -88,13 +108,13 @@ struct ThermalLadder {
             index += 1
             lastChange = now
             hotSince = now  // the next step down needs another whole dwell of heat
-            return .step(from: steps[index - 1], to: steps[index], reason: reason)
+            return change(from: index - 1, to: index, reason: reason)
         }
         if let since = coolSince, index > 0, now - since >= coolDwell(toward: index - 1), settled {
             index -= 1
             lastChange = now
             coolSince = now
-            return .step(from: steps[index + 1], to: steps[index], reason: .cool)
+            return change(from: index + 1, to: index, reason: .cool)
         }
         return nil
     }
@@ -123,11 +143,13 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task
         return value / 1000
     }
 
-    init(settings: ThermalSettings, fps: Int, scheduler: Scheduler, log: Log, dropped: @escaping @Sendable () -> Int,
-         temperature report: @escaping @Sendable (Double?) -> Void, setRate: @escaping @Sendable (Int) -> Void) {
+    /// `rungs`: the live ladder's rungs, top first (`WxH@RATE`; one without a ladder).
+    init(settings: ThermalSettings, fps: Int, rungs: [String] = [], scheduler: Scheduler, log: Log, dropped: @escaping @Sendable () -> Int,
+         temperature report: @escaping @Sendable (Double?) -> Void, setRate: @escaping @Sendable (Int) -> Void,
+         setDroppedRungs: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.scheduler = scheduler
         guard let sensor = settings.sensor else { return }
-        var ladder = ThermalLadder(steps: settings.fpsSteps, fps: fps, hot: settings.hotC, cool: settings.coolC,
+        var ladder = ThermalLadder(steps: settings.fpsSteps, fps: fps, rungs: rungs.count, hot: settings.hotC, cool: settings.coolC,
                                    dwellSeconds: settings.dwellSeconds)
         if ladder.fps != fps { setRate(ladder.fps) }
         var lastDropped = dropped()
@@ -142,6 +164,11 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task
             case .step(let from, let to, let reason)?:
                 log(.thermalStep, level: .warn, ("from", from), ("to", to), ("temp_c", celsius), ("reason", reason.rawValue))
                 setRate(to)
+            case .rungs(_, let to, let reason)?:
+                // Which rungs go (or come back), and what viewers are offered now.
+                log(.thermalRungs, level: .warn, ("dropped", to == 0 ? "none" : rungs[..<to].joined(separator: ",")),
+                    ("live", rungs[to...].joined(separator: ",")), ("temp_c", celsius), ("reason", reason.rawValue))
+                setDroppedRungs(to)
             case .atLowest(let fps, let reason)?:
                 log(.thermalLimit, level: .warn, ("fps", fps), ("temp_c", celsius), ("reason", reason.rawValue),
                     ("note", "already at the lowest of thermal.fps_steps"))

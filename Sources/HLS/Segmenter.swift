@@ -148,6 +148,16 @@ public struct Segmenter {
         self.partTicks = partTicks
     }
 
+    /// The media sequence number of the next segment it cuts.
+    public var nextSegmentSequence: Int { nextSequence }
+
+    /// A rung taken up again after the heat dropped it: its next segment is number
+    /// `sequence`, where the rungs that went on are (its own numbers stopped meanwhile).
+    public mutating func resume(at sequence: Int) {
+        precondition(current.isEmpty && closed.isEmpty && sequence >= nextSequence)
+        nextSequence = sequence
+    }
+
     public var pendingVideoSamples: Int { current.count + closed.reduce(0) { $0 + $1.samples.count } + segment.video.count }
 
     /// The parts made since the last call, in order. A part comes before its parent

@@ -66,6 +66,19 @@ public enum Recovery {
             closed.append(rendition)
         }
         let interrupted = closed.contains { $0.wasInterrupted }
+        // Every rendition's discontinuities on the same segments (V6): one that a rung's
+        // recovered segment shows (it began or stopped carrying another rung's pictures)
+        // goes on the other renditions' segment too.
+        let breaks = Set(closed.flatMap { r in r.playlist.entries.indices.filter { r.playlist.entries[$0].discontinuity } })
+        for r in closed.indices where closed[r].wasInterrupted {
+            for k in breaks where k < closed[r].playlist.entries.count && !closed[r].playlist.entries[k].discontinuity {
+                closed[r].playlist.entries[k].discontinuity = true
+                if let iFrames = closed[r].iFrames, k < iFrames.entries.count {
+                    closed[r].iFrames!.entries[k].discontinuity = true
+                    closed[r].iFramesChanged = true
+                }
+            }
+        }
         // index.m3u8 first: a playlist is never listed before the variant describing it.
         var playlists: [String: MediaPlaylist] = [:]
         for rendition in closed {
@@ -121,7 +134,10 @@ public enum Recovery {
             // Complete segments stored after the last playlist write, timed by their
             // pictures (their sound, in an audio rendition).
             if let parsedInit = readInit(), let track = parsedInit.track("vide") ?? parsedInit.track("soun") {
-                addUnlisted(to: &playlist, directory: base, trex: parsedInit.trex, video: track, skipped: skipped)
+                // A rung carries only the rungs below it (later in index.m3u8).
+                let rungs = index?.variants.map { MultivariantPlaylist.folder(of: $0.uri) } ?? []
+                let below = rungs.firstIndex(of: folder).map { Array(rungs[($0 + 1)...]) } ?? []
+                addUnlisted(to: &playlist, directory: base, trex: parsedInit.trex, video: track, carriers: below, skipped: skipped)
             }
             playlist.isEnded = true
         }
@@ -206,7 +222,7 @@ public enum Recovery {
     /// trun and its date following the one before; stops at the first missing one and sets
     /// aside one that cannot be read.
     static func addUnlisted(to playlist: inout MediaPlaylist, directory: String, trex: [ParsedInit.Trex],
-                            video: ParsedInit.Track, skipped: (Skipped) -> Void) {
+                            video: ParsedInit.Track, carriers: [String] = [], skipped: (Skipped) -> Void) {
         while let last = playlist.entries.last {
             let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
             let path = directory + "/" + uri
@@ -223,9 +239,25 @@ public enum Recovery {
                 return
             }
             let previousTicks = Int64(((HLSValue.duration(last.duration) ?? 0) * 1000).rounded())
+            let map = carriedFrom(path, rungs: carriers, directory: directory, sequence: playlist.entries.count + 1)
             playlist.entries.append(.init(uri: uri, duration: decimalSeconds(Int64(traf.duration), timescale: Int64(video.timescale)),
-                                          programDateTimeMs: last.programDateTimeMs.map { $0 + previousTicks }))
+                                          programDateTimeMs: last.programDateTimeMs.map { $0 + previousTicks },
+                                          discontinuity: map != last.map, map: map))
         }
+    }
+
+    /// The init a segment of a ladder's rung needs when the rung carried one of the
+    /// `rungs` below it (the heat dropped it: the writer linked that rung's file, so both
+    /// names are one file), as the playlist names it; nil for its own pictures.
+    static func carriedFrom(_ path: String, rungs: [String], directory: String, sequence: Int) -> String? {
+        var own = stat(), other = stat()
+        guard !rungs.isEmpty, stat(path, &own) == 0, own.st_nlink > 1 else { return nil }
+        let parent = AtomicFile.directory(of: directory)
+        for rung in rungs {
+            let candidate = "\(parent)/\(rung)/" + MediaPlaylist.segmentURI(sequence)
+            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return "../\(rung)/init.mp4" }
+        }
+        return nil
     }
 
     /// Sets `path` aside (`AtomicFile.setAside`) and says so.

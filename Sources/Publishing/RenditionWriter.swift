@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Files
 import HLS
 import Media
@@ -80,9 +83,16 @@ final class RenditionWriter {
     /// Stores a segment and measures it; true when index.m3u8 must say more before a
     /// playlist lists it (BANDWIDTH stays at or above the measured peak, RFC 8216bis
     /// §4.4.6.2), or say it for the first time.
-    func store(_ segment: SegmentReport, in directory: String, makeRoom: SpaceRetry.MakeRoom) throws -> Bool {
+    /// `linking` names the same segment stored by another rendition (one this rendition
+    /// carries): linked, not written again.
+    func store(_ segment: SegmentReport, in directory: String, linking original: String? = nil, makeRoom: SpaceRetry.MakeRoom) throws -> Bool {
         let uri = MediaPlaylist.segmentURI(segment.sequence)
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: directory + "/" + description.path(uri)) }
+        let path = directory + "/" + description.path(uri)
+        if let original {
+            try SpaceRetry.run(makeRoom) { try Self.link(original, path, bytes: segment.bytes) }
+        } else {
+            try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: path) }
+        }
         let milliseconds = Int64(((HLSValue.duration(segment.durationSeconds) ?? 0) * 1000).rounded())
         meter.add(bytes: segment.bytes.count, ticks: milliseconds)
         if iFrames != nil, let length = segment.iFrameLength { iFrameMeter.add(bytes: length, ticks: milliseconds) }
@@ -95,10 +105,22 @@ final class RenditionWriter {
         return true
     }
 
-    /// Lists a stored segment in playlist.m3u8, then iframes.m3u8.
-    func list(_ segment: SegmentReport, in directory: String, makeRoom: SpaceRetry.MakeRoom) throws {
+    /// A second name for a complete, durable file (link(2): the name appears with every
+    /// byte in place, as a rename does); written out where the file system cannot link.
+    static func link(_ original: String, _ path: String, bytes: [UInt8]) throws {
+        unlink(path)  // a run cut before its playlist listed it
+        guard Glibc.link(original, path) == 0 else {
+            guard [EXDEV, EPERM, EMLINK, ENOTSUP].contains(errno) else { throw FileError(path: path, operation: "link", code: errno) }
+            return try AtomicFile.write(bytes, to: path)
+        }
+        try AtomicFile.syncDirectory(AtomicFile.directory(of: path))
+    }
+
+    /// Lists a stored segment in playlist.m3u8, then iframes.m3u8; `map` is the init it
+    /// needs when not this rendition's own.
+    func list(_ segment: SegmentReport, in directory: String, map: String? = nil, makeRoom: SpaceRetry.MakeRoom) throws {
         let entry = MediaPlaylist.Entry(uri: MediaPlaylist.segmentURI(segment.sequence), duration: segment.durationSeconds,
-                                        programDateTimeMs: segment.programDateTimeMs, discontinuity: segment.discontinuity)
+                                        programDateTimeMs: segment.programDateTimeMs, discontinuity: segment.discontinuity, map: map)
         playlist.entries.append(entry)
         // Every segment opens with an IDR (the segmenter cuts only there), which lasts
         // until the next segment's: EXTINF is the segment's (§4.4.3.6).

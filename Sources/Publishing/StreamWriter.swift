@@ -117,6 +117,21 @@ public final class StreamWriter {
         observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
     }
 
+    /// Rendition `index`, a rung the heat dropped, carries segment `segment` of rendition
+    /// `source`, the rung below that is still encoded: the same file under its own name,
+    /// listed after a discontinuity under the source's init. Players on the dropped rung
+    /// play on at the lower picture, and every rendition keeps every segment k, aligned.
+    public func carry(_ segment: SegmentReport, from source: Int, into index: Int) throws {
+        let rendition = renditions[index], from = renditions[source].description
+        let original = directory + "/" + from.path(MediaPlaylist.segmentURI(segment.sequence))
+        if try rendition.store(segment, in: directory, linking: original, makeRoom: makeRoom) {
+            try writeMultivariant()
+            observer(.multivariantRewritten(id: id))
+        }
+        try rendition.list(segment, in: directory, map: "../" + from.path("init.mp4"), makeRoom: makeRoom)
+        observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
+    }
+
     /// The stream goes on at `fps` from the next segment (the thermal ladder stepped up):
     /// FRAME-RATE is the variant's maximum, so index.m3u8 says so before any playlist lists
     /// a segment at that rate.

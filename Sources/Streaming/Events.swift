@@ -21,5 +21,7 @@ extension Event {
     public static let streamDiscontinuity = Event("stream.discontinuity")
     public static let streamEnded = Event("stream.ended", console: true)
     public static let streamRate = Event("stream.rate")
+    /// The rungs of a ladder encoded from here on, and those the heat dropped.
+    public static let streamRungs = Event("stream.rungs", console: true)
     public static let streamStarted = Event("stream.started", console: true)
 }

@@ -19,6 +19,8 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         case finish
         /// Outputs change to this frame rate at their next keyframe boundary.
         case rate(Int)
+        /// The live ladder leaves out this many top rungs from its next keyframe boundary.
+        case rungs(dropped: Int)
     }
     enum Kind { case video, audio, control }
     public enum Policy: Sendable { case dropOldest, block }
@@ -56,7 +58,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         switch item {
         case .video: return .video
         case .audio: return .audio
-        case .begin, .finish, .rate, nil: return .control
+        case .begin, .finish, .rate, .rungs, nil: return .control
         }
     }
 
@@ -64,7 +66,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         switch item {
         case .video(let frame): return frame.held
         case .audio(let chunk): return chunk.held
-        case .begin, .finish, .rate, nil: return false
+        case .begin, .finish, .rate, .rungs, nil: return false
         }
     }
 

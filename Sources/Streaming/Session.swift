@@ -160,6 +160,11 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         post(.rate(fps))
     }
 
+    /// The thermal ladder's rungs: the live stream leaves out its `dropped` top rungs (the
+    /// rungs below carry on, and the dropped ones carry their pictures) from its next
+    /// segment boundary.
+    public func setDroppedRungs(_ dropped: Int) { post(.rungs(dropped: dropped)) }
+
     /// The frame rate streams are made at now: the configured one, or the thermal ladder's.
     public var rate: Int { lock.withLock { targetRate ?? profile.live.fps } }
     private var targetRate: Int?  // under `lock`
@@ -187,7 +192,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             case .audio(let chunk):
                 let end = chunk.captureTime + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds)
                 carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item)
-            case .begin, .finish, .rate:
+            case .begin, .finish, .rate, .rungs:
                 break
             }
         }
@@ -221,6 +226,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
                 if let item { send(item) }
             case .rate(let fps):
                 send(.rate(fps))
+            case .rungs(let dropped):
+                send(.rungs(dropped: dropped))
             case .finish:
                 lock.withLock {
                     currentStreamID = nil

@@ -7,7 +7,7 @@ import Media
 ///
 /// armed ⇄ recording → finishing → armed; stopped once the capture has closed.
 struct SessionMachine {
-    enum Command: Equatable { case start, stop, toggle, rate(Int) }
+    enum Command: Equatable { case start, stop, toggle, rate(Int), rungs(dropped: Int) }
 
     enum Input: Equatable {
         case command(Command)
@@ -28,6 +28,8 @@ struct SessionMachine {
         case finish
         /// The outputs change to this frame rate at their next segment boundary.
         case rate(Int)
+        /// The live ladder leaves out this many top rungs from its next segment boundary.
+        case rungs(dropped: Int)
     }
 
     private(set) var state: Session.State = .armed
@@ -77,6 +79,7 @@ struct SessionMachine {
         case .stop: requested = false
         case .toggle: requested.toggle()
         case .rate(let fps): return [.rate(fps)]
+        case .rungs(let dropped): return [.rungs(dropped: dropped)]
         }
         if requested && state == .armed { state = .recording }
         if !requested && state == .recording {

@@ -35,6 +35,27 @@ final class ThermalLadderTests: XCTestCase {
         XCTAssertEqual(ladder.fps, 10)
     }
 
+    /// With a live quality ladder the top rungs go first, one a step while more than one
+    /// is left, then the frame rate; cooling brings back the rate first, then the rungs.
+    func testWithAQualityLadderTheTopRungsGoFirstThenTheRate() {
+        var ladder = ThermalLadder(steps: [30, 24, 20], fps: 30, rungs: 3, hot: 80, cool: 70, dwellSeconds: 1)
+        XCTAssertEqual(ladder.levels.map { "\($0.dropped)@\($0.fps)" }, ["0@30", "1@30", "2@30", "2@24", "2@20"])
+        XCTAssertNil(ladder.observe(temperature: 85, pressure: false, at: 0))
+        XCTAssertEqual(ladder.observe(temperature: 85, pressure: false, at: s), .rungs(from: 0, to: 1, reason: .hot))
+        XCTAssertEqual(ladder.observe(temperature: nil, pressure: true, at: 2 * s), .rungs(from: 1, to: 2, reason: .backlog))
+        XCTAssertEqual(ladder.observe(temperature: 85, pressure: false, at: 3 * s), .step(from: 30, to: 24, reason: .hot))
+        XCTAssertEqual(ladder.dropped, 2, "the lowest rung is never dropped")
+        XCTAssertNil(ladder.observe(temperature: 60, pressure: false, at: 4 * s))
+        XCTAssertEqual(ladder.observe(temperature: 60, pressure: false, at: 5 * s), .step(from: 24, to: 30, reason: .cool))
+        // The rung that backlogged comes back after twice the dwell.
+        XCTAssertNil(ladder.observe(temperature: 60, pressure: false, at: 6 * s))
+        XCTAssertEqual(ladder.observe(temperature: 60, pressure: false, at: 7 * s), .rungs(from: 2, to: 1, reason: .cool))
+        XCTAssertEqual(ladder.observe(temperature: 60, pressure: false, at: 8 * s), .rungs(from: 1, to: 0, reason: .cool))
+        XCTAssertEqual(ladder.fps, 30)
+        XCTAssertEqual(ThermalLadder(steps: [30, 24], fps: 30, rungs: 1, hot: 80, cool: 70, dwellSeconds: 1).levels.count, 2,
+                       "without a ladder: the rates alone")
+    }
+
     /// Hot at the bottom of the ladder: said once (the console shows it), then again only
     /// after it has cooled and heated up once more.
     func testHotAtTheLowestRateIsReportedOncePerEpisode() {

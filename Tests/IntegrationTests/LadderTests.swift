@@ -149,6 +149,54 @@ final class LadderTests: XCTestCase {
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
     }
 
+    /// Under heat the top rung goes first: the console says which, the top rung carries
+    /// the pictures of the one below (so a player on it plays on, at that picture), and it
+    /// comes back once the board is cool; the stream stays correct throughout.
+    func testUnderHeatTheTopRungGoesFirstAndPlayersPlayOn() throws {
+        let sensor = try temporaryDirectory("ladder-heat-sensor") + "/temp"
+        try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        let (onair, port, out) = try serveSynthetic("ladder-heat", ["video.ladder=auto", "thermal.sensor=\(sensor)", "thermal.dwell_s=1"])
+        _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
+        let chromium = try Chromium()
+        try chromium.open("http://127.0.0.1:\(port)/")
+        var seen: [Int] = []
+        var played = 0.0
+        /// Watches for up to two minutes until `done`: the heights of the pictures seen, in
+        /// turn, and how far it has played.
+        func play(until done: () -> Bool) throws -> Bool {
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline {
+                if let text = try? chromium.evaluate("JSON.stringify([video.videoHeight, video.currentTime])") as? String,
+                   let state = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Double] {
+                    if seen.last != Int(state[0]) { seen.append(Int(state[0])) }
+                    played = state[1]
+                    if done() { return true }
+                }
+                usleep(500_000)
+            }
+            return false
+        }
+        XCTAssertTrue(try play { seen.last == 480 }, "the top rung plays: \(seen)")
+        try "90000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        XCTAssertTrue(try play { onair.stderr.contains("event=stream.rungs") && seen.last == 360 }, "the top rung dropped: \(seen)")
+        let dropped = played
+        XCTAssertTrue(try play { played > dropped + 4 }, "four more seconds play while it is hot: \(seen)")
+        try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        XCTAssertTrue(try play { onair.stderr.contains("event=thermal.rungs dropped=none") && seen.last == 480 }, "back when cool: \(seen)")
+        print("ladder under heat: picture heights seen: \(seen)")
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let said = onair.stderr.split(separator: "\n")
+        XCTAssertTrue(said.contains { $0.contains("event=thermal.rungs dropped=854x480@900k live=640x360@400k") && $0.contains("reason=hot") },
+                      onair.stderr)
+        XCTAssertTrue(said.contains { $0.contains("event=stream.rungs") && $0.contains("live=640x360@400k dropped=854x480@900k") }, onair.stderr)
+        let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
+        XCTAssertEqual(checkerFindings(out + "/streams/" + id), [])
+        let top = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: "\(out)/streams/\(id)/v0/playlist.m3u8", encoding: .utf8)))
+        XCTAssertTrue(top.entries.contains { $0.map == "../v1/init.mp4" }, "the top rung carried the one below")
+        XCTAssertEqual(top.entries.last?.map, nil, "and ended on its own pictures")
+    }
+
     /// GStreamer's hlsdemux2 picks its rung by the bit rate it is told the link has: the
     /// lower one over a slow link, the top one over a fast one (ffmpeg reads them all,
     /// testTwoRungsFromOneCaptureAreAlignedAndInSync). Debian's GStreamer 1.22 without

@@ -71,6 +71,7 @@ final class OutputIndependenceTests: XCTestCase {
         }
         func encode(_ chunk: AudioChunk) throws {}
         func setRate(_ fps: Int) {}
+        func setDroppedRungs(_ dropped: Int) {}
         func finish() throws {}
     }
 

@@ -21,6 +21,8 @@ final class LiveStream {
     /// A ladder's sound; its rendition comes after the rungs'.
     private var sound: AudioSegmenter?
     private var isLadder: Bool { segmenters.count > 1 }
+    /// Each rung as `WxH@RATE`, top first.
+    private let rungNames: [String]
 
     var id: String { writer.id }
     var videoEndTicks: Int64 { encoder.videoEndTicks }
@@ -44,6 +46,7 @@ final class LiveStream {
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
         let rate = Int64(profile.output.sampleRate)
         let ladder = encoder.videos.count > 1
+        rungNames = profile.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
         // The stream's first rate fixes PART-TARGET (the thermal ladder only lowers it).
         // A ladder's renditions are regular HLS: parts for each, with rendition reports,
         // are not made yet.
@@ -76,8 +79,8 @@ final class LiveStream {
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
                                        ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count)]
         if ladder {
-            fields.append(("rungs", profile.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
-                .joined(separator: ",")))
+            fields.append(("rungs", rungNames.joined(separator: ",")))
+            if encoder.topRung > 0 { fields.append(("dropped", rungNames[..<encoder.topRung].joined(separator: ","))) }
         }
         log.emit(.streamStarted, level: .info, fields)
         for (isVideo, sample) in origin.heldInTimeOrder(audioTimescale: rate) {
@@ -112,16 +115,26 @@ final class LiveStream {
 
     /// The init segment of an H.264 (+ AAC) stream and its RFC 6381 codecs.
     func encode(_ frame: VideoFrame) throws {
-        if encoder.rateChangeDue(frame) {
+        if encoder.changeDue(frame) {
             // A new frame rate starts a new discontinuity domain (HLS_RULES S17: one rate
-            // per domain); the timeline runs on without a gap.
-            let from = encoder.fps
+            // per domain); so do rungs dropped or taken up (a dropped rung carries the
+            // next one's pictures under its init, P9, and every rendition's discontinuities
+            // stay on the same segments, V6). The timeline runs on without a gap.
+            let (from, top) = (encoder.fps, encoder.topRung)
             try discontinuity()
             let samples = try encoder.encode(frame)
-            try writer.raiseFrameRate(to: encoder.fps)
+            if encoder.fps != from {
+                try writer.raiseFrameRate(to: encoder.fps)
+                for rung in segmenters.indices { segmenters[rung].nominalFrameDuration = Timescale.video / Int64(encoder.fps) }
+                log(.streamRate, ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
+            }
+            if encoder.topRung != top {
+                let next = segmenters[top].nextSegmentSequence
+                for rung in encoder.topRung..<max(top, encoder.topRung) { segmenters[rung].resume(at: next) }
+                log(.streamRungs, ("id", id), ("live", rungNames[encoder.topRung...].joined(separator: ",")),
+                    ("dropped", rungNames[..<encoder.topRung].joined(separator: ",")), ("seq", next), ("frame", frame.index))
+            }
             for sample in samples { try append(video: origin.moved(video: sample)) }
-            for rung in segmenters.indices { segmenters[rung].nominalFrameDuration = Timescale.video / Int64(encoder.fps) }
-            log(.streamRate, ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
             return
         }
         if frame.discontinuity && framesEncoded > 0 {
@@ -161,6 +174,10 @@ final class LiveStream {
     /// The thermal ladder's new rate, from the next segment on.
     func requestRate(_ fps: Int) { encoder.requestRate(fps) }
 
+    /// The thermal ladder's rungs: the `dropped` top ones stop being encoded (or, fewer,
+    /// are taken up again) from the next segment on.
+    func requestDroppedRungs(_ dropped: Int) { encoder.requestTopRung(dropped) }
+
     /// Drains both encoders, writes the last segment and ENDLIST.
     func finish() throws {
         let rest = try encoder.flush()
@@ -192,7 +209,11 @@ final class LiveStream {
                                            ("bytes", report.bytes.count), ("frames", report.videoSamples), ("audio_frames", report.audioSamples)]
             if isLadder { fields.insert(("rendition", writer.renditionFolders[rendition]), at: 1) }
             log.emit(.segmentStored, level: .info, fields)
-            if rendition == 0, let cut = sound?.cut(after: report) { try store(cut, rendition: segmenters.count) }
+            guard rendition == encoder.topRung, isLadder else { continue }
+            // The rungs the heat dropped carry this one's segment; the sound is cut where
+            // the highest rung still encoded is.
+            for dropped in 0..<rendition { try writer.carry(report, from: rendition, into: dropped) }
+            if let cut = sound?.cut(after: report) { try store(cut, rendition: segmenters.count) }
         }
     }
 }

@@ -19,6 +19,9 @@ protocol StreamOutput: AnyObject {
     func encode(_ chunk: AudioChunk) throws
     /// The thermal ladder: a new frame rate from the next segment boundary.
     func setRate(_ fps: Int)
+    /// The thermal ladder: the live ladder's top rungs left out from the next segment
+    /// boundary (outputs without a ladder have none to leave out).
+    func setDroppedRungs(_ dropped: Int)
     func finish() throws
 }
 
@@ -70,6 +73,8 @@ final class OutputWorker: @unchecked Sendable {  // `output` used only on its th
                     if active { try output.encode(chunk) } else if pending != nil { early.append(chunk) } else { try output.prime(chunk) }
                 case .rate(let fps):
                     output.setRate(fps)
+                case .rungs(let dropped):
+                    output.setDroppedRungs(dropped)
                 case .finish:
                     pending = nil
                     early = []

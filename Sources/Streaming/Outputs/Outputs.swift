@@ -94,11 +94,14 @@ protocol EncodedStream: AnyObject {
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws
     func requestRate(_ fps: Int)
+    func requestDroppedRungs(_ dropped: Int)
     func finish() throws
 }
 
 extension LiveStream: EncodedStream {}
-extension RecordingStream: EncodedStream {}
+extension RecordingStream: EncodedStream {
+    func requestDroppedRungs(_ dropped: Int) {}  // one picture: no ladder
+}
 
 /// One use of the capture with encoders of its own: opens them ahead (`prepare`), runs
 /// them while armed when there is a pre-roll, and starts each stream from the pre-roll or
@@ -117,8 +120,9 @@ final class EncodingOutput: StreamOutput {
     private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
     private var stream: EncodedStream?
     private var preroll: Preroll?
-    /// The thermal ladder's rate, for this stream and the ones after it.
+    /// The thermal ladder's rate and dropped rungs, for this stream and the ones after it.
     private var rate: Int?
+    private var droppedRungs = 0
 
     private init(name: String, output: OutputProfile, rungs: [VideoEncoderSettings]? = nil, prerollSeconds: Double, log: Log,
                  makeEncoder: @escaping (VideoFrame, StreamDating, OpenedEncoders) -> StreamEncoder,
@@ -186,6 +190,7 @@ final class EncodingOutput: StreamOutput {
             origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.dating, opened))
         }
         if let rate { origin.encoder.requestRate(rate) }
+        origin.encoder.requestTopRung(droppedRungs)
         stream = try makeStream(start, origin)
         try stream?.encode(firstFrame)
     }
@@ -196,6 +201,11 @@ final class EncodingOutput: StreamOutput {
         rate = fps
         stream?.requestRate(fps)
         preroll?.encoder.requestRate(fps)
+    }
+    func setDroppedRungs(_ dropped: Int) {
+        droppedRungs = dropped
+        stream?.requestDroppedRungs(dropped)
+        preroll?.encoder.requestTopRung(dropped)
     }
     func finish() throws {
         defer { stream = nil }

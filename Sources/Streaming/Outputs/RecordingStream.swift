@@ -72,7 +72,7 @@ final class RecordingStream {
         // The file has no discontinuities: the last picture stays up through the gap
         // (one long sample) while the sound goes on.
         if frame.discontinuity { encoder.resync() }
-        if encoder.rateChangeDue(frame) {
+        if encoder.changeDue(frame) {
             for sample in try encoder.encode(frame) { try store(fragmenter.appendVideo(origin.moved(video: sample))) }
             fragmenter.nominalFrameDuration = Timescale.video / Int64(encoder.fps)
             return

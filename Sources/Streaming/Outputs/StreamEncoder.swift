@@ -17,6 +17,10 @@ final class StreamEncoder {
     /// the capture time it stands for. The stream start, until the rate changes.
     private var epoch: (ticks: Int64, time: Int64)
     private var pendingRate: Int?
+    /// The highest rung encoded now (0: every one): the rungs above it are dropped while
+    /// the board is hot. `requestTopRung` changes it at a keyframe boundary, as the rate.
+    private(set) var topRung = 0
+    private var pendingTopRung: Int?
     let rotation: Rotation
     /// The rungs' encoders, the top (the only one without a ladder) first.
     let videos: [VideoEncoder]
@@ -59,14 +63,21 @@ final class StreamEncoder {
     /// repeating the picture before (all skip blocks for x264), so timing stays exact and
     /// A/V sync stays within half a frame. Returns the video samples that came out.
     func encode(_ frame: VideoFrame) throws -> [EncodedSample] {
-        if rateChangeDue(frame), let rate = pendingRate, let boundary = nextBoundary {
-            // The new rate's grid starts exactly at the boundary, where an IDR goes.
-            epoch = (boundary, timeline.origin + rescale(boundary - timeline.startTicks(timescale: Timescale.video),
-                                                         from: Timescale.video, to: Timescale.nanoseconds))
-            fps = rate
-            pendingRate = nil
-            lastSlot = nil
-            lastInput = nil
+        if changeDue(frame), let boundary = nextBoundary {
+            if let rate = pendingRate {
+                // The new rate's grid starts exactly at the boundary, where an IDR goes.
+                epoch = (boundary, timeline.origin + rescale(boundary - timeline.startTicks(timescale: Timescale.video),
+                                                             from: Timescale.video, to: Timescale.nanoseconds))
+                fps = rate
+                pendingRate = nil
+                lastSlot = nil
+                lastInput = nil
+            }
+            // A rung taken up again starts on the boundary's IDR, as every rung does.
+            if let top = pendingTopRung {
+                topRung = top
+                pendingTopRung = nil
+            }
         }
         var slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
         // The first frame on a new rate's grid can be captured a little before the boundary
@@ -94,7 +105,7 @@ final class StreamEncoder {
         let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
         let keyframe = planner.needsKeyframe(at: ticks)
         var samples: [EncodedSample] = []
-        for (rung, encoder) in videos.enumerated() {
+        for (rung, encoder) in videos.enumerated() where rung >= topRung {
             samples += try encoder.encode(input, ticks: ticks, keyframe: keyframe).map { $0.on(rung: rung) }
         }
         lastSlot = slot
@@ -116,6 +127,20 @@ final class StreamEncoder {
         }
     }
 
+    /// Asks for the rungs above `top` to be dropped (the heat), or taken up again, from
+    /// the next keyframe boundary on, so every rung's segment k stays whole; the lowest
+    /// rung is always encoded.
+    func requestTopRung(_ top: Int) {
+        let top = min(max(0, top), videos.count - 1)
+        guard top != topRung || pendingTopRung != nil else { return }
+        if lastSlot == nil && framesEncoded == 0 {
+            topRung = top
+            pendingTopRung = nil
+        } else {
+            pendingTopRung = top == topRung ? nil : top
+        }
+    }
+
     /// The first keyframe boundary after what has been encoded (absolute 90 kHz ticks).
     private var nextBoundary: Int64? {
         guard framesEncoded > 0 else { return nil }
@@ -124,10 +149,10 @@ final class StreamEncoder {
         return grid.start + (grid.slot(last) + 1) * grid.segmentTicks
     }
 
-    /// Whether `frame` is the first at the new rate: a rate is pending and the frame falls
-    /// at or past the next boundary.
-    func rateChangeDue(_ frame: VideoFrame) -> Bool {
-        guard pendingRate != nil, let boundary = nextBoundary else { return false }
+    /// Whether `frame` is the first at a new rate or with other rungs: a change is pending
+    /// and the frame falls at or past the next boundary.
+    func changeDue(_ frame: VideoFrame) -> Bool {
+        guard pendingRate != nil || pendingTopRung != nil, let boundary = nextBoundary else { return false }
         let slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
         return epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video) >= boundary
     }
@@ -196,7 +221,7 @@ final class StreamEncoder {
             }
         }
         var pictures: [EncodedSample] = []
-        for (rung, encoder) in videos.enumerated() { pictures += try encoder.flush().map { $0.on(rung: rung) } }
+        for (rung, encoder) in videos.enumerated() where rung >= topRung { pictures += try encoder.flush().map { $0.on(rung: rung) } }
         return (pictures, sound + (try audio?.flush() ?? []))
     }
 }
