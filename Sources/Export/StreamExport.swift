@@ -160,13 +160,16 @@ public enum StreamExport {
 
     /// A ladder stream: the rung `VariantChoice` picks (the top one unless max_bitrate or
     /// max_size say otherwise), its segments side by side with its audio rendition's, cut
-    /// where the rung's are (every rendition's segment k holds the same moment).
+    /// where the rung's are (every rendition's segment k holds the same moment). Where the
+    /// heat dropped that rung for part of the range (it carried the next rung's pictures,
+    /// under that rung's init), the highest rung below it that was encoded throughout.
     static func ladder(root: String, id: String, index text: String, _ request: ExportRequest) throws -> Result {
         let directory = "\(root)/streams/\(id)"
         let top = ParsedPlaylist(text: text)
-        guard let (variant, _) = VariantChoice.choose(top.variants, maxBitrate: request.maxBitrate, maxSize: request.maxSize),
+        guard let (picked, _) = VariantChoice.choose(top.variants, maxBitrate: request.maxBitrate, maxSize: request.maxSize),
               let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
-        let audio = index.variants.first { $0.uri == variant.uri }?.audioGroup.flatMap { group in index.audio.first { $0.groupID == group } }
+        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
+        let below = top.variants.filter { $0.uri != picked.uri && bandwidth($0) <= bandwidth(picked) }.sorted { bandwidth($0) > bandwidth($1) }
         func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], segments: [ParsedPlaylist.Segment]) {
             let folder = MultivariantPlaylist.folder(of: uri)
             guard let playlist = FileSystem.readText(directory + "/" + uri), let initBytes = FileSystem.read("\(directory)/\(folder)/init.mp4") else {
@@ -174,12 +177,23 @@ public enum StreamExport {
             }
             return (folder, initBytes, ParsedPlaylist(text: playlist).segments)
         }
-        let pictures = try rendition(variant.uri)
+        var variant = picked
+        var pictures = try rendition(picked.uri)
+        let audio = index.variants.first { $0.uri == picked.uri }?.audioGroup.flatMap { group in index.audio.first { $0.groupID == group } }
         let sound = try audio.map { try rendition($0.uri) }
         // Up to the newest segment every rendition has (the sound's is cut a moment later).
         let count = min(pictures.segments.count, sound?.segments.count ?? .max)
         guard count > 0 else { throw ExportError(404, "stream \(id) has no segment yet") }
         let chosen = try choose(Array(pictures.segments.prefix(count)), request)
+        // A carried segment names another rung's init; the lowest rung is never dropped.
+        func ownPictures(_ segments: [ParsedPlaylist.Segment]) -> Bool {
+            segments.count >= count && segments[chosen.range].allSatisfy { $0.map == "init.mp4" }
+        }
+        var lower = below[...]
+        while !ownPictures(pictures.segments), let next = lower.popFirst() {
+            variant = next
+            pictures = try rendition(next.uri)
+        }
         var files: [(path: String, track: Int?)] = []
         for k in chosen.range {
             files.append(("\(directory)/\(pictures.folder)/\(pictures.segments[k].uri)", 0))

@@ -6,7 +6,7 @@ import HLS
 struct FetchChoice {
     /// The variant's media playlist (or the URL's own).
     var media: String
-    /// The playlist as read, when the URL was a media playlist.
+    /// The media playlist as first read.
     var parsed: ParsedPlaylist?
     /// The audio rendition's media playlist, if the variant plays with one.
     var audio: String?
@@ -23,23 +23,36 @@ extension Fetcher {
             throw FetchError("\(options.url): a multivariant playlist without variants")
         }
         say("fetch: variant \(reason)")
-        let media = Self.resolve(variant.uri, against: options.url)
+        // A rung the heat dropped for a while carried the next rung's pictures under that
+        // rung's init (EXT-X-MAP after a discontinuity); one copy has one init, so the
+        // highest rung below it with pictures of its own throughout is taken instead.
+        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
+        var lower = top.variants.filter { $0.uri != variant.uri && bandwidth($0) <= bandwidth(variant) }.sorted { bandwidth($0) > bandwidth($1) }[...]
+        var chosen = variant
+        var parsed = try parsePlaylist(Self.resolve(variant.uri, against: options.url))
+        while Set(parsed.segments.map(\.map)).count > 1, let next = lower.popFirst() {
+            say("fetch: \(VariantChoice.describe(chosen)) changes its init mid-stream (a rung dropped for a while); taking \(VariantChoice.describe(next))")
+            chosen = next
+            parsed = try parsePlaylist(Self.resolve(next.uri, against: options.url))
+        }
+        let media = Self.resolve(chosen.uri, against: options.url)
         // RFC 8216bis §4.4.6.1: the group's DEFAULT=YES rendition, else its first; one
         // without a URI means the sound is in the variant's own segments.
         let group = top.tags("EXT-X-MEDIA").filter { tag in
             let a = ParsedPlaylist.attributes(tag.value ?? "")
-            return a["TYPE"] == "AUDIO" && a["GROUP-ID"] != nil && a["GROUP-ID"] == variant.attributes["AUDIO"]
+            return a["TYPE"] == "AUDIO" && a["GROUP-ID"] != nil && a["GROUP-ID"] == chosen.attributes["AUDIO"]
         }
         guard let sound = group.first(where: { ParsedPlaylist.attributes($0.value ?? "")["DEFAULT"] == "YES" }) ?? group.first,
               let uri = ParsedPlaylist.attributes(sound.value ?? "")["URI"] else {
-            return FetchChoice(media: media)
+            return FetchChoice(media: media, parsed: parsed)
         }
         say("fetch: sound \(ParsedPlaylist.attributes(sound.value ?? "")["NAME"] ?? uri), a rendition of its own")
         let index = ["#EXTM3U", top.value("EXT-X-VERSION").map { "#EXT-X-VERSION:" + $0 },
                      top.tags("EXT-X-INDEPENDENT-SEGMENTS").isEmpty ? nil : "#EXT-X-INDEPENDENT-SEGMENTS",
                      "#EXT-X-MEDIA:" + Self.replacingURI(in: sound.value ?? "", with: "audio/playlist.m3u8"),
-                     top.lines[variant.line - 1], "playlist.m3u8"].compactMap { $0 }
-        return FetchChoice(media: media, audio: Self.resolve(uri, against: options.url), localIndex: index.joined(separator: "\n") + "\n")
+                     top.lines[chosen.line - 1], "playlist.m3u8"].compactMap { $0 }
+        return FetchChoice(media: media, parsed: parsed, audio: Self.resolve(uri, against: options.url),
+                           localIndex: index.joined(separator: "\n") + "\n")
     }
 
     /// An attribute list with its `URI="…"` (a quoted string, §4.2) replaced.

@@ -142,8 +142,10 @@ final class ExportTests: XCTestCase {
 extension XCTestCase {
     /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
     /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked; with
-    /// `ladder`, a second rung of 160x96 at 300 kbit/s and the sound a rendition of its own.
-    func storedStream(gapFrames: Int64 = 0, recording: Bool = false, ladder: Bool = false) throws -> (root: String, id: String) {
+    /// `ladder`, a second rung of 160x96 at 300 kbit/s and the sound a rendition of its own;
+    /// `dropped`: the frames while which the top rung is asked to be left out (the heat).
+    func storedStream(gapFrames: Int64 = 0, recording: Bool = false, ladder: Bool = false,
+                      dropped: Range<Int64>? = nil) throws -> (root: String, id: String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         let video = VideoEncoderSettings(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps, bitrate: 1_000_000,
@@ -171,6 +173,7 @@ extension XCTestCase {
         var chunk: Int64 = 0
         let frames = Int64(12 * ExportTests.fps) - gapFrames
         for i in Int64(1)..<frames {
+            if let dropped, i == dropped.lowerBound || i == dropped.upperBound { stream.requestDroppedRungs(i == dropped.lowerBound ? 1 : 0) }
             try stream.encode(frame(i))
             try recorder?.encode(frame(i))
             while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
