@@ -4,7 +4,8 @@ extension Viewer {
     /// itself; without it, Media Source Extensions play the rung the measured throughput
     /// affords, switching at segment boundaries (every rung is cut on the same frames, so
     /// segment k of one follows segment k − 1 of another), with the sound in a
-    /// SourceBuffer of its own. The page shows the picture size that plays.
+    /// SourceBuffer of its own; each segment after the init its playlist names for it. The
+    /// page shows the picture size that plays.
     static let ladderPlayer = #"""
     function parseLadder(top) {
       const lines = top.split("\n");
@@ -20,6 +21,17 @@ extension Viewer {
     }
     const segmentsOf = playlist => playlist.split("\n").filter(l => l && !l.startsWith("#"));
     const mapOf = playlist => (playlist.match(/#EXT-X-MAP:URI="([^"]+)"/) || [])[1];
+    // The init each segment needs: a rung the heat dropped carries the next rung's
+    // segments under that rung's EXT-X-MAP.
+    function mapsOf(playlist) {
+      let map = "";
+      const maps = [];
+      for (const line of playlist.split("\n")) {
+        if (line.startsWith("#EXT-X-MAP:")) map = (line.match(/URI="([^"]+)"/) || [])[1];
+        else if (line && !line.startsWith("#")) maps.push(map);
+      }
+      return maps;
+    }
 
     async function trim(buffer) {
       // Keep a minute behind the play head; the rest would only fill the quota.
@@ -40,12 +52,12 @@ extension Viewer {
       const sound = audio ? source.addSourceBuffer('audio/mp4; codecs="' + audioCodecs + '"') : null;
       const soundURL = audio && resolve(audio, multivariant);
       // Start on the lowest rung and climb as the link allows (throughput, smoothed).
-      let rung = rungs.length - 1, loaded = -1, throughput = 0, next = 0, started = false, soundLoaded = false;
+      let rung = rungs.length - 1, loaded = "", throughput = 0, next = 0, started = false, soundLoaded = false;
       while (mine === generation) {
         const media = resolve(rungs[rung].uri, multivariant);
         const playlist = await text(media);
         const soundPlaylist = soundURL ? await text(soundURL) : "";
-        const segments = segmentsOf(playlist), soundSegments = segmentsOf(soundPlaylist);
+        const segments = segmentsOf(playlist), maps = mapsOf(playlist), soundSegments = segmentsOf(soundPlaylist);
         const count = soundURL ? Math.min(segments.length, soundSegments.length) : segments.length;
         const ended = playlist.includes("#EXT-X-ENDLIST") && (!soundURL || soundPlaylist.includes("#EXT-X-ENDLIST"));
         const target = parseInt((playlist.match(/#EXT-X-TARGETDURATION:(\d+)/) || [])[1] || "2", 10);
@@ -54,9 +66,10 @@ extension Viewer {
         if (sound && !soundLoaded) { await append(sound, await bytes(resolve(mapOf(soundPlaylist), soundURL))); soundLoaded = true; }
         let switched = false;
         for (; next < count && mine === generation && !switched; next++) {
-          if (loaded !== rung) {
-            await append(pictures, await bytes(resolve(mapOf(playlist), media)));
-            loaded = rung;
+          const map = resolve(maps[next], media);
+          if (loaded !== map) {
+            await append(pictures, await bytes(map));
+            loaded = map;
           }
           const began = performance.now();
           const data = await bytes(resolve(segments[next], media));

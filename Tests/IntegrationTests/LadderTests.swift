@@ -151,7 +151,9 @@ final class LadderTests: XCTestCase {
 
     /// Under heat the top rung goes first: the console says which, the top rung carries
     /// the pictures of the one below (so a player on it plays on, at that picture), and it
-    /// comes back once the board is cool; the stream stays correct throughout.
+    /// comes back once the board is cool; the stream stays correct throughout. Chromium
+    /// plays it with its own HLS, Firefox with the viewer's MSE player (which appends the
+    /// init each segment names).
     func testUnderHeatTheTopRungGoesFirstAndPlayersPlayOn() throws {
         let sensor = try temporaryDirectory("ladder-heat-sensor") + "/temp"
         try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
@@ -159,6 +161,14 @@ final class LadderTests: XCTestCase {
         _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
         let chromium = try Chromium()
         try chromium.open("http://127.0.0.1:\(port)/")
+        let firefox = try Firefox()
+        try firefox.open("http://127.0.0.1:\(port)/")
+        /// Firefox's media time, and whether its player failed.
+        func firefoxState() -> (time: Double, failed: Bool) {
+            let text = (try? firefox.evaluate("JSON.stringify([video.currentTime, video.error ? 1 : 0])") as? String) ?? "[0,0]"
+            let state = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Double]) ?? [0, 0]
+            return (state[0], state[1] != 0)
+        }
         var seen: [Int] = []
         var played = 0.0
         /// Watches for up to two minutes until `done`: the heights of the pictures seen, in
@@ -176,11 +186,17 @@ final class LadderTests: XCTestCase {
             }
             return false
         }
-        XCTAssertTrue(try play { seen.last == 480 }, "the top rung plays: \(seen)")
+        func firefoxHeight() -> Int { (try? firefox.evaluate("video.videoHeight") as? Int) ?? 0 }
+        XCTAssertTrue(try play { seen.last == 480 && firefoxHeight() == 480 }, "the top rung plays in both: \(seen), \(firefoxHeight())")
         try "90000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         XCTAssertTrue(try play { onair.stderr.contains("event=stream.rungs") && seen.last == 360 }, "the top rung dropped: \(seen)")
-        let dropped = played
+        let dropped = played, firefoxAtDrop = firefoxState().time
         XCTAssertTrue(try play { played > dropped + 4 }, "four more seconds play while it is hot: \(seen)")
+        // Firefox's player stays on the top rung (the link affords it) and appends the
+        // lower rung's init before the carried segments.
+        XCTAssertTrue(try play { (firefoxState().time > firefoxAtDrop + 4 && firefoxHeight() == 360) || firefoxState().failed },
+                      "Firefox plays on too, at the carried picture")
+        XCTAssertFalse(firefoxState().failed, "Firefox's player: \(String(describing: try? firefox.evaluate("video.error && video.error.message")))")
         try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         XCTAssertTrue(try play { onair.stderr.contains("event=thermal.rungs dropped=none") && seen.last == 480 }, "back when cool: \(seen)")
         print("ladder under heat: picture heights seen: \(seen)")
