@@ -2,6 +2,7 @@ import Codecs
 import HLS
 import Media
 import MP4
+import Threading
 
 /// One output's encoders on one stream's timeline: pictures go on a constant-frame-rate
 /// grid and sound where its capture time puts it. Both the live stream and the recording
@@ -24,6 +25,9 @@ final class StreamEncoder {
     let rotation: Rotation
     /// The rungs' encoders, the top (the only one without a ladder) first.
     let videos: [VideoEncoder]
+    /// A thread for each rung below the top: the rungs of a picture encode side by side,
+    /// so a frame waits for the slowest rung, not for the sum of them.
+    private let rungThreads: [SerialWorker]
     var video: VideoEncoder { videos[0] }
     let audio: AACEncoder?
     private var planner: KeyframePlanner
@@ -48,6 +52,7 @@ final class StreamEncoder {
         epoch = (timeline.startTicks(timescale: Timescale.video), timeline.origin)
         self.rotation = rotation
         videos = [video] + lowerRungs
+        rungThreads = lowerRungs.indices.map { SerialWorker(name: "onair-rung\($0 + 2)") }
         self.audio = audio
         planner = KeyframePlanner(grid: keyframes)
     }
@@ -104,10 +109,18 @@ final class StreamEncoder {
     private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
         let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
         let keyframe = planner.needsKeyframe(at: ticks)
-        var samples: [EncodedSample] = []
-        for (rung, encoder) in videos.enumerated() where rung >= topRung {
-            samples += try encoder.encode(input, ticks: ticks, keyframe: keyframe).map { $0.on(rung: rung) }
+        let rungs = Array(topRung..<videos.count)
+        let jobs = rungs.dropFirst().map { rung in
+            let job = RungJob(videos[rung])
+            rungThreads[rung - 1].async { job.run(input, ticks: ticks, keyframe: keyframe) }
+            return (rung, job)
         }
+        // The highest rung encoded on this thread meanwhile; every job waited for before
+        // any failure is thrown (no encoder is left in use); each rung's samples in order.
+        let first = Result { try videos[rungs[0]].encode(input, ticks: ticks, keyframe: keyframe) }
+        let rest = jobs.map { rung, job in (rung, Result { try job.wait() }) }
+        var samples = try first.get().map { $0.on(rung: rungs[0]) }
+        for (rung, result) in rest { samples += try result.get().map { $0.on(rung: rung) } }
         lastSlot = slot
         framesEncoded += 1
         videoEndTicks = epoch.ticks - timeline.startTicks(timescale: Timescale.video) + rescale(slot + 1, from: Int64(fps), to: Timescale.video)
@@ -223,6 +236,26 @@ final class StreamEncoder {
         var pictures: [EncodedSample] = []
         for (rung, encoder) in videos.enumerated() where rung >= topRung { pictures += try encoder.flush().map { $0.on(rung: rung) } }
         return (pictures, sound + (try audio?.flush() ?? []))
+    }
+}
+
+/// One rung's encode of one picture on its own thread, and what came of it. The encoder is
+/// used by one thread at a time: the caller waits for the job before the next picture.
+private final class RungJob: @unchecked Sendable {  // `result` written before `done` fires, read after
+    private let encoder: VideoEncoder
+    private var result: Result<[EncodedSample], Error> = .success([])
+    private let done = Completion()
+
+    init(_ encoder: VideoEncoder) { self.encoder = encoder }
+
+    func run(_ input: VideoFrame, ticks: Int64, keyframe: Bool) {
+        result = Result { try encoder.encode(input, ticks: ticks, keyframe: keyframe) }
+        done.signal()
+    }
+
+    func wait() throws -> [EncodedSample] {
+        done.wait()
+        return try result.get()
     }
 }
 
