@@ -21,6 +21,13 @@ final class FetchTests: XCTestCase {
         var fault: (String, Int) throws -> [UInt8]? = { _, _ in nil }
         var playlist: ((String) -> String)?
         init(root: String) { self.root = root }
+        /// Every request for a path ending in `suffix` fails, as a refused connection does.
+        func refuse(_ suffix: String) {
+            fault = { path, _ in
+                if path.hasSuffix(suffix) { throw FetchError("http://device\(path): connection refused") }
+                return nil
+            }
+        }
         func get(_ url: String) throws -> [UInt8] {
             let path = String(url.dropFirst("http://device".count))
             requests[path, default: 0] += 1
@@ -68,10 +75,7 @@ final class FetchTests: XCTestCase {
         options.out = root + "/resumed.mp4"
         let http = DirectoryGetter(root: root)
         // The network goes after the fourth segment (every attempt at the fifth fails).
-        http.fault = { path, _ in
-            if path.hasSuffix("seg/000005.m4s") { throw FetchError("http://device\(path): connection refused") }
-            return nil
-        }
+        http.refuse("seg/000005.m4s")
         XCTAssertThrowsError(try fetcher(options, http).run()) { XCTAssertTrue("\($0)".contains("000005.m4s: connection refused (after 4 attempts)"), "\($0)") }
         XCTAssertFalse(FileManager.default.fileExists(atPath: options.out!), "nothing that looks complete")
         // A kill -9 mid-rename leaves a temporary file: never taken for a segment.
@@ -235,10 +239,7 @@ final class FetchTests: XCTestCase {
         small.out = root + "/small.mp4"
         small.maxSize = PictureSize(width: 200, height: 200)
         let http = DirectoryGetter(root: root)
-        http.fault = { path, _ in
-            if path.hasSuffix("audio/seg/000004.m4s") { throw FetchError("http://device\(path): connection refused") }
-            return nil
-        }
+        http.refuse("audio/seg/000004.m4s")
         XCTAssertThrowsError(try fetcher(small, http).run()) { XCTAssertTrue("\($0)".contains("audio/seg/000004.m4s: connection refused"), "\($0)") }
         XCTAssertFalse(FileManager.default.fileExists(atPath: small.out!), "nothing that looks complete")
         http.fault = { _, _ in nil }

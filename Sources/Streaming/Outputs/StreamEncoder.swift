@@ -130,27 +130,24 @@ final class StreamEncoder {
     /// Asks for another frame rate (the thermal ladder). It takes effect at the next
     /// keyframe boundary, so a live segment never mixes two rates; before the first frame,
     /// at once.
-    func requestRate(_ rate: Int) {
-        guard rate != fps || pendingRate != nil else { return }
-        if lastSlot == nil && framesEncoded == 0 {
-            fps = rate
-            pendingRate = nil
-        } else {
-            pendingRate = rate == fps ? nil : rate
-        }
-    }
+    func requestRate(_ rate: Int) { Self.request(rate, &fps, pending: &pendingRate, now: lastSlot == nil && framesEncoded == 0) }
 
     /// Asks for the rungs above `top` to be dropped (the heat), or taken up again, from
     /// the next keyframe boundary on, so every rung's segment k stays whole; the lowest
     /// rung is always encoded.
     func requestTopRung(_ top: Int) {
-        let top = min(max(0, top), videos.count - 1)
-        guard top != topRung || pendingTopRung != nil else { return }
-        if lastSlot == nil && framesEncoded == 0 {
-            topRung = top
-            pendingTopRung = nil
+        Self.request(min(max(0, top), videos.count - 1), &topRung, pending: &pendingTopRung, now: lastSlot == nil && framesEncoded == 0)
+    }
+
+    /// A setting changed at once (`now`: nothing encoded yet), or from the next boundary;
+    /// asking for the value in force again takes back a pending change.
+    private static func request(_ value: Int, _ current: inout Int, pending: inout Int?, now: Bool) {
+        guard value != current || pending != nil else { return }
+        if now {
+            current = value
+            pending = nil
         } else {
-            pendingTopRung = top == topRung ? nil : top
+            pending = value == current ? nil : value
         }
     }
 
