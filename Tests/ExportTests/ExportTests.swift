@@ -143,9 +143,11 @@ extension XCTestCase {
     /// A real 12 s stream (x264 + AAC, 2 s segments) under a fresh data directory, with a
     /// gap of `gapFrames` pictures (the camera away) after frame 150 when asked; with
     /// `ladder`, a second rung of 160x96 at 300 kbit/s and the sound a rendition of its own;
-    /// `dropped`: the frames while which the top rung is asked to be left out (the heat).
-    func storedStream(gapFrames: Int64 = 0, recording: Bool = false, ladder: Bool = false,
-                      dropped: Range<Int64>? = nil) throws -> (root: String, id: String) {
+    /// `dropped`: the frames while which the top rung is asked to be left out (the heat);
+    /// `soundUntil`: the frame after which the microphone delivers nothing; `beforeFinish`
+    /// looks at the stream while it is still live.
+    func storedStream(gapFrames: Int64 = 0, recording: Bool = false, ladder: Bool = false, dropped: Range<Int64>? = nil,
+                      soundUntil: Int64? = nil, beforeFinish: (String) throws -> Void = { _ in }) throws -> (root: String, id: String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-export-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
         let video = VideoEncoderSettings(width: ExportTests.size.width, height: ExportTests.size.height, fps: ExportTests.fps, bitrate: 1_000_000,
@@ -176,7 +178,7 @@ extension XCTestCase {
             if let dropped, i == dropped.lowerBound || i == dropped.upperBound { stream.requestDroppedRungs(i == dropped.lowerBound ? 1 : 0) }
             try stream.encode(frame(i))
             try recorder?.encode(frame(i))
-            while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime {
+            while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime, i < soundUntil ?? .max {
                 let sound = AudioChunk(samples: tone.samples(from: chunk * 960, count: 960), channels: 1, sampleRate: 48_000,
                                        captureTime: origin + chunk * 20_000_000)
                 try stream.encode(sound)
@@ -184,6 +186,7 @@ extension XCTestCase {
                 chunk += 1
             }
         }
+        try beforeFinish("\(root)/streams/\(id)")
         try stream.finish()
         try recorder?.finish()
         return (root, id)

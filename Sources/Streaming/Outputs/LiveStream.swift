@@ -23,6 +23,8 @@ final class LiveStream {
     private var isLadder: Bool { segmenters.count > 1 }
     /// Each rung as `WxH@RATE`, top first.
     private let rungNames: [String]
+    /// A segment's length in 90 kHz ticks.
+    private let segmentTicks: Int64
 
     var id: String { writer.id }
     var videoEndTicks: Int64 { encoder.videoEndTicks }
@@ -46,6 +48,7 @@ final class LiveStream {
         if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
         let rate = Int64(profile.output.sampleRate)
         let ladder = encoder.videos.count > 1
+        segmentTicks = profile.segmentTicks
         rungNames = profile.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
         // The stream's first rate fixes PART-TARGET (the thermal ladder only lowers it).
         // A ladder's renditions are regular HLS: parts for each, with rendition reports,
@@ -146,6 +149,13 @@ final class LiveStream {
             log(.streamDiscontinuity, ("id", id), ("frame", frame.index))
         }
         for sample in try encoder.encode(frame) { try append(video: origin.moved(video: sample)) }
+        // A ladder's sound is a rendition of its own, cut when its sound has come: with a
+        // microphone that stopped delivering it would stop, and players with it. Sound a
+        // whole segment late is made up with silence (the muxed segmenter writes its
+        // pictures without it instead).
+        if isLadder, encoder.audio != nil, encoder.videoEndTicks - encoder.audioEndTicks > segmentTicks {
+            for sample in try encoder.fillSilence(upTo: encoder.videoEndTicks) { try append(audio: origin.moved(audio: sample)) }
+        }
     }
 
     func encode(_ chunk: AudioChunk) throws {

@@ -199,6 +199,22 @@ final class StreamEncoder {
         return encoded
     }
 
+    /// Silence from where the sound stopped up to `videoTicks` (90 kHz, from the stream
+    /// start): the end of a stream, or a microphone that stopped delivering. A chunk that
+    /// comes later for the same time is trimmed, as any overlap is.
+    func fillSilence(upTo videoTicks: Int64) throws -> [EncodedSample] {
+        guard let audio else { return [] }
+        let rate = Int64(audio.settings.sampleRate)
+        let next = nextAudioTicks ?? timeline.startTicks(timescale: rate)
+        let end = timeline.startTicks(timescale: rate) + rescale(videoTicks, from: Timescale.video, to: rate)
+        guard end > next else { return [] }
+        let sound = try audio.encode([Int16](repeating: 0, count: Int(end - next) * audio.settings.channels), startTicks: next)
+        audioSilenceFilled += Int(end - next)
+        nextAudioTicks = end
+        audioEndTicks = videoTicks
+        return sound
+    }
+
     /// The source was interrupted: the next frame is an IDR, and the time since the last
     /// one is a gap, not missing frames to repeat.
     func resync() {
@@ -219,17 +235,7 @@ final class StreamEncoder {
     /// (a stop lands between two 20 ms chunks) is made up with silence first, so both
     /// tracks end together (HLS_RULES S14).
     func flush() throws -> (video: [EncodedSample], audio: [EncodedSample]) {
-        var sound: [EncodedSample] = []
-        if let audio, let next = nextAudioTicks {
-            let rate = Int64(audio.settings.sampleRate)
-            let end = timeline.startTicks(timescale: rate) + rescale(videoEndTicks, from: Timescale.video, to: rate)
-            if end > next {
-                sound += try audio.encode([Int16](repeating: 0, count: Int(end - next) * audio.settings.channels), startTicks: next)
-                audioSilenceFilled += Int(end - next)
-                nextAudioTicks = end
-                audioEndTicks = videoEndTicks
-            }
-        }
+        let sound = nextAudioTicks == nil ? [] : try fillSilence(upTo: videoEndTicks)
         var pictures: [EncodedSample] = []
         for (rung, encoder) in videos.enumerated() where rung >= topRung { pictures += try encoder.flush().map { $0.on(rung: rung) } }
         return (pictures, sound + (try audio?.flush() ?? []))
