@@ -92,6 +92,7 @@ public final class Fetcher {
             return Result(path: out, seconds: OfflineStore.entry(forMovie: out)?.seconds ?? 0, fetched: 0, resumed: 0)
         }
         let choice = try choose()
+        try claim(work, for: choice)
         var renditions = [Rendition(url: choice.media, copy: LocalCopy(work: work), first: choice.parsed)]
         if let audio = choice.audio { renditions.append(Rendition(url: audio, copy: LocalCopy(work: work + "/audio"))) }
         for rendition in renditions {
@@ -115,6 +116,19 @@ public final class Fetcher {
         try OfflineStore.describe(out, source: options.url, seconds: seconds, keepDays: options.keepDays, priority: options.priority)
         if options.format == .mp4 { try renditions[0].copy.remove() }
         return Result(path: out, seconds: seconds, fetched: counts.fetched, resumed: counts.resumed)
+    }
+
+    /// A work folder says what it copies (`.source`: the media playlists, without their
+    /// queries, which signed URLs change): the same command continues it, but another
+    /// variant (other limits, another stream) must never mix its segments into it.
+    private func claim(_ work: String, for choice: FetchChoice) throws {
+        let source = ([choice.media] + (choice.audio.map { [$0] } ?? [])).map { String($0.prefix { $0 != "?" }) }.joined(separator: "\n") + "\n"
+        let path = work + "/.source"
+        if let held = FileSystem.readText(path), held != source {
+            throw FetchError("\(work) holds an interrupted copy of \(held.prefix { $0 != "\n" }); remove it, or give --out another name, to copy \(choice.media)")
+        }
+        try AtomicFile.makeDirectories(work)
+        try AtomicFile.write(Array(source.utf8), to: path)
     }
 
     /// Reads the rendition's playlist once and copies every segment it lists that the copy

@@ -243,6 +243,13 @@ final class FetchTests: XCTestCase {
         XCTAssertThrowsError(try fetcher(small, http).run()) { XCTAssertTrue("\($0)".contains("audio/seg/000004.m4s: connection refused"), "\($0)") }
         XCTAssertFalse(FileManager.default.fileExists(atPath: small.out!), "nothing that looks complete")
         http.fault = { _, _ in nil }
+        // Another rung into the same interrupted copy would mix two rungs' segments.
+        var other = small
+        other.maxSize = nil
+        XCTAssertThrowsError(try fetcher(other, http).run()) {
+            XCTAssertEqual("\($0)", "\(root)/.small.mp4.fetch holds an interrupted copy of http://device/streams/\(id)/v1/playlist.m3u8; "
+                           + "remove it, or give --out another name, to copy http://device/streams/\(id)/v0/playlist.m3u8")
+        }
         let resumed = try fetcher(small, http).run()
         XCTAssertEqual(resumed.resumed, 9, "the rung's six segments and three of the sound were there")
         XCTAssertEqual(resumed.fetched, 3)
