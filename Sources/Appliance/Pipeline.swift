@@ -252,7 +252,16 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
             cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
-            publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName)
+            publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
+            ladder: ladder)
+    }
+
+    /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.
+    private var ladder: (live: [String], dropped: [String])? {
+        let rungs = session.profile.live.rungNames
+        guard rungs.count > 1 else { return nil }
+        let dropped = min(session.droppedRungs, rungs.count - 1)
+        return (Array(rungs[dropped...]), Array(rungs[..<dropped]))
     }
 
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to

@@ -298,8 +298,7 @@ final class Run {
                                   uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30)
         }
         let telemetry = pipeline.telemetry
-        let rungs = session.profile.live.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
-        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, rungs: rungs, scheduler: scheduler, log: log,
+        let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, rungs: session.profile.live.rungNames, scheduler: scheduler, log: log,
                                    dropped: { session.dropped.video }, temperature: { telemetry.temperature($0) },
                                    setRate: { session.setRate($0) }, setDroppedRungs: { session.setDroppedRungs($0) })
         teardown.add("thermal") { thermal.stop() }

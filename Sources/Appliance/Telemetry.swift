@@ -83,6 +83,9 @@ struct StatusSnapshot {
     var clock: ClockReading? = nil
     /// `device.name`: which board of a fleet this is.
     var device: String? = nil
+    /// A quality ladder's rungs (`WxH@RATE`, top first): those encoded now, and those the
+    /// heat left out.
+    var ladder: (live: [String], dropped: [String])? = nil
 
     /// `GET /api/status`.
     var json: [UInt8] {
@@ -94,6 +97,7 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "last_error": lastError, "temperature_c": temperatureC,
+            "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes
@@ -115,6 +119,8 @@ struct StatusSnapshot {
         metric("up_seconds", "gauge", "Seconds since onair started.", (uptimeSeconds * 1000).rounded() / 1000)
         metric("recording", "gauge", "1 while a stream is being recorded.", state == "recording" || state == "finishing" ? 1 : 0)
         metric("fps_target", "gauge", "The frame rate streams are made at now (the thermal ladder lowers it).", Double(fps))
+        metric("ladder_rungs_live", "gauge", "Rungs of the quality ladder encoded now (the heat leaves out the top ones).",
+               ladder.map { Double($0.live.count) })
         metric("clock_synchronized", "gauge", "1 while an NTP daemon keeps the wall clock synchronised.",
                clock.map { $0.synchronized ? 1 : 0 })
         metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
@@ -148,7 +154,7 @@ struct StatusSnapshot {
         }
         let up = Int(uptimeSeconds)
         var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? []) + ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
-                     "fps=\(fpsActual.fixed(1))/\(fps)", "temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
+                     "fps=\(fpsActual.fixed(1))/\(fps)"] + (ladder.map { ["rungs=\($0.live.count)/\($0.live.count + $0.dropped.count)"] } ?? []) + ["temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
                      "clock=\(clock.map { $0.synchronized ? "synced" : "unsynced" } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
         parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")
         if let publish {

@@ -87,6 +87,9 @@ public struct LiveProfile: Sendable, Equatable {
         }
     }
 
+    /// Each rung as `WxH@RATE` (what the console and the logs call it), the top first.
+    public var rungNames: [String] { rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description } }
+
     /// PART-TARGET and what follows from it, from the rate the stream starts at and the
     /// rates it may move to; nil: no parts.
     public var partTiming: PartTiming? {

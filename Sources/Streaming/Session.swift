@@ -163,7 +163,14 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// The thermal ladder's rungs: the live stream leaves out its `dropped` top rungs (the
     /// rungs below carry on, and the dropped ones carry their pictures) from its next
     /// segment boundary.
-    public func setDroppedRungs(_ dropped: Int) { post(.rungs(dropped: dropped)) }
+    public func setDroppedRungs(_ dropped: Int) {
+        lock.withLock { droppedRungsValue = dropped }
+        post(.rungs(dropped: dropped))
+    }
+
+    /// How many of the live ladder's top rungs the thermal ladder leaves out now.
+    public var droppedRungs: Int { lock.withLock { droppedRungsValue } }
+    private var droppedRungsValue = 0  // under `lock`
 
     /// The frame rate streams are made at now: the configured one, or the thermal ladder's.
     public var rate: Int { lock.withLock { targetRate ?? profile.live.fps } }

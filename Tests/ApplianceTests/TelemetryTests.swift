@@ -28,6 +28,19 @@ final class StatusSnapshotTests: XCTestCase {
                        + "rec=36.0M dropped=2 err=upload.failed url=http://origin/ reason=\"timeout\"")
     }
 
+    /// A quality ladder: which rungs are encoded now, on the console, /api/status and /metrics.
+    func testTheLadderRungsInUseAreShown() throws {
+        var hot = snapshot
+        hot.ladder = (live: ["640x360@400k"], dropped: ["854x480@900k"])
+        XCTAssertTrue(hot.consoleLine(fpsActual: 30).contains(" fps=30.0/30 rungs=1/2 temp=-"), hot.consoleLine(fpsActual: 30))
+        let ladder = try XCTUnwrap(try XCTUnwrap(JSON.parse(hot.json))["ladder"])
+        func names(_ key: String) -> [String]? { if case .array(let items)? = ladder[key] { return items.compactMap(\.string) }; return nil }
+        XCTAssertEqual(names("live"), ["640x360@400k"])
+        XCTAssertEqual(names("dropped"), ["854x480@900k"])
+        XCTAssertTrue(hot.metrics.contains("\nonair_ladder_rungs_live 1\n"), hot.metrics)
+        XCTAssertFalse(snapshot.metrics.contains("ladder_rungs") || snapshot.consoleLine(fpsActual: 30).contains("rungs="), "without a ladder: nothing said")
+    }
+
     /// device.name on every surface: the console line, /api/status, and every sample's label.
     func testTheBoardIsNamedEverywhere() throws {
         var named = snapshot

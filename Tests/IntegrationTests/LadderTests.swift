@@ -190,6 +190,12 @@ final class LadderTests: XCTestCase {
         XCTAssertTrue(try play { seen.last == 480 && firefoxHeight() == 480 }, "the top rung plays in both: \(seen), \(firefoxHeight())")
         try "90000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         XCTAssertTrue(try play { onair.stderr.contains("event=stream.rungs") && seen.last == 360 }, "the top rung dropped: \(seen)")
+        /// What /api/status says of the ladder.
+        func ladderStatus() throws -> [String: [String]] {
+            let status = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+            return (status?["ladder"] as? [String: [String]]) ?? [:]
+        }
+        XCTAssertEqual(try ladderStatus(), ["live": ["640x360@400k"], "dropped": ["854x480@900k"]])
         let dropped = played, firefoxAtDrop = firefoxState().time
         XCTAssertTrue(try play { played > dropped + 4 }, "four more seconds play while it is hot: \(seen)")
         // Firefox's player stays on the top rung (the link affords it) and appends the
@@ -199,6 +205,7 @@ final class LadderTests: XCTestCase {
         XCTAssertFalse(firefoxState().failed, "Firefox's player: \(String(describing: try? firefox.evaluate("video.error && video.error.message")))")
         try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
         XCTAssertTrue(try play { onair.stderr.contains("event=thermal.rungs dropped=none") && seen.last == 480 }, "back when cool: \(seen)")
+        XCTAssertEqual(try ladderStatus(), ["live": ["854x480@900k", "640x360@400k"], "dropped": []])
         print("ladder under heat: picture heights seen: \(seen)")
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)

@@ -49,7 +49,7 @@ final class LiveStream {
         let rate = Int64(profile.output.sampleRate)
         let ladder = encoder.videos.count > 1
         segmentTicks = profile.segmentTicks
-        rungNames = profile.rungSettings.map { Rung(width: $0.width, height: $0.height, bitrate: $0.bitrate).description }
+        rungNames = profile.rungNames
         // The stream's first rate fixes PART-TARGET (the thermal ladder only lowers it).
         // A ladder's renditions are regular HLS: parts for each, with rendition reports,
         // are not made yet.
