@@ -153,9 +153,12 @@ struct StatusSnapshot {
                 : bytes >= 1 << 20 ? ((Double(bytes) / Double(1 << 20)).fixed(1) + "M") : "\(bytes / 1024)K"
         }
         let up = Int(uptimeSeconds)
-        var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? []) + ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
-                     "fps=\(fpsActual.fixed(1))/\(fps)"] + (ladder.map { ["rungs=\($0.live.count)/\($0.live.count + $0.dropped.count)"] } ?? []) + ["temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
-                     "clock=\(clock.map { $0.synchronized ? "synced" : "unsynced" } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
+        var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? [])
+        parts += ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
+                  "fps=\(fpsActual.fixed(1))/\(fps)"]
+        if let ladder { parts.append("rungs=\(ladder.live.count)/\(ladder.live.count + ladder.dropped.count)") }
+        parts += ["temp=\(temperatureC.map { ($0.fixed(0) + "C") } ?? "-")",
+                  "clock=\(clock.map { $0.synchronized ? "synced" : "unsynced" } ?? "-")", "rate=\((liveBitsPerSecond / 1e6).fixed(2))M"]
         parts.append("seg=\(segmentsStored)/\(publish.map { "\(segmentsStored - min(segmentsStored, $0.pendingSegments))" } ?? "-")")
         if let publish {
             parts.append("queue=\(publish.pendingSegments)(\((publish.oldestPendingSeconds ?? 0).fixed(0))s)")
