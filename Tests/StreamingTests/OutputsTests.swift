@@ -51,6 +51,51 @@ final class PrerollTests: XCTestCase {
     }
 }
 
+/// The pre-roll of a ladder whose top rung the heat leaves out for a while, then whose rate
+/// it lowers: what it holds never spans either change, and starts on the lowest rung's IDR (the lowest rung is never
+/// left out; every rung's IDRs fall on the same frames).
+final class LadderPrerollTests: XCTestCase {
+    func testThePrerollHoldsOneSetOfRungsFromAnIDR() throws {
+        let pattern = SyntheticPattern(width: 160, height: 96, fps: 30)
+        let origin: Int64 = 3_000_000_000
+        let timeline = Timeline(firstVideoCaptureTime: origin, wallClockMs: 1_796_000_000_000)
+        func rung(_ width: Int, _ height: Int) throws -> VideoEncoder {
+            try VideoEncoder(kind: .x264, settings: VideoEncoderSettings(width: width, height: height, fps: 30, bitrate: 200_000, keyframeInterval: 30))
+        }
+        let encoder = StreamEncoder(timeline: timeline, fps: 30, rotation: .none, keyframes: SegmentGrid(start: 900_000, segmentTicks: 90_000),
+                                    video: try rung(160, 96), lowerRungs: [try rung(80, 48)], audio: nil)
+        let preroll = Preroll(encoder: encoder, seconds: 1)
+        let dating = StreamDating(offsetMs: 1_796_000_000_000 - origin / 1_000_000)
+        func feed(_ frames: Range<Int64>) throws {
+            for i in frames { try preroll.encode(pattern.frame(index: i, captureTime: origin + pattern.offset(of: i))) }
+        }
+        try feed(0..<40)
+        encoder.requestTopRung(1)  // hot: from the next boundary, frame 60
+        try feed(40..<75)
+        var held = try XCTUnwrap(preroll.origin(dating: dating)).video
+        XCTAssertEqual(Set(held.map(\.rung)), [1], "only the rung still encoded, from the change on")
+        XCTAssertTrue(held[0].isSync)
+        XCTAssertEqual(held.count, 15, "frames 60-74")
+        encoder.requestTopRung(0)  // cool again: from frame 90
+        try feed(75..<135)
+        held = try XCTUnwrap(preroll.origin(dating: dating)).video
+        XCTAssertEqual(Set(held.map(\.rung)), [0, 1])
+        for r in 0...1 {
+            let first = try XCTUnwrap(held.first { $0.rung == r })
+            XCTAssertTrue(first.isSync, "rung \(r) starts on an IDR")
+            XCTAssertEqual(first.dts, held[0].dts, "both rungs from the same frame")
+        }
+        XCTAssertEqual(held.filter { $0.rung == 0 }.count, 45, "frames 90-134: the IDR at or before 134 − 30 is frame 90")
+        // A frame rate the heat lowers: one rate in what is held (one discontinuity domain).
+        encoder.requestRate(15)  // from frame 150 on
+        try feed(135..<170)
+        held = try XCTUnwrap(preroll.origin(dating: dating)).video
+        XCTAssertTrue(held[0].isSync)
+        XCTAssertEqual(Set(zip(held.filter { $0.rung == 0 }, held.filter { $0.rung == 0 }.dropFirst()).map { $1.dts - $0.dts }), [6000],
+                       "15 fps throughout, from the change on")
+    }
+}
+
 /// One capture, two outputs: an output that falls behind drops its own oldest pictures
 /// and never holds the other one back.
 final class OutputIndependenceTests: XCTestCase {

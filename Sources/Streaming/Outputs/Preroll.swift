@@ -75,14 +75,28 @@ final class Preroll {
     let seconds: Double
     private var video: [EncodedSample] = []
     private var audio: [EncodedSample] = []
+    /// The frame rate and the rungs encoded now (the heat lowers one and leaves out the
+    /// top ones): what is held never spans a change of either, so a stream begins in one
+    /// discontinuity domain with one set of rungs (the live path cuts a segment with a
+    /// discontinuity at such a change; nothing here would).
+    private var domain: (fps: Int, topRung: Int)
+    /// The ladder's lowest rung, which is never left out: its IDRs are every rung's.
+    private var lowest: Int { encoder.videos.count - 1 }
 
     init(encoder: StreamEncoder, seconds: Double) {
         self.encoder = encoder
         self.seconds = seconds
+        domain = (encoder.fps, encoder.topRung)
     }
 
     func encode(_ frame: VideoFrame) throws {
-        video += try encoder.encode(frame)
+        let made = try encoder.encode(frame)
+        if encoder.fps != domain.fps || encoder.topRung != domain.topRung, let boundary = made.first(where: { $0.rung == lowest })?.dts {
+            domain = (encoder.fps, encoder.topRung)
+            video.removeAll()
+            dropAudio(before: boundary)
+        }
+        video += made
         trim()
     }
 
@@ -95,7 +109,7 @@ final class Preroll {
     private func trim() {
         guard let newest = video.last?.dts else { return }
         let limit = newest - Int64(seconds * Double(Timescale.video))
-        guard let keep = video.last(where: { $0.isSync && $0.rung == 0 && $0.dts <= limit })?.dts,
+        guard let keep = video.last(where: { $0.isSync && $0.rung == lowest && $0.dts <= limit })?.dts,
               video.contains(where: { $0.dts < keep }) else { return }
         video.removeAll { $0.dts < keep }
         dropAudio(before: keep)
@@ -110,7 +124,7 @@ final class Preroll {
     /// The stream's start: the held samples moved so the first IDR is at the stream's
     /// 10 s, on the stream's timeline and calendar.
     func origin(dating: StreamDating) -> StreamOrigin? {
-        guard let first = video.first(where: { $0.rung == 0 }) else { return nil }
+        guard let first = video.first(where: { $0.rung == lowest }) else { return nil }
         dropAudio(before: first.dts)  // the AAC encoder hands frames out late
         let armed = encoder.timeline
         let start = armed.startTicks(timescale: Timescale.video)

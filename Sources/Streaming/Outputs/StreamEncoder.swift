@@ -78,10 +78,14 @@ final class StreamEncoder {
                 lastSlot = nil
                 lastInput = nil
             }
-            // A rung taken up again starts on the boundary's IDR, as every rung does.
+            // A rung taken up again starts on the boundary's IDR, as every rung does; slots
+            // a dropped frame left empty before the boundary are not filled (they would
+            // follow the discontinuity the change brings, in the new set of rungs).
             if let top = pendingTopRung {
                 topRung = top
                 pendingTopRung = nil
+                lastSlot = nil
+                lastInput = nil
             }
         }
         var slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
