@@ -142,11 +142,11 @@ public final class Fetcher {
         if tellsProgress {
             progress.total = rendition.copy.seconds + playlist.segments.dropFirst(max(0, rendition.copy.next - sequence)).reduce(0) { $0 + ($1.duration ?? 0) }
         }
-        let firstMap = playlist.segments.first?.map
+        let ownMap = playlist.value("EXT-X-MAP").flatMap { ParsedPlaylist.attributes($0)["URI"] }
         for (index, segment) in playlist.segments.enumerated() {
             let number = sequence + index
             guard number >= rendition.copy.next else { continue }
-            guard segment.map == firstMap else {
+            guard segment.map == ownMap else {
                 throw FetchError("\(rendition.url): segment \(number) needs another init segment (EXT-X-MAP \(segment.map ?? "")): "
                     + "the stream changed its picture there; fetch a lower variant (--max-bitrate, --max-size)")
             }

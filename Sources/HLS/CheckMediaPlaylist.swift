@@ -92,7 +92,8 @@ extension StreamChecker {
             var previous = map.value
             for later in maps.dropFirst() where later.value != previous {
                 previous = later.value
-                if !(p.segments.first { $0.line > later.line }?.discontinuity ?? true) {
+                // Before the first segment nothing played under the earlier one.
+                if later.line > firstSegmentLine, !(p.segments.first { $0.line > later.line }?.discontinuity ?? true) {
                     error("P9", "\(path):\(later.line)", "EXT-X-MAP changes the init without EXT-X-DISCONTINUITY")
                 }
             }

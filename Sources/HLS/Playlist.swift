@@ -58,9 +58,9 @@ public struct MediaPlaylist: Sendable, Equatable {
     public func render() -> String {
         // VERSION 7 as Apple's authoring spec and FFmpeg's fMP4 muxer write it; MAP
         // needs at least 6 (§8).
-        // The MAP before the first segment is the one it needs (a stream that began with
-        // its top rung dropped starts on the carried rung's init).
-        var inForce = entries.first?.map ?? mapURI
+        // The first MAP is the rendition's own init, which says what it is; a stream that
+        // began with its top rung dropped names the carried rung's before its first segment.
+        var inForce = mapURI
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration)",
                      "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)", "#EXT-X-PLAYLIST-TYPE:EVENT",
                      "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"\(inForce)\""]

@@ -174,6 +174,22 @@ final class PlaylistTests: XCTestCase {
 }
 
 final class PlaylistReadBackTests: XCTestCase {
+    /// A rung the heat dropped names the rung below's init for the segments it carries:
+    /// EXT-X-MAP where it changes; the first is always the rendition's own (what it is),
+    /// and a stream that began with its top rung dropped names the carried one before its
+    /// first segment; read back, the same text.
+    func testEntriesWithAnotherInit() throws {
+        var playlist = MediaPlaylist(targetDuration: 2)
+        playlist.entries = [.init(uri: "seg/000001.m4s", duration: "2.000", programDateTimeMs: nil, map: "../v1/init.mp4"),
+                            .init(uri: "seg/000002.m4s", duration: "2.000", programDateTimeMs: nil, discontinuity: true),
+                            .init(uri: "seg/000003.m4s", duration: "2.000", programDateTimeMs: nil)]
+        let text = playlist.render()
+        XCTAssertTrue(text.contains("#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXT-X-MAP:URI=\"../v1/init.mp4\"\n#EXTINF:2.000,\nseg/000001.m4s\n"
+                                    + "#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2.000,\nseg/000002.m4s\n#EXTINF:2.000,\nseg/000003.m4s\n"), text)
+        XCTAssertEqual(try XCTUnwrap(MediaPlaylist(parsing: text)).render(), text)
+        XCTAssertEqual(ParsedPlaylist(text: text).segments.map(\.map), ["../v1/init.mp4", "init.mp4", "init.mp4"])
+    }
+
     func testParsesWhatItRendersAndCutsPrefixes() throws {
         var playlist = MediaPlaylist(targetDuration: 2)
         playlist.entries = (1...3).map { .init(uri: MediaPlaylist.segmentURI($0), duration: "2.000", programDateTimeMs: 1_796_229_753_123 + Int64($0) * 2000) }
