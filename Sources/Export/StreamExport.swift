@@ -168,36 +168,32 @@ public enum StreamExport {
         let top = ParsedPlaylist(text: text)
         guard let (picked, _) = VariantChoice.choose(top.variants, maxBitrate: request.maxBitrate, maxSize: request.maxSize),
               let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
-        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
-        let below = top.variants.filter { $0.uri != picked.uri && bandwidth($0) <= bandwidth(picked) }.sorted { bandwidth($0) > bandwidth($1) }
-        func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], segments: [ParsedPlaylist.Segment]) {
+        func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], playlist: ParsedPlaylist) {
             let folder = MultivariantPlaylist.folder(of: uri)
-            guard let playlist = FileSystem.readText(directory + "/" + uri), let initBytes = FileSystem.read("\(directory)/\(folder)/init.mp4") else {
+            let playlist = FileSystem.readText(directory + "/" + uri).map { ParsedPlaylist(text: $0) }
+            guard let playlist, let initBytes = playlist.mapURI.flatMap({ FileSystem.read("\(directory)/\(folder)/\($0)") }) else {
                 throw ExportError(404, "stream \(id) has no \(uri)")
             }
-            return (folder, initBytes, ParsedPlaylist(text: playlist).segments)
+            return (folder, initBytes, playlist)
         }
         var variant = picked
         var pictures = try rendition(picked.uri)
         let audio = index.variants.first { $0.uri == picked.uri }?.audioGroup.flatMap { group in index.audio.first { $0.groupID == group } }
         let sound = try audio.map { try rendition($0.uri) }
         // Up to the newest segment every rendition has (the sound's is cut a moment later).
-        let count = min(pictures.segments.count, sound?.segments.count ?? .max)
+        let count = min(pictures.playlist.segments.count, sound?.playlist.segments.count ?? .max)
         guard count > 0 else { throw ExportError(404, "stream \(id) has no segment yet") }
-        let chosen = try choose(Array(pictures.segments.prefix(count)), request)
+        let chosen = try choose(Array(pictures.playlist.segments.prefix(count)), request)
         // A carried segment names another rung's init; the lowest rung is never dropped.
-        func ownPictures(_ segments: [ParsedPlaylist.Segment]) -> Bool {
-            segments.count >= count && segments[chosen.range].allSatisfy { $0.map == "init.mp4" }
-        }
-        var lower = below[...]
-        while !ownPictures(pictures.segments), let next = lower.popFirst() {
+        var lower = VariantChoice.below(picked, in: top.variants)[...]
+        while !(pictures.playlist.segments.count >= count && pictures.playlist.ownInitThroughout(chosen.range)), let next = lower.popFirst() {
             variant = next
             pictures = try rendition(next.uri)
         }
         var files: [(path: String, track: Int?)] = []
         for k in chosen.range {
-            files.append(("\(directory)/\(pictures.folder)/\(pictures.segments[k].uri)", 0))
-            if let sound { files.append(("\(directory)/\(sound.folder)/\(sound.segments[k].uri)", 1)) }
+            files.append(("\(directory)/\(pictures.folder)/\(pictures.playlist.segments[k].uri)", 0))
+            if let sound { files.append(("\(directory)/\(sound.folder)/\(sound.playlist.segments[k].uri)", 1)) }
         }
         let file: JoinedFile
         do {

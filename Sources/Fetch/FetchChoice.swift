@@ -26,11 +26,10 @@ extension Fetcher {
         // A rung the heat dropped for a while carried the next rung's pictures under that
         // rung's init (EXT-X-MAP after a discontinuity); one copy has one init, so the
         // highest rung below it with pictures of its own throughout is taken instead.
-        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
-        var lower = top.variants.filter { $0.uri != variant.uri && bandwidth($0) <= bandwidth(variant) }.sorted { bandwidth($0) > bandwidth($1) }[...]
+        var lower = VariantChoice.below(variant, in: top.variants)[...]
         var chosen = variant
         var parsed = try parsePlaylist(Self.resolve(variant.uri, against: options.url))
-        while !Self.ownInitThroughout(parsed), let next = lower.popFirst() {
+        while !parsed.ownInitThroughout(), let next = lower.popFirst() {
             say("fetch: \(VariantChoice.describe(chosen)) changes its init mid-stream (a rung dropped for a while); taking \(VariantChoice.describe(next))")
             chosen = next
             parsed = try parsePlaylist(Self.resolve(next.uri, against: options.url))
@@ -53,13 +52,6 @@ extension Fetcher {
                      top.lines[chosen.line - 1], "playlist.m3u8"].compactMap { $0 }
         return FetchChoice(media: media, parsed: parsed, audio: Self.resolve(uri, against: options.url),
                            localIndex: index.joined(separator: "\n") + "\n")
-    }
-
-    /// Every segment plays under the playlist's first EXT-X-MAP: the rendition's own init
-    /// (a dropped rung names another's for the segments it carries).
-    static func ownInitThroughout(_ playlist: ParsedPlaylist) -> Bool {
-        let own = playlist.value("EXT-X-MAP").flatMap { ParsedPlaylist.attributes($0)["URI"] }
-        return playlist.segments.allSatisfy { $0.map == own }
     }
 
     /// An attribute list with its `URI="…"` (a quoted string, §4.2) replaced.

@@ -142,7 +142,7 @@ public final class Fetcher {
         if tellsProgress {
             progress.total = rendition.copy.seconds + playlist.segments.dropFirst(max(0, rendition.copy.next - sequence)).reduce(0) { $0 + ($1.duration ?? 0) }
         }
-        let ownMap = playlist.value("EXT-X-MAP").flatMap { ParsedPlaylist.attributes($0)["URI"] }
+        let ownMap = playlist.mapURI
         for (index, segment) in playlist.segments.enumerated() {
             let number = sequence + index
             guard number >= rendition.copy.next else { continue }
@@ -202,7 +202,7 @@ public final class Fetcher {
 
     /// The init segment's URL (EXT-X-MAP); a stream without one is MPEG-TS.
     func mapURL(_ playlist: ParsedPlaylist, base: String) throws -> String {
-        guard let map = playlist.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else {
+        guard let map = playlist.mapURI else {
             throw FetchError("\(base): MPEG-TS segments are not supported (onair fetches fragmented-MP4 HLS, which has EXT-X-MAP)")
         }
         return Self.resolve(map, against: base)

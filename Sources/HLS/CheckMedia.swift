@@ -38,7 +38,7 @@ extension StreamChecker {
         summary.hasAudio = first.track("soun") != nil
         // Where a dropped rung carries the rung below, its segments name that rung's init
         // (after a discontinuity, P9): each read and checked once, with the same tracks.
-        var inits = [p.value("EXT-X-MAP").flatMap { ParsedPlaylist.attributes($0)["URI"] } ?? "": first]
+        var inits = [p.mapURI ?? "": first]
         var meter = BitrateMeter(timescale: 1000, targetDuration: max(targetDuration, 1))
         var walk = MediaWalk()
         for (index, entry) in p.segments.enumerated() {
@@ -261,7 +261,7 @@ extension StreamChecker {
     /// The init segment the playlist's first EXT-X-MAP names, read and checked (I1–I11):
     /// what the variant is (a dropped rung may name another's before its first segment).
     mutating func checkMap(_ p: ParsedPlaylist, path: String, into summary: inout MediaSummary) -> ParsedInit? {
-        guard !p.segments.isEmpty, let mapURI = p.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else { return nil }
+        guard !p.segments.isEmpty, let mapURI = p.mapURI else { return nil }
         let initPath = resolve(mapURI, against: path)
         guard let initBytes = read(initPath, "the EXT-X-MAP") else { return nil }
         return checkInit(initBytes, initPath, into: &summary)

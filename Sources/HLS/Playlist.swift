@@ -297,7 +297,7 @@ extension MediaPlaylist {
     public init?(parsing text: String) {
         let parsed = ParsedPlaylist(text: text)
         guard let target = parsed.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer), target > 0,
-              let map = parsed.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["URI"] }) else { return nil }
+              let map = parsed.mapURI else { return nil }
         self.init(targetDuration: target, mapURI: map, iFramesOnly: !parsed.tags("EXT-X-I-FRAMES-ONLY").isEmpty)
         mediaSequence = parsed.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 1
         for segment in parsed.segments {

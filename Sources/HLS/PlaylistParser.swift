@@ -91,6 +91,16 @@ public struct ParsedPlaylist: Sendable {
         danglingTags = pending + (streamInf.map { [$0] } ?? [])
     }
 
+    /// The URI of the first EXT-X-MAP: the rendition's own init (a rung the heat dropped
+    /// names the rung below's before the segments it carries).
+    public var mapURI: String? { value("EXT-X-MAP").flatMap { Self.attributes($0)["URI"] } }
+
+    /// Every segment (of `range`, when given) plays under the rendition's own init.
+    public func ownInitThroughout(_ range: ClosedRange<Int>? = nil) -> Bool {
+        let own = mapURI
+        return (range.map { Array(segments[$0]) } ?? segments).allSatisfy { $0.map == own }
+    }
+
     /// Splits an attribute list (§4.2) into names and values, quotes removed.
     public static func attributes(_ list: String) -> [String: String] {
         (try? attributeList(list).reduce(into: [String: String]()) { $0[$1.name] = $1.value }) ?? [:]

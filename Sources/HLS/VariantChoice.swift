@@ -22,7 +22,6 @@ public struct PictureSize: Sendable, Equatable {
 public enum VariantChoice {
     public static func choose(_ variants: [ParsedPlaylist.Variant], maxBitrate: Int?, maxSize: PictureSize?)
         -> (variant: ParsedPlaylist.Variant, reason: String)? {
-        func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
         func size(_ v: ParsedPlaylist.Variant) -> (Int, Int)? {
             let parts = v.attributes["RESOLUTION"]?.split(separator: "x").compactMap { Int($0) } ?? []
             return parts.count == 2 ? (parts[0], parts[1]) : nil
@@ -41,6 +40,14 @@ public enum VariantChoice {
         let smallest = variants.min(by: { bandwidth($0) < bandwidth($1) })!
         return (smallest, "\(describe(smallest)): the lowest bit rate, as none is \(limits.joined(separator: " and "))")
     }
+
+    /// Where to turn when `variant` will not do (a rung the heat dropped for a while): the
+    /// others at or below its bit rate, highest first.
+    public static func below(_ variant: ParsedPlaylist.Variant, in variants: [ParsedPlaylist.Variant]) -> [ParsedPlaylist.Variant] {
+        variants.filter { $0.uri != variant.uri && bandwidth($0) <= bandwidth(variant) }.sorted { bandwidth($0) > bandwidth($1) }
+    }
+
+    static func bandwidth(_ v: ParsedPlaylist.Variant) -> Int { v.attributes["BANDWIDTH"].flatMap { Int($0) } ?? 0 }
 
     public static func describe(_ v: ParsedPlaylist.Variant) -> String {
         let rate = v.attributes["BANDWIDTH"] ?? "?"

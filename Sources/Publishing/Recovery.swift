@@ -73,8 +73,8 @@ public enum Recovery {
         for r in closed.indices where closed[r].wasInterrupted {
             for k in breaks where k < closed[r].playlist.entries.count && !closed[r].playlist.entries[k].discontinuity {
                 closed[r].playlist.entries[k].discontinuity = true
-                if let iFrames = closed[r].iFrames, k < iFrames.entries.count {
-                    closed[r].iFrames!.entries[k].discontinuity = true
+                if k < closed[r].iFrames?.entries.count ?? 0 {
+                    closed[r].iFrames?.entries[k].discontinuity = true
                     closed[r].iFramesChanged = true
                 }
             }
@@ -255,7 +255,7 @@ public enum Recovery {
         let parent = AtomicFile.directory(of: directory)
         for rung in rungs {
             let candidate = "\(parent)/\(rung)/" + MediaPlaylist.segmentURI(sequence)
-            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return "../\(rung)/init.mp4" }
+            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return StreamWriter.carriedMap(from: rung) }
         }
         return nil
     }

@@ -88,10 +88,8 @@ final class RenditionWriter {
     func store(_ segment: SegmentReport, in directory: String, linking original: String? = nil, makeRoom: SpaceRetry.MakeRoom) throws -> Bool {
         let uri = MediaPlaylist.segmentURI(segment.sequence)
         let path = directory + "/" + description.path(uri)
-        if let original {
-            try SpaceRetry.run(makeRoom) { try Self.link(original, path, bytes: segment.bytes) }
-        } else {
-            try SpaceRetry.run(makeRoom) { try AtomicFile.write(segment.bytes, to: path) }
+        try SpaceRetry.run(makeRoom) {
+            if let original { try Self.link(original, path, bytes: segment.bytes) } else { try AtomicFile.write(segment.bytes, to: path) }
         }
         let milliseconds = Int64(((HLSValue.duration(segment.durationSeconds) ?? 0) * 1000).rounded())
         meter.add(bytes: segment.bytes.count, ticks: milliseconds)

@@ -107,28 +107,28 @@ public final class StreamWriter {
 
     /// Stores a segment of rendition `index`, then publishes the playlists that list it;
     /// index.m3u8 first when the segment raised a bit rate it declares.
-    public func append(_ segment: SegmentReport, rendition index: Int = 0) throws {
-        let rendition = renditions[index]
-        if try rendition.store(segment, in: directory, makeRoom: makeRoom) {
-            try writeMultivariant()
-            observer(.multivariantRewritten(id: id))
-        }
-        try rendition.list(segment, in: directory, makeRoom: makeRoom)
-        observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
-    }
+    public func append(_ segment: SegmentReport, rendition index: Int = 0) throws { try store(segment, into: index, carriedFrom: nil) }
 
     /// Rendition `index`, a rung the heat dropped, carries segment `segment` of rendition
     /// `source`, the rung below that is still encoded: the same file under its own name,
     /// listed after a discontinuity under the source's init. Players on the dropped rung
     /// play on at the lower picture, and every rendition keeps every segment k, aligned.
     public func carry(_ segment: SegmentReport, from source: Int, into index: Int) throws {
-        let rendition = renditions[index], from = renditions[source].description
-        let original = directory + "/" + from.path(MediaPlaylist.segmentURI(segment.sequence))
+        try store(segment, into: index, carriedFrom: renditions[source].description)
+    }
+
+    /// The EXT-X-MAP a rung's playlist names for the segments it carries of the rung in
+    /// `folder`.
+    static func carriedMap(from folder: String) -> String { "../" + MultivariantPlaylist.path("init.mp4", in: folder) }
+
+    private func store(_ segment: SegmentReport, into index: Int, carriedFrom source: RenditionDescription?) throws {
+        let rendition = renditions[index]
+        let original = source.map { directory + "/" + $0.path(MediaPlaylist.segmentURI(segment.sequence)) }
         if try rendition.store(segment, in: directory, linking: original, makeRoom: makeRoom) {
             try writeMultivariant()
             observer(.multivariantRewritten(id: id))
         }
-        try rendition.list(segment, in: directory, map: "../" + from.path("init.mp4"), makeRoom: makeRoom)
+        try rendition.list(segment, in: directory, map: source.map { Self.carriedMap(from: $0.folder) }, makeRoom: makeRoom)
         observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
     }
 

@@ -132,8 +132,9 @@ final class LiveStream {
                 log(.streamRate, ("id", id), ("from", from), ("to", encoder.fps), ("frame", frame.index))
             }
             if encoder.topRung != top {
+                // Rungs taken up again go on at the number the encoded ones have reached.
                 let next = segmenters[top].nextSegmentSequence
-                for rung in encoder.topRung..<max(top, encoder.topRung) { segmenters[rung].resume(at: next) }
+                if encoder.topRung < top { for rung in encoder.topRung..<top { segmenters[rung].resume(at: next) } }
                 log(.streamRungs, ("id", id), ("live", rungNames[encoder.topRung...].joined(separator: ",")),
                     ("dropped", rungNames[..<encoder.topRung].joined(separator: ",")), ("seq", next), ("frame", frame.index))
             }

@@ -74,19 +74,14 @@ final class StreamEncoder {
                 epoch = (boundary, timeline.origin + rescale(boundary - timeline.startTicks(timescale: Timescale.video),
                                                              from: Timescale.video, to: Timescale.nanoseconds))
                 fps = rate
-                pendingRate = nil
-                lastSlot = nil
-                lastInput = nil
             }
-            // A rung taken up again starts on the boundary's IDR, as every rung does; slots
-            // a dropped frame left empty before the boundary are not filled (they would
-            // follow the discontinuity the change brings, in the new set of rungs).
-            if let top = pendingTopRung {
-                topRung = top
-                pendingTopRung = nil
-                lastSlot = nil
-                lastInput = nil
-            }
+            topRung = pendingTopRung ?? topRung
+            (pendingRate, pendingTopRung) = (nil, nil)
+            // Either change starts on the boundary's IDR (a rung taken up again too); slots a
+            // dropped frame left empty before the boundary are not filled: they would follow
+            // the discontinuity the change brings, at the new rate or with the new rungs.
+            lastSlot = nil
+            lastInput = nil
         }
         var slot = Self.slot(captureTime: frame.captureTime, origin: epoch.time, fps: fps)
         // The first frame on a new rate's grid can be captured a little before the boundary
@@ -113,17 +108,16 @@ final class StreamEncoder {
     private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
         let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
         let keyframe = planner.needsKeyframe(at: ticks)
-        let rungs = Array(topRung..<videos.count)
-        let jobs = rungs.dropFirst().map { rung in
+        let jobs = (topRung + 1..<videos.count).map { rung in
             let job = RungJob(videos[rung])
             rungThreads[rung - 1].async { job.run(input, ticks: ticks, keyframe: keyframe) }
             return (rung, job)
         }
         // The highest rung encoded on this thread meanwhile; every job waited for before
         // any failure is thrown (no encoder is left in use); each rung's samples in order.
-        let first = Result { try videos[rungs[0]].encode(input, ticks: ticks, keyframe: keyframe) }
+        let first = Result { try videos[topRung].encode(input, ticks: ticks, keyframe: keyframe) }
         let rest = jobs.map { rung, job in (rung, Result { try job.wait() }) }
-        var samples = try first.get().map { $0.on(rung: rungs[0]) }
+        var samples = try first.get().map { $0.on(rung: topRung) }
         for (rung, result) in rest { samples += try result.get().map { $0.on(rung: rung) } }
         lastSlot = slot
         framesEncoded += 1
