@@ -7,7 +7,8 @@ public enum Timescale {
 }
 
 /// `value * to / from`, rounded to the nearest tick (halves away from zero), without
-/// intermediate overflow for any value a stream can reach (like av_rescale_rnd NEAR_INF).
+/// intermediate overflow (like av_rescale_rnd NEAR_INF); a result past Int64 saturates
+/// at its end rather than trapping, since values a file gives arrive here.
 @inlinable
 public func rescale(_ value: Int64, from: Int64, to: Int64) -> Int64 {
     precondition(from > 0 && to > 0, "timescales must be positive")
@@ -26,7 +27,10 @@ public func rescale(_ value: Int64, from: Int64, to: Int64) -> Int64 {
     // Add half the divisor for rounding to nearest.
     let (sumLow, carry) = magnitude.low.addingReportingOverflow(half)
     let sumHigh = magnitude.high &+ (carry ? 1 : 0)
+    // A quotient of 2^64 or more (the high word at least the divisor) would trap.
+    guard sumHigh < divisor else { return negative ? .min : .max }
     let (quotient, _) = divisor.dividingFullWidth((high: sumHigh, low: sumLow))
+    guard quotient <= UInt64(Int64.max) else { return negative ? .min : .max }
     return negative ? -Int64(quotient) : Int64(quotient)
 }
 

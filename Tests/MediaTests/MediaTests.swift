@@ -13,6 +13,26 @@ final class TimeTests: XCTestCase {
         // 100 days of nanoseconds × 90 kHz overflows Int64 in the product.
         let hundredDays: Int64 = 100 * 86_400 * 1_000_000_000
         XCTAssertEqual(rescale(hundredDays, from: 1_000_000_000, to: 90_000), 100 * 86_400 * 90_000)
+        // A result past Int64 (values from a file) saturates instead of trapping.
+        XCTAssertEqual(rescale(.max, from: 1, to: 90_000), .max)
+        XCTAssertEqual(rescale(.min + 1, from: 1, to: 4_294_967_295), .min)
+        XCTAssertEqual(rescale(Int64.max / 2, from: 1, to: 3), .max)
+    }
+
+    /// Issue 29: numbers from outside become integers only through checked conversions.
+    func testOutsideSecondsAreBoundedAndConversionsSaturate() {
+        XCTAssertEqual(MediaSeconds(parsing: "2.5")?.value, 2.5)
+        XCTAssertEqual(MediaSeconds(parsing: "1e9")?.ticks(4_294_967_295), 4_294_967_295_000_000_000)
+        for text in ["1e19", "1e308", "-1", "-0.1", "nan", "inf", "-inf", "", "0x10", "1e9000", String(repeating: "9", count: 100)] {
+            XCTAssertNil(MediaSeconds(parsing: text), text)
+        }
+        XCTAssertEqual(int64Saturating(1e19), .max)
+        XCTAssertEqual(int64Saturating(-1e19), .min)
+        XCTAssertEqual(int64Saturating(.nan), 0)
+        XCTAssertEqual(int64Saturating(9_223_372_036_854_775_807.0), .max, "2^63 as a Double")
+        XCTAssertEqual(int64Saturating(-2.7), -2)
+        XCTAssertEqual(ticksSaturating(seconds: .infinity, timescale: 90_000), .max)
+        XCTAssertEqual(ticksSaturating(seconds: 2, timescale: 90_000), 180_000)
     }
 
     func testDecimalSeconds() {
