@@ -87,10 +87,9 @@ public enum CommandLineParser {
 
     /// A config file's bytes (decoded line by line, so a bad byte is reported with its line).
     public static func readWholeFile(_ path: String) throws -> [UInt8] {
-        guard let data = FileSystem.read(path) else {
-            throw ConfigError("--config \(path): cannot read the file (\(String(cString: strerror(errno))))")
+        do { return try FileSystem.readRegular(path, limit: FileSystem.smallLimit) } catch {
+            throw ConfigError("--config \(path): cannot read the file (\(error))")
         }
-        return Array(data)
     }
 
     static func parseRun(_ arguments: [String], readFile: (String) throws -> [UInt8]) throws -> Invocation {

@@ -23,27 +23,9 @@ extension Runner {
     /// 2-second segment at 1 Gbit/s, is well under it; a sparse 4 GB file is not read.
     static let validateFileLimit = 256 << 20
 
-    struct FileTooLarge: Error, CustomStringConvertible {
-        var size: Int64, limit: Int
-        var description: String { "\(size) bytes, over the \(limit >> 20) MiB limit" }
-    }
-
-    /// A regular file's bytes, nil if there is none, or an error if it is over `limit`.
+    /// A regular file's bytes, nil if there is none; anything else (a FIFO, a device, a
+    /// file over `limit`) is an error the checker reports against the file.
     static func readBounded(_ path: String, limit: Int) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        guard info.st_size <= limit else { throw FileTooLarge(size: Int64(info.st_size), limit: limit) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
-        }
-        return Array(bytes[..<done])
+        do { return try FileSystem.readRegular(path, limit: limit) } catch .missing { return nil }
     }
 }

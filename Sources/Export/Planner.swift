@@ -52,12 +52,11 @@ struct Planner {
     /// the same id, or all to track `track` (a ladder's rendition, whose files number
     /// their one track 1).
     mutating func add(segmentAt path: String, track: Int? = nil) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError(path: path, operation: "open", code: errno) }
+        let fd: Int32, size: Int64
+        do { (fd, size) = try FileSystem.openRegular(path, followLinks: false) } catch {
+            throw FileError(path: path, operation: "open (\(error))", code: EINVAL)
+        }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw FileError(path: path, operation: "stat", code: errno) }
-        let size = Int64(info.st_size)
         var offset: Int64 = 0
         var moof: (offset: Int64, bytes: [UInt8])?
         while offset < size {

@@ -20,8 +20,7 @@ public enum RecordingExport {
             throw ExportError(writing ? 409 : 404, writing ? "recording \(id) is still being written: export it once it has ended"
                                                            : "no recording \(id)")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ExportError(404, "no recording \(id)") }
+        guard let fd = try? FileSystem.openRegular(path, followLinks: false).fd else { throw ExportError(404, "no recording \(id)") }
         defer { close(fd) }
         let movie: ProgressiveFile
         do { movie = try ProgressiveFile(fd: fd, size: size) } catch { throw ExportError(500, "recording \(id): \(error)") }

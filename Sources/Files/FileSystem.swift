@@ -6,25 +6,95 @@ import Glibc
 /// readers see go through `AtomicFile`.) Errors other than "not there" are `FileError`s
 /// naming the path.
 public enum FileSystem {
-    /// The whole file, or nil when it cannot be opened or read.
-    public static func read(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+    /// Why a file was not read: each is a one-line reason, and none of them took long or
+    /// took much memory to find.
+    public enum Refusal: Error, Equatable, CustomStringConvertible {
+        /// Nothing there.
+        case missing
+        /// There, but not a regular file (a FIFO, a device, a directory, a socket), or a
+        /// symbolic link where none belongs.
+        case notRegular(String)
+        /// Larger than the reader takes (or grew past it while being read).
+        case tooLarge(limit: Int)
+        /// open or read failed otherwise (errno).
+        case failed(Int32)
+
+        public var description: String {
+            switch self {
+            case .missing: return String(cString: strerror(ENOENT))
+            case .notRegular(let kind): return "\(kind), not a regular file"
+            case .tooLarge(let limit): return "larger than \(limit >= 1 << 20 ? "\(limit >> 20) MiB" : "\(limit) bytes")"
+            case .failed(let code): return String(cString: strerror(code))
+            }
+        }
+    }
+
+    /// What one file of a kind may hold: a stream's playlist (three weeks of 2 s
+    /// segments) or media segment (2 s at 250 Mbit/s), and the small files (onair.conf,
+    /// an init segment, a JSON index, a sysfs value).
+    public static let playlistLimit = 64 << 20
+    public static let segmentLimit = 64 << 20
+    public static let smallLimit = 1 << 20
+
+    /// The whole of a regular file of at most `limit` bytes, read in 64 KiB chunks. Opened
+    /// O_NONBLOCK, so a FIFO in its place cannot block the open, and O_NOFOLLOW unless
+    /// `followLinks` (the data directory holds no links: one there was not made by onair);
+    /// a FIFO, a device or a directory is refused by fstat before a byte is read, and a
+    /// file over `limit` by its size, or as soon as it grows past it.
+    public static func readRegular(_ path: String, limit: Int, followLinks: Bool = true) throws(Refusal) -> [UInt8] {
+        let (fd, size) = try openRegular(path, followLinks: followLinks)
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT != S_IFDIR else { return nil }
+        guard size <= limit else { throw .tooLarge(limit: limit) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(max(Int(info.st_size), 0))
+        bytes.reserveCapacity(Int(size))
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return nil
+                throw .failed(errno)
             }
             if n == 0 { return bytes }
+            guard bytes.count + n <= limit else { throw .tooLarge(limit: limit) }
             bytes += chunk[0..<n]
         }
+    }
+
+    /// A regular file opened for reading (O_NONBLOCK, so a FIFO cannot block the open;
+    /// O_NOFOLLOW unless `followLinks`), and its size; the caller closes it. Anything but
+    /// a regular file is refused before it is read.
+    public static func openRegular(_ path: String, followLinks: Bool = true) throws(Refusal) -> (fd: Int32, size: Int64) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, ENOTDIR: throw .missing
+            case ELOOP: throw .notRegular(followLinks ? "a loop of symbolic links" : "a symbolic link")
+            case let code: throw .failed(code)
+            }
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw .failed(code)
+        }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return (fd, Int64(info.st_size))
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        case S_IFSOCK: kind = "a socket"
+        default: kind = "a special file"
+        }
+        close(fd)
+        throw .notRegular(kind)
+    }
+
+    /// The same, nil for any refusal: for readers to which a file that cannot be read is
+    /// one that is not there.
+    public static func read(_ path: String, limit: Int = playlistLimit, followLinks: Bool = true) -> [UInt8]? {
+        try? readRegular(path, limit: limit, followLinks: followLinks)
     }
 
     /// Writes the whole file in place (created or truncated), without fsync: for files no
@@ -37,8 +107,8 @@ public enum FileSystem {
     }
 
     /// The whole file as UTF-8 text (invalid bytes replaced), or nil.
-    public static func readText(_ path: String) -> String? {
-        read(path).map { String(decoding: $0, as: UTF8.self) }
+    public static func readText(_ path: String, limit: Int = playlistLimit, followLinks: Bool = true) -> String? {
+        read(path, limit: limit, followLinks: followLinks).map { String(decoding: $0, as: UTF8.self) }
     }
 
     public static func exists(_ path: String) -> Bool {

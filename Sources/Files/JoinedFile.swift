@@ -83,8 +83,10 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
             if let open, open.path == path { return open.fd }
             if let open { close(open.fd) }
             self.open = nil
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError(path: path, operation: "open", code: errno) }
+            let fd: Int32
+            do { fd = try FileSystem.openRegular(path, followLinks: false).fd } catch {
+                throw FileError(path: path, operation: "open (\(error))", code: EINVAL)
+            }
             self.open = (path, fd)
             return fd
         }

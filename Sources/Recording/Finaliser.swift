@@ -22,14 +22,14 @@ public enum Finaliser {
 
     /// Returns nil (and removes the `.part`) when not one fragment was complete.
     public static func finalise(partPath: String, to finalPath: String) throws -> Result? {
-        let source = open(partPath, O_RDONLY | O_CLOEXEC)
-        guard source >= 0 else { throw FileError(path: partPath, operation: "open", code: errno) }
+        let source: Int32, size: Int64
+        do { (source, size) = try FileSystem.openRegular(partPath, followLinks: false) } catch {
+            throw FileError(path: partPath, operation: "open (\(error))", code: EINVAL)
+        }
         defer { close(source) }
-        var info = stat()
-        guard fstat(source, &info) == 0 else { throw FileError(path: partPath, operation: "stat", code: errno) }
         let scan: FragmentedFile
         do {
-            scan = try FragmentedFile.scan(size: Int64(info.st_size)) { offset, count in
+            scan = try FragmentedFile.scan(size: size) { offset, count in
                 var bytes = [UInt8](repeating: 0, count: count)
                 let n = bytes.withUnsafeMutableBytes { pread(source, $0.baseAddress, count, off_t(offset)) }
                 return n == count ? bytes : nil

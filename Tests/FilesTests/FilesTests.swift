@@ -1,4 +1,7 @@
 import Files
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import XCTest
 
@@ -35,6 +38,34 @@ final class FileSystemTests: XCTestCase {
         try AtomicFile.makeDirectories(directory + "/a/b")
     }
     override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Issue 29: a file is read only as what it must be, within a bound, at no cost that
+    /// grows with what is there instead.
+    func testOnlyRegularFilesWithinTheirBoundAreRead() throws {
+        let fifo = directory + "/fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o644), 0)
+        XCTAssertThrowsError(try FileSystem.readRegular(fifo, limit: 100)) { XCTAssertEqual($0 as? FileSystem.Refusal, .notRegular("a FIFO")) }
+        XCTAssertNil(FileSystem.read(fifo), "refused, never blocked on")
+        let link = directory + "/zero"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/dev/zero")
+        XCTAssertThrowsError(try FileSystem.readRegular(link, limit: 100)) { XCTAssertEqual($0 as? FileSystem.Refusal, .notRegular("a device")) }
+        XCTAssertThrowsError(try FileSystem.readRegular(link, limit: 100, followLinks: false)) {
+            XCTAssertEqual($0 as? FileSystem.Refusal, .notRegular("a symbolic link"))
+        }
+        XCTAssertThrowsError(try FileSystem.readRegular(directory + "/a", limit: 100)) { XCTAssertEqual($0 as? FileSystem.Refusal, .notRegular("a directory")) }
+        XCTAssertThrowsError(try FileSystem.readRegular(directory + "/none", limit: 100)) { XCTAssertEqual($0 as? FileSystem.Refusal, .missing) }
+        let sparse = directory + "/sparse"
+        XCTAssertTrue(FileManager.default.createFile(atPath: sparse, contents: nil))
+        XCTAssertEqual(truncate(sparse, 4 << 30), 0)
+        XCTAssertThrowsError(try FileSystem.readRegular(sparse, limit: 64 << 20)) {
+            XCTAssertEqual("\($0)", "larger than 64 MiB")
+        }
+        try AtomicFile.write([1, 2, 3], to: directory + "/small")
+        XCTAssertEqual(try FileSystem.readRegular(directory + "/small", limit: 3), [1, 2, 3])
+        XCTAssertThrowsError(try FileSystem.readRegular(directory + "/small", limit: 2))
+        // /proc files say size 0: read to their end, within the bound.
+        XCTAssertTrue(try FileSystem.readRegular("/proc/self/status", limit: 1 << 20).count > 0)
+    }
 
     func testReadsWholeFilesLargerThanOneChunk() throws {
         let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
