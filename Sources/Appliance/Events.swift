@@ -41,6 +41,7 @@ extension Event {
     static let sourceStarted = Event("source.started")
     static let startupBuffer = Event("startup.buffer")
     static let streamRecovered = Event("stream.recovered")
+    static let recoveryRemovedEmpty = Event("recovery.removed_empty")
     static let streamForgotten = Event("stream.forgotten")
     static let thermalLimit = Event("thermal.limit", console: true)
     static let thermalStep = Event("thermal.step", console: true)

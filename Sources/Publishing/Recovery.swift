@@ -32,7 +32,8 @@ public enum Recovery {
     /// Every stream under `root/streams`, oldest first, each closed if it was open. One
     /// stream that cannot be closed (a corrupt file, a full disk) is reported through
     /// `skipped` and the others are still closed.
-    public static func closeAll(root: String, skipped: (Skipped) -> Void = { _ in }) -> [Closed] {
+    public static func closeAll(root: String, skipped: (Skipped) -> Void = { _ in },
+                                removed: (String) -> Void = { _ in }) -> [Closed] {
         let streams = root + "/streams"
         let names = FileSystem.names(in: streams) ?? []
         // A stream directory still being made (`StreamWriter`) when the power went: it was
@@ -42,7 +43,21 @@ public enum Recovery {
         }
         let ids = names.filter { !$0.hasPrefix(".") }.sorted()
         return ids.compactMap { id in
-            do { return try close(directory: streams + "/" + id, skipped: skipped) } catch {
+            do {
+                let directory = streams + "/" + id
+                guard let closed = try close(directory: directory, skipped: skipped) else {
+                    // Only what the writer makes before the first segment (a kill in the
+                    // first moments of a stream): nothing to play, publish or validate, and
+                    // never listed. Anything else (a segment, a file set aside) is kept.
+                    let beforeFirstSegment: Set<Substring> = ["index.m3u8", "init.mp4"]
+                    if FileSystem.filesBelow(directory).allSatisfy({ beforeFirstSegment.contains($0.split(separator: "/").last ?? "") }) {
+                        try? FileSystem.remove(directory)
+                        removed(directory)
+                    }
+                    return nil
+                }
+                return closed
+            } catch {
                 skipped(Skipped(path: streams + "/" + id, reason: "\(error)"))
                 return nil
             }
@@ -55,7 +70,8 @@ public enum Recovery {
             try? FileSystem.remove(directory + "/" + name)
         }
         // A ladder's renditions each close like a stream of one variant.
-        let index = FileSystem.readText(directory + "/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))
+        let index = leftover(directory + "/index.m3u8", limit: FileSystem.playlistLimit, skipped: skipped)
+            .flatMap { MultivariantPlaylist(parsing: String(decoding: $0, as: UTF8.self)) }
         var closed: [ClosedRendition] = []
         for (folder, _) in (index ?? MultivariantPlaylist(variants: [])).renditions {
             guard let rendition = try closeRendition(directory: directory, folder: folder, index: index, skipped: skipped) else {
@@ -113,7 +129,7 @@ public enum Recovery {
                                skipped: (Skipped) -> Void) throws -> ClosedRendition? {
         let base = folder.isEmpty ? directory : directory + "/" + folder
         let playlistPath = base + "/" + StreamWriter.playlistName
-        guard let data = FileSystem.read(playlistPath) else { return nil }
+        guard let data = leftover(playlistPath, limit: FileSystem.playlistLimit, skipped: skipped) else { return nil }
         guard let text = String(validating: data, as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
             setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
             return nil
@@ -121,7 +137,7 @@ public enum Recovery {
         var parsedInit: ParsedInit?
         let initPath = base + "/init.mp4"
         func readInit() -> ParsedInit? {
-            if parsedInit == nil, let initBytes = FileSystem.read(initPath) {
+            if parsedInit == nil, let initBytes = leftover(initPath, limit: FileSystem.smallLimit, skipped: skipped) {
                 do { parsedInit = try ParsedInit(bytes: initBytes) } catch {
                     // Without a readable init segment no unlisted segment can be measured.
                     setAside(initPath, reason: "\(error)", skipped: skipped)
@@ -144,7 +160,8 @@ public enum Recovery {
         // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
         // the I-frame playlist to close, even in a stream that ended.
         let listsIFrames = index?.iFrameStreams.contains { $0.uri == MultivariantPlaylist.path(StreamWriter.iFramesName, in: folder) } ?? false
-        let found = FileSystem.readText(base + "/" + StreamWriter.iFramesName).flatMap(MediaPlaylist.init(parsing:))
+        let found = leftover(base + "/" + StreamWriter.iFramesName, limit: FileSystem.playlistLimit, skipped: skipped)
+            .flatMap { MediaPlaylist(parsing: String(decoding: $0, as: UTF8.self)) }
         var iFrames = found
         var changed = false
         if listsIFrames || found != nil, !(found?.isEnded == true && found?.entries.count == playlist.entries.count) {
@@ -167,7 +184,7 @@ public enum Recovery {
         let listed = Set(iFrames.entries.map(\.uri))
         for entry in playlist.entries where !listed.contains(entry.uri) {
             guard let initSegment = parsedInit(), let video = initSegment.track("vide"),
-                  let bytes = FileSystem.read(directory + "/" + entry.uri),
+                  let bytes = FileSystem.read(directory + "/" + entry.uri, limit: FileSystem.segmentLimit, followLinks: false),
                   let length = iFrameLength(bytes, trex: initSegment.trex, video: video) else { continue }
             var iFrame = entry
             iFrame.byteRange = (length, 0)
@@ -226,7 +243,7 @@ public enum Recovery {
         while let last = playlist.entries.last {
             let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
             let path = directory + "/" + uri
-            guard let bytes = FileSystem.read(path) else { return }
+            guard let bytes = leftover(path, limit: FileSystem.segmentLimit, skipped: skipped) else { return }
             let traf: ParsedSegment.TrackFragment
             do {
                 let segment = try ParsedSegment(bytes: bytes, trex: trex)
@@ -258,6 +275,16 @@ public enum Recovery {
             if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return StreamWriter.carriedMap(from: rung) }
         }
         return nil
+    }
+
+    /// A leftover file's bytes: nil when it is not there, and nil when it is not what
+    /// onair leaves (a FIFO, a device, a symbolic link, or larger than `limit`), which is
+    /// set aside like any other bad leftover. Neither costs time or memory by its size.
+    static func leftover(_ path: String, limit: Int, skipped: (Skipped) -> Void) -> [UInt8]? {
+        do { return try FileSystem.readRegular(path, limit: limit, followLinks: false) } catch {
+            if error != .missing { setAside(path, reason: "\(error)", skipped: skipped) }
+            return nil
+        }
     }
 
     /// Sets `path` aside (`AtomicFile.setAside`) and says so.

@@ -1,4 +1,7 @@
 import Files
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import XCTest
 import Logging
@@ -171,6 +174,68 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(skipped, [bad + "/playlist.m3u8", utf8 + "/playlist.m3u8"])
         XCTAssertTrue(FileManager.default.fileExists(atPath: bad + "/playlist.m3u8.corrupt"))
         XCTAssertTrue(FileManager.default.fileExists(atPath: good + "/playlist.m3u8"))
+    }
+
+    /// Issue 29: special and huge leftovers cost neither time nor memory at start-up, and
+    /// never block it: each is set aside, and the stream closes with what it holds.
+    func testAFIFOALinkToDevZeroAndASparseGiantAreSetAsideAtOnce() throws {
+        let directory = try interrupted(stored: 5, unlisted: 3)
+        let fifo = directory + "/" + MediaPlaylist.segmentURI(3)
+        try FileManager.default.removeItem(atPath: fifo)
+        XCTAssertEqual(mkfifo(fifo, 0o644), 0)
+        var skipped: [Recovery.Skipped] = []
+        XCTAssertEqual(try Recovery.close(directory: directory) { skipped.append($0) }?.segments, 2)
+        XCTAssertEqual(skipped.map(\.path), [fifo])
+        XCTAssertTrue(skipped[0].reason.contains("a FIFO, not a regular file"), skipped[0].reason)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fifo + ".corrupt"))
+
+        try FileManager.default.removeItem(atPath: root)
+        let other = try interrupted(stored: 5, unlisted: 3)
+        let link = other + "/" + MediaPlaylist.segmentURI(3)
+        try FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/dev/zero")
+        skipped = []
+        XCTAssertEqual(try Recovery.close(directory: other) { skipped.append($0) }?.segments, 2)
+        XCTAssertTrue(skipped[0].reason.contains("a symbolic link"), skipped[0].reason)
+
+        try FileManager.default.removeItem(atPath: root)
+        let third = try interrupted(stored: 5, unlisted: 3)
+        let sparse = third + "/" + MediaPlaylist.segmentURI(3)
+        XCTAssertEqual(truncate(sparse, 4 << 30), 0)  // 4 GiB, no block of it written
+        skipped = []
+        XCTAssertEqual(try Recovery.close(directory: third) { skipped.append($0) }?.segments, 2)
+        XCTAssertTrue(skipped[0].reason.contains("larger than 64 MiB"), skipped[0].reason)
+    }
+
+    /// A FIFO in place of any file of a stream (the playlist, the init, index.m3u8) is set
+    /// aside; the start never waits on it.
+    func testAFIFOInPlaceOfAPlaylistInitOrIndexIsSetAside() throws {
+        for name in ["playlist.m3u8", "init.mp4", "index.m3u8"] {
+            let directory = try interrupted(stored: 3, unlisted: 1)
+            try FileManager.default.removeItem(atPath: directory + "/" + name)
+            XCTAssertEqual(mkfifo(directory + "/" + name, 0o644), 0)
+            var skipped: [String] = []
+            _ = Recovery.closeAll(root: root) { skipped.append($0.path) }
+            XCTAssertEqual(skipped, [directory + "/" + name], name)
+            try FileManager.default.removeItem(atPath: root)
+        }
+    }
+
+    /// Issue 29: a kill -9 before the first segment left init.mp4 and index.m3u8 only;
+    /// the next start removes that directory (said once), and keeps one with anything else.
+    func testAStreamWithoutASegmentIsRemovedAndOneWithASetAsideFileIsKept() throws {
+        let empty = root + "/streams/early"
+        try AtomicFile.makeDirectories(empty)
+        try AtomicFile.write([1], to: empty + "/init.mp4")
+        try AtomicFile.write(Array("#EXTM3U\n".utf8), to: empty + "/index.m3u8")
+        let kept = root + "/streams/kept"
+        try AtomicFile.makeDirectories(kept)
+        try AtomicFile.write([1], to: kept + "/playlist.m3u8.corrupt")
+        var removed: [String] = []
+        XCTAssertEqual(Recovery.closeAll(root: root, removed: { removed.append($0) }), [])
+        XCTAssertEqual(removed, [empty])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: empty))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept + "/playlist.m3u8.corrupt"))
     }
 
     func testJournalRoundTripIsPerDestination() throws {
