@@ -78,6 +78,7 @@ struct ProgressiveFile {
                 let version = try r.u8()
                 try r.skip(3 + (version == 1 ? 16 : 8))
                 movieTimescale = Int64(try r.u32())
+                guard movieTimescale > 0 else { throw MP4Error.badBox("mvhd with timescale 0", at: Int(box.payload)) }
             } else if box.type == "trak" {
                 tracks.append(try readTrak(box.payload, end: box.end))
             }
@@ -145,6 +146,13 @@ struct ProgressiveFile {
         // The empty edit is in movie ticks: moved to the track's.
         track.empty = rescale(track.empty, from: movieTimescale, to: Int64(timescale))
         track.mediaTime = edit?.mediaTime ?? 0
+        // Times this file gives are used in sums and differences: each within 2^60 ticks
+        // (centuries at any 32-bit timescale), so none of them can overflow.
+        let reachable: ClosedRange<Int64> = 0...(1 << 60)
+        guard reachable.contains(track.mediaDuration), reachable.contains(track.empty),
+              reachable.contains(track.mediaTime) else {
+            throw MP4Error.badBox("track \(id) has a duration or edit past 2^60 ticks", at: Int(start))
+        }
         return track
     }
 }
@@ -201,8 +209,12 @@ extension ProgressiveFile {
             }
             let size = try sizes?.next().map { UInt32($0[0]) } ?? track.fixedSize
             let sample = MovieTrack.Sample(duration: durationRun.value, size: size, compositionOffset: offset, isSync: sync)
-            defer { index += 1; decode += Int64(sample.duration) }
-            return (sample, decode)
+            let time = decode
+            let (after, overflow) = decode.addingReportingOverflow(Int64(sample.duration))
+            guard !overflow, after <= 1 << 60 else { throw MP4Error.badBox("stts of track \(track.description.trackID) runs past 2^60 ticks", at: 0) }
+            index += 1
+            decode = after
+            return (sample, time)
         }
     }
 
@@ -217,8 +229,8 @@ extension ProgressiveFile {
         var times = (start: Int64(0), end: Int64(0))
         while let (sample, decode) = try video.next() {
             let time = tracks[reference].movieTime(decode)
-            if sample.isSync && time <= Int64(from * Double(scale)) { range.first = video.index - 1; times.start = time }
-            if sample.isSync && time > Int64(to * Double(scale)) && video.index - 1 > range.first {
+            if sample.isSync && time <= ticksSaturating(seconds: from, timescale: scale) { range.first = video.index - 1; times.start = time }
+            if sample.isSync && time > ticksSaturating(seconds: to, timescale: scale) && video.index - 1 > range.first {
                 range.end = video.index - 1
                 times.end = time
                 break

@@ -58,10 +58,10 @@ public struct ExportRequest: Sendable, Equatable {
         }
         func seconds(_ name: String) throws -> Double? {
             guard let text = arguments(name) else { return nil }
-            guard let value = Double(text), value.isFinite, value >= 0 else {
-                throw ExportError(400, "\(name)=\(text.prefix(40)) is not a number of seconds (0 or more)")
+            guard let value = MediaSeconds(parsing: text) else {
+                throw ExportError(400, "\(name)=\(text.prefix(40)) is not a number of seconds from 0 to \(Int(MediaSeconds.limit))")
             }
-            return value
+            return value.value
         }
         func date(_ name: String) throws -> Int64? {
             guard let text = arguments(name) else { return nil }
@@ -242,8 +242,10 @@ public enum StreamExport {
         return (first...last, starts[first], starts[last] + (segments[last].duration ?? 0))
     }
 
+    /// Seconds for a file name and a message (`12`, `12.5`): any Double, even one that
+    /// came from outside unchecked, prints without trapping.
     static func label(_ seconds: Double) -> String {
         let rounded = (seconds * 1000).rounded() / 1000
-        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+        return Int64(exactly: rounded).map(String.init) ?? String(rounded)
     }
 }

@@ -96,8 +96,19 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(refusal(ExportRequest(stream: id, start: 8, end: 2)), ExportError(400, "start (8 s) is after end (2 s)"))
         XCTAssertEqual(refusal(ExportRequest(stream: id, start: 30)), ExportError(400, "start 30 s is past the stream's end (12 s)"))
         XCTAssertThrowsError(try ExportRequest(arguments: { ["stream": id, "start": "soon"][$0] })) {
-            XCTAssertEqual($0 as? ExportError, ExportError(400, "start=soon is not a number of seconds (0 or more)"))
+            XCTAssertEqual($0 as? ExportError, ExportError(400, "start=soon is not a number of seconds from 0 to 1000000000"))
         }
+        // Issue 29: numbers past what an Int holds were a trap that ended the appliance.
+        for value in ["1e19", "1e308", "9223372036854775807", "-1", "nan", "inf", "1e9000"] {
+            XCTAssertThrowsError(try ExportRequest(arguments: { ["stream": id, "start": value][$0] }), value) {
+                XCTAssertEqual(($0 as? ExportError)?.status, 400, value)
+            }
+        }
+        XCTAssertEqual(refusal(ExportRequest(stream: id, start: 1e9)), ExportError(400, "start 1000000000 s is past the stream's end (12 s)"))
+        XCTAssertEqual(StreamExport.label(12.5), "12.5")
+        XCTAssertEqual(StreamExport.label(1e9), "1000000000")
+        XCTAssertTrue(StreamExport.label(1e20).hasSuffix("e+19"), "past Int64: printed, not converted")
+        XCTAssertEqual(refusal(.recording("nope", start: 1e9))?.status, 404)
         XCTAssertThrowsError(try ExportRequest(arguments: { _ in nil })) { XCTAssertEqual(($0 as? ExportError)?.status, 400) }
         // A stream whose clock was never synchronised has no dates to go by.
         let playlist = root + "/streams/\(id)/playlist.m3u8"
