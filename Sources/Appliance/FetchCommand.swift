@@ -15,6 +15,12 @@ extension CommandLineParser {
             case "--dir": options.dataDirectory = try value(argument)
             case "--list": list = true
             case "--follow": options.follow = true
+            case "--max-bytes":
+                let text = try value(argument)
+                guard case .bytes(let bytes) = try? ConfigFile.minimumFree(text), bytes >= 1 << 20 else {
+                    throw ConfigError("fetch: --max-bytes: expected a size of 1M or more like 500M or 8G, got \(quoted(text))")
+                }
+                options.maxBytes = bytes
             case "--max-bitrate":
                 do { options.maxBitrate = try ConfigFile.bitrate(try value(argument)) } catch let error as ConfigError {
                     throw ConfigError("fetch: --max-bitrate: \(error)")
@@ -52,14 +58,16 @@ extension CommandLineParser {
 
     public static let fetchUsage = """
     Usage: onair fetch URL [--out PATH] [--max-bitrate BITS] [--max-size WxH] [--follow]
-                           [--format mp4|hls] [--keep-days N] [--priority normal|keep] [--dir DIR]
+                           [--max-bytes SIZE] [--format mp4|hls] [--keep-days N]
+                           [--priority normal|keep] [--dir DIR]
            onair fetch --list [--dir DIR]
 
     Copies an fMP4 HLS stream (a multivariant or media playlist over http(s)) for offline
     use: the variant with the highest bit rate not above --max-bitrate and no larger than
     --max-size, with its audio rendition where its sound is one; every segment checked as
     it arrives; progress in media time. Killed or cut off, the same command continues
-    where it was. --follow keeps fetching a live stream until its ENDLIST. --format mp4
+    where it was. --follow keeps fetching a live stream until its ENDLIST, or until the
+    copy holds --max-bytes (default 4G), where it ends as if the stream had. --format mp4
     (default) writes one progressive MP4 (moov first); hls a playable local HLS copy
     (open its index.m3u8 where the sound is a rendition). Without --out, copies go to
     DIR/offline/ (DIR: the data directory, default ./var), where --list shows them.

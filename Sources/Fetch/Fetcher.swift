@@ -19,6 +19,9 @@ public struct FetchOptions: Sendable, Equatable {
     public var maxSize: PictureSize?
     /// Keep fetching a live stream until its ENDLIST.
     public var follow = false
+    /// The most the copy keeps (`--max-bytes`): a followed stream that never ends stops
+    /// there and is finished as if it had (4 GiB unless said).
+    public var maxBytes: Int64 = 4 << 30
     public var format = Format.mp4
     public var keepDays: Int?
     /// `normal` or `keep`, as recordings have.
@@ -48,6 +51,9 @@ public final class Fetcher {
     let clock: MediaClock
     let progress: FetchProgress
     let say: (String) -> Void
+    /// What the copy holds so far (stored and resumed segments), against `maxBytes`.
+    private var kept: Int64 = 0
+
     /// Attempts per segment before the fetch gives up on it, and the pause after each.
     static let attempts = 4
     static let backoffSeconds = [1.0, 2.0, 4.0]
@@ -83,7 +89,23 @@ public final class Fetcher {
         var first: ParsedPlaylist?
         var ended = false
         var targetDuration = 2
+        /// The last reload listed a segment the copy did not have.
+        var grew = true
+
+        /// How long to wait before the next reload (RFC 8216bis §6.3.4): the target
+        /// duration after a playlist that changed, half of it after one that did not, and
+        /// never less than `Fetcher.reloadFloorMs` (a target duration of 0 is no reason to
+        /// ask twenty times a second).
+        var reloadMilliseconds: Int64 {
+            max(Fetcher.reloadFloorMs, Int64(targetDuration) * (grew ? 1000 : 500))
+        }
     }
+
+    /// The shortest wait between two reloads of a followed playlist.
+    static let reloadFloorMs: Int64 = 1000
+    /// The largest playlist read: 400,000 segments, more than three weeks of 2 s ones;
+    /// refused as it arrives, never parsed (a 254 MB one took 2 GB to parse).
+    static let playlistLimit = 32 << 20
 
     public func run() throws -> Result {
         let (out, work) = paths
@@ -102,11 +124,12 @@ public final class Fetcher {
             for name in FileSystem.names(in: folder) ?? [] where name.hasPrefix(".") { unlink(folder + "/" + name) }
         }
         var counts = (fetched: 0, resumed: 0)
+        kept = 0
         while true {
             for r in renditions.indices { try copyListed(&renditions[r], tellsProgress: r == 0, counts: &counts) }
             if let index = choice.localIndex { try AtomicFile.write(Array(index.utf8), to: work + "/index.m3u8") }
             guard options.follow, !renditions.allSatisfy(\.ended) else { break }
-            clock.sleep(until: clock.now() + Int64(renditions[0].targetDuration) * 1_000_000_000)
+            clock.sleep(until: clock.now() + renditions.map(\.reloadMilliseconds).min()! * 1_000_000)
         }
         progress.finish()
         let seconds = renditions[0].copy.seconds
@@ -138,14 +161,21 @@ public final class Fetcher {
         let playlist = try rendition.first ?? parsePlaylist(rendition.url)
         rendition.first = nil
         try rendition.copy.ensureInit(mapURL: try mapURL(playlist, base: rendition.url), http: http)
-        let sequence = playlist.value("EXT-X-MEDIA-SEQUENCE").flatMap(HLSValue.integer) ?? 0
+        let (sequence, targetDuration) = try Self.numbering(playlist, url: rendition.url)
         if tellsProgress {
             progress.total = rendition.copy.seconds + playlist.segments.dropFirst(max(0, rendition.copy.next - sequence)).reduce(0) { $0 + ($1.duration ?? 0) }
         }
         let ownMap = playlist.mapURI
+        let listedBefore = rendition.copy.next
+        var full = false
         for (index, segment) in playlist.segments.enumerated() {
             let number = sequence + index
             guard number >= rendition.copy.next else { continue }
+            guard kept < options.maxBytes else {
+                full = true
+                say("fetch: the copy holds \(kept >> 20) MiB, --max-bytes: it ends at \(Int(rendition.copy.seconds)) s of media")
+                break
+            }
             guard segment.map == ownMap else {
                 throw FetchError("\(rendition.url): segment \(number) needs another init segment (EXT-X-MAP \(segment.map ?? "")): "
                     + "the stream changed its picture there; fetch a lower variant (--max-bitrate, --max-size)")
@@ -153,10 +183,12 @@ public final class Fetcher {
             var ends: LocalCopy.Span?
             if rendition.copy.has(number) {
                 counts.resumed += 1
+                kept += FileSystem.size(rendition.copy.path(number)) ?? 0
             } else {
                 let (bytes, checked) = try fetchChecked(Self.resolve(segment.uri, against: rendition.url), copy: rendition.copy,
                                                         discontinuity: segment.discontinuity)
                 try rendition.copy.store(number, bytes)
+                kept += Int64(bytes.count)
                 ends = checked
                 counts.fetched += 1
             }
@@ -165,9 +197,25 @@ public final class Fetcher {
                 progress.advance(to: rendition.copy.seconds, fetchedNow: segment.duration ?? 0, resumed: !rendition.copy.fetchedThisRun(number))
             }
         }
-        rendition.targetDuration = playlist.value("EXT-X-TARGETDURATION").flatMap(HLSValue.integer) ?? 2
-        rendition.ended = playlist.isEnded
-        try rendition.copy.writePlaylists(ended: playlist.isEnded, targetDuration: rendition.targetDuration)
+        rendition.targetDuration = targetDuration
+        rendition.grew = rendition.copy.next != listedBefore
+        rendition.ended = playlist.isEnded || full
+        try rendition.copy.writePlaylists(ended: rendition.ended, targetDuration: rendition.targetDuration)
+    }
+
+    /// A playlist's first media sequence number and its target duration, checked before
+    /// any arithmetic: every segment's number (sequence + its index, + 1 for the next) must
+    /// fit an Int, and a target duration is at most `HLSValue.longestDuration` (a year).
+    static func numbering(_ playlist: ParsedPlaylist, url: String) throws -> (sequence: Int, targetDuration: Int) {
+        let text = playlist.value("EXT-X-MEDIA-SEQUENCE")
+        guard let sequence = text.map(HLSValue.integer) ?? 0, sequence < Int.max - playlist.segments.count else {
+            throw FetchError("\(url): EXT-X-MEDIA-SEQUENCE:\(text?.prefix(40) ?? "") is not a sequence number its \(playlist.segments.count) segments can follow")
+        }
+        let target = playlist.value("EXT-X-TARGETDURATION")
+        guard let targetDuration = target.map(HLSValue.integer) ?? 2, Double(targetDuration) <= HLSValue.longestDuration else {
+            throw FetchError("\(url): EXT-X-TARGETDURATION:\(target?.prefix(40) ?? "") is not a number of seconds up to a year")
+        }
+        return (sequence, targetDuration)
     }
 
     /// The copy as one progressive movie: the variant's segments, and the sound's beside
@@ -193,7 +241,7 @@ public final class Fetcher {
     }
 
     func parsePlaylist(_ url: String) throws -> ParsedPlaylist {
-        let bytes = try withRetries { try http.get(url) }
+        let bytes = try withRetries { try http.get(url, limit: Self.playlistLimit) }
         guard bytes.starts(with: Array("#EXTM3U".utf8)) || bytes.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) else {
             throw FetchError("\(url): not an HLS playlist (no #EXTM3U)")
         }
@@ -213,7 +261,7 @@ public final class Fetcher {
     /// otherwise); fetched again when it does not, as a failed request is.
     func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Span) {
         try withRetries {
-            let bytes = try http.get(url)
+            let bytes = try http.get(url, limit: FileSystem.segmentLimit)
             switch copy.check(bytes, discontinuity: discontinuity) {
             case .success(let ends): return (bytes, ends)
             case .failure(let why): throw FetchError("\(url): \(why)")

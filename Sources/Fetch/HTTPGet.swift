@@ -22,11 +22,22 @@ public struct FetchError: Error, CustomStringConvertible, Equatable {
 /// and fail them.
 public protocol Getter: AnyObject {
     func get(_ url: String) throws -> [UInt8]
+    /// The body, refused (a FetchError) as soon as it is larger than `limit`.
+    func get(_ url: String, limit: Int) throws -> [UInt8]
+}
+
+extension Getter {
+    public func get(_ url: String, limit: Int) throws -> [UInt8] {
+        let bytes = try get(url)
+        guard bytes.count <= limit else { throw FetchError("\(url): larger than \(limit >> 20) MiB") }
+        return bytes
+    }
 }
 
 /// HTTP(S) GET through libcurl, one easy handle kept for its connection: redirects
-/// followed, TLS verified, a stalled transfer (under 1 kB/s for 10 s) abandoned, bodies
-/// over `limit` refused.
+/// followed, TLS verified, a trickling transfer (under `lowSpeedBytes` a second for
+/// `lowSpeedSeconds`) abandoned, bodies over a limit refused while they arrive, and never
+/// held in more memory than the limit.
 public final class CurlGetter: Getter {
     private static let initialized: Bool = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -53,9 +64,16 @@ public final class CurlGetter: Getter {
         init(limit: Int) { self.limit = limit }
     }
 
-    public func get(_ url: String) throws -> [UInt8] {
+    /// A transfer slower than this (bytes a second, over that many seconds) is a server
+    /// trickling: a 2-second segment of the lowest rung (145 kbit/s) comes at 18 kB/s.
+    public static let lowSpeedBytes = 8192
+    public static let lowSpeedSeconds = 15
+
+    public func get(_ url: String) throws -> [UInt8] { try get(url, limit: limit) }
+
+    public func get(_ url: String, limit: Int) throws -> [UInt8] {
         curl_easy_reset(curl)
-        let body = Body(limit: limit)
+        let body = Body(limit: min(limit, self.limit))
         errorText[0] = 0
         onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
         onair_curl_set_string(curl, CURLOPT_URL, url)
@@ -63,18 +81,24 @@ public final class CurlGetter: Getter {
         onair_curl_set_long(curl, CURLOPT_MAXREDIRS, 5)
         onair_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
         onair_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000)
-        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_LIMIT, 1024)
-        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_TIME, 10)
+        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_LIMIT, Self.lowSpeedBytes)
+        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedSeconds)
         onair_curl_set_write_callback(curl, { data, size, count, context in
             let body = Unmanaged<Body>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
-            guard let data, body.bytes.count + length <= body.limit else { return 0 }  // 0 aborts the transfer
+            let needed = body.bytes.count + length
+            guard let data, needed <= body.limit else { return 0 }  // 0 aborts the transfer
+            // Grown by doubling, but never past the limit: an endless body costs the limit.
+            if needed > body.bytes.capacity { body.bytes.reserveCapacity(min(body.limit, max(needed, body.bytes.capacity * 2))) }
             body.bytes += UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self)
             return length
         }, Unmanaged.passUnretained(body).toOpaque())
         let code = curl_easy_perform(curl)
         guard code == CURLE_OK else {
-            if code == CURLE_WRITE_ERROR { throw FetchError("\(url): larger than \(limit >> 20) MiB") }
+            if code == CURLE_WRITE_ERROR { throw FetchError("\(url): larger than \(body.limit >> 20) MiB") }
+            if code == CURLE_OPERATION_TIMEDOUT, String(cString: errorText).contains("too slow") {
+                throw FetchError("\(url): slower than \(Self.lowSpeedBytes / 1024) kB/s for \(Self.lowSpeedSeconds) s (the server is trickling)")
+            }
             let detail = String(cString: errorText)
             throw FetchError("\(url): \(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)")
         }

@@ -41,8 +41,8 @@ struct LocalCopy {
     mutating func ensureInit(mapURL: String, http: Getter) throws {
         guard initSegment.isEmpty else { return }
         let path = work + "/init.mp4"
-        var bytes = FileSystem.read(path) ?? []
-        if bytes.isEmpty { bytes = try http.get(mapURL) }
+        var bytes = FileSystem.read(path, limit: FileSystem.smallLimit) ?? []
+        if bytes.isEmpty { bytes = try http.get(mapURL, limit: FileSystem.smallLimit) }
         do {
             tracks = try FragmentedFile.movieTracks(inInit: bytes)
             trex = try ParsedInit(bytes: bytes).trex
@@ -67,11 +67,13 @@ struct LocalCopy {
         guard !trafs.isEmpty else { return .failure(FetchError("no moof")) }
         var ends = Span()
         for traf in trafs {
-            if ends.starts[traf.trackID] == nil { ends.starts[traf.trackID] = Int64(traf.baseDecodeTime) }
-            ends.ends[traf.trackID] = Int64(traf.baseDecodeTime) + Int64(traf.duration)
+            guard let span = traf.decodeSpan else { return .failure(FetchError("track \(traf.trackID): tfdt \(traf.baseDecodeTime) is out of range")) }
+            if ends.starts[traf.trackID] == nil { ends.starts[traf.trackID] = span.lowerBound }
+            ends.ends[traf.trackID] = span.upperBound
             guard !discontinuity, let want = expected[traf.trackID], let track = tracks.first(where: { $0.trackID == traf.trackID }) else { continue }
             // Within 10 ms: packagers round the audio's start to their own sample grid.
-            if abs(Int64(traf.baseDecodeTime) - want) > Int64(track.timescale) / 100 {
+            // (Both are in 0..<2^63: their difference cannot overflow.)
+            if abs(span.lowerBound - want) > Int64(track.timescale) / 100 {
                 return .failure(FetchError("track \(traf.trackID) starts at tfdt \(traf.baseDecodeTime), where the previous segment ended at \(want)"))
             }
         }

@@ -210,6 +210,15 @@ public struct ParsedSegment: Sendable {
         public var samples: [Sample]
         public var dataInsideMdat: Bool
         public var duration: UInt64 { samples.reduce(0) { $0 &+ UInt64($1.duration) } }
+        /// The decode times its samples span, as signed ticks; nil when its end lies past
+        /// Int64 (a `tfdt` of 2^63 or more is legal in a version-1 box, §8.8.12, but no
+        /// stream reaches it: seconds × timescale overflows first). Readers of outside
+        /// fragments compute with this, never with a converted `baseDecodeTime`.
+        public var decodeSpan: Range<Int64>? {
+            guard let start = Int64(exactly: baseDecodeTime), let length = Int64(exactly: duration) else { return nil }
+            let (end, overflow) = start.addingReportingOverflow(length)
+            return overflow ? nil : start..<end
+        }
     }
     public struct Fragment: Sendable {
         public var sequenceNumber: UInt32

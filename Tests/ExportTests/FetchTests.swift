@@ -199,6 +199,54 @@ final class FetchTests: XCTestCase {
         XCTAssertEqual(try fetcher(once, http).run().fetched, 2, "without --follow: what is listed now")
     }
 
+    /// RFC 8216bis §6.3.4 as issue 29 asks: a target duration after a playlist that grew,
+    /// half of one after one that did not, and never faster than a second (TARGETDURATION:0
+    /// reloaded 22 times a second).
+    func testReloadsWaitATargetDurationOrHalfOneAndNeverLessThanASecond() {
+        var rendition = Fetcher.Rendition(url: "u", copy: LocalCopy(work: "/nonexistent"))
+        rendition.targetDuration = 6
+        XCTAssertEqual(rendition.reloadMilliseconds, 6000)
+        rendition.grew = false
+        XCTAssertEqual(rendition.reloadMilliseconds, 3000)
+        rendition.targetDuration = 0
+        XCTAssertEqual(rendition.reloadMilliseconds, 1000)
+        rendition.grew = true
+        XCTAssertEqual(rendition.reloadMilliseconds, 1000)
+    }
+
+    /// Issue 29: what a followed stream keeps is bounded (`--max-bytes`): an endless one
+    /// ends there, as if it had ended, with a playable copy of what was kept.
+    func testFollowStopsAtMaxBytesAndFinishesTheCopy() throws {
+        let (root, id) = try storedStream()
+        let segment = try XCTUnwrap(FileSystem.size(root + "/streams/\(id)/seg/000001.m4s"))
+        var options = FetchOptions(url: "http://device/streams/\(id)/playlist.m3u8")
+        options.out = root + "/endless.mp4"
+        options.follow = true
+        options.maxBytes = 2 * segment + 1
+        let http = DirectoryGetter(root: root)
+        http.playlist = { $0.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "") }  // it never ends
+        let result = try fetcher(options, http).run()
+        XCTAssertEqual(result.fetched, 3, "the segment that crossed the bound is the last")
+        XCTAssertEqual(result.seconds, 6, accuracy: 0.001)
+        XCTAssertEqual(http.requests["/streams/\(id)/playlist.m3u8"], 1, "no reload once full")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: options.out!))
+    }
+
+    /// Issue 29: a body larger than its bound is refused as it arrives (held in no more
+    /// than the bound), and a server that trickles is given up on.
+    func testAnEndlessBodyAndATricklingServerAreEachOneLine() throws {
+        let endless = try RecordingServer(reply: { _ in .answer(200, headers: [:], body: [UInt8](repeating: 0x41, count: 80 << 20)) })
+        let getter = CurlGetter()
+        let big = "http://127.0.0.1:\(endless.port)/seg/000001.m4s"
+        XCTAssertThrowsError(try getter.get(big, limit: FileSystem.segmentLimit)) { XCTAssertEqual("\($0)", "\(big): larger than 64 MiB") }
+        let slow = try RecordingServer(reply: { _ in .answer(200, headers: [:], body: [UInt8](repeating: 0x41, count: 200_000)) })
+        slow.replyThrottle = 1500
+        let trickle = "http://127.0.0.1:\(slow.port)/seg/000001.m4s"
+        XCTAssertThrowsError(try getter.get(trickle, limit: FileSystem.segmentLimit)) {
+            XCTAssertEqual("\($0)", "\(trickle): slower than 8 kB/s for 15 s (the server is trickling)")
+        }
+    }
+
     func testHLSFormatKeepsAPlayableLocalCopy() throws {
         let (root, id) = try storedStream()
         var options = FetchOptions(url: "http://device/streams/\(id)/index.m3u8")
@@ -297,6 +345,12 @@ final class FetchTests: XCTestCase {
         XCTAssertTrue(failure("http://device/streams/\(id)/playlist.m3u8") {
             $0.replacingOccurrences(of: "#EXT-X-MAP:URI=\"init.mp4\"\n", with: "").replacingOccurrences(of: ".m4s", with: ".ts")
         }.hasSuffix("MPEG-TS segments are not supported (onair fetches fragmented-MP4 HLS, which has EXT-X-MAP)"))
+        // Issue 29: numbers at the edges of Int64 are one line each, never a trap.
+        let url = "http://device/streams/\(id)/playlist.m3u8"
+        XCTAssertEqual(failure(url) { $0.replacingOccurrences(of: "#EXT-X-TARGETDURATION:2", with: "#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:9223372036854775807") },
+                       "\(url): EXT-X-MEDIA-SEQUENCE:9223372036854775807 is not a sequence number its 6 segments can follow")
+        XCTAssertEqual(failure(url) { $0.replacingOccurrences(of: "#EXT-X-TARGETDURATION:2", with: "#EXT-X-TARGETDURATION:99999999999") },
+                       "\(url): EXT-X-TARGETDURATION:99999999999 is not a number of seconds up to a year")
         try FileManager.default.removeItem(atPath: root + "/streams/\(id)/seg/000006.m4s")
         XCTAssertEqual(failure("http://device/streams/\(id)/playlist.m3u8"),
                        "http://device/streams/\(id)/seg/000006.m4s: HTTP 404", "a 404 is not retried")
