@@ -127,7 +127,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// go by record.keep_days.
     private static func recover(_ settings: Settings, publisher: Publisher?, recordings: Recordings, log: Log) {
         let skipped: (Recovery.Skipped) -> Void = { log(.recoverySkipped, level: .error, ("path", $0.path), ("reason", $0.reason)) }
-        for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped) {
+        let removed: (String) -> Void = { log(.recoveryRemovedEmpty, level: .warn, ("path", $0), ("reason", "no segment was stored")) }
+        for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped, removed: removed) {
             if stream.wasInterrupted { log(.streamRecovered, level: .warn, ("id", stream.id), ("segments", stream.segments)) }
             if let pending = publisher?.resume(stream.id, segments: stream.segments, multivariantRewritten: stream.multivariantRewritten),
                pending > 0 {
@@ -187,7 +188,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
         ], control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
-                     "/api/forget": Self.forget(publisher: publisher, log: log)],
+                     "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
            liveEdge: liveEdge, device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
@@ -199,11 +200,15 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
 
     /// `POST /api/forget?stream=ID`: the owner deleted a published stream at the
     /// destination; the board's streams.json stops listing it (and it is not published
-    /// again).
-    static func forget(publisher: Publisher?, log: Log) -> WebServer.Control {
+    /// again). The stream being recorded is refused (409): its owner stops it first, so
+    /// a forget never pulls the ground from under the live output.
+    static func forget(publisher: Publisher?, live: @escaping @Sendable () -> String?, log: Log) -> WebServer.Control {
         { argument in
             guard let publisher else { throw WebServer.ControlRefusal(409, "this board publishes nowhere (publish.url is not set)") }
             guard let id = argument("stream"), !id.isEmpty else { throw WebServer.ControlRefusal(400, "stream=ID is required") }
+            guard id != live() else {
+                throw WebServer.ControlRefusal(409, "\(id) is being recorded now: stop it first (POST /api/record/stop), then forget it")
+            }
             do { try publisher.forgetPublished(id) } catch { throw WebServer.ControlRefusal(404, "\(error)") }
             log(.streamForgotten, ("id", id), ("source", "api"))
             return JSON.fields(["forgotten": id]).bytes

@@ -39,6 +39,9 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     let jitter: @Sendable () -> Double
     var plans: [String: PublishPlan] = [:]
     var order: [String] = []
+    /// Streams dropped for good (forgotten by their owner, or deleted for space): what the
+    /// media thread still reports of one is ignored, never a plan begun mid-stream.
+    var dropped = Set<String>()
     /// What a worker does: a stream's job, the list of streams, or a file of the site.
     enum Work {
         case stream(String, PublishPlan.Job)
@@ -170,6 +173,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     /// Inside `locked`: stream `id` is no longer published (its plan and queued jobs go).
     func dropPlan(_ id: String) {
+        dropped.insert(id)
         plans[id] = nil
         order.removeAll { $0 == id }
         ready.removeAll { $0.id == id }
@@ -185,6 +189,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     private func update(_ id: String, _ change: (inout PublishPlan) -> Void) {
         locked {
+            guard !dropped.contains(id) else { return }
             if plans[id] == nil {
                 plans[id] = PublishPlan(id: id, retry: retry, renditions: renditions(id))
                 order.append(id)

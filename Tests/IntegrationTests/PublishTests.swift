@@ -140,6 +140,15 @@ final class PublishTests: XCTestCase {
         let forgotten = try HTTPClient.request(port: port, "/api/forget?stream=\(second)", method: "POST", headers: auth)
         XCTAssertEqual(forgotten.status, 200, forgotten.text)
         XCTAssertEqual(try wait { $0 == [running[0]] }, [running[0]], "only the live stream is left")
+        // Issue 29: forgetting the stream being recorded trapped onair at its next segment.
+        let live = running[0]
+        let busy = try HTTPClient.request(port: port, "/api/forget?stream=\(live)", method: "POST", headers: auth)
+        XCTAssertEqual(busy.status, 409, busy.text)
+        XCTAssertEqual(busy.text, "\(live) is being recorded now: stop it first (POST /api/record/stop), then forget it\n")
+        let beside = try runTool(onairBinary(), ["forget", live] + board)
+        XCTAssertEqual(beside.status, 2, beside.stderr)
+        XCTAssertEqual(beside.stderr, "onair: forget: \(live) is still being recorded (its playlist has no EXT-X-ENDLIST): stop it first\n")
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/streams").status, 200, "still running")
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         XCTAssertTrue(onair.stderr.contains("event=stream.forgotten id=\(second) source=api"), onair.stderr)

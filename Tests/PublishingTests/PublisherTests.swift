@@ -139,6 +139,32 @@ final class PublisherTests: XCTestCase {
         XCTAssertEqual(try listed(), ["s4", "s3"])
     }
 
+    /// Issue 29: a stream forgotten (or deleted) while its writer still stores segments
+    /// trapped the live thread at the next one; what comes of it now is ignored.
+    func testAStreamForgottenMidStreamIsNotTakenUpAgain() throws {
+        let origin = FakeOrigin { _, _ in false }
+        let clock = ManualClock()
+        let publisher = Publisher(root: root, destination: "fake", folder: "cam1", parallel: 2,
+                                  retry: RetryPolicy(quickMilliseconds: [5], maximumMilliseconds: 40), log: EventNames().log,
+                                  clock: clock, threads: false, makeTransport: { origin.transport() })
+        let description = StreamDescription(codecs: ["avc1.64001f"], width: 1280, height: 720, fps: 30, configuredBitrate: 100_000, targetDuration: 1)
+        let writer = try StreamWriter(root: root, id: "live", description: description, initSegment: [0, 0, 0, 8, 0x66, 0x72, 0x65, 0x65],
+                                      observer: publisher.observe)
+        var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 90_000), tracks: .init(audio: nil),
+                                  timeline: Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_796_229_753_000), nominalFrameDuration: 3000)
+        var reports: [SegmentReport] = []
+        for i in 0..<90 { reports += segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 30 == 0, size: 500)) }
+        reports += segmenter.finish()
+        try writer.append(reports[0])
+        XCTAssertTrue(pump(publisher, clock))
+        try publisher.forgetPublished("live")
+        for report in reports.dropFirst() { try writer.append(report) }
+        try writer.finish()
+        XCTAssertTrue(pump(publisher, clock))
+        XCTAssertEqual(publisher.status.streamsPublishing, 0)
+        XCTAssertNil(origin.body("cam1/streams/live/seg/000002.m4s"), "nothing of it is published again")
+    }
+
     /// A damaged index is set aside (kept for a person) and rebuilt from what the board holds.
     func testADamagedIndexIsSetAsideAndRebuilt() throws {
         let key = Publisher.journalKey(destination: "fake", folder: "cam1")
