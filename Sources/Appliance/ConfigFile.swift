@@ -335,7 +335,9 @@ public enum ConfigFile {
     static func decimal(_ text: String, scale: Int) throws -> Int? {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         guard let whole = parts.first, !whole.isEmpty || parts.count == 2, whole.allSatisfy(\.isASCIIDigitish) else { return nil }
-        var result = (Int(whole) ?? 0).multipliedReportingOverflow(by: scale)
+        // Digits past what an Int holds are too many, not 0.
+        guard let wholeValue = whole.isEmpty ? 0 : Int(whole) else { return nil }
+        var result = wholeValue.multipliedReportingOverflow(by: scale)
         guard !result.overflow else { return nil }
         if parts.count == 2 {
             let fraction = parts[1]
@@ -343,9 +345,10 @@ public enum ConfigFile {
             var place = scale
             for digit in fraction {
                 place /= 10
-                let d = Int(String(digit))!
+                let d = Int(digit.asciiValue! - 0x30)
                 if place == 0 { if d != 0 { return nil } else { continue } }
-                result.partialValue += d * place
+                result = result.partialValue.addingReportingOverflow(d * place)
+                guard !result.overflow else { return nil }
             }
         }
         return result.partialValue
@@ -384,6 +387,8 @@ func fourHexDigits(_ value: UInt32) -> String {
 }
 
 extension Character {
-    var isASCIIDigitish: Bool { ("0"..."9").contains(self) }
+    /// 0–9 and nothing else: `("0"..."9").contains` also holds "1" + a combining keycap,
+    /// which `Int(_:)` then refuses (a force-unwrap trap on a config value).
+    var isASCIIDigitish: Bool { asciiValue.map { (0x30...0x39).contains($0) } ?? false }
 }
 

@@ -14,6 +14,17 @@ final class ConfigHardeningTests: XCTestCase {
         do { _ = try parse(text); return "no error" } catch { return "\(error)" }
     }
 
+    /// Issue 29: numbers at the edge of an Int, and digits that are not ASCII, are one
+    /// line each; they trapped (an overflowing sum, a force-unwrap) or became 0.
+    func testDecimalsPastAnIntAreErrorsNotTrapsOrZero() throws {
+        XCTAssertNil(try ConfigFile.decimal("9223372036854775.808", scale: 1000))
+        XCTAssertEqual(try ConfigFile.decimal("9223372036854775.807", scale: 1000), .max)
+        XCTAssertNil(try ConfigFile.decimal("99999999999999999999", scale: 1))
+        XCTAssertNil(try ConfigFile.decimal("0.1\u{20E3}", scale: 1000), "a keycap digit")
+        XCTAssertTrue(error("[session]\nduration = 9223372036854775.808\n").hasPrefix("onair.conf:2: session.duration"))
+        XCTAssertTrue(error("[record]\npreroll_seconds = 1\u{20E3}\n").hasPrefix("onair.conf:2:"))
+    }
+
     func testCRLFLinesAreLines() throws {
         let settings = try parse("[video]\r\nfps = 25\r\n[publish.s3]\r\nsecret_key = hunter2hunter2\r\n")
         XCTAssertEqual(settings.fps, 25)
