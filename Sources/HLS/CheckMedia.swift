@@ -263,7 +263,19 @@ extension StreamChecker {
     mutating func checkMap(_ p: ParsedPlaylist, path: String, into summary: inout MediaSummary) -> ParsedInit? {
         guard !p.segments.isEmpty, let mapURI = p.mapURI else { return nil }
         let initPath = resolve(mapURI, against: path)
-        guard let initBytes = read(initPath, "the EXT-X-MAP") else { return nil }
+        guard var initBytes = read(initPath, "the EXT-X-MAP") else { return nil }
+        // BYTERANGE="n@o" (§4.4.4.5): the init is that part of the file, which must hold it (P8).
+        if let text = p.value("EXT-X-MAP").flatMap({ ParsedPlaylist.attributes($0)["BYTERANGE"] }) {
+            guard let range = HLSValue.byteRange(text), let offset = range.offset else {
+                error("P7", initPath, "EXT-X-MAP BYTERANGE \"\(text.prefix(40))\" is not n@o in decimal-integers")
+                return nil
+            }
+            guard offset <= UInt64(initBytes.count), range.length <= UInt64(initBytes.count) - offset else {
+                error("P8", initPath, "EXT-X-MAP BYTERANGE \(text) lies past the end of the file (\(initBytes.count) bytes)")
+                return nil
+            }
+            initBytes = Array(initBytes[Int(offset)..<Int(offset + range.length)])
+        }
         return checkInit(initBytes, initPath, into: &summary)
     }
 

@@ -83,6 +83,23 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(errors(ranged("\(size)")).contains { $0.rule == "P8" }, "no offset and no range before it")
     }
 
+    /// Issue 29: an EXT-X-MAP BYTERANGE past the end of init.mp4 passed validate.
+    func testTheMapsByteRangeIsCheckedAgainstTheInit() {
+        let files = StreamBuilder.make()
+        let size = files.files["init.mp4"]!.count
+        func mapped(_ range: String) -> MemoryFiles {
+            let copy = MemoryFiles()
+            copy.files = files.files
+            copy["playlist.m3u8"] = files["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-MAP:URI=\"init.mp4\"",
+                                                                                 with: "#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"\(range)\"")
+            return copy
+        }
+        XCTAssertEqual(errors(mapped("\(size)@0")).map(\.rule), [], "the whole init as a range")
+        XCTAssertEqual(errors(mapped("\(size)@1")).map(\.rule), ["P8"], "one byte past the end")
+        XCTAssertEqual(errors(mapped("18446744073709551615@18446744073709551615")).map(\.rule), ["P8"])
+        XCTAssertEqual(errors(mapped("\(size)")).map(\.rule), ["P7"], "a MAP's range needs its offset")
+    }
+
     func testCRLFPlaylistsAreRead() {
         let files = StreamBuilder.make()
         for name in ["index.m3u8", "playlist.m3u8"] { files[name] = files[name]!.replacingOccurrences(of: "\n", with: "\r\n") }
