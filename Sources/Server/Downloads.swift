@@ -4,6 +4,7 @@ import Glibc
 import CMicroHTTPD
 import Files
 import Media
+import Threading
 
 extension WebServer {
     /// A file made on request from the URL's arguments: what to send and its name, or why
@@ -24,9 +25,15 @@ extension WebServer {
 
     /// The whole file, or the one byte range asked for (RFC 9110 §14), as an attachment
     /// named after what it holds; an ETag of its size and name, so a resumed download of a
-    /// live stream that has grown since can tell (If-Range, §13.1.5).
+    /// live stream that has grown since can tell (If-Range, §13.1.5). At most
+    /// `DownloadGate.slots` at once, made on its low-priority thread: the rest are a 503
+    /// with Retry-After, so exports never starve the live path or the viewers (issue 29).
     func download(_ url: String, _ download: Download, header: (String) -> String?, argument: (String) -> String?) -> Reply {
-        switch download.make(argument) {
+        guard let slot = downloadGate.take() else {
+            return Reply(status: 503, body: .bytes(JSON.fields(["error": "\(downloadGate.slots) downloads are being made now; try again shortly"]).bytes),
+                         headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("Retry-After", "2")])
+        }
+        switch downloadGate.make(download, argument) {
         case .refused(let status, let message):
             return Reply(status: status, body: .bytes(JSON.fields(["error": message]).bytes),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
@@ -38,13 +45,13 @@ extension WebServer {
             let ranged = header("If-Range").map { $0 == etag } ?? true
             switch ranged ? ByteRange.parse(header("Range"), size: size) : .none {
             case .none:
-                return Reply(status: 200, body: .joined(file, offset: 0, length: size), headers: headers)
+                return Reply(status: 200, body: .joined(file, offset: 0, length: size, holding: slot), headers: headers)
             case .unsatisfiable:
                 headers.append(("Content-Range", "bytes */\(size)"))
                 return Reply(status: 416, body: .bytes([]), headers: headers)
             case .range(let first, let last):
                 headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
-                return Reply(status: 206, body: .joined(file, offset: first, length: last - first + 1), headers: headers)
+                return Reply(status: 206, body: .joined(file, offset: first, length: last - first + 1, holding: slot), headers: headers)
             }
         }
     }
@@ -58,9 +65,13 @@ extension WebServer {
     /// for them (64 KiB at a time): the file is never in memory. A read that fails (a
     /// segment deleted for space mid-download) ends the response with an error, so the
     /// client sees a short transfer, not wrong bytes.
-    static func response(_ file: JoinedFile, offset: Int64, length: Int64) -> OpaquePointer? {
-        final class Reading { let file: JoinedFile; let offset: Int64; init(_ file: JoinedFile, _ offset: Int64) { self.file = file; self.offset = offset } }
-        let context = Unmanaged.passRetained(Reading(file, offset)).toOpaque()
+    /// `holding` is released with the response, once it is sent or its client has gone.
+    static func response(_ file: JoinedFile, offset: Int64, length: Int64, holding: AnyObject?) -> OpaquePointer? {
+        final class Reading {
+            let file: JoinedFile, offset: Int64, holding: AnyObject?
+            init(_ file: JoinedFile, _ offset: Int64, _ holding: AnyObject?) { (self.file, self.offset, self.holding) = (file, offset, holding) }
+        }
+        let context = Unmanaged.passRetained(Reading(file, offset, holding)).toOpaque()
         return MHD_create_response_from_callback(UInt64(length), 64 * 1024, { context, position, buffer, max in
             let reading = Unmanaged<Reading>.fromOpaque(context!).takeUnretainedValue()
             guard let buffer, let count = try? reading.file.read(at: reading.offset + Int64(position), into: buffer, count: max),
@@ -68,4 +79,60 @@ extension WebServer {
             return count
         }, context, { context in Unmanaged<AnyObject>.fromOpaque(context!).release() })
     }
+}
+
+/// Downloads made on request (exports) are CPU work a viewer must never wait behind: at
+/// most `slots` at once, each held from its request until its response is sent, and each
+/// made on one thread of low priority (nice 10) while the server's thread waits for it.
+final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planner` is its own
+    let slots: Int
+    private let lock = Lock()
+    private var busy = 0
+    private let planner = SerialWorker(name: "onair-export")
+
+    /// Half the cores (one on a 2-core board): the rest stay with the pipeline and serving.
+    init(slots: Int) {
+        self.slots = slots
+        // Linux keeps a nice value per thread: this one, and only it, yields to the others.
+        planner.async { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
+    }
+
+    /// Held until released (by its deinit); nil when every slot is taken.
+    final class Slot {
+        private let gate: DownloadGate
+        fileprivate init(_ gate: DownloadGate) { self.gate = gate }
+        deinit { gate.lock.withLock { gate.busy -= 1 } }
+    }
+
+    func take() -> Slot? {
+        lock.withLock { () -> Bool in
+            guard busy < slots else { return false }
+            busy += 1
+            return true
+        } ? Slot(self) : nil
+    }
+
+    var inFlight: Int { lock.withLock { busy } }
+
+    /// `download.make` on the low-priority thread; the calling thread waits (its request's
+    /// arguments stay readable: libmicrohttpd leaves the connection alone until it returns).
+    func make(_ download: WebServer.Download, _ argument: (String) -> String?) -> WebServer.Download.Answer {
+        withoutActuallyEscaping(argument) { argument in
+            final class Box: @unchecked Sendable {  // written by the planner before `done` fires, read after
+                var answer: WebServer.Download.Answer?
+                let argument: (String) -> String?
+                init(_ argument: @escaping (String) -> String?) { self.argument = argument }
+            }
+            let box = Box(argument)
+            let done = Completion()
+            planner.async {
+                box.answer = download.make(box.argument)
+                done.signal()
+            }
+            done.wait()
+            return box.answer!
+        }
+    }
+
+    func stop() { planner.stop() }
 }

@@ -57,6 +57,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     private let control: [String: Control]
     /// GET files made on request from the URL's arguments (`/api/export`), with ranges.
     let downloads: [String: Download]
+    /// How many of them at once, and the thread that makes them.
+    let downloadGate: DownloadGate
     private let token: String?
     /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
     let liveEdge: LiveEdge?
@@ -78,12 +80,16 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         /// A request head must be complete this long after the connection opened or the
         /// previous response was sent.
         public var requestSeconds: Double
+        /// Downloads made on request (exports) at once: half the cores, at least one.
+        public var downloads: Int
 
-        public init(connections: Int, perAddress: Int = 32, idleSeconds: Int = 15, requestSeconds: Double = 5) {
+        public init(connections: Int, perAddress: Int = 32, idleSeconds: Int = 15, requestSeconds: Double = 5,
+                    downloads: Int = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) / 2)) {
             self.connections = connections
             self.perAddress = perAddress
             self.idleSeconds = idleSeconds
             self.requestSeconds = requestSeconds
+            self.downloads = max(1, downloads)
         }
 
         /// A quarter of the soft open-file limit (256 of systemd's default 1024), at most
@@ -111,6 +117,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         self.log = log
         self.api = api
         self.downloads = downloads
+        downloadGate = DownloadGate(slots: limits.downloads)
         self.control = control
         self.token = token
         self.liveEdge = liveEdge
@@ -214,7 +221,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// empty). A response queued at the first call closes the connection, so answers are
     /// given at the second and players keep their connection; what is refused is refused
     /// at the first, before a body is read or `100 Continue` invites one (RFC 9110 §10.1.1).
-    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, state in
+    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, _, uploadSize, state in
         let server = server(cls)
         guard let connection, let state else { return .NO }
         let method = String(cString: method!)
@@ -230,6 +237,12 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             if state.pointee == nulInPath {
                 state.pointee = nil
                 return server.send(Reply(status: 400, body: .bytes(Array("a NUL in the path\n".utf8)),
+                                         headers: [("Content-Type", "text/plain")]), on: connection)
+            }
+            // RFC 9112 §3.2: an HTTP/1.1 request without Host is answered 400.
+            if let version, String(cString: version) == "HTTP/1.1", server.headerReader(connection)("Host") == nil {
+                state.pointee = nil
+                return server.send(Reply(status: 400, body: .bytes(Array("an HTTP/1.1 request needs a Host header\n".utf8)),
                                          headers: [("Content-Type", "text/plain")]), on: connection)
             }
             if method == "POST", let refusal = server.refusal(String(cString: url!), header: server.headerReader(connection)) {
@@ -258,6 +271,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
                 while heldState.count > 0 && heldCondition.wait(untilNanoseconds: limit) {}
             }
             MHD_stop_daemon(daemon)
+            downloadGate.stop()
             heldTimer.stop()
             guard_.stop()
             logger.deallocate()
@@ -295,7 +309,11 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         var status: UInt32
         var body: Body
         var headers: [(String, String)] = []
-        enum Body { case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64), joined(JoinedFile, offset: Int64, length: Int64) }
+        enum Body {
+            case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64)
+            /// Pieces of files; `holding` lives as long as the response (a download's slot).
+            case joined(JoinedFile, offset: Int64, length: Int64, holding: AnyObject? = nil)
+        }
     }
 
     /// A request header's whole value, by its length.
@@ -406,7 +424,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     private func serveFile(_ url: String, header: (String) -> String?) -> Reply {
         let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
         guard let path = resolve(url) else { return notFound }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO planted in the data directory must not hold a server thread.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return notFound }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { close(fd); return notFound }
@@ -443,8 +462,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         case .file(let fd, let offset, let length):
             // MHD owns the descriptor from here and sends it with sendfile where it can.
             response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd, UInt64(offset))
-        case .joined(let file, let offset, let length):
-            response = Self.response(file, offset: offset, length: length)
+        case .joined(let file, let offset, let length, let holding):
+            response = Self.response(file, offset: offset, length: length, holding: holding)
         }
         guard let response else { return .NO }
         for (name, value) in reply.headers { MHD_add_response_header(response, name, value) }

@@ -1,6 +1,11 @@
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import Server
 import TestSupport
+import Threading
+import Files
 
 /// Issue 13, parts 3 and 6: what one hostile client could do to the built-in server.
 final class ServerHardeningTests: XCTestCase {
@@ -34,6 +39,56 @@ final class ServerHardeningTests: XCTestCase {
         guard let socket = RawSocket(port: port, from: source) else { return "no connection" }
         socket.send(request)
         return String(decoding: socket.response(), as: UTF8.self)
+    }
+
+    /// RFC 9112 §3.2 (issue 29): HTTP/1.1 without Host is a 400; HTTP/1.0 has no Host.
+    func testAnHTTP11RequestWithoutHostIsRefused() throws {
+        try start()
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 400"))
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        XCTAssertTrue(exchange("GET \(playlist) HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+    }
+
+    /// A FIFO planted among a stream's files is a 404, never a server thread held open.
+    func testAFIFOInTheDataDirectoryIsNotServed() throws {
+        try start()
+        XCTAssertEqual(mkfifo(root + "/streams/s/seg.m4s", 0o644), 0)
+        XCTAssertTrue(exchange("GET /streams/s/seg.m4s HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 404"))
+    }
+
+    /// Issue 29: exports are made one at a time on a 2-core board (half the cores), on a
+    /// thread of low priority; the rest get a 503 with Retry-After, and viewers are served.
+    func testExportsTakeTheirSlotsAndViewersStillGetAnswers() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("onair-hard-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/streams/s", withIntermediateDirectories: true)
+        try "#EXTM3U\n".write(toFile: root + playlist, atomically: true, encoding: .utf8)
+        try Data(repeating: 7, count: 1000).write(to: URL(fileURLWithPath: root + "/movie"))
+        let release = Completion(), planning = Completion()
+        final class Niceness: @unchecked Sendable { var value: Int32 = 0 }  // written before `planning` fires
+        let niceness = Niceness()
+        let movie = root + "/movie"
+        server = try WebServer(listen: "127.0.0.1:0", root: root, downloads: ["/api/export": .init { argument in
+            if argument("wait") != nil {
+                errno = 0
+                niceness.value = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+                planning.signal()
+                release.wait()
+            }
+            return .file(JoinedFile([.init(.path(movie), offset: 0, length: 1000)]), name: "m.mp4", contentType: "video/mp4")
+        }], limits: .init(connections: 64, downloads: 1))
+        let first = WorkerThread(name: "test-export") { [port] in
+            _ = try? HTTPClient.request(port: port, "/api/export?wait=1")
+        }
+        planning.wait()
+        XCTAssertEqual(niceness.value, 10, "made at low priority")
+        let busy = try HTTPClient.request(port: port, "/api/export")
+        XCTAssertEqual(busy.status, 503)
+        XCTAssertEqual(busy.header("Retry-After"), "2")
+        XCTAssertEqual(try HTTPClient.request(port: port, playlist).status, 200, "a viewer is served meanwhile")
+        release.signal()
+        first.join()
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/export").status, 200, "the slot is free once the first was sent")
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/export").body.count, 1000)
     }
 
     func testANULInThePathIsRefused() throws {
