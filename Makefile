@@ -106,8 +106,9 @@ bench: test-deps build
 FUZZ_CASES ?= 200000
 FUZZ_SEED ?= 1
 fuzz: test-deps
+	$(SWIFT_RELEASE) --product onair
 	$(SWIFT_RELEASE) --product onair-fuzz
-	.build/release/onair-fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --crashes fuzz-crashes
+	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) .build/release/onair-fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --crashes fuzz-crashes
 
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
 image: image-deps

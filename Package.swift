@@ -64,7 +64,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Appliance", "Files", "HLS", "MP4", "Media", "Server", "TestSupport"]),
+        .target(name: "Fuzzing", dependencies: ["Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
                                                    "Devices", "TestSupport"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "HLS", "Threading", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
                                                       "Publishing", "Recording"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch"]),

@@ -15,6 +15,7 @@ public enum FuzzRunner {
     public static func run(_ target: FuzzTarget, cases: Int, seed: UInt64, crashDirectory: String? = nil,
                            hangSeconds: UInt32 = 10, progress: (Int) -> Void = { _ in }) -> Result {
         let started = monotonicSeconds()
+        target.prepare()
         if let crashDirectory { install(directory: crashDirectory, target: target.name) }
         for number in 0..<cases {
             let input = target.input(case: number, seed: seed)

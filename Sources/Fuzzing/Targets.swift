@@ -13,13 +13,27 @@ public struct FuzzTarget: Sendable {
     public let seeds: [[UInt8]]
     let textual: Bool
     let check: @Sendable ([UInt8]) -> Void
+    /// Brings up what every case needs (a running server), before any case is timed.
+    let prepare: @Sendable () -> Void
+
+    init(name: String, seeds: [[UInt8]], textual: Bool, prepare: @escaping @Sendable () -> Void = {},
+         check: @escaping @Sendable ([UInt8]) -> Void) {
+        self.name = name
+        self.seeds = seeds
+        self.textual = textual
+        self.prepare = prepare
+        self.check = check
+    }
 
     public func mutate(_ input: [UInt8], _ mutator: inout Mutator) -> [UInt8] {
         textual ? mutator.mutateText(input) : mutator.mutateBytes(input, boxes: true)
     }
 
     /// Runs one input; a promise broken (not a thrown error) stops the process with what.
-    public func run(_ input: [UInt8]) { check(input) }
+    public func run(_ input: [UInt8]) {
+        prepare()
+        check(input)
+    }
 
     /// The input for case `number` (0-based): a seed, mutated unless it is a seed's own turn.
     public func input(case number: Int, seed: UInt64) -> [UInt8] {
@@ -40,9 +54,12 @@ public enum FuzzTargets {
     static let stream = StreamBuilder.make(seconds: 4)
     static let secret = "FUZZSECRETFUZZSECRET42"
 
-    public static let all: [FuzzTarget] = [boxes, playlist, stream_, config, range]
+    /// The targets that run in this process.
+    public static let all: [FuzzTarget] = [boxes, playlist, stream_, config, range, fetch]
+    /// The targets that send requests to a server: a round trip per case.
+    public static let servers: [FuzzTarget] = [http, api]
 
-    public static func named(_ name: String) -> FuzzTarget? { (all + [http]).first { $0.name == name } }
+    public static func named(_ name: String) -> FuzzTarget? { (all + servers).first { $0.name == name } }
 
     /// ISO/IEC 14496-12 boxes: init segments, media segments, and a recording `.part`.
     static let boxes = FuzzTarget(name: "boxes", seeds: [stream.files["init.mp4"]!, stream.files["seg/000001.m4s"]!,

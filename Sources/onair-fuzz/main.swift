@@ -25,7 +25,7 @@ while let argument = arguments.popFirst() {
     default: names.append(argument)
     }
 }
-let targets = names.isEmpty ? FuzzTargets.all + [FuzzTargets.http] : names.map { name in
+let targets = names.isEmpty ? FuzzTargets.all + FuzzTargets.servers : names.map { name in
     guard let target = FuzzTargets.named(name) else {
         FileHandle.standardError.write(Data("onair-fuzz: unknown target '\(name)'\n".utf8))
         exit(2)
@@ -33,8 +33,8 @@ let targets = names.isEmpty ? FuzzTargets.all + [FuzzTargets.http] : names.map {
     return target
 }
 for target in targets {
-    // Raw HTTP costs a round trip per case: a tenth of the cases.
-    let count = target.name == "http" ? max(100, cases / 10) : cases
+    // A server costs a round trip per case: a tenth of the cases.
+    let count = FuzzTargets.servers.contains { $0.name == target.name } ? max(100, cases / 10) : cases
     let result = FuzzRunner.run(target, cases: count, seed: seed, crashDirectory: crashes)
     print("fuzz \(target.name): \(result.cases) cases in \(String(format: "%.1f", result.seconds)) s, no crash, no hang")
 }

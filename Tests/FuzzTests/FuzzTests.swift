@@ -20,11 +20,16 @@ final class FuzzTests: XCTestCase {
         XCTAssertEqual(FuzzRunner.run(FuzzTargets.http, cases: 150, seed: 13).cases, 150)
     }
 
+    /// A running onair (the release binary) against its endpoints' parameters.
+    func testTheApplianceSurvivesItsEndpoints() {
+        XCTAssertEqual(FuzzRunner.run(FuzzTargets.api, cases: 150, seed: 13).cases, 150)
+    }
+
     /// `Corpus/<target>/*`: inputs that once crashed, hung or broke a promise.
     func testEveryKnownFindStaysFixed() throws {
         let corpus = try XCTUnwrap(Bundle.module.url(forResource: "Corpus", withExtension: nil))
         var replayed = 0
-        for target in FuzzTargets.all + [FuzzTargets.http] {
+        for target in FuzzTargets.all + FuzzTargets.servers {
             let folder = corpus.appendingPathComponent(target.name)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where !name.hasPrefix(".") {
                 target.run(Array(try Data(contentsOf: folder.appendingPathComponent(name))))
