@@ -23,17 +23,30 @@ extension WebServer {
         { name in MHD_lookup_connection_value(connection, .GET_ARGUMENT_KIND, name).map { String(cString: $0) } }
     }
 
+    /// Every URL argument with a value, the first of a name as `argumentReader` reads it:
+    /// a copy another thread may read once the connection has moved on.
+    func arguments(_ connection: OpaquePointer) -> [String: String] {
+        final class Collected { var values: [String: String] = [:] }
+        let collected = Collected()
+        _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
+            let collected = Unmanaged<Collected>.fromOpaque(context!).takeUnretainedValue()
+            if let key, let value, collected.values[String(cString: key)] == nil { collected.values[String(cString: key)] = String(cString: value) }
+            return .YES
+        }, Unmanaged.passUnretained(collected).toOpaque())
+        return collected.values
+    }
+
     /// The whole file, or the one byte range asked for (RFC 9110 §14), as an attachment
     /// named after what it holds; an ETag of its size and name, so a resumed download of a
     /// live stream that has grown since can tell (If-Range, §13.1.5). At most
     /// `DownloadGate.slots` at once, made on its low-priority thread: the rest are a 503
     /// with Retry-After, so exports never starve the live path or the viewers (issue 29).
-    func download(_ url: String, _ download: Download, header: (String) -> String?, argument: (String) -> String?) -> Reply {
+    func download(_ url: String, _ download: Download, header: (String) -> String?, arguments: [String: String]) -> Reply {
         guard let slot = downloadGate.take() else {
             return Reply(status: 503, body: .bytes(JSON.fields(["error": "\(downloadGate.slots) downloads are being made now; try again shortly"]).bytes),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("Retry-After", "2")])
         }
-        switch downloadGate.make(download, argument) {
+        switch downloadGate.make(download, arguments) {
         case .refused(let status, let message):
             return Reply(status: status, body: .bytes(JSON.fields(["error": message]).bytes),
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
@@ -114,24 +127,20 @@ final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planne
 
     var inFlight: Int { lock.withLock { busy } }
 
-    /// `download.make` on the low-priority thread; the calling thread waits (its request's
-    /// arguments stay readable: libmicrohttpd leaves the connection alone until it returns).
-    func make(_ download: WebServer.Download, _ argument: (String) -> String?) -> WebServer.Download.Answer {
-        withoutActuallyEscaping(argument) { argument in
-            final class Box: @unchecked Sendable {  // written by the planner before `done` fires, read after
-                var answer: WebServer.Download.Answer?
-                let argument: (String) -> String?
-                init(_ argument: @escaping (String) -> String?) { self.argument = argument }
-            }
-            let box = Box(argument)
-            let done = Completion()
-            planner.async {
-                box.answer = download.make(box.argument)
-                done.signal()
-            }
-            done.wait()
-            return box.answer!
+    /// `download.make` on the low-priority thread, from a copy of the request's
+    /// arguments; the calling thread waits for it.
+    func make(_ download: WebServer.Download, _ arguments: [String: String]) -> WebServer.Download.Answer {
+        final class Box: @unchecked Sendable {  // written by the planner before `done` fires, read after
+            var answer: WebServer.Download.Answer?
         }
+        let box = Box()
+        let done = Completion()
+        planner.async {
+            box.answer = download.make { arguments[$0] }
+            done.signal()
+        }
+        done.wait()
+        return box.answer!
     }
 
     func stop() { planner.stop() }

@@ -343,7 +343,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         } else if method != "GET" && method != "HEAD" {
             reply = Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)), headers: [("Allow", "GET, HEAD")])
         } else {
-            reply = downloads[url].map { download(url, $0, header: header, argument: argumentReader(connection)) }
+            reply = downloads[url].map { download(url, $0, header: header, arguments: arguments(connection)) }
                 ?? route(url, header: header)
         }
         return send(reply, on: connection)
