@@ -124,9 +124,9 @@ extension WebServer {
         switch answer {
         case .now(let reply): return .reply(reply)
         case .later(let wait):
-            guard holding() else {
+            guard holding(connection) else {
                 _ = edge.cancel(wait)
-                return text(503, "the server is stopping")
+                return text(503, "the server is stopping, or holds as many requests as it may")
             }
             let kept = held ?? Held(directives: directives, deadline: monotonicNanoseconds() + edge.blockingLimitNanoseconds(id))
             MHD_suspend_connection(connection)

@@ -82,6 +82,9 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         public var requestSeconds: Double
         /// Downloads made on request (exports) at once: half the cores, at least one.
         public var downloads: Int
+        /// Low-latency requests held at once: half the connections, so held requests alone
+        /// never fill the server (issue 29); past it, a 503 at once.
+        public var heldRequests: Int { max(1, connections / 2) }
 
         public init(connections: Int, perAddress: Int = 32, idleSeconds: Int = 15, requestSeconds: Double = 5,
                     downloads: Int = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) / 2)) {
@@ -130,7 +133,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         let listen = try ListenAddress(address)
         listenAddress = listen
         listen.fill(&storage)
-        guard_ = ConnectionGuard(requestSeconds: limits.requestSeconds)
+        guard_ = ConnectionGuard(requestSeconds: limits.requestSeconds, limit: limits.connections)
+        heldBudget = limits.heldRequests
         logger.pointee = onair_mhd_logger(log: { context, message in
             let server = Unmanaged<WebServer>.fromOpaque(context!).takeUnretainedValue()
             server.libraryMessage(String(cString: message!))
@@ -138,7 +142,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         daemon = withUnsafePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
                 onair_mhd_start(address, 4, Self.accessHandler, Unmanaged.passUnretained(self).toOpaque(),
-                                onair_mhd_limits(connections: UInt32(limits.connections), per_ip: UInt32(limits.perAddress),
+                                onair_mhd_limits(connections: UInt32(limits.connections + ConnectionGuard.reserve(for: limits.connections)),
+                                                 per_ip: UInt32(limits.perAddress),
                                                  idle_seconds: UInt32(limits.idleSeconds)),
                                 Self.connectionNotice, Self.completionNotice, Self.uriNotice, logger)
             }
@@ -203,14 +208,20 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
 
-    /// Counts a request about to be suspended; false once `stop` has begun.
-    func holding() -> Bool {
-        heldCondition.withLock {
-            guard !heldState.stopping else { return false }
+    /// Counts a request about to be suspended; false once `stop` has begun, or when
+    /// `heldBudget` requests are held already.
+    func holding(_ connection: OpaquePointer) -> Bool {
+        let admitted = heldCondition.withLock { () -> Bool in
+            guard !heldState.stopping, heldState.count < heldBudget else { return false }
             heldState.count += 1
             return true
         }
+        if admitted { guard_.held(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))) }
+        return admitted
     }
+
+    /// How many requests may be held at once (`Limits.heldRequests`).
+    private let heldBudget: Int
 
     public var heldRequests: Int { heldCondition.withLock { heldState.count } }
 
@@ -302,6 +313,8 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// How many connections the deadline has ended (for tests and /metrics).
     public var expiredConnections: Int { guard_.expired }
     public var openConnections: Int { guard_.open }
+    /// Connections that gave way to newcomers at the connection limit.
+    public var displacedConnections: Int { guard_.displaced }
 
     // MARK: Requests
 

@@ -219,6 +219,26 @@ final class LowLatencyServerTests: XCTestCase {
         XCTAssertEqual(edge.waiting, 0)
     }
 
+    /// Issue 29: held requests have a budget of their own, half the connections, so they
+    /// alone never fill the server; past it, a 503 at once.
+    func testHeldRequestsHaveABudgetBelowTheConnectionLimit() throws {
+        server.stop()
+        server = try WebServer(listen: "127.0.0.1:0", root: root, liveEdge: edge, limits: .init(connections: 8, perAddress: 8, idleSeconds: 30))
+        let text = try waitForHint()
+        guard let next = hint(text) else { return XCTFail() }
+        let ahead = "playlist.m3u8?_HLS_msn=\(next.msn + 1)&_HLS_part=2"
+        var sockets: [RawSocket] = []
+        for n in 0..<6 {
+            guard let socket = RawSocket(port: server.port, timeoutMilliseconds: 20_000) else { return XCTFail("connection \(n)") }
+            XCTAssertTrue(socket.send("GET /streams/live/\(ahead) HTTP/1.1\r\nHost: x\r\n\r\n"))
+            sockets.append(socket)
+            if n == 3 { while server.heldRequests < 4 { usleep(1000) } }
+        }
+        let heads = sockets.map { String(decoding: $0.response().prefix(12), as: UTF8.self) }
+        XCTAssertEqual(heads.filter { $0 == "HTTP/1.1 200" }.count, 4, "\(heads)")
+        XCTAssertEqual(heads.filter { $0 == "HTTP/1.1 503" }.count, 2, "\(heads)")
+    }
+
     /// Stopping the server answers what it holds (libmicrohttpd must not stop with a
     /// connection suspended).
     func testStoppingAnswersHeldRequests() throws {

@@ -91,6 +91,28 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request(port: port, "/api/export").body.count, 1000)
     }
 
+    /// Issue 29, point 4: 2,000 slow sockets from 100 addresses (20 each, under the
+    /// per-address limit) filled the 1,024 connections and kept viewers out; the one
+    /// that has done least now gives way to a newcomer.
+    func testManyAddressesCannotLockAViewerOut() throws {
+        try start(.init(connections: 1024, perAddress: 32, idleSeconds: 30, requestSeconds: 30))
+        var hostile: [RawSocket] = []
+        for address in 0..<100 {
+            for _ in 0..<20 {
+                guard let socket = RawSocket(port: port, from: "127.0.1.\(address + 1)") else { continue }
+                socket.send("GET \(playlist) HTTP/1.1\r\nX-Slow: ")
+                hostile.append(socket)
+            }
+        }
+        XCTAssertGreaterThan(hostile.count, 1024)
+        for attempt in 0..<3 {
+            let reply = exchange("GET \(playlist) HTTP/1.1\r\nHost: x\r\n\r\n", from: "127.0.2.\(attempt + 1)")
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 200"), "viewer \(attempt): \(reply.prefix(40))")
+        }
+        XCTAssertGreaterThan(server.displacedConnections, 0)
+        XCTAssertLessThanOrEqual(server.openConnections, 1024)
+    }
+
     func testANULInThePathIsRefused() throws {
         try start()
         XCTAssertTrue(exchange("GET \(playlist)%00.txt HTTP/1.1\r\nHost: x\r\n\r\n").hasPrefix("HTTP/1.1 400"))
