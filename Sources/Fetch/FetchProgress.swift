@@ -1,3 +1,4 @@
+import Media
 import Threading
 
 /// Progress in media time, as the source talk says a download should tell it: how much
@@ -38,18 +39,20 @@ public final class FetchProgress {
         let elapsed = Double(now - started) / 1e9
         let rate = elapsed > 0 ? fetchedNow / elapsed : 0
         let left = rate > 0 ? Self.clockTime(max(0, total - done) / rate) + " left" : "-"
-        let tenths = Int((rate * 10).rounded())
+        // Media seconds come from the playlist: a rate, a share and a time of any size
+        // print without a trapping conversion.
+        let tenths = intSaturating((rate * 10).rounded())
         let speed = rate > 0 ? "\(tenths / 10).\(tenths % 10)x" : "-"
         let text = "fetch: " + Self.clockTime(done) + " of " + Self.clockTime(max(total, done)) + "  " + speed + "  " + left
         guard terminal else { return text }
         let width = 30
-        let filled = total > 0 ? min(width, Int(Double(width) * done / total)) : 0
+        let filled = total > 0 ? min(width, intSaturating(Double(width) * done / total)) : 0
         return "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] " + text
     }
 
     /// `m:ss`, or `h:mm:ss` from an hour.
     public static func clockTime(_ seconds: Double) -> String {
-        let whole = Int(seconds.rounded(.down))
+        let whole = intSaturating(seconds.rounded(.down))
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return whole >= 3600 ? "\(whole / 3600):\(two(whole / 60 % 60)):\(two(whole % 60))" : "\(whole / 60):\(two(whole % 60))"
     }

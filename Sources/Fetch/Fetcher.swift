@@ -173,7 +173,7 @@ public final class Fetcher {
             guard number >= rendition.copy.next else { continue }
             guard kept < options.maxBytes else {
                 full = true
-                say("fetch: the copy holds \(kept >> 20) MiB, --max-bytes: it ends at \(Int(rendition.copy.seconds)) s of media")
+                say("fetch: the copy holds \(kept >> 20) MiB, --max-bytes: it ends at \(intSaturating(rendition.copy.seconds)) s of media")
                 break
             }
             guard segment.map == ownMap else {

@@ -214,6 +214,20 @@ final class FetchTests: XCTestCase {
         XCTAssertEqual(rendition.reloadMilliseconds, 1000)
     }
 
+    /// Durations a playlist gives (0.000…1 s, a year) make rates and shares of any size:
+    /// the progress line prints them without a trapping conversion.
+    func testProgressPrintsAnyMediaTime() {
+        let clock = ManualClock()
+        var lines: [String] = []
+        let progress = FetchProgress(clock: clock, write: { lines.append($0) }, terminal: true)
+        progress.total = 1e-300
+        clock.advance(by: 1)
+        progress.advance(to: 3e13, fetchedNow: 3e13, resumed: false)
+        progress.finish()
+        XCTAssertTrue(lines.last?.contains("[##############################]") ?? false, lines.last ?? "")
+        XCTAssertFalse(FetchProgress.clockTime(1e300).isEmpty)
+    }
+
     /// Issue 29: what a followed stream keeps is bounded (`--max-bytes`): an endless one
     /// ends there, as if it had ended, with a playable copy of what was kept.
     func testFollowStopsAtMaxBytesAndFinishesTheCopy() throws {
