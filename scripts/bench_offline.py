@@ -71,6 +71,39 @@ def export_once(server, url):
     return max(used, 0.001), peak[0] - base, wall
 
 
+def viewers_under_exports(base, stream, exporters, seconds=10):
+    """A viewer's playlist latency (ms: median, 95th percentile, worst), asked every 0.1 s
+    for `seconds`, while `exporters` clients export the stream over and over (a 503 is
+    asked again 0.2 s later, as its Retry-After allows sooner than it says)."""
+    stop = threading.Event()
+
+    def export_loop():
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(f"{base}/api/export?stream={stream}", timeout=120) as response:
+                    while response.read(1 << 20) and not stop.is_set():
+                        pass
+            except Exception:
+                stop.wait(0.2)
+    threads = [threading.Thread(target=export_loop) for _ in range(exporters)]
+    for t in threads:
+        t.start()
+    time.sleep(2 if exporters else 0)
+    latencies = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        start = time.monotonic()
+        with urllib.request.urlopen(f"{base}/streams/{stream}/playlist.m3u8", timeout=60) as response:
+            response.read()
+        latencies.append((time.monotonic() - start) * 1000)
+        time.sleep(0.1)
+    stop.set()
+    for t in threads:
+        t.join()
+    latencies.sort()
+    return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.95)], latencies[-1]
+
+
 def export_and_fetch(onair, onair_bench, work, stream, seconds, measure):
     root = os.path.join(work, "offline-bench")
     os.makedirs(os.path.join(root, "streams"))
@@ -96,6 +129,8 @@ def export_and_fetch(onair, onair_bench, work, stream, seconds, measure):
             fetch_peer = measure(["ffmpeg", "-v", "error", "-nostdin", "-i", url, "-c", "copy", "-movflags", "+faststart", "-y", out])
             os.unlink(out)
             rows.append((minutes, media, export, peer, fetch, fetch_peer))
+        # Issue 29, point 5: exports must not starve the viewers.
+        crowd = [(n, viewers_under_exports(base, "long60", n)) for n in (0, 8, 32)]
     finally:
         server.terminate()
         server.wait()
@@ -110,5 +145,9 @@ def export_and_fetch(onair, onair_bench, work, stream, seconds, measure):
     (short, long) = rows[0], rows[1]
     print(f"  ratio onair/ffmpeg CPU: export {short[2][0] / short[3][0]:.2f} / {long[2][0] / long[3][0]:.2f}, "
           f"fetch {short[4][0] / short[5][0]:.2f} / {long[4][0] / long[5][0]:.2f} (10 / 60 min)")
+    print("a viewer's playlist (60 min stream) while clients export it over and over: ms median / p95 / worst")
+    for n, (median, p95, worst) in crowd:
+        print(f"  {n:2} exporters  {median:7.1f} {p95:7.1f} {worst:7.1f}")
+    print(f"  median with 32 exporters over none: {crowd[2][1][0] / crowd[0][1][0]:.2f}")
     print(f"  memory 60 min over 10 min: export {long[2][1] - short[2][1]:+.1f} MiB, fetch {long[4][1] - short[4][1]:+.1f} MiB, "
           f"ffmpeg {long[3][1] - short[3][1]:+.1f} MiB")
