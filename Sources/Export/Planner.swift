@@ -90,8 +90,13 @@ struct Planner {
             guard start >= media.lowerBound, end <= media.upperBound else {
                 throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moofOffset))
             }
+            // A stored segment is a file: its tfdt is checked before any sum (2^60 ticks is
+            // centuries at any 32-bit timescale; the gaps between segments are differences).
+            guard let span = traf.decodeSpan, span.upperBound <= 1 << 60 else {
+                throw MP4Error.badBox("track \(traf.trackID): tfdt \(traf.baseDecodeTime) is past 2^60 ticks", at: Int(moofOffset))
+            }
             writers[index].addChunk(offset: payload + start - media.lowerBound, samples: traf.samples.count)
-            addSamples(index, from: Int64(traf.baseDecodeTime), traf.samples.map {
+            addSamples(index, from: span.lowerBound, traf.samples.map {
                 MovieTrack.Sample(duration: $0.duration, size: $0.size, compositionOffset: $0.compositionOffset, isSync: $0.isSync)
             })
         }

@@ -118,6 +118,22 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(refusal(ExportRequest(stream: id, from: 1_796_229_756_100))?.status, 400)
     }
 
+    /// A stored segment is a file: a tfdt of 2^63 (legal in a version-1 box) trapped the
+    /// export's sums; it is a 500 naming the segment (issue 29).
+    func testASegmentWhoseTfdtIsPastInt64IsAnErrorNotATrap() throws {
+        let (root, id) = try storedStream()
+        let path = root + "/streams/\(id)/seg/000002.m4s"
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let at = try XCTUnwrap(bytes.firstRange(of: Array("tfdt".utf8))).lowerBound
+        XCTAssertEqual(bytes[at + 4], 1, "a version-1 tfdt")
+        bytes.replaceSubrange((at + 8)..<(at + 16), with: [0x80, 0, 0, 0, 0, 0, 0, 0])
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        XCTAssertThrowsError(try StreamExport.make(root: root, ExportRequest(stream: id))) {
+            XCTAssertEqual(($0 as? ExportError)?.status, 500)
+            XCTAssertTrue("\($0)".contains("seg/000002.m4s"), "\($0)")
+        }
+    }
+
     func testOverHTTPWithRangesThatReturnTheSameBytes() throws {
         let (root, id) = try storedStream()
         let server = try WebServer(listen: "127.0.0.1:0", root: root, downloads: ["/api/export": WebServer.Download { argument in
