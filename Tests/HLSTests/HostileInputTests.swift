@@ -66,15 +66,15 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(errors(version).contains { $0.rule == "P3" })
     }
 
+    /// The playlist with `old` replaced by `new`, the files as StreamBuilder makes them.
+    func replacing(_ old: String, with new: String) -> MemoryFiles {
+        edited("playlist.m3u8") { $0.replacingOccurrences(of: old, with: new) }
+    }
+
     func testByteRangesAreCheckedAgainstTheFile() {
-        let files = StreamBuilder.make()
-        let size = files.files["seg/000001.m4s"]!.count
+        let size = StreamBuilder.make().files["seg/000001.m4s"]!.count
         func ranged(_ range: String) -> MemoryFiles {
-            let copy = MemoryFiles()
-            copy.files = files.files
-            copy["playlist.m3u8"] = files["playlist.m3u8"]!.replacingOccurrences(of: "#EXTINF:2.000,\nseg/000001.m4s",
-                                                                                 with: "#EXTINF:2.000,\n#EXT-X-BYTERANGE:\(range)\nseg/000001.m4s")
-            return copy
+            replacing("#EXTINF:2.000,\nseg/000001.m4s", with: "#EXTINF:2.000,\n#EXT-X-BYTERANGE:\(range)\nseg/000001.m4s")
         }
         XCTAssertEqual(errors(ranged("\(size)@0")), [], "the whole file as a range")
         XCTAssertTrue(errors(ranged("\(size)@1")).contains { $0.rule == "P8" }, "one byte past the end")
@@ -85,14 +85,9 @@ final class HostileInputTests: XCTestCase {
 
     /// Issue 29: an EXT-X-MAP BYTERANGE past the end of init.mp4 passed validate.
     func testTheMapsByteRangeIsCheckedAgainstTheInit() {
-        let files = StreamBuilder.make()
-        let size = files.files["init.mp4"]!.count
+        let size = StreamBuilder.make().files["init.mp4"]!.count
         func mapped(_ range: String) -> MemoryFiles {
-            let copy = MemoryFiles()
-            copy.files = files.files
-            copy["playlist.m3u8"] = files["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-MAP:URI=\"init.mp4\"",
-                                                                                 with: "#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"\(range)\"")
-            return copy
+            replacing("#EXT-X-MAP:URI=\"init.mp4\"", with: "#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"\(range)\"")
         }
         XCTAssertEqual(errors(mapped("\(size)@0")).map(\.rule), [], "the whole init as a range")
         XCTAssertEqual(errors(mapped("\(size)@1")).map(\.rule), ["P8"], "one byte past the end")

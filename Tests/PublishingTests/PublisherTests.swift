@@ -100,12 +100,17 @@ final class PublisherTests: XCTestCase {
     /// deleted from the board stays listed (the destination still has it); one its owner
     /// deleted there goes, by the API (`forgetPublished`) or by `onair forget` in another
     /// process, which the running publisher notices.
+    /// Board cam1's publisher to `origin`, without threads, on `clock`.
+    func boardPublisher(_ origin: FakeOrigin, _ clock: ManualClock) -> Publisher {
+        Publisher(root: root, destination: "fake", folder: "cam1", parallel: 2,
+                  retry: RetryPolicy(quickMilliseconds: [5], maximumMilliseconds: 40), log: EventNames().log,
+                  clock: clock, threads: false, makeTransport: { origin.transport() })
+    }
+
     func testTheListKeepsStreamsTheBoardDeletedUntilTheirOwnerForgetsThem() throws {
         let origin = FakeOrigin { _, _ in false }
         let clock = ManualClock()
-        let publisher = Publisher(root: root, destination: "fake", folder: "cam1", parallel: 2,
-                                  retry: RetryPolicy(quickMilliseconds: [5], maximumMilliseconds: 40), log: EventNames().log,
-                                  clock: clock, threads: false, makeTransport: { origin.transport() })
+        let publisher = boardPublisher(origin, clock)
         func listed() throws -> [String] { try XCTUnwrap(StreamInfo.list(json: try XCTUnwrap(origin.body("cam1/streams.json")))).map(\.id) }
         _ = try record(publisher, id: "s1", segments: 2)
         _ = try record(publisher, id: "s2", segments: 2)
@@ -144,9 +149,7 @@ final class PublisherTests: XCTestCase {
     func testAStreamForgottenMidStreamIsNotTakenUpAgain() throws {
         let origin = FakeOrigin { _, _ in false }
         let clock = ManualClock()
-        let publisher = Publisher(root: root, destination: "fake", folder: "cam1", parallel: 2,
-                                  retry: RetryPolicy(quickMilliseconds: [5], maximumMilliseconds: 40), log: EventNames().log,
-                                  clock: clock, threads: false, makeTransport: { origin.transport() })
+        let publisher = boardPublisher(origin, clock)
         let description = StreamDescription(codecs: ["avc1.64001f"], width: 1280, height: 720, fps: 30, configuredBitrate: 100_000, targetDuration: 1)
         let writer = try StreamWriter(root: root, id: "live", description: description, initSegment: [0, 0, 0, 8, 0x66, 0x72, 0x65, 0x65],
                                       observer: publisher.observe)
