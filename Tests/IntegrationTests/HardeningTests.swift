@@ -76,6 +76,24 @@ final class HardeningTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: base + ".f-staging.tmp/seg", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: base + "g-link", withDestinationPath: "/etc")
         try Data("junk".utf8).write(to: URL(fileURLWithPath: base + "h-file"))
+        // Issue 29: I: a FIFO as the unlisted segment (the start hung for good); J: a link
+        // to /dev/zero (it grew past 5.7 GB); K: a sparse 4 GiB one (4 GB and 11 s); L: what
+        // a kill -9 in a stream's first moments leaves (init.mp4 and index.m3u8 only).
+        for (name, make) in [("i-fifo", { (path: String) in XCTAssertEqual(mkfifo(path, 0o644), 0) }),
+                             ("j-zero", { (path: String) in try? FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero") }),
+                             ("k-sparse", { (path: String) in
+                                 XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
+                                 XCTAssertEqual(truncate(path, 4 << 30), 0)
+                             })] {
+            try copy(base + good, base + name)
+            try interrupt(base + name)
+            let segment = try lastSegment(base + name)
+            try FileManager.default.removeItem(atPath: segment)
+            make(segment)
+        }
+        try FileManager.default.createDirectory(atPath: base + "l-early", withIntermediateDirectories: true)
+        try copy(base + good + "/init.mp4", base + "l-early/init.mp4")
+        try copy(base + good + "/index.m3u8", base + "l-early/index.m3u8")
         // Recordings: a .part with a 2^63 box, one of zeros, one truncated mid-header.
         let recordings = out + "/recordings/"
         try FileManager.default.createDirectory(atPath: recordings, withIntermediateDirectories: true)
@@ -95,6 +113,7 @@ final class HardeningTests: XCTestCase {
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         let log = onair.stderr
         for path in ["a-largesize/seg", "b-nested/seg", "c-nan/playlist.m3u8", "d-utf8/playlist.m3u8", "e-init/init.mp4",
+                     "i-fifo/seg", "j-zero/seg", "k-sparse/seg",
                      "20260101T000000Z-aaaa.mp4.part", "20260101T000000Z-bbbb.mp4.part", "20260101T000000Z-cccc.mp4.part"] {
             XCTAssertTrue(log.split(separator: "\n").contains { $0.contains("event=recovery.skipped") && $0.contains(path) },
                           "\(path) skipped and said: \(log)")
@@ -103,7 +122,9 @@ final class HardeningTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: recordings + "20260101T000000Z-aaaa.mp4.part.corrupt"))
         XCTAssertFalse(FileManager.default.fileExists(atPath: base + ".f-staging.tmp"))
         XCTAssertTrue(FileManager.default.fileExists(atPath: base + "e-init/init.mp4.corrupt"))
-        for stream in [good, "a-largesize", "b-nested"] {
+        XCTAssertFalse(FileManager.default.fileExists(atPath: base + "l-early"), "a stream without a segment is removed")
+        XCTAssertTrue(log.contains("event=recovery.removed_empty path=\(base)l-early"), log)
+        for stream in [good, "a-largesize", "b-nested", "i-fifo", "j-zero", "k-sparse"] {
             let (status, report) = try validate(base + stream)
             XCTAssertEqual(status, 0, "\(stream): \(report)")
         }
@@ -197,6 +218,14 @@ final class HardeningTests: XCTestCase {
         XCTAssertFalse(bad.stderr.contains("hunter2"), bad.stderr)
         XCTAssertTrue(bad.stderr.hasPrefix("onair: \(config):4: server.listen: expected ADDR:PORT"), bad.stderr)
         XCTAssertEqual(bad.stderr.filter { $0 == "\n" }.count, 1, "one line")
+        // Issue 29: a config that is a FIFO hung the start; /dev/zero grew to 2.7 GB.
+        let fifo = folder + "/fifo.conf"
+        XCTAssertEqual(mkfifo(fifo, 0o644), 0)
+        for (path, kind) in [(fifo, "a FIFO"), ("/dev/zero", "a device")] {
+            let refused = try runTool(onairBinary(), ["run", "--config", path])
+            XCTAssertEqual(refused.status, 2, refused.stderr)
+            XCTAssertEqual(refused.stderr, "onair: --config \(path): cannot read the file (\(kind), not a regular file)\n")
+        }
         // A device name that cannot be a folder at the destination.
         for name in ["a/b", "two words", "", String(repeating: "x", count: 200)] {
             let refused = try runTool(onairBinary(), ["run", "--source", "synthetic", "--listen", "off", "--out", folder,
@@ -204,6 +233,32 @@ final class HardeningTests: XCTestCase {
             XCTAssertEqual(refused.status, 2, name)
             XCTAssertTrue(refused.stderr.hasPrefix("onair: --set: device.name: expected 1 to 63 letters"), refused.stderr)
             XCTAssertEqual(refused.stderr.filter { $0 == "\n" }.count, 1, "one line: \(refused.stderr)")
+        }
+    }
+
+    /// Issue 29, point 7: a kill -9 in the first moments of a stream left a directory of
+    /// init.mp4 and index.m3u8 that survived every later start and failed validate; the
+    /// next start removes it, says so once, and what it serves validates.
+    func testAKillInAStreamsFirstMomentsLeavesNoDebris() throws {
+        let out = try temporaryDirectory("early-kill")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--set", "video.quality=low", "--listen", "off", "--out", out])
+        var early: String?
+        for _ in 0..<2000 where early == nil {
+            early = streams(out).first
+            if early == nil { usleep(5000) }
+        }
+        onair.signal(SIGKILL)
+        _ = onair.wait()
+        let id = try XCTUnwrap(early, "a stream directory appeared")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/streams/\(id)/seg/000001.m4s"), "killed before its first segment")
+        let again = try Child(onairBinary(), ["run"] + fast + ["--duration", "2", "--listen", "off", "--out", out])
+        XCTAssertEqual(again.wait().status, 0, again.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out + "/streams/\(id)"), again.stderr)
+        XCTAssertEqual(again.stderr.components(separatedBy: "event=recovery.removed_empty").count, 2, again.stderr)
+        for stream in streams(out) {
+            let (status, report) = try validate(out + "/streams/" + stream)
+            XCTAssertEqual(status, 0, "\(stream): \(report)")
         }
     }
 
