@@ -12,8 +12,9 @@ import Threading
 /// refuses newcomers, so 2,000 hostile sockets from 100 addresses (32 per-address limits
 /// fill 1,024) kept viewers out. libmicrohttpd's own limit is set `reserve` above
 /// `limit`; past `limit`, each new connection displaces the one that has done least: one
-/// that never completed a request head first, then the oldest held request or idle
-/// keep-alive, oldest first. A connection busy answering a request is never displaced.
+/// that never completed a request head first, then an idle keep-alive, then a held
+/// request (last: a suspended connection leaves libmicrohttpd's count only once it is
+/// resumed), oldest first. A connection busy answering a request is never displaced.
 ///
 /// Shutting down (not closing) leaves the descriptor to libmicrohttpd, which then sees the
 /// end of the stream and closes it itself; the table's lock is held across the shutdown,
@@ -106,8 +107,9 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `condition`
         for (key, entry) in entries where key != spared && !entry.shut {
             let rank: Int
             if !entry.inRequest && entry.served == 0 { rank = 0 }   // its first head is not in
-            else if entry.held || !entry.inRequest { rank = 1 }    // held, or idle between requests
-            else { continue }                                        // being answered
+            else if !entry.inRequest { rank = 1 }                  // idle between requests
+            else if entry.held { rank = 2 }                        // held: libmicrohttpd frees it
+            else { continue }                                        // only when it resumes; being answered
             if best.map({ rank < $0.rank || rank == $0.rank && entry.since < $0.since }) ?? true { best = (key, rank, entry.since) }
         }
         return best?.key

@@ -240,6 +240,28 @@ final class LowLatencyServerTests: XCTestCase {
         XCTAssertEqual(heads.filter { $0 == "HTTP/1.1 503" }.count, 2, "\(heads)")
     }
 
+    /// Issue 29: 2,000 held requests from 100 addresses left a viewer 1 answer in 8. The
+    /// budget holds half the connections and refuses the rest at once; those stay open
+    /// idle, and give way to a viewer.
+    func testHeldRequestsFromManyAddressesLeaveRoomForAViewer() throws {
+        let text = try waitForHint()
+        guard let next = hint(text) else { return XCTFail() }
+        let ahead = "playlist.m3u8?_HLS_msn=\(next.msn + 3)&_HLS_part=0"  // a few seconds ahead
+        var sockets: [RawSocket] = []
+        for n in 0..<2000 {
+            guard let socket = RawSocket(port: server.port, from: "127.0.3.\(n % 100 + 1)") else { continue }
+            socket.send("GET /streams/live/\(ahead) HTTP/1.1\r\nHost: x\r\n\r\n")
+            sockets.append(socket)
+        }
+        XCTAssertGreaterThan(sockets.count, 1024)
+        for attempt in 0..<3 {
+            guard let viewer = RawSocket(port: server.port, from: "127.0.4.\(attempt + 1)", timeoutMilliseconds: 2000) else { return XCTFail("viewer \(attempt)") }
+            viewer.send("GET /streams/live/playlist.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(String(decoding: viewer.response().prefix(12), as: UTF8.self), "HTTP/1.1 200", "viewer \(attempt)")
+        }
+        XCTAssertLessThanOrEqual(server.heldRequests, 512)
+    }
+
     /// Stopping the server answers what it holds (libmicrohttpd must not stop with a
     /// connection suspended).
     func testStoppingAnswersHeldRequests() throws {
