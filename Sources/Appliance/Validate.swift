@@ -26,6 +26,6 @@ extension Runner {
     /// A regular file's bytes, nil if there is none; anything else (a FIFO, a device, a
     /// file over `limit`) is an error the checker reports against the file.
     static func readBounded(_ path: String, limit: Int) throws -> [UInt8]? {
-        do { return try FileSystem.readRegular(path, limit: limit) } catch .missing { return nil }
+        do { return try FileSystem.readRegular(path, limit: limit) } catch FileSystem.Refusal.missing { return nil }
     }
 }

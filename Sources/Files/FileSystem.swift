@@ -41,10 +41,12 @@ public enum FileSystem {
     /// `followLinks` (the data directory holds no links: one there was not made by onair);
     /// a FIFO, a device or a directory is refused by fstat before a byte is read, and a
     /// file over `limit` by its size, or as soon as it grows past it.
-    public static func readRegular(_ path: String, limit: Int, followLinks: Bool = true) throws(Refusal) -> [UInt8] {
+    /// (Throws a `Refusal`, untyped: Swift 6.0.3's SIL verifier crashes on some catches of
+    /// a typed throw.)
+    public static func readRegular(_ path: String, limit: Int, followLinks: Bool = true) throws -> [UInt8] {
         let (fd, size) = try openRegular(path, followLinks: followLinks)
         defer { close(fd) }
-        guard size <= limit else { throw .tooLarge(limit: limit) }
+        guard size <= limit else { throw Refusal.tooLarge(limit: limit) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(size))
         var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -52,10 +54,10 @@ public enum FileSystem {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .failed(errno)
+                throw Refusal.failed(errno)
             }
             if n == 0 { return bytes }
-            guard bytes.count + n <= limit else { throw .tooLarge(limit: limit) }
+            guard bytes.count + n <= limit else { throw Refusal.tooLarge(limit: limit) }
             bytes += chunk[0..<n]
         }
     }
@@ -63,20 +65,20 @@ public enum FileSystem {
     /// A regular file opened for reading (O_NONBLOCK, so a FIFO cannot block the open;
     /// O_NOFOLLOW unless `followLinks`), and its size; the caller closes it. Anything but
     /// a regular file is refused before it is read.
-    public static func openRegular(_ path: String, followLinks: Bool = true) throws(Refusal) -> (fd: Int32, size: Int64) {
+    public static func openRegular(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int64) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
             switch errno {
-            case ENOENT, ENOTDIR: throw .missing
-            case ELOOP: throw .notRegular(followLinks ? "a loop of symbolic links" : "a symbolic link")
-            case let code: throw .failed(code)
+            case ENOENT, ENOTDIR: throw Refusal.missing
+            case ELOOP: throw Refusal.notRegular(followLinks ? "a loop of symbolic links" : "a symbolic link")
+            case let code: throw Refusal.failed(code)
             }
         }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let code = errno
             close(fd)
-            throw .failed(code)
+            throw Refusal.failed(code)
         }
         let kind: String
         switch info.st_mode & S_IFMT {
@@ -88,7 +90,7 @@ public enum FileSystem {
         default: kind = "a special file"
         }
         close(fd)
-        throw .notRegular(kind)
+        throw Refusal.notRegular(kind)
     }
 
     /// The same, nil for any refusal: for readers to which a file that cannot be read is

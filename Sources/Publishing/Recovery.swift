@@ -282,7 +282,7 @@ public enum Recovery {
     /// set aside like any other bad leftover. Neither costs time or memory by its size.
     static func leftover(_ path: String, limit: Int, skipped: (Skipped) -> Void) -> [UInt8]? {
         do { return try FileSystem.readRegular(path, limit: limit, followLinks: false) } catch {
-            if error != .missing { setAside(path, reason: "\(error)", skipped: skipped) }
+            if error as? FileSystem.Refusal != .missing { setAside(path, reason: "\(error)", skipped: skipped) }
             return nil
         }
     }
