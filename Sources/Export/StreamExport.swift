@@ -107,10 +107,10 @@ public enum StreamExport {
         let id = request.stream
         guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
         let directory = "\(root)/streams/\(id)"
-        if let index = FileSystem.readText(directory + "/index.m3u8"), MultivariantPlaylist.mainPlaylist(index: index).contains("/") {
+        if let index = FileSystem.readText(directory + "/index.m3u8", followLinks: false), MultivariantPlaylist.mainPlaylist(index: index).contains("/") {
             return try ladder(root: root, id: id, index: index, request)
         }
-        guard let text = FileSystem.readText(directory + "/playlist.m3u8"), let initBytes = FileSystem.read(directory + "/init.mp4") else {
+        guard let text = FileSystem.readText(directory + "/playlist.m3u8", followLinks: false), let initBytes = FileSystem.read(directory + "/init.mp4", followLinks: false) else {
             throw ExportError(404, "no stream \(id)")
         }
         let segments = ParsedPlaylist(text: text).segments
@@ -170,8 +170,8 @@ public enum StreamExport {
               let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
         func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], playlist: ParsedPlaylist) {
             let folder = MultivariantPlaylist.folder(of: uri)
-            let playlist = FileSystem.readText(directory + "/" + uri).map { ParsedPlaylist(text: $0) }
-            guard let playlist, let initBytes = playlist.mapURI.flatMap({ FileSystem.read("\(directory)/\(folder)/\($0)") }) else {
+            let playlist = FileSystem.readText(directory + "/" + uri, followLinks: false).map { ParsedPlaylist(text: $0) }
+            guard let playlist, let initBytes = playlist.mapURI.flatMap({ FileSystem.read("\(directory)/\(folder)/\($0)", followLinks: false) }) else {
                 throw ExportError(404, "stream \(id) has no \(uri)")
             }
             return (folder, initBytes, playlist)

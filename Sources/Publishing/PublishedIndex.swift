@@ -72,7 +72,7 @@ public struct PublishedIndex: Equatable {
             guard errno == EINTR else { throw FileError(path: path, operation: "lock", code: errno) }
         }
         var index = PublishedIndex(key: key)
-        if let bytes = FileSystem.read(path) {
+        if let bytes = FileSystem.read(path, followLinks: false) {
             if let read = parse(bytes, key: key) { index = read } else {
                 problem(AtomicFile.setAside(path, because: "\(path) is not an index of published streams"))
             }
@@ -96,7 +96,7 @@ public struct PublishedIndex: Equatable {
 
     /// The index as it is on disk now (empty if there is none), without changing it.
     public static func read(root: String, key: String) -> PublishedIndex {
-        FileSystem.read(path(root: root, key: key)).flatMap { parse($0, key: key) } ?? PublishedIndex(key: key)
+        FileSystem.read(path(root: root, key: key), followLinks: false).flatMap { parse($0, key: key) } ?? PublishedIndex(key: key)
     }
 
     /// An index file's bytes, if they are the index for `key`.

@@ -139,7 +139,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         let journal = Journal.read(directory, destination: journalKey)
         let renditions = self.renditions(id)
         let stored = renditions.count == 1 ? [segments] : renditions.map { rendition in
-            FileSystem.readText("\(directory)/\(rendition.playlists[0])").flatMap(MediaPlaylist.init(parsing:))?.entries.count ?? 0
+            FileSystem.readText("\(directory)/\(rendition.playlists[0])", followLinks: false).flatMap(MediaPlaylist.init(parsing:))?.entries.count ?? 0
         }
         return locked {
             var plan = PublishPlan(id: id, retry: retry, renditions: renditions)
@@ -183,7 +183,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// them (written before anything is reported): each playlist's folder is its
     /// rendition's.
     func renditions(_ id: String) -> [(folder: String, playlists: [String])] {
-        FileSystem.readText("\(root)/streams/\(id)/index.m3u8").flatMap(MultivariantPlaylist.init(parsing:))?.renditions
+        FileSystem.readText("\(root)/streams/\(id)/index.m3u8", followLinks: false).flatMap(MultivariantPlaylist.init(parsing:))?.renditions
             ?? MultivariantPlaylist(variants: []).renditions
     }
 
@@ -400,7 +400,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// to the confirmed segments.
     private func load(_ id: String, _ job: PublishPlan.Job) -> (String, [UInt8]?) {
         let directory = "\(root)/streams/\(id)"
-        func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)") }
+        func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)", followLinks: false) }
         switch job {
         case .initSegment(let folder):
             let path = MultivariantPlaylist.path("init.mp4", in: folder)

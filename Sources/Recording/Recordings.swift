@@ -89,7 +89,7 @@ public struct Recordings: Sendable {
                                      priority: .normal, recording: true))
             } else if name.hasSuffix(".mp4") {
                 let id = String(name.dropLast(".mp4".count))
-                var entry = FileSystem.read("\(directory)/\(id).json")
+                var entry = FileSystem.read("\(directory)/\(id).json", followLinks: false)
                     .flatMap { JSON.parse($0) }.flatMap(Entry.init(json:))
                     ?? Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil, priority: .normal, recording: false)
                 entry.bytes = size

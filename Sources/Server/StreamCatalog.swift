@@ -20,7 +20,7 @@ public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
         let streams = root + "/streams"
         let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }
         let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
-            let path = "\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8"))
+            let path = "\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8", followLinks: false))
             // Only what lies inside the data directory, as the file server serves: a
             // symbolic link (to the stream or its playlist) may lead anywhere.
             var directory = stat(), status = stat()
@@ -29,7 +29,7 @@ public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
             let size = Int64(status.st_size)
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
-            guard let data = FileSystem.read(path) else { return nil }
+            guard let data = FileSystem.read(path, followLinks: false) else { return nil }
             var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
             info.export = "/api/export?stream=\(id)"
             lock.withLock { cache[id] = (size, modified, info) }
