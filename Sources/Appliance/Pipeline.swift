@@ -127,7 +127,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// go by record.keep_days.
     private static func recover(_ settings: Settings, publisher: Publisher?, recordings: Recordings, log: Log) {
         let skipped: (Recovery.Skipped) -> Void = { log(.recoverySkipped, level: .error, ("path", $0.path), ("reason", $0.reason)) }
-        let removed: (String) -> Void = { log(.recoveryRemovedEmpty, level: .warn, ("path", $0), ("reason", "no segment was stored")) }
+        let removed: (String) -> Void = { log(.recoveryRemovedEmpty, level: .warn, ("path", $0), ("reason", "the stream had no segment yet")) }
         for stream in Recovery.closeAll(root: settings.dataDirectory, skipped: skipped, removed: removed) {
             if stream.wasInterrupted { log(.streamRecovered, level: .warn, ("id", stream.id), ("segments", stream.segments)) }
             if let pending = publisher?.resume(stream.id, segments: stream.segments, multivariantRewritten: stream.multivariantRewritten),

@@ -36,10 +36,11 @@ public enum Recovery {
                                 removed: (String) -> Void = { _ in }) -> [Closed] {
         let streams = root + "/streams"
         let names = FileSystem.names(in: streams) ?? []
-        // A stream directory still being made (`StreamWriter`) when the power went: it was
-        // never listed or published.
+        // A stream still staged (`StreamWriter`: before its first segment was listed) when
+        // the power went: it was never visible, listed or published.
         for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
             try? FileSystem.remove(streams + "/" + name)
+            removed(streams + "/" + name)
         }
         let ids = names.filter { !$0.hasPrefix(".") }.sorted()
         return ids.compactMap { id in

@@ -43,7 +43,8 @@ public enum StreamEvent: Sendable, Equatable {
 /// Writes one stream into `streams/<id>/` in the order that keeps every reader safe:
 /// init.mp4 and index.m3u8 before the first playlist; each segment stored before the
 /// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename, and each
-/// step is reported to `observer` once it is on disk. A stream is one muxed variant in
+/// step is reported to `observer` once it is on disk and visible (from `.started`, when
+/// the directory appears with its first segment in it). A stream is one muxed variant in
 /// the directory itself, or (a quality ladder) video rungs and an audio rendition in
 /// folders of their own, each like a one-variant stream without index.m3u8.
 public final class StreamWriter {
@@ -54,6 +55,14 @@ public final class StreamWriter {
     public private(set) var declaredFrameRate: Int
     private let observer: (StreamEvent) -> Void
     private let makeRoom: SpaceRetry.MakeRoom
+    /// The hidden `.<id>.tmp` the stream is made in until its first segment is complete
+    /// there: only then is it renamed to `directory` (issue 29: a kill in the first moments
+    /// left a directory no player could use).
+    public let staging: String
+    /// Where files are written now: `staging`, then `directory`.
+    private var location: String
+    /// The directory is there for readers (its first segment is stored).
+    public var isVisible: Bool { location == directory }
 
     public static let playlistName = "playlist.m3u8"
     public static let iFramesName = "iframes.m3u8"
@@ -70,9 +79,10 @@ public final class StreamWriter {
                       makeRoom: makeRoom, observer: observer)
     }
 
-    /// Creates the directory with index.m3u8 and every rendition's init.mp4 in it. It is
-    /// made as a hidden `.<id>.tmp` and renamed only once all are written, so no reader (or
-    /// restart) ever finds a stream directory without them; a full disk leaves nothing.
+    /// Stages index.m3u8 and every rendition's init.mp4 in the hidden `.<id>.tmp`; the
+    /// first segment is stored there too before it is renamed to the stream's directory,
+    /// so no reader (or restart) ever finds a stream directory without a segment to play.
+    /// A full disk leaves nothing.
     public init(root: String, id: String, renditions: [RenditionDescription], fps: Int, targetDuration: Int,
                 makeRoom: @escaping SpaceRetry.MakeRoom = { false }, observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
         precondition(!renditions.isEmpty)
@@ -82,19 +92,26 @@ public final class StreamWriter {
         self.observer = observer
         self.makeRoom = makeRoom
         declaredFrameRate = fps
-        let staging = "\(root)/streams/.\(id).tmp"
+        staging = "\(root)/streams/.\(id).tmp"
+        location = staging
+        try? FileSystem.remove(staging)
         try SpaceRetry.run(makeRoom) {
             do {
                 try AtomicFile.makeDirectories(staging)
                 for rendition in self.renditions { try rendition.stage(in: staging) }
-                try writeMultivariant(in: staging)
-                guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
-                try AtomicFile.syncDirectory("\(root)/streams")
+                try writeMultivariant()
             } catch {
                 try? FileSystem.remove(staging)
                 throw error
             }
         }
+    }
+
+    /// The staged stream becomes its directory, with its first segment listed in it.
+    private func reveal() throws {
+        guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
+        try AtomicFile.syncDirectory(AtomicFile.directory(of: directory))
+        location = directory
         observer(.started(id: id))
     }
 
@@ -123,12 +140,13 @@ public final class StreamWriter {
 
     private func store(_ segment: SegmentReport, into index: Int, carriedFrom source: RenditionDescription?) throws {
         let rendition = renditions[index]
-        let original = source.map { directory + "/" + $0.path(MediaPlaylist.segmentURI(segment.sequence)) }
-        if try rendition.store(segment, in: directory, linking: original, makeRoom: makeRoom) {
+        let original = source.map { location + "/" + $0.path(MediaPlaylist.segmentURI(segment.sequence)) }
+        if try rendition.store(segment, in: location, linking: original, makeRoom: makeRoom) {
             try writeMultivariant()
-            observer(.multivariantRewritten(id: id))
+            if isVisible { observer(.multivariantRewritten(id: id)) }
         }
-        try rendition.list(segment, in: directory, map: source.map { Self.carriedMap(from: $0.folder) }, makeRoom: makeRoom)
+        try rendition.list(segment, in: location, map: source.map { Self.carriedMap(from: $0.folder) }, makeRoom: makeRoom)
+        if !isVisible { try reveal() }
         observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
     }
 
@@ -139,22 +157,27 @@ public final class StreamWriter {
         guard fps > declaredFrameRate else { return }
         declaredFrameRate = fps
         try writeMultivariant()
-        observer(.multivariantRewritten(id: id))
+        if isVisible { observer(.multivariantRewritten(id: id)) }
     }
 
-    /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST on every playlist.
+    /// Writes the final AVERAGE-BANDWIDTH, then ENDLIST on every playlist. A stream that
+    /// never stored a segment was never visible: its staging goes, and nothing is said.
     public func finish() throws {
+        guard isVisible else {
+            try? FileSystem.remove(staging)
+            return
+        }
         for rendition in renditions { rendition.settle() }
         try writeMultivariant()
         observer(.multivariantRewritten(id: id))
-        for rendition in renditions { try rendition.end(in: directory, makeRoom: makeRoom) }
+        for rendition in renditions { try rendition.end(in: location, makeRoom: makeRoom) }
         observer(.ended(id: id))
     }
 
     /// index.m3u8: each variant with what it really is; a ladder's rungs each with the
     /// sound rendition's codec and bit rate added (BANDWIDTH covers what plays together,
     /// §4.4.6.2.1), and each rung's I-frame playlist.
-    private func writeMultivariant(in folder: String? = nil) throws {
+    private func writeMultivariant() throws {
         let sound = renditions.first { $0.description.isAudio }
         var playlist = MultivariantPlaylist(variants: [])
         if let sound, case .audio(let channels) = sound.description.kind {
@@ -173,6 +196,6 @@ public final class StreamWriter {
                 codecs: d.codecs.filter { !$0.hasPrefix("mp4a.") }, width: d.width, height: d.height))
         }
         let text = Array(playlist.render().utf8)
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: (folder ?? directory) + "/index.m3u8") }
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: location + "/index.m3u8") }
     }
 }

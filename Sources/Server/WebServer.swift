@@ -422,11 +422,16 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     }
 
     /// The file for a URL path, only if it lies inside the data directory: no `..` or `.`
-    /// components, no NUL or backslash, and no symbolic link that leads outside.
-    func resolve(_ url: String) -> String? {
-        let components = url.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+    /// components, no NUL or backslash, and no symbolic link that leads outside. `staged`:
+    /// the same file of a stream still in its hidden staging directory (`.<id>.tmp`).
+    func resolve(_ url: String, staged: Bool = false) -> String? {
+        var components = url.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".")
             && !$0.contains("\0") && !$0.contains("\\") }) else { return nil }
+        if staged {
+            guard components.count >= 3, components[0] == "streams" else { return nil }
+            components[1] = ".\(components[1]).tmp"
+        }
         let path = root + "/" + components.joined(separator: "/")
         guard let real = realpath(path, nil) else { return nil }
         defer { free(real) }
@@ -434,9 +439,18 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         return ["/streams/", "/recordings/"].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
     }
 
+    /// A live stream's init.mp4 and index.m3u8 before its first segment is stored: they are
+    /// still in its staging directory (StreamWriter), and a low-latency player asks for its
+    /// init as soon as the first parts are listed.
+    private func stagedFile(_ url: String) -> String? {
+        let components = url.split(separator: "/", omittingEmptySubsequences: false)
+        guard components.count >= 4, components[1] == "streams", liveEdge?.isLive(String(components[2])) ?? false else { return nil }
+        return resolve(url, staged: true)
+    }
+
     private func serveFile(_ url: String, header: (String) -> String?) -> Reply {
         let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
-        guard let path = resolve(url) else { return notFound }
+        guard let path = resolve(url) ?? stagedFile(url) else { return notFound }
         // O_NONBLOCK: a FIFO planted in the data directory must not hold a server thread.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return notFound }

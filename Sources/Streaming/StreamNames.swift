@@ -47,7 +47,7 @@ public final class StreamNames: @unchecked Sendable {  // `last`, `given` under 
     private func undated(_ ms: Int64) -> String { "boot-\(boot)-" + Self.padded(Int(ms), 10) + "-" + device }
 
     private func taken(_ id: String) -> Bool {
-        given.contains(id) || ["\(root)/streams/\(id)", "\(root)/recordings/\(id).mp4", "\(root)/recordings/\(id).mp4.part",
+        given.contains(id) || ["\(root)/streams/\(id)", "\(root)/streams/.\(id).tmp", "\(root)/recordings/\(id).mp4", "\(root)/recordings/\(id).mp4.part",
                                "\(root)/recordings/\(id).json"].contains(where: FileSystem.exists)
     }
 

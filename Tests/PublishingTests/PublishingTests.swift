@@ -33,9 +33,11 @@ final class StreamWriterTests: XCTestCase {
                                             configuredBitrate: 1_000_000, targetDuration: 2)
         let writer = try StreamWriter(root: root, id: "20261202T164233Z-0001", description: description, initSegment: [1, 2, 3])
         XCTAssertEqual(writer.directory, root + "/streams/20261202T164233Z-0001")
-        XCTAssertNotNil(text("index.m3u8", writer), "the multivariant playlist comes first")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: writer.directory + "/init.mp4"))
-        XCTAssertNil(text("playlist.m3u8", writer), "no playlist before a segment exists")
+        // Staged, hidden, until its first segment is stored (issue 29: no debris).
+        XCTAssertFalse(FileManager.default.fileExists(atPath: writer.directory), "no stream directory before a segment exists")
+        XCTAssertNotNil(try? String(contentsOfFile: writer.staging + "/index.m3u8", encoding: .utf8), "the multivariant playlist comes first")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: writer.staging + "/init.mp4"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: writer.staging + "/playlist.m3u8"), "no playlist before a segment exists")
         for report in reports() {
             try writer.append(report)
             let playlist = ParsedPlaylist(text: text("playlist.m3u8", writer)!)

@@ -231,9 +231,12 @@ final class RecoveryTests: XCTestCase {
         let kept = root + "/streams/kept"
         try AtomicFile.makeDirectories(kept)
         try AtomicFile.write([1], to: kept + "/playlist.m3u8.corrupt")
+        let staged = root + "/streams/.late.tmp"
+        try AtomicFile.makeDirectories(staged + "/seg")
         var removed: [String] = []
         XCTAssertEqual(Recovery.closeAll(root: root, removed: { removed.append($0) }), [])
-        XCTAssertEqual(removed, [empty])
+        XCTAssertEqual(removed, [staged, empty])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: staged))
         XCTAssertFalse(FileManager.default.fileExists(atPath: empty))
         XCTAssertTrue(FileManager.default.fileExists(atPath: kept + "/playlist.m3u8.corrupt"))
     }

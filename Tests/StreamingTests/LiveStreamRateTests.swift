@@ -32,8 +32,9 @@ extension LiveStreamTimingTests {
         let stream = try LiveStream(start: start, origin: StreamOrigin(encoder: encoder), profile: profile, log: log) { event in
             if case .segmentStored(_, let sequence, _, _) = event { declaredWhenListed[sequence] = frameRate() }
         }
-        directory = stream.writer.directory
+        directory = stream.writer.staging  // where it is made until its first segment
         XCTAssertEqual(frameRate(), "5.000", "a stream that starts stepped down says so from the first index.m3u8")
+        directory = stream.writer.directory
         for i in Int64(0)..<40 { try stream.encode(frame(i)) }
         stream.requestRate(10)  // cooled down: the next segment runs at 10 fps
         for i in Int64(40)..<100 { try stream.encode(frame(i)) }
