@@ -219,6 +219,22 @@ final class LowLatencyServerTests: XCTestCase {
         XCTAssertEqual(edge.waiting, 0)
     }
 
+    /// A live stream's directory appears with its first segment; before that its init.mp4
+    /// (which the first parts' EXT-X-MAP names) is answered from its staging directory.
+    func testALiveStreamsInitIsServedBeforeItsDirectoryExists() throws {
+        _ = try waitForHint()
+        try FileManager.default.removeItem(atPath: root + "/streams/live")
+        try FileManager.default.createDirectory(atPath: root + "/streams/.live.tmp", withIntermediateDirectories: true)
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/streams/.live.tmp/init.mp4"))
+        let staged = try HTTPClient.request(port: server.port, "/streams/live/init.mp4")
+        XCTAssertEqual(staged.status, 200)
+        XCTAssertEqual(staged.body, [1, 2, 3])
+        try FileManager.default.createDirectory(atPath: root + "/streams/.gone.tmp", withIntermediateDirectories: true)
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/streams/.gone.tmp/init.mp4"))
+        XCTAssertEqual(try HTTPClient.request(port: server.port, "/streams/gone/init.mp4").status, 404, "only a live stream's")
+        XCTAssertEqual(try HTTPClient.request(port: server.port, "/streams/.live.tmp/init.mp4").status, 404, "never by its hidden name")
+    }
+
     /// Issue 29: held requests have a budget of their own, half the connections, so they
     /// alone never fill the server; past it, a 503 at once.
     func testHeldRequestsHaveABudgetBelowTheConnectionLimit() throws {
