@@ -52,10 +52,7 @@ struct Planner {
     /// the same id, or all to track `track` (a ladder's rendition, whose files number
     /// their one track 1).
     mutating func add(segmentAt path: String, track: Int? = nil) throws {
-        let fd: Int32, size: Int64
-        do { (fd, size) = try FileSystem.openRegular(path, followLinks: false) } catch {
-            throw FileError(path: path, operation: "open (\(error))", code: EINVAL)
-        }
+        let (fd, size) = try FileSystem.openRegularNamed(path, followLinks: false)
         defer { close(fd) }
         var offset: Int64 = 0
         var moof: (offset: Int64, bytes: [UInt8])?

@@ -6,11 +6,14 @@ public struct FileError: Error, CustomStringConvertible {
     public var path: String
     public var operation: String
     public var code: Int32
-    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
-    public init(path: String, operation: String, code: Int32) {
+    /// Said instead of `strerror(code)` where onair knows better (`a FIFO, not a regular file`).
+    public var detail: String?
+    public var description: String { "\(operation) \(path): \(detail ?? String(cString: strerror(code)))" }
+    public init(path: String, operation: String, code: Int32, detail: String? = nil) {
         self.path = path
         self.operation = operation
         self.code = code
+        self.detail = detail
     }
 }
 

@@ -19,6 +19,16 @@ public enum FileSystem {
         /// open or read failed otherwise (errno).
         case failed(Int32)
 
+        /// The nearest errno, for a `FileError`.
+        var code: Int32 {
+            switch self {
+            case .missing: return ENOENT
+            case .notRegular: return EINVAL
+            case .tooLarge: return EFBIG
+            case .failed(let code): return code
+            }
+        }
+
         public var description: String {
             switch self {
             case .missing: return String(cString: strerror(ENOENT))
@@ -91,6 +101,14 @@ public enum FileSystem {
         }
         close(fd)
         throw Refusal.notRegular(kind)
+    }
+
+    /// `openRegular` for readers whose errors name their file: a refusal is a `FileError`
+    /// (`open <path>: a FIFO, not a regular file`).
+    public static func openRegularNamed(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int64) {
+        do { return try openRegular(path, followLinks: followLinks) } catch {
+            throw FileError(path: path, operation: "open", code: (error as? Refusal)?.code ?? EIO, detail: "\(error)")
+        }
     }
 
     /// The same, nil for any refusal: for readers to which a file that cannot be read is

@@ -83,10 +83,7 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
             if let open, open.path == path { return open.fd }
             if let open { close(open.fd) }
             self.open = nil
-            let fd: Int32
-            do { fd = try FileSystem.openRegular(path, followLinks: false).fd } catch {
-                throw FileError(path: path, operation: "open (\(error))", code: EINVAL)
-            }
+            let fd = try FileSystem.openRegularNamed(path, followLinks: false).fd
             self.open = (path, fd)
             return fd
         }

@@ -22,10 +22,7 @@ public enum Finaliser {
 
     /// Returns nil (and removes the `.part`) when not one fragment was complete.
     public static func finalise(partPath: String, to finalPath: String) throws -> Result? {
-        let source: Int32, size: Int64
-        do { (source, size) = try FileSystem.openRegular(partPath, followLinks: false) } catch {
-            throw FileError(path: partPath, operation: "open (\(error))", code: EINVAL)
-        }
+        let (source, size) = try FileSystem.openRegularNamed(partPath, followLinks: false)
         defer { close(source) }
         let scan: FragmentedFile
         do {
