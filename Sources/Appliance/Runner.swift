@@ -65,9 +65,7 @@ public enum Runner {
             let key = Publisher.journalKey(destination: destination.description, folder: device)
             // A stream still open is being recorded (or was cut by a crash, which the next
             // start closes): a running onair must not lose it from under its live output.
-            let directory = "\(settings.dataDirectory)/streams/\(id)"
-            if !id.hasPrefix("."), !id.contains("/"), let index = FileSystem.readText(directory + "/index.m3u8"),
-               let playlist = FileSystem.readText(directory + "/" + MultivariantPlaylist.mainPlaylist(index: index)),
+            if !id.hasPrefix("."), !id.contains("/"), let playlist = StreamWriter.mainPlaylist(in: "\(settings.dataDirectory)/streams/\(id)"),
                !ParsedPlaylist(text: playlist).isEnded {
                 throw RunFailure.configuration("forget: \(id) is still being recorded (its playlist has no EXT-X-ENDLIST): stop it first")
             }

@@ -54,9 +54,9 @@ extension Publisher {
             let directory = "\(streams)/\(id)"
             guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.visible, $0.endlist) }),
                   visible.listed > 0,
-                  let text = FileSystem.read(directory + "/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText(directory + "/index.m3u8", followLinks: false)), followLinks: false)
+                  let text = StreamWriter.mainPlaylist(in: directory)
             else { return nil }
-            return StreamInfo(id: id, playlist: String(decoding: text, as: UTF8.self), playlistURL: "\(id)/index.m3u8",
+            return StreamInfo(id: id, playlist: text, playlistURL: "\(id)/index.m3u8",
                               visible: visible.listed, ended: visible.ended)
         }
     }

@@ -107,8 +107,7 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
         let streams = root + "/streams"
         let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()
         let ended = ids.filter { id in
-            (FileSystem.read("\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8", followLinks: false)), followLinks: false)
-                .map { String(decoding: $0, as: UTF8.self).contains("#EXT-X-ENDLIST") }) ?? true
+            StreamWriter.mainPlaylist(in: "\(streams)/\(id)").map { $0.contains("#EXT-X-ENDLIST") } ?? true
         }
         let published = ended.filter(isPublished)
         let unpublished = ended.filter { !published.contains($0) }

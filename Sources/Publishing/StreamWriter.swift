@@ -134,6 +134,13 @@ public final class StreamWriter {
         try store(segment, into: index, carriedFrom: renditions[source].description)
     }
 
+    /// The text of a stored stream's main playlist (the first variant its index.m3u8 names,
+    /// else playlist.m3u8), read as every spool reader reads; nil when there is none.
+    public static func mainPlaylist(in directory: String) -> String? {
+        let index = FileSystem.readText(directory + "/index.m3u8", followLinks: false)
+        return FileSystem.readText(directory + "/" + MultivariantPlaylist.mainPlaylist(index: index), followLinks: false)
+    }
+
     /// The EXT-X-MAP a rung's playlist names for the segments it carries of the rung in
     /// `folder`.
     static func carriedMap(from folder: String) -> String { "../" + MultivariantPlaylist.path("init.mp4", in: folder) }
