@@ -354,17 +354,24 @@ public enum ConfigFile {
         return result.partialValue
     }
 
-    /// `auto`, a percentage (`10%`) or a size (`2G`, `500M`, `1048576`; binary units).
+    /// `auto`, a percentage (`10%`) or a size (`byteSize`).
     static func minimumFree(_ value: String) throws -> MinimumFree {
         if value == "auto" { return .automatic }
         if value.hasSuffix("%"), let percent = Int(value.dropLast()), (0...90).contains(percent) { return .percent(percent) }
+        guard let bytes = byteSize(value) else {
+            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got \(quoted(value))")
+        }
+        return .bytes(bytes)
+    }
+
+    /// A size in bytes: `2G`, `500M`, `1048576` (binary units K, M, G, T); nil if malformed
+    /// or past Int64.
+    static func byteSize(_ value: String) -> Int64? {
         let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
         var number = Substring(value), scale: Int64 = 1
         if let last = number.last?.uppercased().first, let unit = units[last] { scale = unit; number = number.dropLast() }
-        guard let count = Int64(number), count >= 0, count <= Int64.max / scale else {
-            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got \(quoted(value))")
-        }
-        return .bytes(count * scale)
+        guard let count = Int64(number), count >= 0, count <= Int64.max / scale else { return nil }
+        return count * scale
     }
 
     /// `server.listen`: a numeric address and a port, checked as the server will bind it,

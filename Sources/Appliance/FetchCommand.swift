@@ -17,7 +17,7 @@ extension CommandLineParser {
             case "--follow": options.follow = true
             case "--max-bytes":
                 let text = try value(argument)
-                guard case .bytes(let bytes) = try? ConfigFile.minimumFree(text), bytes >= 1 << 20 else {
+                guard let bytes = ConfigFile.byteSize(text), bytes >= 1 << 20 else {
                     throw ConfigError("fetch: --max-bytes: expected a size of 1M or more like 500M or 8G, got \(quoted(text))")
                 }
                 options.maxBytes = bytes

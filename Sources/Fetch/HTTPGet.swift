@@ -13,6 +13,9 @@ public struct FetchError: Error, CustomStringConvertible, Equatable {
         self.status = status
     }
 
+    /// A body larger than a reader takes.
+    static func tooLarge(_ url: String, limit: Int) -> FetchError { FetchError("\(url): larger than \(limit >> 20) MiB") }
+
     /// Whether trying again may help: no answer, a server error, a timeout or a rate
     /// limit (RFC 9110 §15.6, 408, 429), or bytes that did not check; not a 404 or a 403.
     var mayPass: Bool { status.map { $0 >= 500 || $0 == 408 || $0 == 429 } ?? true }
@@ -29,7 +32,7 @@ public protocol Getter: AnyObject {
 extension Getter {
     public func get(_ url: String, limit: Int) throws -> [UInt8] {
         let bytes = try get(url)
-        guard bytes.count <= limit else { throw FetchError("\(url): larger than \(limit >> 20) MiB") }
+        guard bytes.count <= limit else { throw FetchError.tooLarge(url, limit: limit) }
         return bytes
     }
 }
@@ -95,7 +98,7 @@ public final class CurlGetter: Getter {
         }, Unmanaged.passUnretained(body).toOpaque())
         let code = curl_easy_perform(curl)
         guard code == CURLE_OK else {
-            if code == CURLE_WRITE_ERROR { throw FetchError("\(url): larger than \(body.limit >> 20) MiB") }
+            if code == CURLE_WRITE_ERROR { throw FetchError.tooLarge(url, limit: body.limit) }
             if code == CURLE_OPERATION_TIMEDOUT, String(cString: errorText).contains("too slow") {
                 throw FetchError("\(url): slower than \(Self.lowSpeedBytes / 1024) kB/s for \(Self.lowSpeedSeconds) s (the server is trickling)")
             }

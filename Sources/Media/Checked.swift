@@ -6,7 +6,7 @@
 /// that seconds × any 32-bit timescale (ISO/IEC 14496-12 timescales are 32-bit) and
 /// seconds × 1000 stay far inside Int64. Parsed once, at the edge; what holds one can
 /// compute ticks without another check.
-public struct MediaSeconds: Sendable, Equatable, Comparable, CustomStringConvertible {
+public struct MediaSeconds: Sendable, Equatable {
     /// About 31 years.
     public static let limit = 1_000_000_000.0
     public let value: Double
@@ -26,9 +26,6 @@ public struct MediaSeconds: Sendable, Equatable, Comparable, CustomStringConvert
 
     /// The seconds as ticks of `timescale` (1...UInt32.max), rounded down.
     public func ticks(_ timescale: Int64) -> Int64 { ticksSaturating(seconds: value, timescale: timescale) }
-
-    public var description: String { String(value) }
-    public static func < (a: MediaSeconds, b: MediaSeconds) -> Bool { a.value < b.value }
 }
 
 /// `seconds × timescale` as whole ticks (rounded down), saturating at Int64's ends and 0

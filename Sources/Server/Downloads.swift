@@ -20,11 +20,12 @@ extension WebServer {
 
     /// A URL argument (`?stream=…`) by name, decoded by libmicrohttpd.
     func argumentReader(_ connection: OpaquePointer) -> (String) -> String? {
-        { name in MHD_lookup_connection_value(connection, .GET_ARGUMENT_KIND, name).map { String(cString: $0) } }
+        let values = arguments(connection)
+        return { values[$0] }
     }
 
-    /// Every URL argument with a value, the first of a name as `argumentReader` reads it:
-    /// a copy another thread may read once the connection has moved on.
+    /// Every URL argument with a value (the first of a name, as MHD_lookup_connection_value
+    /// reads it): a copy another thread may read once the connection has moved on.
     func arguments(_ connection: OpaquePointer) -> [String: String] {
         final class Collected { var values: [String: String] = [:] }
         let collected = Collected()
@@ -103,7 +104,6 @@ final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planne
     private var busy = 0
     private let planner = SerialWorker(name: "onair-export")
 
-    /// Half the cores (one on a 2-core board): the rest stay with the pipeline and serving.
     init(slots: Int) {
         self.slots = slots
         // Linux keeps a nice value per thread: this one, and only it, yields to the others.
@@ -124,8 +124,6 @@ final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planne
             return true
         } ? Slot(self) : nil
     }
-
-    var inFlight: Int { lock.withLock { busy } }
 
     /// `download.make` on the low-priority thread, from a copy of the request's
     /// arguments; the calling thread waits for it.
