@@ -58,7 +58,12 @@ final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thre
 
     private init() {
         origin = try! RecordingServer(status: { $0.method == "PUT" ? 201 : 404 })
-        root = NSTemporaryDirectory() + "onair-fuzz-api-\(getpid())"
+        // Earlier runs' data directories (about 30 MB each), whose fuzzers have ended.
+        let temporary = NSTemporaryDirectory()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix("onair-fuzz-api-") {
+            if let pid = Int32(name.dropFirst("onair-fuzz-api-".count)), kill(pid, 0) != 0 { try? FileManager.default.removeItem(atPath: temporary + name) }
+        }
+        root = temporary + "onair-fuzz-api-\(getpid())"
         try? FileManager.default.removeItem(atPath: root)
         try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let log = root + "/onair.log"
