@@ -1,4 +1,4 @@
-# onair: make run | make test | make bench | make fuzz | make build [ARCH=arm64] | make deps | make clean
+# onair: make run | make test | make bench | make fuzz | make structure | make build [ARCH=arm64] | make deps | make clean
 # Every Debian package the build, the tests and the benchmark need is installed by
 # `make deps`, which the other targets call first; it is quick when all are present.
 
@@ -55,7 +55,7 @@ DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
 DEBS_image-deps := $(IMAGE_DEBS)
 DEBS_toolchain-deps := $(TOOLCHAIN_DEBS)
 
-.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz image image-check image-repro vm-test clean
+.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz structure image image-check image-repro vm-test clean
 
 all: build
 
@@ -105,6 +105,11 @@ bench: test-deps build
 # runs one input (under gdb, say), and Tests/FuzzTests/Corpus/<target>/ keeps it for make test.
 FUZZ_CASES ?= 200000
 FUZZ_SEED ?= 1
+# The numbers the source's shape is judged by (names outside StreamLayout, errno sites,
+# @unchecked Sendable, long files and functions, sleeps in unit tests); -v lists each place.
+structure:
+	python3 toolchain/structure.py $(if $(V),-v)
+
 fuzz: test-deps
 	$(SWIFT_RELEASE) --product onair
 	$(SWIFT_RELEASE) --product onair-fuzz
