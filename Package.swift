@@ -30,62 +30,66 @@ let package = Package(
         // all on CLOCK_MONOTONIC (ARCHITECTURE.md, Conventions).
         .target(name: "Threading", dependencies: ["CLinux"]),
 
+        // Every name onair gives to what it keeps (the data directory, a stream's directory):
+        // one value, no I/O, so no other module spells a name.
+        .target(name: "Layout"),
         // The file system through POSIX: atomic writes, reading, listing, removing.
-        .target(name: "Files"),
+        .target(name: "Files", dependencies: ["Layout"]),
         // Typed events (declared beside the code that emits them) and the one log they go to.
         .target(name: "Logging", dependencies: ["Media", "Threading"]),
 
         // Pure media code: no I/O.
         .target(name: "Media"),
         .target(name: "MP4", dependencies: ["Media"]),
-        .target(name: "HLS", dependencies: ["Media", "MP4", "Threading"]),
+        .target(name: "HLS", dependencies: ["Media", "MP4", "Threading", "Layout"]),
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl"]),
-        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl", "Layout"]),
+        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux", "Layout"]),
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Publishing", "Recording"]),
-        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD"]),
+                                                  "Publishing", "Recording", "Layout"]),
+        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
-        .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files"]),
+        .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files", "Layout"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
-        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "CCurl"]),
+        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "CCurl", "Layout"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
-        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices"]),
+        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices", "Layout"]),
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport"]),
+        .target(name: "Fuzzing", dependencies: ["Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
+        .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
-        .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport"]),
-        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
-                                                   "Devices", "TestSupport"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport"]),
+                                                   "Devices", "TestSupport", "Layout"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch"]),
+                                                      "Publishing", "Recording", "Layout"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport"])
+        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout"])
     ]
 )

@@ -16,9 +16,9 @@ SOURCES = os.path.join(ROOT, "Sources")
 TESTS = os.path.join(ROOT, "Tests")
 
 # A stream's and the data directory's names: the ones StreamLayout owns.
-LAYOUT_NAMES = re.compile(
-    r'"[^"\n]*(index\.m3u8|playlist\.m3u8|iframes\.m3u8|init\.mp4|seg/|streams/|/streams|'
-    r'recordings/|\.corrupt|streams\.json)[^"\n]*"')
+LAYOUT_NAMES = re.compile(r'index\.m3u8|playlist\.m3u8|iframes\.m3u8|init\.mp4|seg/|(?<!api)/streams\b|^streams/|'
+                          r'(?<!api)/recordings\b|^recordings/|\.corrupt|streams\.json|devices\.json|\.mp4\.part')
+STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 FUNCTION = re.compile(r'^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|'
                       r'static|final|override|mutating|nonmutating|convenience|required|'
                       r'nonisolated|package|class)\s+)*(func\s+[^\s(<]+|init[?!]?|deinit)\b')
@@ -115,7 +115,8 @@ def main():
         module = module_of(path)
         if os.path.basename(path) != "StreamLayout.swift":
             for number, line in enumerate(lines, 1):
-                if LAYOUT_NAMES.search(line.split("//")[0]):
+                code = line.split("//")[0] if not line.lstrip().startswith("///") else ""
+                if any(LAYOUT_NAMES.search(literal) for literal in STRING.findall(code)):
                     layout.append(f"{rel}:{number}")
         code = "\n".join(code_lines(path))
         if re.search(r"^import Glibc", text, re.M):

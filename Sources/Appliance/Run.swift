@@ -1,4 +1,5 @@
 import Devices
+import Layout
 import Logging
 import Media
 import Publishing
@@ -209,8 +210,8 @@ final class Run {
                          retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
                          log: log,
                          // The root lists every board publishing there (devices.json).
-                         siteFiles: ["\(device)/index.html": Array(Viewer.page(streams: "streams.json", device: device).utf8),
-                                     "index.html": Array(FleetPage.html.utf8)],
+                         siteFiles: [device + "/" + StreamLayout.viewerPage: Array(Viewer.page(streams: StreamLayout.catalog, device: device).utf8),
+                                     StreamLayout.viewerPage: Array(FleetPage.html.utf8)],
                          lastSeen: {
                              let now = SystemWallClock().read()
                              return now.synchronized ? UTCDate.iso8601(milliseconds: now.wallMs) : nil

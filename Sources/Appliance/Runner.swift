@@ -2,6 +2,7 @@ import Devices
 import Fetch
 import Files
 import HLS
+import Layout
 import Logging
 import Publishing
 import Recording
@@ -65,14 +66,14 @@ public enum Runner {
             let key = Publisher.journalKey(destination: destination.description, folder: device)
             // A stream still open is being recorded (or was cut by a crash, which the next
             // start closes): a running onair must not lose it from under its live output.
-            if !id.hasPrefix("."), !id.contains("/"), let playlist = StreamWriter.mainPlaylist(in: "\(settings.dataDirectory)/streams/\(id)"),
+            if StreamLayout.isID(id), let playlist = StreamWriter.mainPlaylist(in: StreamLayout(root: settings.dataDirectory).stream(id)),
                !ParsedPlaylist(text: playlist).isEnded {
                 throw RunFailure.configuration("forget: \(id) is still being recorded (its playlist has no EXT-X-ENDLIST): stop it first")
             }
             guard try PublishedIndex.forget(id, root: settings.dataDirectory, key: key) else {
                 throw RunFailure.configuration("forget: \(id) is not a stream this board published to \(destination) \(device)/")
             }
-            print("forgot \(id): \(device)/streams.json at \(destination) no longer lists it (the files there are left as they are)")
+            print("forgot \(id): \(device)/\(StreamLayout.catalog) at \(destination) no longer lists it (the files there are left as they are)")
         }
     }
 

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,8 +9,9 @@ import Glibc
 /// bound so hostile input cannot make it hang or exhaust memory.
 extension Runner {
     static func validate(_ directory: String) -> Int32 {
-        guard FileSystem.exists(directory + "/index.m3u8") else {
-            printError("onair: validate: \(directory)/index.m3u8 does not exist")
+        let index = directory + "/" + StreamLayout.index
+        guard FileSystem.exists(index) else {
+            printError("onair: validate: \(index) does not exist")
             return 2
         }
         let findings = StreamChecker.check { path in try readBounded(directory + "/" + path, limit: validateFileLimit) }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Files
+import Layout
 import Media
 import MP4
 
@@ -13,10 +14,11 @@ import MP4
 /// a two-hour recording holds no more in memory than one of two minutes.
 public enum RecordingExport {
     public static func make(root: String, id: String, start: Double?, end: Double?, last: Double?) throws -> StreamExport.Result {
-        guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "recording=\(id.prefix(40)) is not a recording id") }
-        let path = "\(root)/recordings/\(id).mp4"
+        guard StreamLayout.isID(id) else { throw ExportError(400, "recording=\(id.prefix(40)) is not a recording id") }
+        let layout = StreamLayout(root: root)
+        let path = layout.recording(id)
         guard let size = FileSystem.size(path), !FileSystem.isDirectory(path) else {
-            let writing = FileSystem.exists("\(root)/recordings/\(id).mp4.part")
+            let writing = FileSystem.exists(layout.recordingPart(id))
             throw ExportError(writing ? 409 : 404, writing ? "recording \(id) is still being written: export it once it has ended"
                                                            : "no recording \(id)")
         }

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 import MP4
 
@@ -105,12 +106,13 @@ public enum StreamExport {
             return try RecordingExport.make(root: root, id: recording, start: request.start, end: request.end, last: request.last)
         }
         let id = request.stream
-        guard !id.hasPrefix("."), !id.contains("/"), !id.contains("\0") else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
-        let directory = "\(root)/streams/\(id)"
-        if let index = FileSystem.readText(directory + "/index.m3u8", followLinks: false), MultivariantPlaylist.mainPlaylist(index: index).contains("/") {
+        guard StreamLayout.isID(id) else { throw ExportError(400, "stream=\(id.prefix(40)) is not a stream id") }
+        let directory = StreamLayout(root: root).stream(id)
+        if let index = FileSystem.readText(directory + "/" + StreamLayout.index, followLinks: false), StreamLayout.mainPlaylist(index: index).contains("/") {
             return try ladder(root: root, id: id, index: index, request)
         }
-        guard let text = FileSystem.readText(directory + "/playlist.m3u8", followLinks: false), let initBytes = FileSystem.read(directory + "/init.mp4", followLinks: false) else {
+        guard let text = FileSystem.readText(directory + "/" + StreamLayout.playlist, followLinks: false),
+              let initBytes = FileSystem.read(directory + "/" + StreamLayout.initSegment, followLinks: false) else {
             throw ExportError(404, "no stream \(id)")
         }
         let segments = ParsedPlaylist(text: text).segments
@@ -148,7 +150,7 @@ public enum StreamExport {
                 // Defaults another packager's fragments may lean on (onair's say everything).
                 if trex.isEmpty { trex = try ParsedInit(bytes: initSegment).trex }
             }
-        } catch { throw MovieError("init.mp4 is not readable (\(error))") }
+        } catch { throw MovieError("\(StreamLayout.initSegment) is not readable (\(error))") }
         var plan = try Planner(tracks: tracks, trex: trex, scratch: scratch)
         for (path, track) in segments {
             do { try plan.add(segmentAt: path, track: track) } catch let error as FileError { throw error } catch {
@@ -164,12 +166,12 @@ public enum StreamExport {
     /// heat dropped that rung for part of the range (it carried the next rung's pictures,
     /// under that rung's init), the highest rung below it that was encoded throughout.
     static func ladder(root: String, id: String, index text: String, _ request: ExportRequest) throws -> Result {
-        let directory = "\(root)/streams/\(id)"
+        let directory = StreamLayout(root: root).stream(id)
         let top = ParsedPlaylist(text: text)
         guard let (picked, _) = VariantChoice.choose(top.variants, maxBitrate: request.maxBitrate, maxSize: request.maxSize),
-              let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): index.m3u8 is not readable") }
+              let index = MultivariantPlaylist(parsing: text) else { throw ExportError(500, "stream \(id): \(StreamLayout.index) is not readable") }
         func rendition(_ uri: String) throws -> (folder: String, initSegment: [UInt8], playlist: ParsedPlaylist) {
-            let folder = MultivariantPlaylist.folder(of: uri)
+            let folder = StreamLayout.folder(of: uri)
             let playlist = FileSystem.readText(directory + "/" + uri, followLinks: false).map { ParsedPlaylist(text: $0) }
             guard let playlist, let initBytes = playlist.mapURI.flatMap({ FileSystem.read("\(directory)/\(folder)/\($0)", followLinks: false) }) else {
                 throw ExportError(404, "stream \(id) has no \(uri)")

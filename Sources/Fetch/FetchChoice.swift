@@ -1,4 +1,5 @@
 import HLS
+import Layout
 
 /// What a fetch copies from the URL it was given: a media playlist itself; or from a
 /// multivariant playlist the variant `VariantChoice` picks and, when its sound is a
@@ -48,8 +49,8 @@ extension Fetcher {
         say("fetch: sound \(ParsedPlaylist.attributes(sound.value ?? "")["NAME"] ?? uri), a rendition of its own")
         let index = ["#EXTM3U", top.value("EXT-X-VERSION").map { "#EXT-X-VERSION:" + $0 },
                      top.tags("EXT-X-INDEPENDENT-SEGMENTS").isEmpty ? nil : "#EXT-X-INDEPENDENT-SEGMENTS",
-                     "#EXT-X-MEDIA:" + Self.replacingURI(in: sound.value ?? "", with: "audio/playlist.m3u8"),
-                     top.lines[chosen.line - 1], "playlist.m3u8"].compactMap { $0 }
+                     "#EXT-X-MEDIA:" + Self.replacingURI(in: sound.value ?? "", with: StreamLayout.path(StreamLayout.playlist, in: StreamLayout.audio)),
+                     top.lines[chosen.line - 1], StreamLayout.playlist].compactMap { $0 }
         return FetchChoice(media: media, parsed: parsed, audio: Self.resolve(uri, against: options.url),
                            localIndex: index.joined(separator: "\n") + "\n")
     }

@@ -4,6 +4,7 @@ import Glibc
 import Export
 import Files
 import HLS
+import Layout
 import Media
 import MP4
 import Threading
@@ -116,9 +117,9 @@ public final class Fetcher {
         let choice = try choose()
         try claim(work, for: choice)
         var renditions = [Rendition(url: choice.media, copy: LocalCopy(work: work), first: choice.parsed)]
-        if let audio = choice.audio { renditions.append(Rendition(url: audio, copy: LocalCopy(work: work + "/audio"))) }
+        if let audio = choice.audio { renditions.append(Rendition(url: audio, copy: LocalCopy(work: work + "/" + StreamLayout.audio))) }
         for rendition in renditions {
-            let folder = rendition.copy.work + "/seg"
+            let folder = rendition.copy.work + "/" + StreamLayout.segmentFolder
             try AtomicFile.makeDirectories(folder)
             // A rename that a kill -9 interrupted leaves its temporary file: never a segment.
             for name in FileSystem.names(in: folder) ?? [] where name.hasPrefix(".") { unlink(folder + "/" + name) }
@@ -127,7 +128,7 @@ public final class Fetcher {
         kept = 0
         while true {
             for r in renditions.indices { try copyListed(&renditions[r], tellsProgress: r == 0, counts: &counts) }
-            if let index = choice.localIndex { try AtomicFile.write(Array(index.utf8), to: work + "/index.m3u8") }
+            if let index = choice.localIndex { try AtomicFile.write(Array(index.utf8), to: work + "/" + StreamLayout.index) }
             guard options.follow, !renditions.allSatisfy(\.ended) else { break }
             clock.sleep(until: clock.now() + renditions.map(\.reloadMilliseconds).min()! * 1_000_000)
         }
@@ -305,7 +306,7 @@ public final class Fetcher {
     static func name(of url: String) -> String {
         let path = url.prefix { $0 != "?" && $0 != "#" }.split(separator: "/").map(String.init)
         var name = path.last ?? "stream"
-        if ["index.m3u8", "playlist.m3u8", "master.m3u8", "main.m3u8"].contains(name), path.count > 2 { name = path[path.count - 2] }
+        if [StreamLayout.index, StreamLayout.playlist, "master.m3u8", "main.m3u8"].contains(name), path.count > 2 { name = path[path.count - 2] }
         if name.hasSuffix(".m3u8") { name = String(name.dropLast(5)) }
         let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
         return safe.isEmpty || safe.hasPrefix(".") ? "stream" + safe : safe

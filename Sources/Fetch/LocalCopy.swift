@@ -4,6 +4,7 @@ import Glibc
 import Export
 import Files
 import HLS
+import Layout
 import Media
 import MP4
 
@@ -25,11 +26,8 @@ struct LocalCopy {
 
     init(work: String) { self.work = work }
 
-    func path(_ number: Int) -> String {
-        var digits = String(number)
-        while digits.count < 9 { digits = "0" + digits }
-        return "\(work)/seg/\(digits).m4s"
-    }
+    /// Where segment `number` is kept: named as onair names its own.
+    func path(_ number: Int) -> String { work + "/" + StreamLayout.segment(number) }
 
     func has(_ number: Int) -> Bool { FileSystem.exists(path(number)) }
     var trackCount: Int { tracks.count }
@@ -40,7 +38,7 @@ struct LocalCopy {
 
     mutating func ensureInit(mapURL: String, http: Getter) throws {
         guard initSegment.isEmpty else { return }
-        let path = work + "/init.mp4"
+        let path = work + "/" + StreamLayout.initSegment
         var bytes = FileSystem.read(path, limit: FileSystem.smallLimit) ?? []
         if bytes.isEmpty { bytes = try http.get(mapURL, limit: FileSystem.smallLimit) }
         do {
@@ -104,12 +102,12 @@ struct LocalCopy {
         playlist.mediaSequence = entries.first?.number ?? 0
         for (number, segment, _, _) in entries {
             let duration = segment.extinf.map { String($0.prefix { $0 != "," }) } ?? "0"
-            playlist.entries.append(.init(uri: "seg/" + path(number).split(separator: "/").last!, duration: duration,
+            playlist.entries.append(.init(uri: StreamLayout.segment(number), duration: duration,
                                           programDateTimeMs: segment.programDateTime.flatMap(UTCDate.parse),
                                           discontinuity: segment.discontinuity))
         }
         playlist.isEnded = ended
-        try AtomicFile.write(Array(playlist.render().utf8), to: work + "/playlist.m3u8")
+        try AtomicFile.write(Array(playlist.render().utf8), to: work + "/" + StreamLayout.playlist)
     }
 
     /// A fetched movie at `out`, written whole, then renamed.

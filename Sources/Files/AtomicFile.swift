@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Layout
 
 public struct FileError: Error, CustomStringConvertible {
     public var path: String
@@ -23,14 +24,14 @@ public enum AtomicFile {
     /// Moves a file that cannot be used out of the way, to `<path>.corrupt` beside it: kept
     /// for a person to look at, never deleted, and no longer read at every start.
     public static func setAside(_ path: String) throws {
-        guard rename(path, path + ".corrupt") == 0 else { throw FileError(path: path, operation: "set aside", code: errno) }
+        guard rename(path, StreamLayout.corrupt(path)) == 0 else { throw FileError(path: path, operation: "set aside", code: errno) }
     }
 
     /// Sets `path` aside and returns `reason` with what became of the file, for the log.
     public static func setAside(_ path: String, because reason: String) -> String {
         do {
             try setAside(path)
-            return reason + "; renamed to .corrupt"
+            return reason + "; " + StreamLayout.corruptNote
         } catch { return "\(reason); \(error)" }
     }
 
@@ -43,7 +44,7 @@ public enum AtomicFile {
     public static func write(to path: String, _ body: (Int32, String) throws -> Void) throws {
         let directory = self.directory(of: path)
         let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = "\(directory)/.\(name).tmp"
+        let temporary = directory + "/" + StreamLayout.temporary(name)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
         var ok = false

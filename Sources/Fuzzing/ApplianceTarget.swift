@@ -1,4 +1,5 @@
 import Foundation
+import Layout
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,6 +14,9 @@ extension FuzzTargets {
     /// recording. After each case onair must still be running and still answer; after a
     /// control call that was accepted, still so once the live stream has stored another
     /// segment (forgetting the live stream trapped it on the next one).
+    /// The live stream's media playlist, as a request line names it.
+    static let livePlaylist = StreamLayout.streamsURL + "{live}/" + StreamLayout.playlist
+
     public static let api = FuzzTarget(name: "api", seeds: [
         "GET /api/export?stream={done}&start=1&end=3",
         "GET /api/export?stream={done}&last=2",
@@ -21,7 +25,7 @@ extension FuzzTargets {
         "GET /api/export?stream={live}&max_bitrate=900000&max_size=640x360",
         "POST /api/forget?stream={done}",
         "POST /api/forget?stream={live}",
-        "GET /streams/{live}/playlist.m3u8?_HLS_msn=2&_HLS_part=1\nGET /streams/{live}/playlist.m3u8?_HLS_msn=1&_HLS_skip=YES",
+        "GET \(livePlaylist)?_HLS_msn=2&_HLS_part=1\nGET \(livePlaylist)?_HLS_msn=1&_HLS_skip=YES",
         "GET /api/status\nGET /api/streams\nGET /api/recordings\nGET /metrics\nGET /status",
         "POST /api/record/stop\nPOST /api/record/start"
     ].map { Array($0.utf8) }, textual: true, prepare: { _ = ApplianceFixture.shared }) { bytes in
@@ -138,7 +142,7 @@ final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thre
     func recordAndWaitForASegment() {
         request("POST", "/api/record/start")
         var live = ids["{live}"]!
-        func count() -> Int { (try? HTTPClient.request(port: port, "/streams/\(live)/playlist.m3u8").text)?.components(separatedBy: "#EXTINF").count ?? 0 }
+        func count() -> Int { (try? HTTPClient.request(port: port, StreamLayout.streamsURL + live + "/" + StreamLayout.playlist).text)?.components(separatedBy: "#EXTINF").count ?? 0 }
         var before = count()
         for _ in 0..<50 where process.isRunning {
             if let newest = newestStream(segments: 0), newest != live, newest != ids["{done}"] {

@@ -1,5 +1,6 @@
 import Fetch
 import Foundation
+import Layout
 import Threading
 import TestSupport
 
@@ -9,16 +10,16 @@ extension FuzzTargets {
     /// the segments onair's own packager made. The first reload serves the input; later
     /// ones add ENDLIST, so a follow ends. A thrown error is an answer; a trap is a find.
     public static let fetch = FuzzTarget(name: "fetch", seeds: [
-        Array(stream["playlist.m3u8"]!.utf8),
-        Array(stream["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").utf8),
-        Array(stream["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "")
+        Array(stream[StreamLayout.playlist]!.utf8),
+        Array(stream[StreamLayout.playlist]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").utf8),
+        Array(stream[StreamLayout.playlist]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "")
             .replacingOccurrences(of: "#EXT-X-TARGETDURATION:2", with: "#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7").utf8),
-        Array(stream["index.m3u8"]!.utf8),
-        Array(stream["iframes.m3u8"]!.replacingOccurrences(of: "#EXT-X-I-FRAMES-ONLY\n", with: "").utf8)
+        Array(stream[StreamLayout.index]!.utf8),
+        Array(stream[StreamLayout.iFrames]!.replacingOccurrences(of: "#EXT-X-I-FRAMES-ONLY\n", with: "").utf8)
     ], textual: true) { bytes in
         let work = NSTemporaryDirectory() + "onair-fuzz-fetch-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: work) }
-        var options = FetchOptions(url: "http://origin.invalid/s/playlist.m3u8")
+        var options = FetchOptions(url: "http://origin.invalid/s/" + StreamLayout.playlist)
         options.follow = true
         options.format = .hls
         options.out = work
@@ -34,7 +35,7 @@ final class ServedStream: Getter {
 
     func get(_ url: String) throws -> [UInt8] {
         let name = String(url.dropFirst("http://origin.invalid/s/".count))
-        if name == "playlist.m3u8" {
+        if name == StreamLayout.playlist {
             reloads += 1
             guard reloads < 50 else { throw FetchError("\(url): reloaded 50 times", status: 404) }
             return reloads == 1 ? playlist : playlist + Array("\n#EXT-X-ENDLIST\n".utf8)

@@ -1,5 +1,6 @@
 import Files
 import Foundation
+import Layout
 import Server
 import TestSupport
 
@@ -7,15 +8,15 @@ extension FuzzTargets {
     /// Raw HTTP requests against the real server (libmicrohttpd and onair's handler): after
     /// each, a plain GET on a new connection must still be answered 200.
     public static let http = FuzzTarget(name: "http", seeds: [
-        "GET /streams/s/playlist.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n",
-        "GET /streams/s/seg/000001.m4s HTTP/1.1\r\nHost: x\r\nRange: bytes=10-99\r\nIf-None-Match: \"a\"\r\n\r\n",
+        "GET \(HTTPFixture.stream)/\(StreamLayout.playlist) HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET \(HTTPFixture.stream)/\(StreamLayout.segment(1)) HTTP/1.1\r\nHost: x\r\nRange: bytes=10-99\r\nIf-None-Match: \"a\"\r\n\r\n",
         "HEAD /api/streams HTTP/1.0\r\n\r\n",
         "POST /api/record/start HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Length: 0\r\n\r\n",
-        "GET /streams/s/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET \(HTTPFixture.stream)/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"
     ].map { Array($0.utf8) }, textual: true) { bytes in
         let port = HTTPFixture.shared.port
         _ = HTTPFixture.exchange(port: port, bytes)
-        let answer = HTTPFixture.exchange(port: port, Array("GET /streams/s/playlist.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let answer = HTTPFixture.exchange(port: port, Array("GET \(HTTPFixture.stream)/\(StreamLayout.playlist) HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         if !answer.starts(with: Array("HTTP/1.1 200".utf8)) { broken("the server stopped answering") }
     }
 }
@@ -23,13 +24,15 @@ extension FuzzTargets {
 /// One server for every case, on a stream in a temporary directory.
 final class HTTPFixture: @unchecked Sendable {  // immutable after init
     static let shared = HTTPFixture()
+    /// The URL of the stream it serves.
+    static let stream = StreamLayout.streamsURL + "s"
     let server: WebServer
     var port: UInt16 { server.port }
 
     private init() {
         let root = NSTemporaryDirectory() + "onair-fuzz-http-\(getpid())"
         for (name, bytes) in FuzzTargets.stream.files {
-            let path = root + "/streams/s/" + name
+            let path = StreamLayout(root: root).file("s", name)
             try? AtomicFile.makeDirectories(AtomicFile.directory(of: path))
             try? FileSystem.write(bytes, to: path)
         }

@@ -1,6 +1,7 @@
 import Appliance
 import Foundation
 import HLS
+import Layout
 import Media
 import MP4
 import Server
@@ -62,8 +63,8 @@ public enum FuzzTargets {
     public static func named(_ name: String) -> FuzzTarget? { (all + servers).first { $0.name == name } }
 
     /// ISO/IEC 14496-12 boxes: init segments, media segments, and a recording `.part`.
-    static let boxes = FuzzTarget(name: "boxes", seeds: [stream.files["init.mp4"]!, stream.files["seg/000001.m4s"]!,
-                                                         stream.files["init.mp4"]! + stream.files["seg/000002.m4s"]!],
+    static let boxes = FuzzTarget(name: "boxes", seeds: [stream.files[StreamLayout.initSegment]!, stream.files[StreamLayout.segment(1)]!,
+                                                         stream.files[StreamLayout.initSegment]! + stream.files[StreamLayout.segment(2)]!],
                                   textual: false) { bytes in
         _ = try? BoxTree.parse(bytes)
         let initSegment = try? ParsedInit(bytes: bytes)
@@ -77,16 +78,16 @@ public enum FuzzTargets {
     }
 
     /// RFC 8216bis playlists: the parser, onair's own reading of them, the catalogue, reloads.
-    static let playlist = FuzzTarget(name: "playlist", seeds: [Array(stream["playlist.m3u8"]!.utf8), Array(stream["index.m3u8"]!.utf8),
-                                                               Array(stream["playlist.m3u8"]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").utf8)],
+    static let playlist = FuzzTarget(name: "playlist", seeds: [Array(stream[StreamLayout.playlist]!.utf8), Array(stream[StreamLayout.index]!.utf8),
+                                                               Array(stream[StreamLayout.playlist]!.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").utf8)],
                                      textual: true) { bytes in
         let text = String(decoding: bytes, as: UTF8.self)
         let parsed = ParsedPlaylist(text: text)
         _ = parsed.segments.map(\.duration)
         if let media = MediaPlaylist(parsing: text) { _ = media.render() }
-        _ = ReloadChecker.check(previous: stream["playlist.m3u8"]!, next: text)
+        _ = ReloadChecker.check(previous: stream[StreamLayout.playlist]!, next: text)
         // One bad stream never hides the others (issue 13: `EXTINF:NaN` emptied /api/streams).
-        let good = StreamInfo(id: "good", playlist: stream["playlist.m3u8"]!, playlistURL: "/g")
+        let good = StreamInfo(id: "good", playlist: stream[StreamLayout.playlist]!, playlistURL: "/g")
         let bad = StreamInfo(id: "bad", playlist: text, playlistURL: "/b")
         guard let list = try? JSONSerialization.jsonObject(with: Data(StreamInfo.json([good, bad]))) as? [Any], list.count == 2 else {
             broken("StreamInfo.json lost a stream")
@@ -95,7 +96,7 @@ public enum FuzzTargets {
 
     /// A whole stream checked with one of its files spoiled. The input is the file's name,
     /// a newline, and its bytes.
-    static let stream_ = FuzzTarget(name: "stream", seeds: ["playlist.m3u8", "index.m3u8", "init.mp4", "seg/000002.m4s"].map {
+    static let stream_ = FuzzTarget(name: "stream", seeds: [StreamLayout.playlist, StreamLayout.index, StreamLayout.initSegment, StreamLayout.segment(2)].map {
         Array(($0 + "\n").utf8) + stream.files[$0]!
     }, textual: false) { bytes in
         guard let newline = bytes.firstIndex(of: 0x0A) else { return }

@@ -1,7 +1,8 @@
+import Layout
 /// HLS_RULES §2: how a live media playlist may change between two reloads. A client that
 /// polls compares each snapshot with the one before (RFC 8216bis §6.2.1–6.2.2).
 public enum ReloadChecker {
-    public static func check(previous old: String, next new: String, path: String = "playlist.m3u8") -> [Finding] {
+    public static func check(previous old: String, next new: String, path: String = StreamLayout.playlist) -> [Finding] {
         var findings: [Finding] = []
         func error(_ rule: String, _ message: String) {
             findings.append(Finding(rule: rule, severity: .error, location: path, message: message))

@@ -1,3 +1,4 @@
+import Layout
 import Media
 import MP4
 
@@ -29,7 +30,7 @@ public struct StreamChecker {
     var findings: [Finding] = []
     let load: Loader
 
-    public static func check(multivariant path: String = "index.m3u8", load: @escaping Loader) -> [Finding] {
+    public static func check(multivariant path: String = StreamLayout.index, load: @escaping Loader) -> [Finding] {
         var checker = StreamChecker(load: load)
         checker.run(path)
         return checker.findings

@@ -1,3 +1,4 @@
+import Layout
 import Media
 
 /// The numbers a low-latency stream keeps from its first part to its end (RFC 8216bis
@@ -144,22 +145,6 @@ public struct LowLatencyPlaylist: Sendable {
         self.skip = skip
     }
 
-    /// `part/000012.3.m4s`: part 3 of segment 12.
-    public static func partURI(sequence: Int, index: Int) -> String {
-        let segment = MediaPlaylist.segmentURI(sequence)  // seg/000012.m4s
-        return "part/" + segment.dropFirst(4).dropLast(4) + ".\(index).m4s"
-    }
-
-    /// The segment and part a `partURI` names; nil for anything else (up to nine digits
-    /// each, so no number a request makes up can overflow).
-    public static func partNumbers(_ uri: some StringProtocol) -> (sequence: Int, index: Int)? {
-        guard uri.hasPrefix("part/"), uri.hasSuffix(".m4s") else { return nil }
-        let numbers = uri.dropFirst(5).dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
-        guard numbers.count == 2, numbers.allSatisfy({ !$0.isEmpty && $0.count <= 9 && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
-              let sequence = Int(numbers[0]), let index = Int(numbers[1]) else { return nil }
-        return (sequence, index)
-    }
-
     /// How many leading segments a delta update leaves out: those that end at least
     /// CAN-SKIP-UNTIL before the end of the last segment.
     func skippedSegments() -> Int {
@@ -185,7 +170,7 @@ public struct LowLatencyPlaylist: Sendable {
         if skip && !playlist.isEnded { lines.append("#EXT-X-SKIP:SKIPPED-SEGMENTS=\(skipped)") }
         func partLines(_ parts: [PartReport]) {
             for part in parts {
-                lines.append("#EXT-X-PART:DURATION=\(part.durationSeconds),URI=\"\(Self.partURI(sequence: part.sequence, index: part.index))\""
+                lines.append("#EXT-X-PART:DURATION=\(part.durationSeconds),URI=\"\(StreamLayout.part(sequence: part.sequence, index: part.index))\""
                              + (part.independent ? ",INDEPENDENT=YES" : ""))
             }
         }
@@ -205,7 +190,7 @@ public struct LowLatencyPlaylist: Sendable {
         if playlist.isEnded {
             lines.append("#EXT-X-ENDLIST")
         } else if let next {
-            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(Self.partURI(sequence: next.sequence, index: next.index))\"")
+            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(StreamLayout.part(sequence: next.sequence, index: next.index))\"")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,3 +1,4 @@
+import Layout
 import Media
 
 /// The media playlist onair writes (RFC 8216bis §4.4): an EVENT playlist that only grows,
@@ -42,17 +43,10 @@ public struct MediaPlaylist: Sendable, Equatable {
     /// EXT-X-I-FRAMES-ONLY (§4.4.3.6): each entry is one I-frame, lasting until the next.
     public var iFramesOnly = false
 
-    public init(targetDuration: Int, mapURI: String = "init.mp4", iFramesOnly: Bool = false) {
+    public init(targetDuration: Int, mapURI: String = StreamLayout.initSegment, iFramesOnly: Bool = false) {
         self.targetDuration = targetDuration
         self.mapURI = mapURI
         self.iFramesOnly = iFramesOnly
-    }
-
-    /// The file name of segment `sequence`: `seg/000001.m4s`.
-    public static func segmentURI(_ sequence: Int) -> String {
-        var digits = String(sequence)
-        while digits.count < 6 { digits = "0" + digits }
-        return "seg/\(digits).m4s"
     }
 
     public func render() -> String {
@@ -214,33 +208,18 @@ public struct MultivariantPlaylist: Sendable, Equatable {
 }
 
 extension MultivariantPlaylist {
-    /// A file of the rendition in `folder`, as the stream's directory names it: the
-    /// directory itself holds a stream of one variant (folder ""), a ladder's renditions
-    /// have folders of their own (`v0`, `audio`).
-    public static func path(_ name: String, in folder: String) -> String { folder.isEmpty ? name : folder + "/" + name }
-
-    /// The folder of a file the stream's directory names (`v0/playlist.m3u8` → `v0`).
-    public static func folder(of path: String) -> String { path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "" }
-
     /// The renditions its media playlists belong to, in order: each playlist's folder and
     /// the playlists in it (a rung's playlist.m3u8 and iframes.m3u8 share one). Without
     /// any, the one-variant stream's own.
     public var renditions: [(folder: String, playlists: [String])] {
         var renditions: [(folder: String, playlists: [String])] = []
         for path in mediaPlaylists {
-            let folder = Self.folder(of: path)
+            let folder = StreamLayout.folder(of: path)
             if let r = renditions.firstIndex(where: { $0.folder == folder }) { renditions[r].playlists.append(path) } else {
                 renditions.append((folder, [path]))
             }
         }
-        return renditions.isEmpty ? [("", ["playlist.m3u8"])] : renditions
-    }
-
-    /// The media playlist that tells a stream's time and segments, given its index.m3u8:
-    /// the first variant's (`playlist.m3u8` in a stream of one variant, `v0/playlist.m3u8`
-    /// in a ladder's).
-    public static func mainPlaylist(index text: String?) -> String {
-        text.flatMap { ParsedPlaylist(text: $0).variants.first?.uri } ?? "playlist.m3u8"
+        return renditions.isEmpty ? [("", [StreamLayout.playlist])] : renditions
     }
 }
 

@@ -1,3 +1,4 @@
+import Layout
 import Media
 
 /// `devices.json` at the destination's root: the boards publishing there, each with when
@@ -9,7 +10,7 @@ import Media
 /// shortly. S3 and Apache mod_dav honour the conditions; nginx ignores them, so there the
 /// read-back alone makes every board's entry arrive in the end.
 public enum Fleet {
-    public static let path = "devices.json"
+    public static let path = StreamLayout.devices
 
     public struct Device: Sendable, Equatable {
         /// `device.name`, which is also the board's folder.
@@ -27,8 +28,8 @@ public enum Fleet {
         }
 
         /// Paths relative to the destination's root.
-        public var catalog: String { name + "/streams.json" }
-        public var page: String { name + "/index.html" }
+        public var catalog: String { name + "/" + StreamLayout.catalog }
+        public var page: String { name + "/" + StreamLayout.viewerPage }
 
         public var json: JSON {
             .fields(["name": name, "last_seen": lastSeen, "live": live, "streams": catalog, "page": page])

@@ -1,3 +1,4 @@
+import Layout
 /// What to upload next for one stream, and when; pure, driven by the caller's clock.
 ///
 /// The source talk's rule, made stronger: save bytes first, then make them visible. The
@@ -67,7 +68,7 @@ public struct PublishPlan: Sendable {
     private var multivariantConfirmed = 0
 
     /// A stream of one rendition in its own directory, with these media playlists.
-    public init(id: String, retry: RetryPolicy, playlists: [String] = ["playlist.m3u8"]) {
+    public init(id: String, retry: RetryPolicy, playlists: [String] = [StreamLayout.playlist]) {
         self.init(id: id, retry: retry, renditions: [(folder: "", playlists: playlists)])
     }
 

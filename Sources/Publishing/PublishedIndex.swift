@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,7 @@ public struct PublishedIndex: Equatable {
 
     /// `published/` under the data directory, and the file for `key` in it: a hash of the
     /// key names it (the key holds a URL), the key itself is inside.
-    public static func path(root: String, key: String) -> String { "\(root)/published/\(fnv1a(key)).json" }
+    public static func path(root: String, key: String) -> String { StreamLayout(root: root).publishedIndex(fnv1a(key)) }
 
     /// Runs `change` on the index as it is on disk, under its lock, and writes the result
     /// if it differs. A file that does not parse is set aside (`.corrupt`, kept for a person

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 #if canImport(Glibc)
 import Glibc
@@ -13,8 +14,8 @@ extension Publisher {
     // MARK: streams.json
 
     func uploadCatalog(with transport: Transport) {
-        let failure = upload(folder + "streams.json", catalogBytes(), with: transport, missing: "the list of streams")
-        finishShared(path: folder + "streams.json", error: failure) {
+        let failure = upload(folder + StreamLayout.catalog, catalogBytes(), with: transport, missing: "the list of streams")
+        finishShared(path: folder + StreamLayout.catalog, error: failure) {
             if failure == nil { catalog.succeeded() } else { catalog.failed(now: nowMilliseconds, retry: retry, jitter: jitter()) }
         }
     }
@@ -26,18 +27,18 @@ extension Publisher {
     func catalogBytes() -> [UInt8] {
         let visible = visibleStreams()
         do {
-            let listed = try PublishedIndex.update(root: root, key: journalKey, problem: { [log] in
+            let listed = try PublishedIndex.update(root: layout.root, key: journalKey, problem: { [log] in
                 log.emit(.publishIndexFailed, level: .warn, [("error", $0)])
             }) { index -> [StreamInfo] in
                 _ = index.merge(visible)
                 return index.listed
             }
-            locked { indexStamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey)) }
+            locked { indexStamp = Self.stamp(PublishedIndex.path(root: layout.root, key: journalKey)) }
             return StreamInfo.json(listed)
         } catch {
             // Not kept (the disk is full, say): the list still holds what it held.
             log.emit(.publishIndexFailed, level: .warn, [("error", "\(error)")])
-            var index = PublishedIndex.read(root: root, key: journalKey)
+            var index = PublishedIndex.read(root: layout.root, key: journalKey)
             _ = index.merge(visible)
             return StreamInfo.json(index.listed)
         }
@@ -45,18 +46,17 @@ extension Publisher {
 
     /// Each local stream as the destination shows it now.
     private func visibleStreams() -> [StreamInfo] {
-        let streams = root + "/streams"
-        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }.sorted(by: >)
+        let ids = StreamLayout.streamIDs(FileSystem.names(in: layout.streams) ?? []).reversed()
         let published: [String: (listed: Int, ended: Bool)] = locked {
             plans.mapValues { ($0.listed, $0.endlistConfirmed) }
         }
         return ids.compactMap { id -> StreamInfo? in
-            let directory = "\(streams)/\(id)"
+            let directory = layout.stream(id)
             guard let visible = published[id] ?? Journal.read(directory, destination: journalKey).map({ ($0.visible, $0.endlist) }),
                   visible.listed > 0,
                   let text = StreamWriter.mainPlaylist(in: directory)
             else { return nil }
-            return StreamInfo(id: id, playlist: text, playlistURL: "\(id)/index.m3u8",
+            return StreamInfo(id: id, playlist: text, playlistURL: StreamLayout.path(StreamLayout.index, in: id),
                               visible: visible.listed, ended: visible.ended)
         }
     }
@@ -64,7 +64,7 @@ extension Publisher {
     /// Stops listing (and publishing) stream `id` at the destination: its owner deleted it
     /// there. Throws when the index cannot be changed, or does not hold the stream.
     public func forgetPublished(_ id: String) throws {
-        guard try PublishedIndex.forget(id, root: root, key: journalKey) else {
+        guard try PublishedIndex.forget(id, root: layout.root, key: journalKey) else {
             throw UploadError(status: nil, message: "\(id) is not a stream this board published to \(destination) \(folder)")
         }
         forget(id)
@@ -86,11 +86,11 @@ extension Publisher {
     func noticeIndexChange(now: Int64) {
         guard now >= indexCheckedAt + 1000 else { return }
         indexCheckedAt = now
-        let stamp = Self.stamp(PublishedIndex.path(root: root, key: journalKey))
+        let stamp = Self.stamp(PublishedIndex.path(root: layout.root, key: journalKey))
         guard stamp != indexStamp, !catalog.inFlight else { return }
         indexStamp = stamp
         catalog.wanted = true
-        for id in PublishedIndex.read(root: root, key: journalKey).forgotten where plans[id] != nil { dropPlan(id) }
+        for id in PublishedIndex.read(root: layout.root, key: journalKey).forgotten where plans[id] != nil { dropPlan(id) }
     }
 
     // MARK: devices.json

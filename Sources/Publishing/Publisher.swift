@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 import Threading
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         public var bytes = 0
     }
 
-    let root: String
+    let layout: StreamLayout
     /// Names the destination in each stream's journal (never a secret).
     public let destination: String
     /// Where this board's files go under the destination: `<device.name>/` (or "" for
@@ -96,7 +97,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
                 siteFiles: [String: [UInt8]] = [:], lastSeen: @escaping @Sendable () -> String? = { nil }, clock: MediaClock = MonotonicClock(),
                 jitter: @escaping @Sendable () -> Double = { .random(in: 0..<1) }, threads: Bool = true,
                 makeTransport: @escaping @Sendable () -> Transport) {
-        self.root = root
+        layout = StreamLayout(root: root)
         self.clock = clock
         self.jitter = jitter
         inlineTransport = threads ? nil : makeTransport()
@@ -135,7 +136,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// stream holds (a ladder's renditions each say their own in their playlists).
     @discardableResult
     public func resume(_ id: String, segments: Int, multivariantRewritten: Bool = false) -> Int {
-        let directory = "\(root)/streams/\(id)"
+        let directory = layout.stream(id)
         let journal = Journal.read(directory, destination: journalKey)
         let renditions = self.renditions(id)
         let stored = renditions.count == 1 ? [segments] : renditions.map { rendition in
@@ -160,7 +161,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// Whether the destination has confirmed all of stream `id`, ENDLIST included (its
     /// journal, for this destination and folder, says so).
     public func isPublished(_ id: String) -> Bool {
-        Journal.read("\(root)/streams/\(id)", destination: journalKey)?.endlist ?? false
+        Journal.read(layout.stream(id), destination: journalKey)?.endlist ?? false
     }
 
     /// Stops publishing a stream whose files are gone (deleted for space).
@@ -183,7 +184,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// them (written before anything is reported): each playlist's folder is its
     /// rendition's.
     func renditions(_ id: String) -> [(folder: String, playlists: [String])] {
-        FileSystem.readText("\(root)/streams/\(id)/index.m3u8", followLinks: false).flatMap(MultivariantPlaylist.init(parsing:))?.renditions
+        FileSystem.readText(layout.file(id, StreamLayout.index), followLinks: false).flatMap(MultivariantPlaylist.init(parsing:))?.renditions
             ?? MultivariantPlaylist(variants: []).renditions
     }
 
@@ -211,7 +212,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         for (id, segments) in pending {
             for segment in segments {
                 var info = stat()
-                if stat("\(root)/streams/\(id)/\(Self.segmentPath(segment.sequence, in: segment.folder))", &info) == 0 { bytes += Int(info.st_size) }
+                if stat(layout.file(id, Self.segmentPath(segment.sequence, in: segment.folder)), &info) == 0 { bytes += Int(info.st_size) }
             }
         }
         return Status(destination: destination, pendingSegments: pending.reduce(0) { $0 + $1.1.count }, pendingBytes: bytes,
@@ -366,7 +367,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
         if error == nil, case .playlist = job, let (confirmed, after) = locked({ plans[id].map { ($0.confirmedThrough, $0.afterConfirming(job)) } }) {
             // Per rendition, in the plan's order.
             let journal = Journal(destination: journalKey, confirmedSegments: confirmed, listed: after.listed, endlist: after.endlist)
-            do { try journal.write("\(root)/streams/\(id)") } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
+            do { try journal.write(layout.stream(id)) } catch { log.emit(.journalFailed, level: .warn, [("id", id), ("error", "\(error)")]) }
         }
         let now = nowMilliseconds
         var complete = false
@@ -399,16 +400,16 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
     /// The bytes a job uploads, read from the spool; a playlist is the local playlist cut
     /// to the confirmed segments.
     private func load(_ id: String, _ job: PublishPlan.Job) -> (String, [UInt8]?) {
-        let directory = "\(root)/streams/\(id)"
+        let directory = layout.stream(id)
         func read(_ name: String) -> [UInt8]? { FileSystem.read("\(directory)/\(name)", followLinks: false) }
         switch job {
         case .initSegment(let folder):
-            let path = MultivariantPlaylist.path("init.mp4", in: folder)
+            let path = StreamLayout.path(StreamLayout.initSegment, in: folder)
             return (path, read(path))
         case .segment(let sequence, let folder):
             let path = Self.segmentPath(sequence, in: folder)
             return (path, read(path))
-        case .multivariant: return ("index.m3u8", read("index.m3u8"))
+        case .multivariant: return (StreamLayout.index, read(StreamLayout.index))
         case .playlist(let name, let count, let ended):
             guard let text = read(name), let local = MediaPlaylist(parsing: String(decoding: text, as: UTF8.self)),
                   local.entries.count >= count, !ended || local.isEnded else { return (name, nil) }
@@ -418,7 +419,7 @@ public final class Publisher: @unchecked Sendable {  // every var under `conditi
 
     /// A segment's path in its stream's directory.
     static func segmentPath(_ sequence: Int, in folder: String) -> String {
-        MultivariantPlaylist.path(MediaPlaylist.segmentURI(sequence), in: folder)
+        StreamLayout.path(StreamLayout.segment(sequence), in: folder)
     }
 
     // MARK: Locking

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 import MP4
 #if canImport(Glibc)
@@ -34,24 +35,22 @@ public enum Recovery {
     /// `skipped` and the others are still closed.
     public static func closeAll(root: String, skipped: (Skipped) -> Void = { _ in },
                                 removed: (String) -> Void = { _ in }) -> [Closed] {
-        let streams = root + "/streams"
-        let names = FileSystem.names(in: streams) ?? []
+        let layout = StreamLayout(root: root)
+        let names = FileSystem.names(in: layout.streams) ?? []
         // A stream still staged (`StreamWriter`: before its first segment was listed) when
         // the power went: it was never visible, listed or published.
-        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
-            try? FileSystem.remove(streams + "/" + name)
-            removed(streams + "/" + name)
+        for name in StreamLayout.stagings(names) {
+            try? FileSystem.remove(layout.streams + "/" + name)
+            removed(layout.streams + "/" + name)
         }
-        let ids = names.filter { !$0.hasPrefix(".") }.sorted()
-        return ids.compactMap { id in
+        return StreamLayout.streamIDs(names).compactMap { id in
+            let directory = layout.stream(id)
             do {
-                let directory = streams + "/" + id
                 guard let closed = try close(directory: directory, skipped: skipped) else {
                     // Only what the writer makes before the first segment (a kill in the
                     // first moments of a stream): nothing to play, publish or validate, and
                     // never listed. Anything else (a segment, a file set aside) is kept.
-                    let beforeFirstSegment: Set<Substring> = ["index.m3u8", "init.mp4"]
-                    if FileSystem.filesBelow(directory).allSatisfy({ beforeFirstSegment.contains($0.split(separator: "/").last ?? "") }) {
+                    if FileSystem.filesBelow(directory).allSatisfy({ StreamLayout.beforeFirstSegment.contains(String(StreamLayout.name(of: $0))) }) {
                         try? FileSystem.remove(directory)
                         removed(directory)
                     }
@@ -59,7 +58,7 @@ public enum Recovery {
                 }
                 return closed
             } catch {
-                skipped(Skipped(path: streams + "/" + id, reason: "\(error)"))
+                skipped(Skipped(path: directory, reason: "\(error)"))
                 return nil
             }
         }
@@ -67,11 +66,11 @@ public enum Recovery {
 
     public static func close(directory: String, skipped: (Skipped) -> Void = { _ in }) throws -> Closed? {
         let id = directory.split(separator: "/").last.map(String.init) ?? directory
-        for name in FileSystem.filesBelow(directory) where name.hasSuffix(".tmp") {
+        for name in FileSystem.filesBelow(directory) where StreamLayout.isTemporary(StreamLayout.name(of: name)) {
             try? FileSystem.remove(directory + "/" + name)
         }
         // A ladder's renditions each close like a stream of one variant.
-        let index = leftover(directory + "/index.m3u8", limit: FileSystem.playlistLimit, skipped: skipped)
+        let index = leftover(directory + "/" + StreamLayout.index, limit: FileSystem.playlistLimit, skipped: skipped)
             .flatMap { MultivariantPlaylist(parsing: String(decoding: $0, as: UTF8.self)) }
         var closed: [ClosedRendition] = []
         for (folder, _) in (index ?? MultivariantPlaylist(variants: [])).renditions {
@@ -99,16 +98,16 @@ public enum Recovery {
         // index.m3u8 first: a playlist is never listed before the variant describing it.
         var playlists: [String: MediaPlaylist] = [:]
         for rendition in closed {
-            playlists[rendition.path(StreamWriter.playlistName)] = rendition.playlist
-            if let iFrames = rendition.iFrames { playlists[rendition.path(StreamWriter.iFramesName)] = iFrames }
+            playlists[rendition.path(StreamLayout.playlist)] = rendition.playlist
+            if let iFrames = rendition.iFrames { playlists[rendition.path(StreamLayout.iFrames)] = iFrames }
         }
         let remeasured = interrupted ? try remeasure(directory: directory, playlists: playlists) : false
         for rendition in closed {
             if let iFrames = rendition.iFrames, rendition.iFramesChanged {
-                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + rendition.path(StreamWriter.iFramesName))
+                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + rendition.path(StreamLayout.iFrames))
             }
             if rendition.wasInterrupted {
-                try AtomicFile.write(Array(rendition.playlist.render().utf8), to: directory + "/" + rendition.path(StreamWriter.playlistName))
+                try AtomicFile.write(Array(rendition.playlist.render().utf8), to: directory + "/" + rendition.path(StreamLayout.playlist))
             }
         }
         return Closed(id: id, segments: closed[0].playlist.entries.count, wasInterrupted: interrupted, multivariantRewritten: remeasured)
@@ -121,7 +120,7 @@ public enum Recovery {
         var wasInterrupted: Bool
         var iFrames: MediaPlaylist?
         var iFramesChanged: Bool
-        func path(_ name: String) -> String { MultivariantPlaylist.path(name, in: folder) }
+        func path(_ name: String) -> String { StreamLayout.path(name, in: folder) }
     }
 
     /// A rendition's playlist with ENDLIST and every complete segment, and its I-frame
@@ -129,14 +128,14 @@ public enum Recovery {
     static func closeRendition(directory: String, folder: String, index: MultivariantPlaylist?,
                                skipped: (Skipped) -> Void) throws -> ClosedRendition? {
         let base = folder.isEmpty ? directory : directory + "/" + folder
-        let playlistPath = base + "/" + StreamWriter.playlistName
+        let playlistPath = base + "/" + StreamLayout.playlist
         guard let data = leftover(playlistPath, limit: FileSystem.playlistLimit, skipped: skipped) else { return nil }
         guard let text = String(validating: data, as: UTF8.self), var playlist = MediaPlaylist(parsing: text) else {
             setAside(playlistPath, reason: "not a media playlist onair wrote", skipped: skipped)
             return nil
         }
         var parsedInit: ParsedInit?
-        let initPath = base + "/init.mp4"
+        let initPath = base + "/" + StreamLayout.initSegment
         func readInit() -> ParsedInit? {
             if parsedInit == nil, let initBytes = leftover(initPath, limit: FileSystem.smallLimit, skipped: skipped) {
                 do { parsedInit = try ParsedInit(bytes: initBytes) } catch {
@@ -152,7 +151,7 @@ public enum Recovery {
             // pictures (their sound, in an audio rendition).
             if let parsedInit = readInit(), let track = parsedInit.track("vide") ?? parsedInit.track("soun") {
                 // A rung carries only the rungs below it (later in index.m3u8).
-                let rungs = index?.variants.map { MultivariantPlaylist.folder(of: $0.uri) } ?? []
+                let rungs = index?.variants.map { StreamLayout.folder(of: $0.uri) } ?? []
                 let below = rungs.firstIndex(of: folder).map { Array(rungs[($0 + 1)...]) } ?? []
                 addUnlisted(to: &playlist, directory: base, trex: parsedInit.trex, video: track, carriers: below, skipped: skipped)
             }
@@ -160,8 +159,8 @@ public enum Recovery {
         }
         // The writer ends playlist.m3u8 before iframes.m3u8: a cut between the two leaves
         // the I-frame playlist to close, even in a stream that ended.
-        let listsIFrames = index?.iFrameStreams.contains { $0.uri == MultivariantPlaylist.path(StreamWriter.iFramesName, in: folder) } ?? false
-        let found = leftover(base + "/" + StreamWriter.iFramesName, limit: FileSystem.playlistLimit, skipped: skipped)
+        let listsIFrames = index?.iFrameStreams.contains { $0.uri == StreamLayout.path(StreamLayout.iFrames, in: folder) } ?? false
+        let found = leftover(base + "/" + StreamLayout.iFrames, limit: FileSystem.playlistLimit, skipped: skipped)
             .flatMap { MediaPlaylist(parsing: String(decoding: $0, as: UTF8.self)) }
         var iFrames = found
         var changed = false
@@ -212,7 +211,7 @@ public enum Recovery {
     /// the writer composes them (a rung's figures plus its sound's); `playlists` are the
     /// closed playlists by path, read from disk where not given. True if it changed.
     static func remeasure(directory: String, playlists: [String: MediaPlaylist]) throws -> Bool {
-        let path = directory + "/index.m3u8"
+        let path = directory + "/" + StreamLayout.index
         guard let text = FileSystem.readText(path), var index = MultivariantPlaylist(parsing: text) else { return false }
         func meter(_ uri: String) -> BitrateMeter? {
             guard let playlist = playlists[uri] ?? FileSystem.readText(directory + "/" + uri).flatMap(MediaPlaylist.init(parsing:)) else { return nil }
@@ -242,7 +241,7 @@ public enum Recovery {
     static func addUnlisted(to playlist: inout MediaPlaylist, directory: String, trex: [ParsedInit.Trex],
                             video: ParsedInit.Track, carriers: [String] = [], skipped: (Skipped) -> Void) {
         while let last = playlist.entries.last {
-            let uri = MediaPlaylist.segmentURI(playlist.entries.count + 1)
+            let uri = StreamLayout.segment(playlist.entries.count + 1)
             let path = directory + "/" + uri
             guard let bytes = leftover(path, limit: FileSystem.segmentLimit, skipped: skipped) else { return }
             let traf: ParsedSegment.TrackFragment
@@ -272,8 +271,8 @@ public enum Recovery {
         guard !rungs.isEmpty, stat(path, &own) == 0, own.st_nlink > 1 else { return nil }
         let parent = AtomicFile.directory(of: directory)
         for rung in rungs {
-            let candidate = "\(parent)/\(rung)/" + MediaPlaylist.segmentURI(sequence)
-            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return StreamWriter.carriedMap(from: rung) }
+            let candidate = "\(parent)/\(rung)/" + StreamLayout.segment(sequence)
+            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return StreamLayout.carriedMap(from: rung) }
         }
         return nil
     }
@@ -291,60 +290,5 @@ public enum Recovery {
     /// Sets `path` aside (`AtomicFile.setAside`) and says so.
     static func setAside(_ path: String, reason: String, skipped: (Skipped) -> Void) {
         skipped(Skipped(path: path, reason: AtomicFile.setAside(path, because: reason)))
-    }
-}
-
-/// What the destination has confirmed of one stream, kept beside it as `.published`, so a
-/// restart resumes instead of starting over. Rewritten atomically, without fsync: losing
-/// it only means uploading again, and PUTs are idempotent. A ladder's renditions each
-/// have their own counts, in the order of the stream's renditions (`segments=12,12,13`).
-public struct Journal: Equatable, Sendable {
-    public var destination: String
-    public var confirmedSegments: [Int]
-    public var listed: [Int]
-    public var endlist: Bool
-
-    public init(destination: String, confirmedSegments: [Int], listed: [Int], endlist: Bool) {
-        self.destination = destination
-        self.confirmedSegments = confirmedSegments
-        self.listed = listed
-        self.endlist = endlist
-    }
-
-    /// A stream of one rendition.
-    public init(destination: String, confirmedSegments: Int, listed: Int, endlist: Bool) {
-        self.init(destination: destination, confirmedSegments: [confirmedSegments], listed: [listed], endlist: endlist)
-    }
-
-    /// What every playlist of the stream lists at least.
-    public var visible: Int { listed.min() ?? 0 }
-
-    public static func path(_ directory: String) -> String { directory + "/.published" }
-
-    public static func read(_ directory: String, destination: String) -> Journal? {
-        guard let data = FileSystem.read(path(directory)) else { return nil }
-        var values: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
-        }
-        func counts(_ key: String) -> [Int]? {
-            guard let text = values[key] else { return nil }
-            let numbers = text.split(separator: ",").compactMap { Int($0) }
-            return numbers.isEmpty || numbers.count != text.split(separator: ",").count ? nil : numbers
-        }
-        // A journal of another destination says nothing about this one.
-        guard values["destination"] == destination, let segments = counts("segments"), let listed = counts("listed") else { return nil }
-        return Journal(destination: destination, confirmedSegments: segments, listed: listed, endlist: values["endlist"] == "1")
-    }
-
-    public func write(_ directory: String) throws {
-        func counts(_ numbers: [Int]) -> String { numbers.map(String.init).joined(separator: ",") }
-        let text = "destination=\(destination)\nsegments=\(counts(confirmedSegments))\nlisted=\(counts(listed))\nendlist=\(endlist ? 1 : 0)\n"
-        let temporary = directory + "/.published.tmp"
-        try FileSystem.write(Array(text.utf8), to: temporary)
-        guard rename(temporary, Self.path(directory)) == 0 else {
-            throw FileError(path: Self.path(directory), operation: "rename to", code: errno)
-        }
     }
 }

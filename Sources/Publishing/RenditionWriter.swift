@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Files
 import HLS
+import Layout
 import Media
 
 /// What one rendition of a stream is: its folder, what it carries, and its codec facts.
@@ -38,7 +39,7 @@ public struct RenditionDescription: Sendable, Equatable {
     }
 
     /// A file of this rendition, as the stream's directory names it.
-    public func path(_ name: String) -> String { MultivariantPlaylist.path(name, in: folder) }
+    public func path(_ name: String) -> String { StreamLayout.path(name, in: folder) }
 
     var isAudio: Bool { if case .audio = kind { return true } else { return false } }
 }
@@ -76,8 +77,8 @@ final class RenditionWriter {
 
     /// init.mp4 and the empty seg/ folder, in the stream's directory being made.
     func stage(in directory: String) throws {
-        try AtomicFile.makeDirectories(directory + "/" + description.path("seg"))
-        try AtomicFile.write(description.initSegment, to: directory + "/" + description.path("init.mp4"))
+        try AtomicFile.makeDirectories(directory + "/" + description.path(StreamLayout.segmentFolder))
+        try AtomicFile.write(description.initSegment, to: directory + "/" + description.path(StreamLayout.initSegment))
     }
 
     /// Stores a segment and measures it; true when index.m3u8 must say more before a
@@ -86,7 +87,7 @@ final class RenditionWriter {
     /// `linking` names the same segment stored by another rendition (one this rendition
     /// carries): linked, not written again.
     func store(_ segment: SegmentReport, in directory: String, linking original: String? = nil, makeRoom: SpaceRetry.MakeRoom) throws -> Bool {
-        let uri = MediaPlaylist.segmentURI(segment.sequence)
+        let uri = StreamLayout.segment(segment.sequence)
         let path = directory + "/" + description.path(uri)
         try SpaceRetry.run(makeRoom) {
             if let original { try Self.link(original, path, bytes: segment.bytes) } else { try AtomicFile.write(segment.bytes, to: path) }
@@ -117,7 +118,7 @@ final class RenditionWriter {
     /// Lists a stored segment in playlist.m3u8, then iframes.m3u8; `map` is the init it
     /// needs when not this rendition's own.
     func list(_ segment: SegmentReport, in directory: String, map: String? = nil, makeRoom: SpaceRetry.MakeRoom) throws {
-        let entry = MediaPlaylist.Entry(uri: MediaPlaylist.segmentURI(segment.sequence), duration: segment.durationSeconds,
+        let entry = MediaPlaylist.Entry(uri: StreamLayout.segment(segment.sequence), duration: segment.durationSeconds,
                                         programDateTimeMs: segment.programDateTimeMs, discontinuity: segment.discontinuity, map: map)
         playlist.entries.append(entry)
         // Every segment opens with an IDR (the segmenter cuts only there), which lasts
@@ -145,9 +146,9 @@ final class RenditionWriter {
 
     private func writePlaylists(in directory: String, makeRoom: SpaceRetry.MakeRoom) throws {
         try SpaceRetry.run(makeRoom) {
-            try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/" + description.path(StreamWriter.playlistName))
+            try AtomicFile.write(Array(playlist.render().utf8), to: directory + "/" + description.path(StreamLayout.playlist))
             if let iFrames {
-                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + description.path(StreamWriter.iFramesName))
+                try AtomicFile.write(Array(iFrames.render().utf8), to: directory + "/" + description.path(StreamLayout.iFrames))
             }
         }
     }

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -104,18 +105,18 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
         guard var free = space(root) else { return [] }
         let needed = minimum.bytes(ofTotal: free.total) + extra
         guard free.available < needed else { return [] }
-        let streams = root + "/streams"
-        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") && $0 != current }.sorted()
+        let layout = StreamLayout(root: root)
+        let ids = StreamLayout.streamIDs(FileSystem.names(in: layout.streams) ?? []).filter { $0 != current }
         let ended = ids.filter { id in
-            StreamWriter.mainPlaylist(in: "\(streams)/\(id)").map { $0.contains("#EXT-X-ENDLIST") } ?? true
+            StreamWriter.mainPlaylist(in: layout.stream(id)).map { $0.contains("#EXT-X-ENDLIST") } ?? true
         }
         let published = ended.filter(isPublished)
         let unpublished = ended.filter { !published.contains($0) }
         enum Kind { case published, recording, unpublished }
         var candidates: [(id: String, kind: Kind, remove: () throws -> Void)] = []
-        candidates += published.map { id in (id, .published, { try FileSystem.remove("\(streams)/\(id)") }) }
+        candidates += published.map { id in (id, .published, { try FileSystem.remove(layout.stream(id)) }) }
         candidates += recordings().map { ($0.id, .recording, $0.remove) }
-        candidates += unpublished.map { id in (id, .unpublished, { try FileSystem.remove("\(streams)/\(id)") }) }
+        candidates += unpublished.map { id in (id, .unpublished, { try FileSystem.remove(layout.stream(id)) }) }
         var removed: [String] = []
         for candidate in candidates {
             guard free.available < needed else { break }

@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 #if canImport(Glibc)
 import Glibc
@@ -26,20 +27,6 @@ public struct StreamDescription: Sendable, Equatable {
     }
 }
 
-/// What a StreamWriter has just made durable, for whoever publishes the stream further.
-public enum StreamEvent: Sendable, Equatable {
-    /// init.mp4 and the first index.m3u8 are stored.
-    case started(id: String)
-    /// index.m3u8 was rewritten (a higher BANDWIDTH or FRAME-RATE, or the final figures).
-    case multivariantRewritten(id: String)
-    /// A segment of `bytes` is stored and listed in its rendition's playlists (the live
-    /// bit rate counts them, without a stat); `rendition` is its folder ("" without a
-    /// ladder).
-    case segmentStored(id: String, sequence: Int, bytes: Int, rendition: String = "")
-    /// Every playlist carries ENDLIST.
-    case ended(id: String)
-}
-
 /// Writes one stream into `streams/<id>/` in the order that keeps every reader safe:
 /// init.mp4 and index.m3u8 before the first playlist; each segment stored before the
 /// playlist that lists it; ENDLIST last. Every file goes temp → fsync → rename, and each
@@ -64,10 +51,6 @@ public final class StreamWriter {
     /// The directory is there for readers (its first segment is stored).
     public var isVisible: Bool { location == directory }
 
-    public static let playlistName = "playlist.m3u8"
-    public static let iFramesName = "iframes.m3u8"
-    /// GROUP-ID of a ladder's sound.
-    public static let audioGroup = "audio"
 
     /// A stream of one muxed variant.
     public convenience init(root: String, id: String, description: StreamDescription, initSegment: [UInt8],
@@ -87,12 +70,13 @@ public final class StreamWriter {
                 makeRoom: @escaping SpaceRetry.MakeRoom = { false }, observer: @escaping (StreamEvent) -> Void = { _ in }) throws {
         precondition(!renditions.isEmpty)
         self.id = id
-        self.directory = "\(root)/streams/\(id)"
+        let layout = StreamLayout(root: root)
+        self.directory = layout.stream(id)
         self.renditions = renditions.map { RenditionWriter($0, targetDuration: targetDuration) }
         self.observer = observer
         self.makeRoom = makeRoom
         declaredFrameRate = fps
-        staging = "\(root)/streams/.\(id).tmp"
+        staging = layout.staging(id)
         location = staging
         try? FileSystem.remove(staging)
         try SpaceRetry.run(makeRoom) {
@@ -137,22 +121,18 @@ public final class StreamWriter {
     /// The text of a stored stream's main playlist (the first variant its index.m3u8 names,
     /// else playlist.m3u8), read as every spool reader reads; nil when there is none.
     public static func mainPlaylist(in directory: String) -> String? {
-        let index = FileSystem.readText(directory + "/index.m3u8", followLinks: false)
-        return FileSystem.readText(directory + "/" + MultivariantPlaylist.mainPlaylist(index: index), followLinks: false)
+        let index = FileSystem.readText(directory + "/" + StreamLayout.index, followLinks: false)
+        return FileSystem.readText(directory + "/" + StreamLayout.mainPlaylist(index: index), followLinks: false)
     }
-
-    /// The EXT-X-MAP a rung's playlist names for the segments it carries of the rung in
-    /// `folder`.
-    static func carriedMap(from folder: String) -> String { "../" + MultivariantPlaylist.path("init.mp4", in: folder) }
 
     private func store(_ segment: SegmentReport, into index: Int, carriedFrom source: RenditionDescription?) throws {
         let rendition = renditions[index]
-        let original = source.map { location + "/" + $0.path(MediaPlaylist.segmentURI(segment.sequence)) }
+        let original = source.map { location + "/" + $0.path(StreamLayout.segment(segment.sequence)) }
         if try rendition.store(segment, in: location, linking: original, makeRoom: makeRoom) {
             try writeMultivariant()
             if isVisible { observer(.multivariantRewritten(id: id)) }
         }
-        try rendition.list(segment, in: location, map: source.map { Self.carriedMap(from: $0.folder) }, makeRoom: makeRoom)
+        try rendition.list(segment, in: location, map: source.map { StreamLayout.carriedMap(from: $0.folder) }, makeRoom: makeRoom)
         if !isVisible { try reveal() }
         observer(.segmentStored(id: id, sequence: segment.sequence, bytes: segment.bytes.count, rendition: rendition.description.folder))
     }
@@ -188,21 +168,21 @@ public final class StreamWriter {
         let sound = renditions.first { $0.description.isAudio }
         var playlist = MultivariantPlaylist(variants: [])
         if let sound, case .audio(let channels) = sound.description.kind {
-            playlist.audio = [.init(groupID: Self.audioGroup, name: "Main", channels: channels,
-                                    uri: sound.description.path(Self.playlistName))]
+            playlist.audio = [.init(groupID: StreamLayout.audio, name: "Main", channels: channels,
+                                    uri: sound.description.path(StreamLayout.playlist))]
         }
         for rendition in renditions where !rendition.description.isAudio {
             let d = rendition.description
             playlist.variants.append(.init(
-                uri: d.path(Self.playlistName), bandwidth: rendition.declared.peak + (sound?.declared.peak ?? 0),
+                uri: d.path(StreamLayout.playlist), bandwidth: rendition.declared.peak + (sound?.declared.peak ?? 0),
                 averageBandwidth: rendition.declared.average + (sound?.declared.average ?? 0),
                 codecs: d.codecs + (sound?.description.codecs ?? []), width: d.width, height: d.height,
-                frameRateMilli: declaredFrameRate * 1000, audioGroup: sound == nil ? nil : Self.audioGroup))
+                frameRateMilli: declaredFrameRate * 1000, audioGroup: sound == nil ? nil : StreamLayout.audio))
             playlist.iFrameStreams.append(.init(
-                uri: d.path(Self.iFramesName), bandwidth: rendition.iFrameDeclared.peak, averageBandwidth: rendition.iFrameDeclared.average,
+                uri: d.path(StreamLayout.iFrames), bandwidth: rendition.iFrameDeclared.peak, averageBandwidth: rendition.iFrameDeclared.average,
                 codecs: d.codecs.filter { !$0.hasPrefix("mp4a.") }, width: d.width, height: d.height))
         }
         let text = Array(playlist.render().utf8)
-        try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: location + "/index.m3u8") }
+        try SpaceRetry.run(makeRoom) { try AtomicFile.write(text, to: location + "/" + StreamLayout.index) }
     }
 }

@@ -1,5 +1,6 @@
 import CLinux
 import Files
+import Layout
 import Threading
 #if canImport(Glibc)
 import Glibc
@@ -34,12 +35,13 @@ public final class RecordingFile {
     public private(set) var fragments = 0
 
     /// Creates the `.part` file and makes its init segment durable.
-    public init(directory: String, id: String, initSegment: [UInt8], preallocateBytes: Int64,
+    public init(layout: StreamLayout, id: String, initSegment: [UInt8], preallocateBytes: Int64,
                 makeRoom: @escaping SpaceRetry.MakeRoom = { false }) throws {
         self.id = id
         self.makeRoom = makeRoom
-        partPath = "\(directory)/\(id).mp4.part"
-        finalPath = "\(directory)/\(id).mp4"
+        partPath = layout.recordingPart(id)
+        finalPath = layout.recording(id)
+        let directory = layout.recordings
         reserveStep = preallocateBytes
         try AtomicFile.makeDirectories(directory)
         let path = partPath

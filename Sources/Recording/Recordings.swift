@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Media
 import Files
+import Layout
 import Logging
 
 /// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside
@@ -57,17 +58,18 @@ public struct Recordings: Sendable {
         }
     }
 
-    public let directory: String
+    public let layout: StreamLayout
+    public var directory: String { layout.recordings }
 
-    public init(root: String) { directory = root + "/recordings" }
+    public init(root: String) { layout = StreamLayout(root: root) }
 
-    public func partPath(_ id: String) -> String { "\(directory)/\(id).mp4.part" }
+    public func partPath(_ id: String) -> String { layout.recordingPart(id) }
 
     /// Records what a finished recording is, next to it.
     public func describe(_ result: Finaliser.Result, id: String, priority: Priority, startMs: Int64? = nil) throws {
-        let entry = Entry(id: id, file: "\(id).mp4", bytes: result.bytes, seconds: result.seconds,
+        let entry = Entry(id: id, file: String(StreamLayout.name(of: layout.recording(id))), bytes: result.bytes, seconds: result.seconds,
                           frames: result.videoFrames, priority: priority, recording: false, startMs: startMs)
-        try AtomicFile.write(entry.json.bytes, to: "\(directory)/\(id).json")
+        try AtomicFile.write(entry.json.bytes, to: layout.recordingInfo(id))
     }
 
     /// `GET /api/recordings`: every recording, oldest first.
@@ -83,13 +85,12 @@ public struct Recordings: Sendable {
             var status = stat()
             guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
             let size = Int64(status.st_size)
-            if name.hasSuffix(".mp4.part") {
-                let id = String(name.dropLast(".mp4.part".count))
+            guard let (id, finished) = StreamLayout.recordingID(name) else { continue }
+            if !finished {
                 entries.append(Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil,
                                      priority: .normal, recording: true))
-            } else if name.hasSuffix(".mp4") {
-                let id = String(name.dropLast(".mp4".count))
-                var entry = FileSystem.read("\(directory)/\(id).json", followLinks: false)
+            } else {
+                var entry = FileSystem.read(layout.recordingInfo(id), followLinks: false)
                     .flatMap { JSON.parse($0) }.flatMap(Entry.init(json:))
                     ?? Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil, priority: .normal, recording: false)
                 entry.bytes = size
@@ -104,7 +105,7 @@ public struct Recordings: Sendable {
     public func recoverAll(priority: Priority, log: Log) {
         for entry in list() where entry.recording {
             do {
-                if let result = try Finaliser.finalise(partPath: partPath(entry.id), to: "\(directory)/\(entry.id).mp4") {
+                if let result = try Finaliser.finalise(partPath: partPath(entry.id), to: layout.recording(entry.id)) {
                     try describe(result, id: entry.id, priority: priority)
                     log.emit(.recordingRecovered, level: .warn, [("id", entry.id), ("seconds", result.seconds), ("frames", result.videoFrames),
                                                 ("discarded_bytes", result.discardedBytes)])
@@ -127,8 +128,8 @@ public struct Recordings: Sendable {
 
     /// Removes a finished recording and its description.
     public func remove(_ id: String) throws {
-        try FileSystem.remove("\(directory)/\(id).mp4")
-        try? FileSystem.remove("\(directory)/\(id).json")
+        try FileSystem.remove(layout.recording(id))
+        try? FileSystem.remove(layout.recordingInfo(id))
     }
 
     /// `record.keep_days`: normal recordings whose start is older than that go. `nowMs`

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CMicroHTTPD
 import HLS
+import Layout
 import Threading
 
 /// Low-latency HLS on the built-in server (RFC 8216bis §6.2.5.2, §6.2.6): the live
@@ -46,13 +47,13 @@ extension WebServer {
 
         init?(_ url: String) {
             let components = url.split(separator: "/", omittingEmptySubsequences: false)
-            guard components.count >= 4, components[0].isEmpty, components[1] == "streams", !components[2].isEmpty else { return nil }
+            guard components.count >= 4, components[0].isEmpty, components[1] == StreamLayout.streamsFolder, !components[2].isEmpty else { return nil }
             let id = String(components[2])
-            if components.count == 4 && components[3] == "playlist.m3u8" {
+            if components.count == 4 && components[3] == StreamLayout.playlist {
                 self = .playlist(id: id)
                 return
             }
-            guard components.count == 5, let (sequence, index) = LowLatencyPlaylist.partNumbers(components[3...].joined(separator: "/")) else {
+            guard components.count == 5, let (sequence, index) = StreamLayout.partNumbers(components[3...].joined(separator: "/")) else {
                 return nil
             }
             self = .part(id: id, sequence: sequence, index: index)

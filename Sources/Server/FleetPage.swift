@@ -1,3 +1,4 @@
+import Layout
 /// The page at a destination's root (`index.html`) when boards publish there: every board
 /// `devices.json` lists, live ones first, each with its own viewer (`<device>/index.html`,
 /// which plays its live stream and lists its past ones from its `streams.json`). Static:
@@ -25,8 +26,8 @@ public enum FleetPage {
     // in a URL; shown as text all the same.
     async function poll() {
       try {
-        const response = await fetch("devices.json", { cache: "no-store" });
-        if (!response.ok) throw new Error("devices.json: HTTP " + response.status);
+        const response = await fetch("\#(StreamLayout.devices)", { cache: "no-store" });
+        if (!response.ok) throw new Error("\#(StreamLayout.devices): HTTP " + response.status);
         const devices = (await response.json()).devices || [];
         devices.sort((a, b) => (b.live - a.live) || a.name.localeCompare(b.name));
         for (const device of devices) {

@@ -3,34 +3,34 @@ import Files
 import Glibc
 #endif
 import HLS
+import Layout
 import Threading
 
 /// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
 /// once a second, so each playlist is parsed again only when its size or modification
 /// time changed: an ended stream is read once, a live one once per new segment.
 public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
-    public let root: String
+    public let layout: StreamLayout
     private let lock = Lock()
     private var cache: [String: (size: Int64, modified: Int64, info: StreamInfo)] = [:]
 
-    public init(root: String) { self.root = root }
+    public init(root: String) { layout = StreamLayout(root: root) }
 
     /// Every stream under `root/streams`, newest first (ids sort by start time).
     public func list() -> [StreamInfo] {
-        let streams = root + "/streams"
-        let ids = (FileSystem.names(in: streams) ?? []).filter { !$0.hasPrefix(".") }
-        let list = ids.sorted(by: >).compactMap { id -> StreamInfo? in
-            let path = "\(streams)/\(id)/" + MultivariantPlaylist.mainPlaylist(index: FileSystem.readText("\(streams)/\(id)/index.m3u8", followLinks: false))
+        let ids = StreamLayout.streamIDs(FileSystem.names(in: layout.streams) ?? [])
+        let list = ids.reversed().compactMap { id -> StreamInfo? in
+            let path = layout.file(id, StreamLayout.mainPlaylist(index: FileSystem.readText(layout.file(id, StreamLayout.index), followLinks: false)))
             // Only what lies inside the data directory, as the file server serves: a
             // symbolic link (to the stream or its playlist) may lead anywhere.
             var directory = stat(), status = stat()
-            guard lstat("\(streams)/\(id)", &directory) == 0, (directory.st_mode & S_IFMT) == S_IFDIR,
+            guard lstat(layout.stream(id), &directory) == 0, (directory.st_mode & S_IFMT) == S_IFDIR,
                   lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
             let size = Int64(status.st_size)
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
             guard let data = FileSystem.read(path, followLinks: false) else { return nil }
-            var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: "/streams/\(id)/index.m3u8")
+            var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: StreamLayout.url(ofStream: id))
             info.export = "/api/export?stream=\(id)"
             lock.withLock { cache[id] = (size, modified, info) }
             return info

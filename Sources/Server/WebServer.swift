@@ -4,6 +4,7 @@ import Files
 import Glibc
 #endif
 import HLS
+import Layout
 import Media
 import Threading
 import Logging
@@ -125,7 +126,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         self.token = token
         self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
-        try? AtomicFile.makeDirectories(root + "/streams")
+        try? AtomicFile.makeDirectories(StreamLayout(root: root).streams)
         guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
         canonicalRoot = String(cString: real)
         free(real)
@@ -369,7 +370,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
         }
         guard control[url] != nil else {
-            return api[url] != nil || downloads[url] != nil || url.hasPrefix("/streams/") ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
+            return api[url] != nil || downloads[url] != nil || url.hasPrefix(StreamLayout.streamsURL) ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
                 : text(404, "not found")
         }
         guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
@@ -417,7 +418,9 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             return Reply(status: 200, body: .bytes(endpoint.body()), headers: [("Content-Type", endpoint.contentType), ("Cache-Control", "no-cache")])
         }
         // Finished recordings only: a `.part` is still being written.
-        if url.hasPrefix("/streams/") || url.hasPrefix("/recordings/") && url.hasSuffix(".mp4") { return serveFile(url, header: header) }
+        if url.hasPrefix(StreamLayout.streamsURL) || url.hasPrefix(StreamLayout.recordingsURL) && url.hasSuffix(StreamLayout.recordingSuffix) {
+            return serveFile(url, header: header)
+        }
         return Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
     }
 
@@ -429,14 +432,14 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".")
             && !$0.contains("\0") && !$0.contains("\\") }) else { return nil }
         if staged {
-            guard components.count >= 3, components[0] == "streams" else { return nil }
-            components[1] = ".\(components[1]).tmp"
+            guard components.count >= 3, components[0] == StreamLayout.streamsFolder else { return nil }
+            components[1] = StreamLayout.temporary(components[1])
         }
         let path = root + "/" + components.joined(separator: "/")
         guard let real = realpath(path, nil) else { return nil }
         defer { free(real) }
         let resolved = String(cString: real)
-        return ["/streams/", "/recordings/"].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
+        return [StreamLayout.streamsURL, StreamLayout.recordingsURL].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
     }
 
     /// A live stream's init.mp4 and index.m3u8 before its first segment is stored: they are
@@ -444,7 +447,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// init as soon as the first parts are listed.
     private func stagedFile(_ url: String) -> String? {
         let components = url.split(separator: "/", omittingEmptySubsequences: false)
-        guard components.count >= 4, components[1] == "streams", liveEdge?.isLive(String(components[2])) ?? false else { return nil }
+        guard components.count >= 4, components[1] == StreamLayout.streamsFolder, liveEdge?.isLive(String(components[2])) ?? false else { return nil }
         return resolve(url, staged: true)
     }
 

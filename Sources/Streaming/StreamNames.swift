@@ -1,5 +1,6 @@
 import Files
 import HLS
+import Layout
 import Media
 import Threading
 
@@ -47,8 +48,7 @@ public final class StreamNames: @unchecked Sendable {  // `last`, `given` under 
     private func undated(_ ms: Int64) -> String { "boot-\(boot)-" + Self.padded(Int(ms), 10) + "-" + device }
 
     private func taken(_ id: String) -> Bool {
-        given.contains(id) || ["\(root)/streams/\(id)", "\(root)/streams/.\(id).tmp", "\(root)/recordings/\(id).mp4", "\(root)/recordings/\(id).mp4.part",
-                               "\(root)/recordings/\(id).json"].contains(where: FileSystem.exists)
+        given.contains(id) || StreamLayout(root: root).paths(of: id).contains(where: FileSystem.exists)
     }
 
     /// A sortable stream id from a trusted wall clock: `20261202T164233Z-cam1`.

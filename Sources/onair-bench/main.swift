@@ -2,6 +2,7 @@ import Devices
 import Files
 import Foundation
 import HLS
+import Layout
 import Media
 import MP4
 import Publishing
@@ -58,14 +59,14 @@ let repeats = arguments.count == 6 ? max(1, Int(arguments[5]) ?? 1) : 1
 let source = arguments[2], destination = arguments[3]
 
 // Demux: every sample with its decode time and duration.
-let initBytes = read(source + "/init.mp4")
+let initBytes = read(source + "/" + StreamLayout.initSegment)
 let initSegment: ParsedInit
-do { initSegment = try ParsedInit(bytes: initBytes) } catch { fail("\(source)/init.mp4: \(error)") }
+do { initSegment = try ParsedInit(bytes: initBytes) } catch { fail("\(source)/\(StreamLayout.initSegment): \(error)") }
 guard let videoInfo = initSegment.track("vide") else { fail("no video track") }
 let audioInfo = initSegment.track("soun")
 var video = Track(id: videoInfo.trackID, timescale: Int64(videoInfo.timescale))
 var audio = audioInfo.map { Track(id: $0.trackID, timescale: Int64($0.timescale)) }
-let playlist = ParsedPlaylist(text: String(decoding: read(source + "/playlist.m3u8"), as: UTF8.self))
+let playlist = ParsedPlaylist(text: String(decoding: read(source + "/" + StreamLayout.playlist), as: UTF8.self))
 for entry in playlist.segments {
     let bytes = read(source + "/" + entry.uri)
     let segment: ParsedSegment

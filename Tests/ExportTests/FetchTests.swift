@@ -7,6 +7,7 @@ import XCTest
 @testable import Fetch
 import Files
 import HLS
+import Layout
 import Server
 import TestSupport
 import Threading
@@ -80,7 +81,7 @@ final class FetchTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: options.out!), "nothing that looks complete")
         // A kill -9 mid-rename leaves a temporary file: never taken for a segment.
         let work = root + "/.resumed.mp4.fetch/seg"
-        FileManager.default.createFile(atPath: work + "/.000000005.m4s.tmp", contents: Data([1, 2, 3]))
+        FileManager.default.createFile(atPath: work + "/" + StreamLayout.temporary("000005.m4s"), contents: Data([1, 2, 3]))
         http.fault = { _, _ in nil }
         let result = try fetcher(options, http).run()
         XCTAssertEqual(result.fetched, 2)
@@ -269,7 +270,7 @@ final class FetchTests: XCTestCase {
         let result = try fetcher(options, DirectoryGetter(root: root)).run()
         XCTAssertEqual(result.path, root + "/copy")
         let playlist = try String(contentsOfFile: root + "/copy/playlist.m3u8", encoding: .utf8)
-        XCTAssertTrue(playlist.contains("seg/000000001.m4s") && playlist.hasSuffix("#EXT-X-ENDLIST\n"), playlist)
+        XCTAssertTrue(playlist.contains(StreamLayout.segment(1) + "\n") && playlist.hasSuffix("#EXT-X-ENDLIST\n"), playlist)
         XCTAssertEqual(try Probe(root + "/copy/playlist.m3u8").indices, (0..<360).map { UInt32($0) })
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Layout
 import XCTest
 @testable import HLS
 import Media
@@ -29,7 +30,7 @@ final class CheckRenditionsTests: XCTestCase {
         XCTAssertEqual(MultivariantPlaylist(parsing: index.render()), index, "reads back what it renders")
         XCTAssertEqual(index.mediaPlaylists, ["v0/playlist.m3u8", "v1/playlist.m3u8", "audio/playlist.m3u8", "v0/iframes.m3u8", "v1/iframes.m3u8"])
         XCTAssertEqual(index.variants.map(\.codecs), [["avc1.64001f", "mp4a.40.2"], ["avc1.64001f", "mp4a.40.2"]])
-        XCTAssertEqual(MultivariantPlaylist.mainPlaylist(index: index.render()), "v0/playlist.m3u8")
+        XCTAssertEqual(StreamLayout.mainPlaylist(index: index.render()), "v0/playlist.m3u8")
     }
 
     /// A rung that carried the one below for a while (the heat dropped it): its init

@@ -1,4 +1,5 @@
 import Foundation
+import Layout
 import XCTest
 @testable import HLS
 import Media
@@ -198,7 +199,7 @@ final class ReloadCheckerTests: XCTestCase {
     func playlist(_ segments: Int, targetDuration: Int = 2, sequence: Int = 1, ended: Bool = false, extinf: String = "2.000") -> String {
         var p = MediaPlaylist(targetDuration: targetDuration)
         p.mediaSequence = sequence
-        p.entries = (0..<segments).map { .init(uri: MediaPlaylist.segmentURI(sequence + $0), duration: extinf, programDateTimeMs: Int64(sequence + $0) * 2000) }
+        p.entries = (0..<segments).map { .init(uri: StreamLayout.segment(sequence + $0), duration: extinf, programDateTimeMs: Int64(sequence + $0) * 2000) }
         p.isEnded = ended
         return p.render()
     }

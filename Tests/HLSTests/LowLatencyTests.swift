@@ -1,3 +1,4 @@
+import Layout
 import XCTest
 @testable import HLS
 import Media
@@ -167,11 +168,11 @@ final class LowLatencyPlaylistTests: XCTestCase {
     }
 
     func testPartNamesReadBack() throws {
-        XCTAssertEqual(LowLatencyPlaylist.partURI(sequence: 12, index: 3), "part/000012.3.m4s")
-        let numbers = try XCTUnwrap(LowLatencyPlaylist.partNumbers("part/000012.3.m4s"))
+        XCTAssertEqual(StreamLayout.part(sequence: 12, index: 3), "part/000012.3.m4s")
+        let numbers = try XCTUnwrap(StreamLayout.partNumbers("part/000012.3.m4s"))
         XCTAssertEqual([numbers.sequence, numbers.index], [12, 3])
         for bad in ["part/12.m4s", "part/1.2.3.m4s", "part/.3.m4s", "part/1.-3.m4s", "part/1234567890.0.m4s", "seg/000012.m4s", "part/1.2.mp4"] {
-            XCTAssertNil(LowLatencyPlaylist.partNumbers(bad), bad)
+            XCTAssertNil(StreamLayout.partNumbers(bad), bad)
         }
     }
 
@@ -232,7 +233,7 @@ final class LowLatencyPlaylistTests: XCTestCase {
     /// before the last one does, and keeps the rest exactly (HLS_RULES LL12).
     func testDeltaUpdateSkipsOnlyBeyondTheSkipBoundary() {
         var playlist = MediaPlaylist(targetDuration: 2)
-        playlist.entries = (1...10).map { .init(uri: MediaPlaylist.segmentURI($0), duration: "2.000", programDateTimeMs: Int64($0) * 2000) }
+        playlist.entries = (1...10).map { .init(uri: StreamLayout.segment($0), duration: "2.000", programDateTimeMs: Int64($0) * 2000) }
         let timing = PartTiming(ticks: 30_000, targetDuration: 2)
         let full = LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [:], partial: [], next: (11, 0)).render()
         let delta = LowLatencyPlaylist(playlist: playlist, timing: timing, parts: [:], partial: [], next: (11, 0), skip: true).render()
@@ -261,7 +262,7 @@ final class LiveEdgeTests: XCTestCase {
         edge.add("s", parts: (0..<6).map { part(sequence, $0, ends: $0 == 5) })
         let report = SegmentReport(sequence: sequence, bytes: [], videoStart: Int64(sequence - 1) * 180_000, videoDuration: 180_000,
                                    videoTimescale: 90_000, videoSamples: 60, audioSamples: 0, programDateTimeMs: nil)
-        edge.add("s", segment: report, entry: .init(uri: MediaPlaylist.segmentURI(sequence), duration: "2.000", programDateTimeMs: nil))
+        edge.add("s", segment: report, entry: .init(uri: StreamLayout.segment(sequence), duration: "2.000", programDateTimeMs: nil))
     }
 
     final class Counter: @unchecked Sendable {  // `count` under `lock`

@@ -1,3 +1,4 @@
+import Layout
 import XCTest
 @testable import HLS
 import Media
@@ -120,8 +121,8 @@ final class SegmenterTests: XCTestCase {
 final class PlaylistTests: XCTestCase {
     func testMediaPlaylistText() {
         var playlist = MediaPlaylist(targetDuration: 2)
-        playlist.entries = [.init(uri: MediaPlaylist.segmentURI(1), duration: "2.000", programDateTimeMs: 1_796_229_753_123),
-                            .init(uri: MediaPlaylist.segmentURI(2), duration: "1.967", programDateTimeMs: 1_796_229_755_123)]
+        playlist.entries = [.init(uri: StreamLayout.segment(1), duration: "2.000", programDateTimeMs: 1_796_229_753_123),
+                            .init(uri: StreamLayout.segment(2), duration: "1.967", programDateTimeMs: 1_796_229_755_123)]
         playlist.isEnded = true
         XCTAssertEqual(playlist.render(), """
             #EXTM3U
@@ -192,7 +193,7 @@ final class PlaylistReadBackTests: XCTestCase {
 
     func testParsesWhatItRendersAndCutsPrefixes() throws {
         var playlist = MediaPlaylist(targetDuration: 2)
-        playlist.entries = (1...3).map { .init(uri: MediaPlaylist.segmentURI($0), duration: "2.000", programDateTimeMs: 1_796_229_753_123 + Int64($0) * 2000) }
+        playlist.entries = (1...3).map { .init(uri: StreamLayout.segment($0), duration: "2.000", programDateTimeMs: 1_796_229_753_123 + Int64($0) * 2000) }
         playlist.isEnded = true
         let parsed = try XCTUnwrap(MediaPlaylist(parsing: playlist.render()))
         XCTAssertEqual(parsed, playlist)

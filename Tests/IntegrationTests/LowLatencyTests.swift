@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import HLS
+import Layout
 import TestSupport
 
 /// onair's live stream with low-latency parts on its own web server, followed as an
@@ -10,7 +11,7 @@ import TestSupport
 final class LowLatencyTests: XCTestCase {
     /// The part the playlist hints, and its segment and index.
     func hint(_ playlist: String) -> (uri: String, msn: Int, part: Int)? {
-        guard let uri = LowLatencyChecker.parse(playlist).hint, let (msn, part) = LowLatencyPlaylist.partNumbers(uri) else { return nil }
+        guard let uri = LowLatencyChecker.parse(playlist).hint, let (msn, part) = StreamLayout.partNumbers(uri) else { return nil }
         return (uri, msn, part)
     }
 
@@ -44,8 +45,8 @@ final class LowLatencyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(whole.count, 1)
         for msn in whole {
             let reload = try HTTPClient.request(port: port, base + "/playlist.m3u8?_HLS_msn=\(msn)")
-            XCTAssertTrue(reload.text.contains(MediaPlaylist.segmentURI(msn)))
-            let segment = try HTTPClient.request(port: port, base + "/" + MediaPlaylist.segmentURI(msn))
+            XCTAssertTrue(reload.text.contains(StreamLayout.segment(msn)))
+            let segment = try HTTPClient.request(port: port, base + "/" + StreamLayout.segment(msn))
             XCTAssertEqual(segment.status, 200)
             XCTAssertNil(partsDiffer(parts: parts[msn]!.map(\.bytes), segment: segment.body), "segment \(msn)")
         }

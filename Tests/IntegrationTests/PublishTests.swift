@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import HLS
+import Layout
 import TestSupport
 
 /// onair publishing to a real HTTP origin (Debian's nginx with WebDAV PUT).
@@ -23,7 +24,7 @@ final class PublishTests: XCTestCase {
                                "\(id)/\(name)", file: file, line: line)
             }
             XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
-            let main = MultivariantPlaylist.mainPlaylist(index: try? String(contentsOfFile: remote + "/index.m3u8", encoding: .utf8))
+            let main = StreamLayout.mainPlaylist(index: try? String(contentsOfFile: remote + "/index.m3u8", encoding: .utf8))
             XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/" + main, encoding: .utf8)).isEnded, file: file, line: line)
             let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
             XCTAssertEqual(decode.status, 0, file: file, line: line)

@@ -3,6 +3,7 @@ import XCTest
 import Logging
 @testable import Publishing
 import HLS
+import Layout
 import Media
 import TestSupport
 
@@ -46,7 +47,7 @@ final class PublisherTests: XCTestCase {
         let writer = try record(publisher, id: "s1", segments: 6, size: { $0 == 3 ? 20_000 : 500 })
         XCTAssertTrue(pump(publisher, clock), "published, on virtual time")
         XCTAssertEqual(origin.violations, [])
-        for name in ["init.mp4", "index.m3u8", "playlist.m3u8"] + (1...6).map(MediaPlaylist.segmentURI) {
+        for name in ["init.mp4", "index.m3u8", "playlist.m3u8"] + (1...6).map { StreamLayout.segment($0) } {
             XCTAssertEqual(origin.body("s1/\(name)"), FileManager.default.contents(atPath: writer.directory + "/" + name).map { Array($0) }, name)
         }
         XCTAssertEqual(origin.objects["s1/seg/000001.m4s"]?.cacheControl, "public, max-age=31536000, immutable")
@@ -247,7 +248,7 @@ final class PublisherTests: XCTestCase {
         let during = publisher.status
         XCTAssertEqual(during.pendingSegments, 3)
         XCTAssertEqual(during.pendingBytes, try (1...3).reduce(0) { total, n in
-            total + (try FileManager.default.attributesOfItem(atPath: "\(root)/streams/s2/\(MediaPlaylist.segmentURI(n))")[.size] as! Int) })
+            total + (try FileManager.default.attributesOfItem(atPath: "\(root)/streams/s2/\(StreamLayout.segment(n))")[.size] as! Int) })
         XCTAssertGreaterThanOrEqual(during.oldestPendingSeconds ?? -1, 0)
         XCTAssertGreaterThan(during.failures, 0)
         XCTAssertEqual(during.lastError?.contains("scheduled failure"), true)

@@ -7,6 +7,7 @@ import XCTest
 import Logging
 @testable import Publishing
 import HLS
+import Layout
 import Media
 import MP4
 import TestSupport
@@ -127,7 +128,7 @@ final class RecoveryTests: XCTestCase {
         XCTAssertGreaterThan(index.variants[0].averageBandwidth, stale.variants[0].averageBandwidth)
 
         let origin = FakeOrigin()
-        for name in ["init.mp4", MediaPlaylist.segmentURI(1), MediaPlaylist.segmentURI(2)] {
+        for name in ["init.mp4", StreamLayout.segment(1), StreamLayout.segment(2)] {
             origin.seed("s/\(name)", Array(FileManager.default.contents(atPath: directory + "/" + name)!))
         }
         origin.seed("s/index.m3u8", Array(stale.render().utf8))
@@ -145,7 +146,7 @@ final class RecoveryTests: XCTestCase {
     /// start (a boot loop). It is set aside, said once, and the stream closes without it.
     func testACorruptUnlistedSegmentIsSetAsideAndTheStartGoesOn() throws {
         let directory = try interrupted(stored: 3, unlisted: 1)
-        let path = directory + "/" + MediaPlaylist.segmentURI(3)
+        let path = directory + "/" + StreamLayout.segment(3)
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
         handle.write(Data([0, 0, 0, 1] + Array("moof".utf8) + [0x80, 0, 0, 0, 0, 0, 0, 0]))
         try handle.close()
@@ -180,7 +181,7 @@ final class RecoveryTests: XCTestCase {
     /// never block it: each is set aside, and the stream closes with what it holds.
     func testAFIFOALinkToDevZeroAndASparseGiantAreSetAsideAtOnce() throws {
         let directory = try interrupted(stored: 5, unlisted: 3)
-        let fifo = directory + "/" + MediaPlaylist.segmentURI(3)
+        let fifo = directory + "/" + StreamLayout.segment(3)
         try FileManager.default.removeItem(atPath: fifo)
         XCTAssertEqual(mkfifo(fifo, 0o644), 0)
         var skipped: [Recovery.Skipped] = []
@@ -191,7 +192,7 @@ final class RecoveryTests: XCTestCase {
 
         try FileManager.default.removeItem(atPath: root)
         let other = try interrupted(stored: 5, unlisted: 3)
-        let link = other + "/" + MediaPlaylist.segmentURI(3)
+        let link = other + "/" + StreamLayout.segment(3)
         try FileManager.default.removeItem(atPath: link)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/dev/zero")
         skipped = []
@@ -200,7 +201,7 @@ final class RecoveryTests: XCTestCase {
 
         try FileManager.default.removeItem(atPath: root)
         let third = try interrupted(stored: 5, unlisted: 3)
-        let sparse = third + "/" + MediaPlaylist.segmentURI(3)
+        let sparse = third + "/" + StreamLayout.segment(3)
         XCTAssertEqual(truncate(sparse, 4 << 30), 0)  // 4 GiB, no block of it written
         skipped = []
         XCTAssertEqual(try Recovery.close(directory: third) { skipped.append($0) }?.segments, 2)
@@ -253,7 +254,7 @@ final class RecoveryTests: XCTestCase {
         let directory = try interrupted(stored: 3, unlisted: 0)
         _ = try Recovery.close(directory: directory)
         let origin = FakeOrigin()
-        for name in ["init.mp4", "index.m3u8", MediaPlaylist.segmentURI(1), MediaPlaylist.segmentURI(2)] {
+        for name in ["init.mp4", "index.m3u8", StreamLayout.segment(1), StreamLayout.segment(2)] {
             origin.seed("s/\(name)", Array(FileManager.default.contents(atPath: directory + "/" + name)!))
         }
         let local = try XCTUnwrap(MediaPlaylist(parsing: try String(contentsOfFile: directory + "/playlist.m3u8", encoding: .utf8)))

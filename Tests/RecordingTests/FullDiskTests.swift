@@ -1,5 +1,6 @@
 import Files
 import Foundation
+import Layout
 import MP4
 import Publishing
 import Recording
@@ -54,7 +55,7 @@ final class FullDiskTests: XCTestCase {
         let filler = mount + "/filler"
         final class Room: @unchecked Sendable { var freed = false; var asked = 0 }
         let room = Room()
-        let file = try RecordingFile(directory: mount, id: "r", initSegment: recording.initSegment, preallocateBytes: 64 << 20,
+        let file = try RecordingFile(layout: StreamLayout(root: mount), id: "r", initSegment: recording.initSegment, preallocateBytes: 64 << 20,
                                      makeRoom: { room.asked += 1; return false })
         try file.append(recording.fragments[0])
         XCTAssertTrue(file.reservationOff, "64 MiB do not fit: no reservation, and the recording goes on")

@@ -1,5 +1,6 @@
 import Foundation
 import HLS
+import Layout
 import Media
 import MP4
 import Recording
@@ -140,8 +141,8 @@ final class FinaliserTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
 
     func write(_ recording: FakeRecording, fragments: Int? = nil, tail: [UInt8] = []) throws -> String {
-        let part = "\(directory)/rec.mp4.part"
-        let file = try RecordingFile(directory: directory, id: "rec", initSegment: recording.initSegment, preallocateBytes: 1 << 20)
+        let part = StreamLayout(root: directory).recordingPart("rec")
+        let file = try RecordingFile(layout: StreamLayout(root: directory), id: "rec", initSegment: recording.initSegment, preallocateBytes: 1 << 20)
         for fragment in recording.fragments.prefix(fragments ?? recording.fragments.count) { try file.append(fragment) }
         if !tail.isEmpty {
             let handle = try XCTUnwrap(FileHandle(forWritingAtPath: part))
@@ -257,7 +258,7 @@ final class RecordingsTests: XCTestCase {
         for age in [Int64(40), 20, 1] {
             let id = UTCDate.compact(milliseconds: now - age * day) + "-0001"
             ids.append(id)
-            let file = try RecordingFile(directory: recordings.directory, id: id, initSegment: recording.initSegment, preallocateBytes: 0)
+            let file = try RecordingFile(layout: recordings.layout, id: id, initSegment: recording.initSegment, preallocateBytes: 0)
             for fragment in recording.fragments { try file.append(fragment) }
         }
         let events = EventNames()

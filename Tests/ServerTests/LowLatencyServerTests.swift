@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import HLS
+import Layout
 import Server
 import TestSupport
 import Threading
@@ -57,12 +58,12 @@ final class LowLatencyServerTests: XCTestCase {
                     let segments = segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: 100 + i % 13))
                     let made = segmenter.takeParts()
                     lock.withLock {
-                        for part in made { parts[LowLatencyPlaylist.partURI(sequence: part.sequence, index: part.index)] = part.bytes }
+                        for part in made { parts[StreamLayout.part(sequence: part.sequence, index: part.index)] = part.bytes }
                         frames += 1
                     }
                     edge.add(id, parts: made)
                     for segment in segments {
-                        let entry = MediaPlaylist.Entry(uri: MediaPlaylist.segmentURI(segment.sequence), duration: segment.durationSeconds,
+                        let entry = MediaPlaylist.Entry(uri: StreamLayout.segment(segment.sequence), duration: segment.durationSeconds,
                                                         programDateTimeMs: segment.programDateTimeMs)
                         playlist.entries.append(entry)
                         edge.add(id, segment: segment, entry: entry)
@@ -85,7 +86,7 @@ final class LowLatencyServerTests: XCTestCase {
     /// The hint of the playlist at `path`: the segment and part it names.
     /// The part the playlist hints, and its segment and index.
     func hint(_ text: String) -> (uri: String, msn: Int, part: Int)? {
-        guard let uri = LowLatencyChecker.parse(text).hint, let (msn, part) = LowLatencyPlaylist.partNumbers(uri) else { return nil }
+        guard let uri = LowLatencyChecker.parse(text).hint, let (msn, part) = StreamLayout.partNumbers(uri) else { return nil }
         return (uri, msn, part)
     }
 
@@ -128,7 +129,7 @@ final class LowLatencyServerTests: XCTestCase {
         // A segment request (MSN only) is held until the segment is listed.
         guard let last = hint(text) else { return XCTFail() }
         let reload = try get("/streams/live/playlist.m3u8?_HLS_msn=\(last.msn + 1)")
-        XCTAssertTrue(reload.text.contains(MediaPlaylist.segmentURI(last.msn + 1) + "\n"))
+        XCTAssertTrue(reload.text.contains(StreamLayout.segment(last.msn + 1) + "\n"))
     }
 
     func testAPlayerKeepsItsConnection() throws {
@@ -211,7 +212,7 @@ final class LowLatencyServerTests: XCTestCase {
             XCTAssertEqual(head, "HTTP/1.1 200", "request \(n)")
             if n % 2 == 0 {
                 XCTAssertTrue(String(decoding: reply, as: UTF8.self)
-                    .contains(LowLatencyPlaylist.partURI(sequence: target.msn, index: target.part)), "request \(n)")
+                    .contains(StreamLayout.part(sequence: target.msn, index: target.part)), "request \(n)")
             }
         }
         XCTAssertGreaterThan(producer.frameCount, framesBefore, "the stream went on")

@@ -1,4 +1,5 @@
 import HLS
+import Layout
 import Media
 import MP4
 
@@ -31,7 +32,7 @@ public enum StreamBuilder {
         var meter = BitrateMeter(timescale: Timescale.video, targetDuration: 2)
         var iFrameMeter = meter
         for report in reports {
-            let uri = MediaPlaylist.segmentURI(report.sequence)
+            let uri = StreamLayout.segment(report.sequence)
             files.files[uri] = report.bytes
             meter.add(bytes: report.bytes.count, ticks: report.videoDuration)
             playlist.entries.append(.init(uri: uri, duration: report.durationSeconds, programDateTimeMs: report.programDateTimeMs))

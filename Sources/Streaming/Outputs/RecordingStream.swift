@@ -41,7 +41,7 @@ final class RecordingStream {
                                timeline: origin.timeline, nominalFrameDuration: Timescale.video / Int64(encoder.fps), cutsOnlyAtSync: false)
         let video = encoder.video
         let tracks = try encoder.initSegment()
-        file = try RecordingFile(directory: recordings.directory, id: start.id, initSegment: tracks.bytes,
+        file = try RecordingFile(layout: recordings.layout, id: start.id, initSegment: tracks.bytes,
                                  preallocateBytes: Int64(profile.preallocateMegabytes) << 20, makeRoom: makeRoom)
         log(.recordingStarted, ("id", start.id), ("file", file.partPath), ("codec", video.codecName),
             ("width", video.settings.width), ("height", video.settings.height), ("fps", encoder.fps), ("bitrate", profile.output.video.bitrate),
