@@ -1,9 +1,10 @@
 // swift-tools-version: 6.0
 // onair: a camera appliance that encodes, packages fMP4 HLS and serves it, in one binary.
 // Module layout and allowed imports follow ARCHITECTURE.md; the data flow reads top to
-// bottom: Devices (frames, sound) → Streaming (Codecs encode, HLS + MP4 cut) → Publishing
-// (live segments, uploads) and Recording (the local file) → Server; Appliance is the
-// control plane around it, and everything logs typed events through Logging.
+// bottom: Devices (frames, sound) → Streaming (Codecs encode, HLS + MP4 cut) → Spool (the
+// stream on disk) and Recording (the local file) → Publishing (uploads) and Server;
+// Appliance is the control plane around it, and everything logs typed events through
+// Logging. Layout names every file, so no module spells one.
 import PackageDescription
 
 let package = Package(
@@ -46,12 +47,15 @@ let package = Package(
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl", "Layout"]),
+        // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
+        // Written by Streaming; read by Publishing, Server, Export and Fetch through Layout.
+        .target(name: "Spool", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Layout"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl", "Layout", "Spool"]),
         .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux", "Layout"]),
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Publishing", "Recording", "Layout"]),
+                                                  "Spool", "Recording", "Layout"]),
         .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files", "Layout"]),
@@ -59,11 +63,11 @@ let package = Package(
         .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "CCurl", "Layout"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
-        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices", "Layout"]),
+        .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices", "Layout", "Spool"]),
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
@@ -71,7 +75,7 @@ let package = Package(
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout", "Spool"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
@@ -81,14 +85,15 @@ let package = Package(
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout", "Spool"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "Media", "MP4", "Layout", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
-                                                   "Devices", "TestSupport", "Layout"]),
+                                                   "Devices", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording", "Layout"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout"]),
+                                                      "Publishing", "Recording", "Layout", "Spool"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout", "Spool"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout"])
     ]

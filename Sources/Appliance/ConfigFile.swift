@@ -5,6 +5,7 @@ import Media
 import Publishing
 import Recording
 import Server
+import Spool
 import Streaming
 
 /// A configuration problem, said in one line that names where it is.

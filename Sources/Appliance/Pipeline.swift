@@ -11,6 +11,7 @@ import Media
 import Publishing
 import Recording
 import Server
+import Spool
 import Streaming
 import Threading
 

@@ -7,6 +7,7 @@ import Logging
 import Publishing
 import Recording
 import Server
+import Spool
 import Streaming
 import Threading
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import Logging
 import Media
 import Publishing
 import Recording
+import Spool
 import Streaming
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;

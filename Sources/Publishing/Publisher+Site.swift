@@ -6,6 +6,7 @@ import Media
 import Glibc
 #endif
 import Logging
+import Spool
 
 /// The board's own files at the destination beside its streams: its streams.json, kept
 /// whole by the index of published streams, and its entry in the destination's

@@ -7,6 +7,7 @@ import Threading
 import Glibc
 #endif
 import Logging
+import Spool
 
 /// Publishes every stream from the local spool (the data directory) to one destination,
 /// in the order PublishPlan allows, with `parallel` segment uploads at once. The media

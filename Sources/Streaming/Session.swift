@@ -4,7 +4,7 @@ import Files
 import HLS
 import Logging
 import Media
-import Publishing
+import Spool
 import Threading
 
 /// The session thread around `SessionMachine` (armed ⇄ recording → finishing → armed):

@@ -6,6 +6,7 @@ import Layout
 import Media
 import MP4
 import Publishing
+import Spool
 
 // onair-bench frames W H FPS SECONDS: writes the synthetic camera's frames as raw I420 to
 // stdout, so `make bench` can give ffmpeg exactly the pictures onair encodes (x264's work

@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Spool
 import Streaming
 
 final class ConfigTests: XCTestCase {

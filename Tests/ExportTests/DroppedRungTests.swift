@@ -4,6 +4,7 @@ import XCTest
 @testable import Fetch
 import HLS
 import Publishing
+import Spool
 import TestSupport
 
 /// A ladder whose top rung the heat dropped for a while (frames 70–190 asked, so segments

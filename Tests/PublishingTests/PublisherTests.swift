@@ -5,6 +5,7 @@ import Logging
 import HLS
 import Layout
 import Media
+import Spool
 import TestSupport
 
 /// The publisher against an in-memory origin that fails on a schedule, publishing a real

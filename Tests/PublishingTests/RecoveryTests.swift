@@ -10,6 +10,7 @@ import HLS
 import Layout
 import Media
 import MP4
+@testable import Spool
 import TestSupport
 
 final class RecoveryTests: XCTestCase {

@@ -55,6 +55,7 @@ public enum StreamBuilder {
 }
 
 import Publishing
+import Spool
 
 extension StreamBuilder {
     /// A ladder stream written by the real StreamWriter into `root/streams/<id>`: two

@@ -4,7 +4,7 @@ import HLS
 import Logging
 import Media
 import MP4
-import Publishing
+import Spool
 
 /// One live HLS stream from its first video frame to ENDLIST: encoders → segmenter →
 /// files. Runs on the live output's thread only; nothing here is shared. Without a

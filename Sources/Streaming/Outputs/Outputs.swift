@@ -4,7 +4,7 @@ import Devices
 import Files
 import Logging
 import Media
-import Publishing
+import Spool
 
 /// The encoders of one stream: a video encoder per rung (the top first) and the sound's.
 struct OpenedEncoders {

@@ -3,7 +3,7 @@ import Files
 import HLS
 import Logging
 import Media
-import Publishing
+import Spool
 import Recording
 
 /// One local recording, beside the live stream of the same id: its own encoders and

@@ -1,7 +1,7 @@
 import Files
 import Foundation
 import XCTest
-@testable import Publishing
+@testable import Spool
 import HLS
 import Media
 import MP4

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 import Logging
 import TestSupport
-@testable import Publishing
+@testable import Spool
 
 final class StorageTests: XCTestCase {
     var root = ""
