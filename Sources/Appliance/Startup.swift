@@ -46,8 +46,8 @@ final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` un
 /// Between the camera and the session: every frame goes to the preview at once; until
 /// the pipeline is ready (`open`), frames are also held, up to `startup.buffer_seconds`,
 /// so a start asked for before the encoders existed still begins with the frame it was
-/// asked at. Once open, a feeder hands the held frames over in order (marked `held`, so
-/// no queue drops them) and then the gate passes everything straight through.
+/// asked at. Once open, a feeder hands the held frames over in order (pushed as held, so
+/// the queue drops none of them) and then the gate passes everything straight through.
 final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `condition`; `feeder` only in open()/join(), on the run's thread
     private let preview: PreviewSink
     private let condition = Condition()
@@ -124,13 +124,8 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
                     if Self.isVideo(item) { heldVideo -= 1 }
                     return item
                 }
-                guard var item = next else { return }
-                switch item {
-                case .video(var frame): frame.held = true; item = .video(frame)
-                case .audio(var chunk): chunk.held = true; item = .audio(chunk)
-                case .begin, .finish, .rate, .rungs: break
-                }
-                queue.push(item)
+                guard let item = next else { return }
+                queue.push(item, held: true)
             }
         }
     }

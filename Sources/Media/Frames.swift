@@ -11,10 +11,6 @@ public struct VideoFrame: Sendable {
     /// The first frame after the source was interrupted (a camera unplugged and back):
     /// the time since the frame before is a gap, not missing frames.
     public var discontinuity = false
-    /// Held in the start-up buffer while the encoders opened: queues make room for it
-    /// (the producer waits) instead of dropping it, so a start before the pipeline was
-    /// ready loses nothing.
-    public var held = false
 
     public init(width: Int, height: Int, planes: [UInt8], captureTime: Int64, index: Int64) {
         precondition(width % 2 == 0 && height % 2 == 0, "4:2:0 needs even dimensions")
@@ -40,8 +36,6 @@ public struct AudioChunk: Sendable {
     public var sampleRate: Int
     /// Capture time of the first sample, CLOCK_MONOTONIC nanoseconds.
     public var captureTime: Int64
-    /// See `VideoFrame.held`.
-    public var held = false
 
     public init(samples: [Int16], channels: Int, sampleRate: Int, captureTime: Int64) {
         precondition(channels > 0 && samples.count % channels == 0)

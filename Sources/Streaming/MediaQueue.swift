@@ -20,7 +20,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         /// Outputs change to this frame rate at their next keyframe boundary.
         case rate(Int)
         /// The live ladder leaves out this many top rungs from its next keyframe boundary.
-        case rungs(dropped: Int)
+        case droppedRungs(Int)
     }
     enum Kind { case video, audio, control }
     public enum Policy: Sendable { case dropOldest, block }
@@ -28,10 +28,17 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
     public let videoCapacity: Int
     public let audioCapacity: Int
     public let policy: Policy
+    /// An item and whether it was held in the start-up buffer while the encoders opened:
+    /// the queue makes room for a held item (the producer waits) instead of dropping it,
+    /// so a start before the pipeline was ready loses nothing.
+    private struct Slot {
+        var item: Item
+        var held: Bool
+    }
     /// Pending items are `items[head...]`; a popped slot is emptied at once, so a picture
     /// is freed when its consumer is done with it, not when the array is next compacted
     /// (64 popped slots held up to 40 MB of 720p pictures).
-    private var items: [Item?] = []
+    private var items: [Slot?] = []
     private var head = 0
     private var closed = false
     private var videoCount = 0
@@ -58,15 +65,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         switch item {
         case .video: return .video
         case .audio: return .audio
-        case .begin, .finish, .rate, .rungs, nil: return .control
-        }
-    }
-
-    private static func isHeld(_ item: Item?) -> Bool {
-        switch item {
-        case .video(let frame): return frame.held
-        case .audio(let chunk): return chunk.held
-        case .begin, .finish, .rate, .rungs, nil: return false
+        case .begin, .finish, .rate, .droppedRungs, nil: return .control
         }
     }
 
@@ -78,12 +77,14 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         }
     }
 
-    public func push(_ item: Item) {
-        condition.withLock { append(item) }
+    /// `held`: an item of the start-up buffer, which waits for room rather than be dropped
+    /// or make room by dropping another held one.
+    public func push(_ item: Item, held: Bool = false) {
+        condition.withLock { append(Slot(item: item, held: held)) }
     }
 
-    private func append(_ item: Item) {
-        let kind = Self.kind(item)
+    private func append(_ slot: Slot) {
+        let kind = Self.kind(slot.item)
         func full() -> Bool {
             switch kind {
             case .video: return videoCount >= videoCapacity
@@ -93,21 +94,21 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
         }
         if closed { return }
         if full() {
-            switch Self.isHeld(item) ? .block : policy {
+            switch slot.held ? .block : policy {
             case .block:
                 while full() && !closed { condition.wait() }
                 if closed { return }
             case .dropOldest:
                 // Never a held item (the start-up backlog): the next one of the kind.
-                if let index = items[head...].firstIndex(where: { Self.kind($0) == kind && !Self.isHeld($0) })
-                    ?? items[head...].firstIndex(where: { Self.kind($0) == kind }) {
+                if let index = items[head...].firstIndex(where: { Self.kind($0?.item) == kind && $0?.held == false })
+                    ?? items[head...].firstIndex(where: { Self.kind($0?.item) == kind }) {
                     items.remove(at: index)
                     adjust(kind, -1)
                     if kind == .video { droppedVideo += 1 } else { droppedAudio += 1 }
                 }
             }
         }
-        items.append(item)
+        items.append(slot)
         adjust(kind, 1)
         condition.broadcast()
     }
@@ -120,7 +121,7 @@ public final class MediaQueue: CaptureSink, @unchecked Sendable {  // every var 
     private func take() -> Item? {
         while pending == 0 && !closed { condition.wait() }
         guard pending > 0 else { return nil }
-        guard let item = items[head] else { preconditionFailure("a pending slot is never empty") }
+        guard let item = items[head]?.item else { preconditionFailure("a pending slot is never empty") }
         items[head] = nil
         head += 1
         adjust(Self.kind(item), -1)

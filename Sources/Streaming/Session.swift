@@ -165,7 +165,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// segment boundary.
     public func setDroppedRungs(_ dropped: Int) {
         lock.withLock { droppedRungsValue = dropped }
-        post(.rungs(dropped: dropped))
+        post(.droppedRungs(dropped))
     }
 
     /// How many of the live ladder's top rungs the thermal ladder leaves out now.
@@ -199,7 +199,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             case .audio(let chunk):
                 let end = chunk.captureTime + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds)
                 carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item)
-            case .begin, .finish, .rate, .rungs:
+            case .begin, .finish, .rate, .droppedRungs:
                 break
             }
         }
@@ -233,8 +233,8 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
                 if let item { send(item) }
             case .rate(let fps):
                 send(.rate(fps))
-            case .rungs(let dropped):
-                send(.rungs(dropped: dropped))
+            case .droppedRungs(let dropped):
+                send(.droppedRungs(dropped))
             case .finish:
                 lock.withLock {
                     currentStreamID = nil

@@ -7,7 +7,7 @@ import Media
 ///
 /// armed ⇄ recording → finishing → armed; stopped once the capture has closed.
 struct SessionMachine {
-    enum Command: Equatable { case start, stop, toggle, rate(Int), rungs(dropped: Int) }
+    enum Command: Equatable { case start, stop, toggle, rate(Int), droppedRungs(Int) }
 
     enum Input: Equatable {
         case command(Command)
@@ -29,7 +29,7 @@ struct SessionMachine {
         /// The outputs change to this frame rate at their next segment boundary.
         case rate(Int)
         /// The live ladder leaves out this many top rungs from its next segment boundary.
-        case rungs(dropped: Int)
+        case droppedRungs(Int)
     }
 
     private(set) var state: Session.State = .armed
@@ -79,7 +79,7 @@ struct SessionMachine {
         case .stop: requested = false
         case .toggle: requested.toggle()
         case .rate(let fps): return [.rate(fps)]
-        case .rungs(let dropped): return [.rungs(dropped: dropped)]
+        case .droppedRungs(let dropped): return [.droppedRungs(dropped)]
         }
         if requested && state == .armed { state = .recording }
         if !requested && state == .recording {

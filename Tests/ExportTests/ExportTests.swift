@@ -202,7 +202,7 @@ extension XCTestCase {
         var chunk: Int64 = 0
         let frames = Int64(12 * ExportTests.fps) - gapFrames
         for i in Int64(1)..<frames {
-            if let dropped, i == dropped.lowerBound || i == dropped.upperBound { stream.requestDroppedRungs(i == dropped.lowerBound ? 1 : 0) }
+            if let dropped, i == dropped.lowerBound || i == dropped.upperBound { stream.setDroppedRungs(i == dropped.lowerBound ? 1 : 0) }
             try stream.encode(frame(i))
             try recorder?.encode(frame(i))
             while origin + (chunk + 1) * 20_000_000 <= frame(i).captureTime, i < soundUntil ?? .max {

@@ -22,7 +22,7 @@ extension LiveStreamTimingTests {
         let start = StreamStart(id: "rate", dating: StreamDating(offsetMs: 1_796_229_753_000 - origin / 1_000_000))
         let encoder = LiveStream.encoder(firstFrame: frame(0), dating: start.dating, profile: profile,
                                          videos: [video], audio: nil)
-        encoder.requestRate(5)  // the ladder's rate when the stream begins
+        encoder.setRate(5)  // the ladder's rate when the stream begins
         var directory = ""
         var declaredWhenListed: [Int: String] = [:]
         func frameRate() -> String {
@@ -36,7 +36,7 @@ extension LiveStreamTimingTests {
         XCTAssertEqual(frameRate(), "5.000", "a stream that starts stepped down says so from the first index.m3u8")
         directory = stream.writer.directory
         for i in Int64(0)..<40 { try stream.encode(frame(i)) }
-        stream.requestRate(10)  // cooled down: the next segment runs at 10 fps
+        stream.setRate(10)  // cooled down: the next segment runs at 10 fps
         for i in Int64(40)..<100 { try stream.encode(frame(i)) }
         try stream.finish()
 

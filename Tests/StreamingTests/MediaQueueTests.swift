@@ -24,7 +24,7 @@ final class MediaQueueTests: XCTestCase {
             case .begin(let start): out.append("begin:\(start.id)")
             case .finish: out.append("finish")
             case .rate(let fps): out.append("rate:\(fps)")
-            case .rungs(let dropped): out.append("rungs:\(dropped)")
+            case .droppedRungs(let dropped): out.append("rungs:\(dropped)")
             }
         }
         return out

@@ -70,13 +70,13 @@ final class LadderPrerollTests: XCTestCase {
             for i in frames { try preroll.encode(pattern.frame(index: i, captureTime: origin + pattern.offset(of: i))) }
         }
         try feed(0..<40)
-        encoder.requestTopRung(1)  // hot: from the next boundary, frame 60
+        encoder.setDroppedRungs(1)  // hot: from the next boundary, frame 60
         try feed(40..<75)
         var held = try XCTUnwrap(preroll.origin(dating: dating)).video
         XCTAssertEqual(Set(held.map(\.rung)), [1], "only the rung still encoded, from the change on")
         XCTAssertTrue(held[0].isSync)
         XCTAssertEqual(held.count, 15, "frames 60-74")
-        encoder.requestTopRung(0)  // cool again: from frame 90
+        encoder.setDroppedRungs(0)  // cool again: from frame 90
         try feed(75..<135)
         held = try XCTUnwrap(preroll.origin(dating: dating)).video
         XCTAssertEqual(Set(held.map(\.rung)), [0, 1])
@@ -87,7 +87,7 @@ final class LadderPrerollTests: XCTestCase {
         }
         XCTAssertEqual(held.filter { $0.rung == 0 }.count, 45, "frames 90-134: the IDR at or before 134 − 30 is frame 90")
         // A frame rate the heat lowers: one rate in what is held (one discontinuity domain).
-        encoder.requestRate(15)  // from frame 150 on
+        encoder.setRate(15)  // from frame 150 on
         try feed(135..<170)
         held = try XCTUnwrap(preroll.origin(dating: dating)).video
         XCTAssertTrue(held[0].isSync)

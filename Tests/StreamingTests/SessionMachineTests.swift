@@ -67,7 +67,7 @@ final class SessionMachineTests: XCTestCase {
         XCTAssertEqual(m.handle(video(0)), [.forward])
         XCTAssertEqual(m.handle(audio(0)), [.forward])
         XCTAssertEqual(m.handle(.command(.rate(6))), [.rate(6)])
-        XCTAssertEqual(m.handle(.command(.rungs(dropped: 1))), [.rungs(dropped: 1)], "the heat drops the top rung: the outputs are told")
+        XCTAssertEqual(m.handle(.command(.droppedRungs(1))), [.droppedRungs(1)], "the heat drops the top rung: the outputs are told")
         XCTAssertEqual(m.state, .armed, "a rate is not a press")
     }
 

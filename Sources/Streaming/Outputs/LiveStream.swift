@@ -183,11 +183,11 @@ final class LiveStream {
     }
 
     /// The thermal ladder's new rate, from the next segment on.
-    func requestRate(_ fps: Int) { encoder.requestRate(fps) }
+    func setRate(_ fps: Int) { encoder.setRate(fps) }
 
     /// The thermal ladder's rungs: the `dropped` top ones stop being encoded (or, fewer,
     /// are taken up again) from the next segment on.
-    func requestDroppedRungs(_ dropped: Int) { encoder.requestTopRung(dropped) }
+    func setDroppedRungs(_ dropped: Int) { encoder.setDroppedRungs(dropped) }
 
     /// Drains both encoders, writes the last segment and ENDLIST.
     func finish() throws {

@@ -73,7 +73,7 @@ final class OutputWorker: @unchecked Sendable {  // `output` used only on its th
                     if active { try output.encode(chunk) } else if pending != nil { early.append(chunk) } else { try output.prime(chunk) }
                 case .rate(let fps):
                     output.setRate(fps)
-                case .rungs(let dropped):
+                case .droppedRungs(let dropped):
                     output.setDroppedRungs(dropped)
                 case .finish:
                     pending = nil

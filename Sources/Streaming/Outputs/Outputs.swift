@@ -93,14 +93,14 @@ func openAudioEncoder(_ settings: AudioEncoderSettings?) throws -> AACEncoder? {
 protocol EncodedStream: AnyObject {
     func encode(_ frame: VideoFrame) throws
     func encode(_ chunk: AudioChunk) throws
-    func requestRate(_ fps: Int)
-    func requestDroppedRungs(_ dropped: Int)
+    func setRate(_ fps: Int)
+    func setDroppedRungs(_ dropped: Int)
     func finish() throws
 }
 
 extension LiveStream: EncodedStream {}
 extension RecordingStream: EncodedStream {
-    func requestDroppedRungs(_ dropped: Int) {}  // one picture: no ladder
+    func setDroppedRungs(_ dropped: Int) {}  // one picture: no ladder
 }
 
 /// One use of the capture with encoders of its own: opens them ahead (`prepare`), runs
@@ -189,8 +189,8 @@ final class EncodingOutput: StreamOutput {
             let opened = try encoders.take(rungs, audio: output.audio, log: log)
             origin = StreamOrigin(encoder: makeEncoder(firstFrame, start.dating, opened))
         }
-        if let rate { origin.encoder.requestRate(rate) }
-        origin.encoder.requestTopRung(droppedRungs)
+        if let rate { origin.encoder.setRate(rate) }
+        origin.encoder.setDroppedRungs(droppedRungs)
         stream = try makeStream(start, origin)
         try stream?.encode(firstFrame)
     }
@@ -199,13 +199,13 @@ final class EncodingOutput: StreamOutput {
     func encode(_ chunk: AudioChunk) throws { try stream?.encode(chunk) }
     func setRate(_ fps: Int) {
         rate = fps
-        stream?.requestRate(fps)
-        preroll?.encoder.requestRate(fps)
+        stream?.setRate(fps)
+        preroll?.encoder.setRate(fps)
     }
     func setDroppedRungs(_ dropped: Int) {
         droppedRungs = dropped
-        stream?.requestDroppedRungs(dropped)
-        preroll?.encoder.requestTopRung(dropped)
+        stream?.setDroppedRungs(dropped)
+        preroll?.encoder.setDroppedRungs(dropped)
     }
     func finish() throws {
         defer { stream = nil }

@@ -85,7 +85,7 @@ final class RecordingStream {
     }
 
     /// The recording changes rate with the live stream (no discontinuity in a file).
-    func requestRate(_ fps: Int) { encoder.requestRate(fps) }
+    func setRate(_ fps: Int) { encoder.setRate(fps) }
 
     /// The last fragment, then the progressive MP4.
     func finish() throws {

@@ -128,13 +128,13 @@ final class StreamEncoder {
     /// Asks for another frame rate (the thermal ladder). It takes effect at the next
     /// keyframe boundary, so a live segment never mixes two rates; before the first frame,
     /// at once.
-    func requestRate(_ rate: Int) { Self.request(rate, &fps, pending: &pendingRate, now: lastSlot == nil && framesEncoded == 0) }
+    func setRate(_ rate: Int) { Self.request(rate, &fps, pending: &pendingRate, now: lastSlot == nil && framesEncoded == 0) }
 
-    /// Asks for the rungs above `top` to be dropped (the heat), or taken up again, from
+    /// Asks for the `dropped` top rungs to be left out (the heat), or taken up again, from
     /// the next keyframe boundary on, so every rung's segment k stays whole; the lowest
-    /// rung is always encoded.
-    func requestTopRung(_ top: Int) {
-        Self.request(min(max(0, top), videos.count - 1), &topRung, pending: &pendingTopRung, now: lastSlot == nil && framesEncoded == 0)
+    /// rung is always encoded (the highest encoded, `topRung`, is rung `dropped`).
+    func setDroppedRungs(_ dropped: Int) {
+        Self.request(min(max(0, dropped), videos.count - 1), &topRung, pending: &pendingTopRung, now: lastSlot == nil && framesEncoded == 0)
     }
 
     /// A setting changed at once (`now`: nothing encoded yet), or from the next boundary;
