@@ -89,20 +89,6 @@ func openAudioEncoder(_ settings: AudioEncoderSettings?) throws -> AACEncoder? {
     try settings.map { try AACEncoder(settings: $0) }
 }
 
-/// What an output writes one stream into: the live HLS directory or the recording file.
-protocol EncodedStream: AnyObject {
-    func encode(_ frame: VideoFrame) throws
-    func encode(_ chunk: AudioChunk) throws
-    func setRate(_ fps: Int)
-    func setDroppedRungs(_ dropped: Int)
-    func finish() throws
-}
-
-extension LiveStream: EncodedStream {}
-extension RecordingStream: EncodedStream {
-    func setDroppedRungs(_ dropped: Int) {}  // one picture: no ladder
-}
-
 /// One use of the capture with encoders of its own: opens them ahead (`prepare`), runs
 /// them while armed when there is a pre-roll, and starts each stream from the pre-roll or
 /// from the frame of the press. `live` and `recording` differ only in their profile, their
@@ -146,7 +132,7 @@ final class EncodingOutput: StreamOutput {
                 LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, videos: opened.videos, audio: opened.audio)
             },
             makeStream: { start, origin in
-                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, observer: observer)
+                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, observer: observer).stream
             })
     }
 
@@ -159,7 +145,7 @@ final class EncodingOutput: StreamOutput {
                 RecordingStream.encoder(firstFrame: frame, dating: dating, profile: profile, video: opened.videos[0], audio: opened.audio)
             },
             makeStream: { start, origin in
-                try RecordingStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom)
+                try RecordingStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom).stream
             })
     }
 
