@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves a release build is the one self-contained file ARCHITECTURE.md describes, and says
+# Proves a release build is the one self-contained file docs/ARCHITECTURE.md describes, and says
 # where it is and how big.
 #
 #   toolchain/check-binary.sh BINARY [RUNNER...]     (RUNNER: e.g. qemu-aarch64-static -L SYSROOT)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C libraries onair links statically, built minimal from Debian's own source packages
-# (ARCHITECTURE.md, Dependencies), once per machine.
+# (docs/ARCHITECTURE.md, Dependencies), once per machine.
 #
 #   toolchain/deps.sh ARCH        prints the prefix (include/, lib/, lib/pkgconfig/)
 #

@@ -192,7 +192,8 @@ public enum CommandLineParser {
            onair validate URL [--seconds N]
 
     Checks DIR/index.m3u8 and everything it lists (playlists, init.mp4, every segment)
-    against the rules in HLS_RULES.md; prints one line per finding and exits 1 on errors.
+    against onair's HLS rule book (docs/HLS_RULES.md in its source); prints one line per
+    finding, under the id of the rule it breaks, and exits 1 on errors.
 
     With the URL of a live low-latency stream (a multivariant or media playlist, such as
     onair's http://HOST:8080/streams/ID/index.m3u8), follows it for N seconds (default 10)

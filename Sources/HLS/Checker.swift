@@ -2,7 +2,7 @@ import Layout
 import Media
 import MP4
 
-/// One broken rule of ../shared/HLS_RULES.md, with where it was found.
+/// One broken rule of docs/HLS_RULES.md, with where it was found.
 public struct Finding: Sendable, CustomStringConvertible, Equatable {
     public enum Severity: String, Sendable { case error, warning }
     public var rule: String
@@ -21,7 +21,7 @@ public struct Finding: Sendable, CustomStringConvertible, Equatable {
 }
 
 /// Checks a written HLS stream (multivariant playlist → media playlist → init → segments)
-/// against the rules of HLS_RULES.md that apply to one muxed H.264 + AAC fMP4 variant.
+/// against the rules of docs/HLS_RULES.md that apply to one muxed H.264 + AAC fMP4 variant.
 /// `load` returns a file's bytes by its path relative to the stream directory.
 public struct StreamChecker {
     /// nil: the file is not there; a thrown error: it is there but is not read (too large).
