@@ -1,6 +1,6 @@
 // swift-tools-version: 6.0
 // onair: a camera appliance that encodes, packages fMP4 HLS and serves it, in one binary.
-// Module layout and allowed imports follow ARCHITECTURE.md; the data flow reads top to
+// Module layout and allowed imports follow docs/ARCHITECTURE.md; the data flow reads top to
 // bottom: Devices (frames, sound) → Streaming (Codecs encode, HLS + MP4 cut) → Spool (the
 // stream on disk) and Recording (the local file) → Publishing (uploads) and Server;
 // Appliance is the control plane around it, and everything logs typed events through
@@ -28,7 +28,7 @@ let package = Package(
         // Our own C: Linux calls and ioctl layouts Swift cannot import.
         .target(name: "CLinux"),
         // The concurrency kit: one mutex, one condition, one thread type, one one-shot event,
-        // all on CLOCK_MONOTONIC (ARCHITECTURE.md, Conventions).
+        // all on CLOCK_MONOTONIC (docs/ARCHITECTURE.md, Conventions).
         .target(name: "Threading", dependencies: ["CLinux"]),
 
         // Every name onair gives to what it keeps (the data directory, a stream's directory):

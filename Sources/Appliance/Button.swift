@@ -101,45 +101,43 @@ struct ButtonLogic {
 /// Edges from every button source → ButtonLogic → the session. Thread-safe: GPIO and
 /// evdev threads call `edge`; the hold deadlines (long press, minimum hold) are a task on
 /// the control scheduler, moved to each new deadline as edges come.
-final class ButtonController: @unchecked Sendable {  // `logic` under `lock`; `task` set in init, cancelled by stop()
-    private let lock = Lock()
-    private var logic: ButtonLogic
+final class ButtonController: Sendable {
+    private let logic: Locked<ButtonLogic>
     private let act: @Sendable (ButtonLogic.Action) -> Void
     private let log: Log
     private let scheduler: Scheduler
-    private var task: Scheduler.Task?
+    private let task: Scheduler.Task
     /// With no deadline pending, the timer looks again this often.
     private static let idle: Int64 = 500_000_000
 
     init(settings: ButtonSettings, scheduler: Scheduler, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
-        logic = ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds)
+        let logic = Locked(ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds))
+        self.logic = logic
         self.log = log
         self.act = act
         self.scheduler = scheduler
-        task = scheduler.schedule("button", at: scheduler.clock.now() + Self.idle) { [unowned self] now in
-            let (actions, due) = lock.withLock { (logic.tick(at: now), logic.nextDeadline) }
-            for action in actions { perform(action, source: "timer") }
+        task = scheduler.schedule("button", at: scheduler.clock.now() + Self.idle) { now in
+            let (actions, due) = logic.withLock { logic in (logic.tick(at: now), logic.nextDeadline) }
+            for action in actions { Self.perform(action, source: "timer", log: log, act: act) }
             return due ?? now + Self.idle
         }
     }
 
     func edge(_ edge: ButtonEdge, source: String) {
-        let (actions, due) = lock.withLock {
+        let (actions, due) = logic.withLock { logic in
             (edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time), logic.nextDeadline)
         }
-        if let task, let due { scheduler.reschedule(task, at: due) }
+        if let due { scheduler.reschedule(task, at: due) }
         if edge.pressed { log(.buttonPressed, ("source", source)) } else { log(.buttonReleased, ("source", source)) }
-        for action in actions { perform(action, source: source) }
+        for action in actions { Self.perform(action, source: source, log: log, act: act) }
     }
 
-    private func perform(_ action: ButtonLogic.Action, source: String) {
+    private static func perform(_ action: ButtonLogic.Action, source: String, log: Log, act: @Sendable (ButtonLogic.Action) -> Void) {
         if action == .longPress { log(.buttonLongPress, ("source", source)) }
         act(action)
     }
 
-    func stop() {
-        if let task { scheduler.cancel(task) }
-    }
+    func stop() { scheduler.cancel(task) }
 }
 
 /// The tally light's language: on while recording, a slow blink (1 Hz) while armed with
@@ -168,10 +166,10 @@ enum TallyPattern: Equatable {
 
 /// Drives the tally line from the appliance's state, sixteen times a second (a task on
 /// the control scheduler); dark once stopped.
-final class TallyLight: @unchecked Sendable {  // `task` set in init, cancelled by stop(); the rest immutable
+final class TallyLight: Sendable {
     private let output: GPIOOutput
     private let scheduler: Scheduler
-    private var task: Scheduler.Task?
+    private let task: Scheduler.Task
 
     init(output: GPIOOutput, scheduler: Scheduler, pattern: @escaping @Sendable () -> TallyPattern) {
         self.output = output
@@ -184,7 +182,7 @@ final class TallyLight: @unchecked Sendable {  // `task` set in init, cancelled 
     }
 
     func stop() {
-        if let task { scheduler.cancel(task) }
+        scheduler.cancel(task)
         output.set(false)
     }
 }
@@ -192,8 +190,8 @@ final class TallyLight: @unchecked Sendable {  // `task` set in init, cancelled 
 /// Each line on a terminal or a pipe toggles recording; end of input changes nothing.
 /// The thread polls standard input and a pipe of its own, so `stop()` can wake it and
 /// join it (a plain read of the terminal could not be interrupted).
-final class StandardInputButton: @unchecked Sendable {  // `thread` set in init, joined by stop(); the pipe's ends immutable
-    private var thread: WorkerThread?
+final class StandardInputButton: Sendable {
+    private let thread: WorkerThread
     private let wake: (read: Int32, write: Int32)
 
     /// nil when standard input is neither a terminal nor a pipe (a file, /dev/null).
@@ -225,8 +223,7 @@ final class StandardInputButton: @unchecked Sendable {  // `thread` set in init,
     func stop() {
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
-        thread?.join()
-        thread = nil
+        thread.join()
         close(wake.read)
         close(wake.write)
     }

@@ -51,16 +51,18 @@ public struct TimeSettings: Sendable, Equatable {
 /// scheduler, so a step of the wall clock neither delays nor hurries it). Says on the
 /// console when the clock becomes synchronised (or stops being), and by how much it was
 /// stepped; warns once when no NTP server has answered a minute after the start.
-final class ClockWatch: @unchecked Sendable {  // every var under `lock`
+final class ClockWatch: Sendable {
     private let clock: any WallClock
     private let log: Log
     private let servers: [String]
-    private let lock = Lock()
-    private var last: ClockReading
-    private var lastStep: Int64?
-    private var warned = false
+    private struct State {
+        var last: ClockReading
+        var lastStep: Int64?
+        var warned = false
+        var task: Scheduler.Task?
+    }
+    private let state: Locked<State>
     private let started: Int64
-    private var task: Scheduler.Task?
 
     /// A step the watch reports: more than this between two looks a second apart.
     static let stepThresholdMs: Int64 = 1000
@@ -71,32 +73,34 @@ final class ClockWatch: @unchecked Sendable {  // every var under `lock`
         self.clock = clock
         self.servers = servers
         self.log = log
-        last = clock.read()
+        let last = clock.read()
+        state = Locked(State(last: last))
         started = last.monotonic
         log(.clock, ("synchronized", last.synchronized), ("source", last.source), ("now", UTCDate.iso8601(milliseconds: last.wallMs)))
     }
 
-    var reading: ClockReading { lock.withLock { last } }
+    var reading: ClockReading { state.withLock { $0.last } }
 
     func start(on scheduler: Scheduler) {
-        task = scheduler.every(1, "clock") { [unowned self] _ in poll() }
+        let task = scheduler.every(1, "clock") { [unowned self] _ in poll() }
+        state.withLock { $0.task = task }
     }
 
     func stop(on scheduler: Scheduler) {
-        if let task { scheduler.cancel(task) }
+        if let task = state.withLock({ $0.task }) { scheduler.cancel(task) }
     }
 
     /// One look: a change of trust, a step, or a first minute without NTP, said once.
     func poll() {
         let now = clock.read()
-        let (previous, warn) = lock.withLock { () -> (ClockReading, Bool) in
-            let previous = last
-            last = now
+        let (previous, warn) = state.withLock { [started] state -> (ClockReading, Bool) in
+            let previous = state.last
+            state.last = now
             let step = now.offsetMs - previous.offsetMs
-            if abs(step) > Self.stepThresholdMs || now.synchronized != previous.synchronized { lastStep = now.monotonic }
-            let warn = !now.synchronized && !warned && now.monotonic - started >= Self.patienceSeconds * 1_000_000_000
-            if warn { warned = true }
-            if now.synchronized { warned = false }
+            if abs(step) > Self.stepThresholdMs || now.synchronized != previous.synchronized { state.lastStep = now.monotonic }
+            let warn = !now.synchronized && !state.warned && now.monotonic - started >= Self.patienceSeconds * 1_000_000_000
+            if warn { state.warned = true }
+            if now.synchronized { state.warned = false }
             return (previous, warn)
         }
         let step = Double(now.offsetMs - previous.offsetMs) / 1000
@@ -118,8 +122,8 @@ final class ClockWatch: @unchecked Sendable {  // every var under `lock`
     /// synchronised and has not been stepped for ten minutes, so a wrong step that NTP is
     /// about to undo deletes nothing.
     var settled: Bool {
-        lock.withLock {
-            last.synchronized && lastStep.map { last.monotonic - $0 >= 600_000_000_000 } ?? true
+        state.withLock { state in
+            state.last.synchronized && state.lastStep.map { state.last.monotonic - $0 >= 600_000_000_000 } ?? true
         }
     }
 }

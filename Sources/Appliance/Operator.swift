@@ -44,22 +44,22 @@ struct SystemdNotifier: Sendable {
 /// The operator's view while the appliance runs: a status line on the serial console
 /// every `console.interval_s` (and a line for each important event), and systemd's
 /// STATUS=/WATCHDOG=1, on the control scheduler at the shorter of the two intervals.
-final class OperatorReport: @unchecked Sendable {  // `console`, `stopTask` under `lock` after init
+final class OperatorReport: Sendable {
     private let device: String?
-    private var console: Int32?
+    /// The console's descriptor (opened again after a hang-up), and the report's task.
+    private let state: Locked<(console: Int32?, task: (Scheduler, Scheduler.Task)?)>
     private let notifier: SystemdNotifier?
     private let interval: Double
     private let snapshot: @Sendable () -> StatusSnapshot
     private let alive: @Sendable () -> Bool
-    private var stopTask: (() -> Void)?  // under `lock`
-    private let lock = Lock()
 
     /// `device`: a path to write lines to (a tty, or any file), or nil.
     init(device: String?, interval: Double, notifier: SystemdNotifier?, log: Log,
          snapshot: @escaping @Sendable () -> StatusSnapshot, alive: @escaping @Sendable () -> Bool) {
         self.device = device
-        console = device.flatMap(Self.open)
+        let console = device.flatMap(Self.open)
         if let device, console == nil { log(.consoleUnavailable, level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
+        state = Locked((console, nil))
         self.notifier = notifier
         self.interval = interval
         self.snapshot = snapshot
@@ -72,7 +72,7 @@ final class OperatorReport: @unchecked Sendable {  // `console`, `stopTask` unde
         }
     }
 
-    deinit { if let console { close(console) } }
+    deinit { if let console = state.withLock({ $0.console }) { close(console) } }
 
     private static func open(_ path: String) -> Int32? {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_NOCTTY | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644)
@@ -88,7 +88,7 @@ final class OperatorReport: @unchecked Sendable {  // `console`, `stopTask` unde
     /// The first status line now, then one every `interval`; WATCHDOG=1 at the
     /// watchdog's pace too. A task on the control scheduler.
     func start(on scheduler: Scheduler) {
-        guard lock.withLock({ console != nil }) || notifier != nil else { return }
+        guard state.withLock({ $0.console != nil }) || notifier != nil else { return }
         let tick = Int64(min(interval, notifier?.watchdogInterval ?? interval) * 1e9)
         var nextLine = scheduler.clock.now()
         var lastFrames = snapshot().framesIn, lastAt = scheduler.clock.now()
@@ -105,24 +105,24 @@ final class OperatorReport: @unchecked Sendable {  // `console`, `stopTask` unde
             if notifier?.watchdogInterval != nil && alive() { notifier?.send("WATCHDOG=1") }
             return now + tick
         }
-        lock.withLock { stopTask = { scheduler.cancel(task) } }
+        state.withLock { $0.task = (scheduler, task) }
     }
 
     func stop() {
-        lock.withLock { stopTask }?()
+        if let (scheduler, task) = state.withLock({ $0.task }) { scheduler.cancel(task) }
     }
 
     private func write(_ line: String) {
         // Serial consoles want CR LF; a slow one drops a line rather than stall the run.
         let text = line + "\r\n"
-        lock.withLock {
-            guard let fd = self.console else { return }
+        state.withLock { [device] state in
+            guard let fd = state.console else { return }
             if text.withCString({ Glibc.write(fd, $0, strlen($0)) }) < 0 && errno == EIO, let device {
                 // A getty starting on the same tty hangs it up (vhangup): every file opened
                 // on it before then fails with EIO from then on. Open it again.
                 close(fd)
-                self.console = Self.open(device)
-                if let again = self.console { _ = text.withCString { Glibc.write(again, $0, strlen($0)) } }
+                state.console = Self.open(device)
+                if let again = state.console { _ = text.withCString { Glibc.write(again, $0, strlen($0)) } }
             }
         }
     }

@@ -19,17 +19,19 @@ import Threading
 /// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
 /// session with its encoders and recording writer, the web server), and takes down at the
 /// end of a run.
-final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init, stopped by stop() on the run's thread; the rest immutable
+final class Pipeline: Sendable {
     let settings: Settings
     let session: Session
     let publisher: Publisher?
     let microphone: ALSAMicrophone?
-    private(set) var server: WebServer?
+    /// The web server, once it listens.
+    var server: WebServer? { served.withLock { $0 } }
+    private let served = Locked<WebServer?>(nil)
     let telemetry = Telemetry()
     let history = History()
     private let scheduler: Scheduler
-    private var sampler: Scheduler.Task?
-    private var retention: Scheduler.Task?
+    /// The history sampler and the retention sweep, cancelled by `stop`.
+    private let tasks = Locked<[Scheduler.Task]>([])
     let recordings: Recordings
     /// The live stream's parts, from the session to the web server's low-latency
     /// playlist (only when there is a web server to serve them).
@@ -73,7 +75,10 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             throw error is SessionError ? RunFailure.configuration(error) : RunFailure.runtime(error)
         }
         if let listen = settings.listen {
-            do { server = try serve(listen) } catch {
+            do {
+                let server = try serve(listen)
+                served.withLock { $0 = server }
+            } catch {
                 session.shutdown()
                 throw RunFailure.configuration(error)
             }
@@ -157,7 +162,8 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
             }
         }
         expire()
-        retention = scheduler.every(600, "retention") { _ in expire() }
+        let retention = scheduler.every(600, "retention") { _ in expire() }
+        tasks.withLock { $0.append(retention) }
     }
 
     /// The session on the settings' profiles; what it stores goes to the publisher, the
@@ -235,13 +241,14 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// The /status plots: a sample every five seconds (a task on the control scheduler).
     private func startHistory() {
         var last = (frames: session.framesIn, at: scheduler.clock.now())
-        sampler = scheduler.every(5, "history") { [unowned self] now in
+        let sampler = scheduler.every(5, "history") { [unowned self] now in
             let state = snapshot()
             let fps = Double(state.framesIn - last.frames) / max(0.001, Double(now - last.at) / 1e9)
             last = (state.framesIn, now)
             history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
                               bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
         }
+        tasks.withLock { $0.append(sampler) }
     }
 
     /// Everything there is to know, now.
@@ -273,7 +280,7 @@ final class Pipeline: @unchecked Sendable {  // `server`, `sampler` set in init,
     /// Finishes the stream in progress, stops the microphone, drains the uploads (up to
     /// publish.drain_seconds) and stops the server. Returns the session's failure, if any.
     func stop() -> Error? {
-        for task in [sampler, retention].compactMap({ $0 }) { scheduler.cancel(task) }
+        for task in tasks.withLock({ $0 }) { scheduler.cancel(task) }
         clockWatch.stop(on: scheduler)
         session.shutdown()
         if let microphone {

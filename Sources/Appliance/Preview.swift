@@ -14,25 +14,28 @@ import Threading
 /// while recording and an amber corner while the uplink is failing.
 /// `preview.first_frame` is logged when the first flip has completed: the picture is on
 /// the screen, and the deferred start may begin.
-final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {  // vars under `condition`; `thread` set in init, joined by stop()
+final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {  // DRMDisplay and PictureConverter are used on the preview thread only
     private let display: DRMDisplay
     private let converter = PictureConverter()
-    private let condition = Condition()
-    private var next: VideoFrame?
-    private var nextBuffer: SharedBuffer?
-    private var stopped = false
-    private var thread: WorkerThread?
+    private struct State {
+        /// The newest picture or camera buffer not yet shown.
+        var next: VideoFrame?
+        var nextBuffer: SharedBuffer?
+        var stopped = false
+        var firstFrameAt: Double?
+        /// Recording, and whether the destination has stopped confirming uploads: from
+        /// the pipeline, once it runs (`showIndicators`); none before.
+        var indicators: (@Sendable () -> DRMDisplay.Indicators)?
+    }
+    private let state = Condition(State())
+    private let thread: Locked<WorkerThread?> = Locked(nil)
     private let presented = Completion()
-    private var firstFrameAt: Double?
-    /// Recording, and whether the destination has stopped confirming uploads: from the
-    /// pipeline, once it runs (`showIndicators`); none before.
-    private var indicators: (@Sendable () -> DRMDisplay.Indicators)?
 
-    var firstFrameMilliseconds: Double? { condition.withLock { firstFrameAt } }
+    var firstFrameMilliseconds: Double? { state.withLock { $0.firstFrameAt } }
 
     /// The session's state on the picture from now on.
-    func showIndicators(_ state: @escaping @Sendable () -> DRMDisplay.Indicators) {
-        condition.withLock { indicators = state }
+    func showIndicators(_ indicators: @escaping @Sendable () -> DRMDisplay.Indicators) {
+        state.withLock { $0.indicators = indicators }
     }
 
     init(display: DRMDisplay, log: Log) {
@@ -40,63 +43,64 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         log(.previewOpened, ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
             ("modeset", display.atomic ? "atomic" : "legacy"), ("picture", display.plan.description),
             ("why", display.plan.reason ?? "best available"))
-        thread = WorkerThread(name: "onair-preview") { [self] in
+        let worker = WorkerThread(name: "onair-preview") { [self] in
             while let (frame, buffer) = take() {
-                let state = condition.withLock { indicators }?() ?? DRMDisplay.Indicators(recording: false, uplinkFailing: false)
-                let ok = display.show(frame: frame, buffer: buffer, indicators: state) { [converter] frame, memory, pitch, width, height in
+                let shown = state.withLock { $0.indicators }?() ?? DRMDisplay.Indicators(recording: false, uplinkFailing: false)
+                let ok = display.show(frame: frame, buffer: buffer, indicators: shown) { [converter] frame, memory, pitch, width, height in
                     converter.draw(frame, into: memory, pitch: pitch, width: width, height: height)
                 }
                 guard ok else { continue }
                 if display.shown == 1 {
-                    condition.withLock { firstFrameAt = log.elapsedMilliseconds }
+                    state.withLock { $0.firstFrameAt = log.elapsedMilliseconds }
                     log(.previewFirstFrame, ("frame", buffer?.frameIndex ?? frame?.index ?? 0), ("device", display.path),
                         ("mode", display.mode.description), ("picture", display.plan.description))
                     presented.signal()
                 }
             }
         }
+        thread.withLock { $0 = worker }
     }
 
     func present(_ frame: VideoFrame) {
         // While the camera's buffers are scanned out, its copies are for the encoders only.
         guard !display.importsCameraBuffers else { return }
-        condition.withLock {
-            next = frame
-            condition.signal()
-        }
+        state.withLock { $0.next = frame }
+        state.broadcast()
     }
 
     /// A camera buffer to scan out (on the capture thread: the framebuffer is made now,
     /// while the loan's fd is valid).
     func offer(_ buffer: SharedBuffer) -> Bool {
         guard display.prepare(buffer) else { return false }
-        let replaced = condition.withLock { () -> SharedBuffer? in
-            guard !stopped else { return buffer }
-            defer { nextBuffer = buffer; condition.signal() }
-            return nextBuffer
+        let replaced = state.withLock { state -> SharedBuffer? in
+            guard !state.stopped else { return buffer }
+            defer { state.nextBuffer = buffer }
+            return state.nextBuffer
         }
+        state.broadcast()
         if let replaced { display.giveBack(replaced) }
         return true
     }
 
     private func take() -> (VideoFrame?, SharedBuffer?)? {
-        condition.withLock {
-            while next == nil && nextBuffer == nil && !stopped { condition.wait() }
-            defer { next = nil; nextBuffer = nil }
-            if stopped {
-                if let nextBuffer { display.giveBack(nextBuffer) }
-                return nil
+        state.withLock(waitingFor: { [display] state in
+            guard state.next != nil || state.nextBuffer != nil || state.stopped else { return .wait }
+            defer { state.next = nil; state.nextBuffer = nil }
+            if state.stopped {
+                if let buffer = state.nextBuffer { display.giveBack(buffer) }
+                return .done(nil)
             }
-            return (next, nextBuffer)
-        }
+            return .done((state.next, state.nextBuffer))
+        })
     }
 
     func waitForFirstFrame() { presented.wait() }
 
     /// Ends the preview and gives the display back.
     func stop() {
-        condition.withLock { stopped = true; condition.signal() }
-        thread?.join()
-        thread = nil
+        state.withLock { $0.stopped = true }
+        state.broadcast()
+        let worker = thread.withLock { thread in defer { thread = nil }; return thread }
+        worker?.join()
     }
 }

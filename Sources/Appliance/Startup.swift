@@ -18,18 +18,17 @@ protocol PreviewSink: AnyObject, Sendable {
 }
 
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).
-final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` under `lock`
+final class FirstFramePreview: PreviewSink, Sendable {
     private let presented = Completion()
-    private let lock = Lock()
-    private var first: Double?
+    private let first = Locked<Double?>(nil)
     private let log: Log
 
     init(log: Log) { self.log = log }
 
-    var firstFrameMilliseconds: Double? { lock.withLock { first } }
+    var firstFrameMilliseconds: Double? { first.withLock { $0 } }
 
     func present(_ frame: VideoFrame) {
-        let isFirst = lock.withLock { () -> Bool in
+        let isFirst = first.withLock { [log] first -> Bool in
             guard first == nil else { return false }
             first = log.elapsedMilliseconds
             return true
@@ -48,23 +47,25 @@ final class FirstFramePreview: PreviewSink, @unchecked Sendable {  // `first` un
 /// so a start asked for before the encoders existed still begins with the frame it was
 /// asked at. Once open, a feeder hands the held frames over in order (pushed as held, so
 /// the queue drops none of them) and then the gate passes everything straight through.
-final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `condition`; `feeder` only in open()/join(), on the run's thread
+final class StartupGate: CaptureSink, Sendable {
     private let preview: PreviewSink
-    private let condition = Condition()
-    private var held: [MediaQueue.Item] = []
-    private var heldVideo = 0
+    private struct State {
+        var held: [MediaQueue.Item] = []
+        var heldVideo = 0
+        var target: MediaQueue?
+        var direct = false
+        var closed = false
+        var firstFrame = true
+        var dropped = 0
+        var feeder: WorkerThread?
+    }
+    private let state = Condition(State())
     private let capacity: Int
     /// `--pace fast`: a full buffer makes the producer wait rather than drop.
     private let blocking: Bool
-    private var target: MediaQueue?
-    private var direct = false
-    private var closed = false
-    private var firstFrame = true
     private let log: Log
-    private var droppedCount = 0
     /// Frames dropped because the buffer was full before the pipeline opened.
-    var droppedWhileHeld: Int { condition.withLock { droppedCount } }
-    private var feeder: WorkerThread?
+    var droppedWhileHeld: Int { state.withLock { $0.dropped } }
 
     /// `capacity`: how many frames may be held (sound rides along with them).
     init(capacity: Int, blocking: Bool, preview: PreviewSink, log: Log) {
@@ -75,7 +76,7 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
     }
 
     func capture(_ frame: VideoFrame) {
-        if condition.withLock({ () -> Bool in defer { firstFrame = false }; return firstFrame }) {
+        if state.withLock({ state -> Bool in defer { state.firstFrame = false }; return state.firstFrame }) {
             log(.cameraFirstFrame, ("frame", frame.index))
         }
         preview.present(frame)
@@ -84,63 +85,59 @@ final class StartupGate: CaptureSink, @unchecked Sendable {  // vars under `cond
 
     func capture(_ chunk: AudioChunk) { forward(.audio(chunk)) }
 
-    private static func isVideo(_ item: MediaQueue.Item) -> Bool {
-        if case .video = item { return true } else { return false }
-    }
-
     private func forward(_ item: MediaQueue.Item) {
-        let queue = condition.withLock { () -> MediaQueue? in
-            if Self.isVideo(item) && blocking {
-                while heldVideo >= capacity && !direct && !closed { condition.wait() }
-            }
-            if closed { return nil }
-            if direct { return target }
-            held.append(item)
-            if Self.isVideo(item) {
-                heldVideo += 1
+        let isVideo = item.kind == .video
+        let queue = state.withLock(waitingFor: { [capacity, blocking] state -> ConditionStep<MediaQueue?> in
+            if isVideo && blocking && state.heldVideo >= capacity && !state.direct && !state.closed { return .wait }
+            if state.closed { return .done(nil) }
+            if state.direct { return .done(state.target) }
+            state.held.append(item)
+            if isVideo {
+                state.heldVideo += 1
                 // Full: the oldest frame goes, with the sound before the next one.
-                while heldVideo > capacity, let oldest = held.firstIndex(where: Self.isVideo) {
-                    let next = held[(oldest + 1)...].firstIndex(where: Self.isVideo) ?? held.endIndex
-                    held.removeSubrange(0..<next)
-                    heldVideo -= 1
-                    droppedCount += 1
+                while state.heldVideo > capacity, let oldest = state.held.firstIndex(where: { $0.kind == .video }) {
+                    let next = state.held[(oldest + 1)...].firstIndex(where: { $0.kind == .video }) ?? state.held.endIndex
+                    state.held.removeSubrange(0..<next)
+                    state.heldVideo -= 1
+                    state.dropped += 1
                 }
             }
-            return nil
-        }
+            return .done(nil)
+        })
         queue?.push(item)
     }
 
     /// The pipeline is ready: hand over what is held, then pass frames straight on.
     func open(into queue: MediaQueue) {
-        let (count, dropped) = condition.withLock { () -> (Int, Int) in target = queue; return (heldVideo, droppedCount) }
+        let (count, dropped) = state.withLock { state -> (Int, Int) in state.target = queue; return (state.heldVideo, state.dropped) }
         log(.startupBuffer, ("held_frames", count), ("dropped_frames", dropped))
-        feeder = WorkerThread(name: "onair-startup") { [self] in
+        let feeder = WorkerThread(name: "onair-startup") { [state] in
             while true {
-                let next = condition.withLock { () -> MediaQueue.Item? in
-                    defer { condition.broadcast() }
-                    guard !held.isEmpty else { direct = true; return nil }
-                    let item = held.removeFirst()
-                    if Self.isVideo(item) { heldVideo -= 1 }
+                let next = state.withLock { state -> MediaQueue.Item? in
+                    guard !state.held.isEmpty else { state.direct = true; return nil }
+                    let item = state.held.removeFirst()
+                    if item.kind == .video { state.heldVideo -= 1 }
                     return item
                 }
+                state.broadcast()
                 guard let item = next else { return }
                 queue.push(item, held: true)
             }
         }
+        state.withLock { $0.feeder = feeder }
     }
 
     /// Waits for the held frames to be handed over.
-    func join() { feeder?.join() }
+    func join() { state.withLock { $0.feeder }?.join() }
 
     /// Nothing more goes anywhere; a producer waiting for room is let go (the run ends, or
     /// the pipeline failed to start and will never take the held frames).
     func close() {
-        condition.withLock {
-            closed = true
-            held = []
-            heldVideo = 0
-            condition.broadcast()
+        state.withLock { state in
+            state.closed = true
+            state.held = []
+            state.heldVideo = 0
         }
+        state.broadcast()
     }
 }

@@ -5,8 +5,8 @@ import Glibc
 import Threading
 
 /// The last ten minutes, one sample every five seconds, for the /status plots.
-final class History: @unchecked Sendable {  // `samples` under `lock`
-    struct Sample: Equatable {
+final class History: Sendable {
+    struct Sample: Equatable, Sendable {
         var seconds: Double       // since onair started
         var fps: Double
         var temperatureC: Double?
@@ -14,17 +14,16 @@ final class History: @unchecked Sendable {  // `samples` under `lock`
         var queue: Int
     }
     static let capacity = 120
-    private let lock = Lock()
-    private var samples: [Sample] = []
+    private let samples = Locked<[Sample]>([])
 
     func add(_ sample: Sample) {
-        lock.withLock {
+        samples.withLock { samples in
             samples.append(sample)
             if samples.count > Self.capacity { samples.removeFirst(samples.count - Self.capacity) }
         }
     }
 
-    var all: [Sample] { lock.withLock { samples } }
+    var all: [Sample] { samples.withLock { $0 } }
 }
 
 /// `/status`: the state at a glance, the live stream, and plots of the last ten minutes

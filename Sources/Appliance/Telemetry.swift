@@ -9,33 +9,35 @@ import Threading
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
 /// the console line. Counters only grow; rates are over the last ten seconds.
-final class Telemetry: @unchecked Sendable {  // every var under `lock`
-    private let lock = Lock()
+final class Telemetry: Sendable {
+    private struct State {
+        var segments = 0
+        var segmentBytes = 0
+        var recentSegments: [(at: Int64, bytes: Int)] = []
+        var lastErrorText: String?
+        var temperature: Double?
+    }
+    private let state = Locked(State())
     private let clock = MonotonicClock()
     let started: Int64
-    private var segments = 0
-    private var segmentBytes = 0
-    private var recentSegments: [(at: Int64, bytes: Int)] = []
-    private var lastErrorText: String?
-    private var temperature: Double?
 
-    func temperature(_ celsius: Double?) { lock.withLock { temperature = celsius } }
+    func temperature(_ celsius: Double?) { state.withLock { $0.temperature = celsius } }
 
     init() { started = MonotonicClock().now() }
 
     func segmentStored(bytes: Int) {
         let now = clock.now()
-        lock.withLock {
-            segments += 1
-            segmentBytes += bytes
-            recentSegments.append((now, bytes))
-            recentSegments.removeAll { now - $0.at > 10_000_000_000 }
+        state.withLock { state in
+            state.segments += 1
+            state.segmentBytes += bytes
+            state.recentSegments.append((now, bytes))
+            state.recentSegments.removeAll { now - $0.at > 10_000_000_000 }
         }
     }
 
-    func error(_ text: String) { lock.withLock { lastErrorText = text } }
+    func error(_ text: String) { state.withLock { $0.lastErrorText = text } }
 
-    struct Counts {
+    struct Counts: Sendable {
         var segments: Int
         var segmentBytes: Int
         var liveBitsPerSecond: Double
@@ -46,12 +48,12 @@ final class Telemetry: @unchecked Sendable {  // every var under `lock`
 
     var counts: Counts {
         let now = clock.now()
-        return lock.withLock {
-            let window = recentSegments.filter { now - $0.at <= 10_000_000_000 }
+        return state.withLock { [started] state in
+            let window = state.recentSegments.filter { now - $0.at <= 10_000_000_000 }
             let seconds = min(10, Double(now - started) / 1e9)
-            return Counts(segments: segments, segmentBytes: segmentBytes,
+            return Counts(segments: state.segments, segmentBytes: state.segmentBytes,
                           liveBitsPerSecond: seconds > 0 ? Double(window.reduce(0) { $0 + $1.bytes } * 8) / seconds : 0,
-                          lastError: lastErrorText, uptimeSeconds: Double(now - started) / 1e9, temperatureC: temperature)
+                          lastError: state.lastErrorText, uptimeSeconds: Double(now - started) / 1e9, temperatureC: state.temperature)
         }
     }
 }

@@ -122,13 +122,13 @@ struct ThermalLadder {
 
 /// Reads the sensor once a second (a task on the control scheduler, on its clock) and
 /// moves the session along the ladder.
-final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task` set in init, cancelled by stop()
+final class ThermalWatch: Sendable {
     private let scheduler: Scheduler
-    private var task: Scheduler.Task?
-    private let lock = Lock()
-    private var latest: Double?
+    /// None without a sensor.
+    private let task: Scheduler.Task?
+    private let latest = Locked<Double?>(nil)
 
-    var temperature: Double? { lock.withLock { latest } }
+    var temperature: Double? { latest.withLock { $0 } }
 
     /// The hottest `/sys/class/thermal/thermal_zone*/temp`, in °C.
     static func hottestZone(root: String = "/sys/class/thermal") -> Double? {
@@ -148,14 +148,17 @@ final class ThermalWatch: @unchecked Sendable {  // `latest` under `lock`; `task
          temperature report: @escaping @Sendable (Double?) -> Void, setRate: @escaping @Sendable (Int) -> Void,
          setDroppedRungs: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.scheduler = scheduler
-        guard let sensor = settings.sensor else { return }
+        guard let sensor = settings.sensor else {
+            task = nil
+            return
+        }
         var ladder = ThermalLadder(steps: settings.fpsSteps, fps: fps, rungs: rungs.count, hot: settings.hotC, cool: settings.coolC,
                                    dwellSeconds: settings.dwellSeconds)
         if ladder.fps != fps { setRate(ladder.fps) }
         var lastDropped = dropped()
-        task = scheduler.every(1, "thermal") { [self] now in
+        task = scheduler.every(1, "thermal") { [latest] now in
             let temperature = sensor.name.map { Self.read($0) } ?? Self.hottestZone()
-            lock.withLock { latest = temperature }
+            latest.withLock { $0 = temperature }
             report(temperature)
             let drops = dropped()
             defer { lastDropped = drops }

@@ -17,20 +17,18 @@ public struct DeviceError: Error, CustomStringConvertible {
 /// back over what was still buffered, so audio and video share one clock. An overrun
 /// (xrun) is recovered with `snd_pcm_recover` and counted; the gap it leaves shows in the
 /// timestamps, and the live path fills it with silence.
-public final class ALSAMicrophone: @unchecked Sendable {  // `pcm` set in init, closed in deinit after the join; `stopped`, `xrunCount` under `lock`
+public final class ALSAMicrophone: @unchecked Sendable {  // libasound's `pcm`: opened in init, read on the capture thread, closed in deinit after the join
     public let device: String
     public let sampleRate: Int
     public let channels: Int
     public let periodFrames: Int
     private var pcm: OpaquePointer?
-    private var thread: WorkerThread?
-    private let lock = Lock()
-    private var stopped = false
-    private var xrunCount = 0
+    private let thread = StoppableThread()
+    private let xrunCount = Locked(0)
     /// The device gives 32-bit samples; they are narrowed to 16.
     public let widened: Bool
 
-    public var xruns: Int { lock.withLock { xrunCount } }
+    public var xruns: Int { xrunCount.withLock { $0 } }
 
     /// Opens and configures `device` (`default`, `hw:1,0`, any PCM name) for capture.
     public init(device: String, sampleRate: Int, channels: Int) throws {
@@ -77,17 +75,15 @@ public final class ALSAMicrophone: @unchecked Sendable {  // `pcm` set in init, 
 
     /// Starts capturing into `sink` on a thread of its own.
     public func start(into sink: CaptureSink, clock: MediaClock = MonotonicClock()) {
-        thread = WorkerThread(name: "onair-alsa") { [self] in run(sink, clock) }
+        thread.start(name: "onair-alsa") { [self] in run(sink, clock) }
     }
 
     public func stop() {
-        lock.withLock { stopped = true }
-        if let pcm { snd_pcm_drop(pcm) }
-        thread?.join()
-        thread = nil
+        // The drop ends a read that waits; the thread then sees it is stopped.
+        thread.stop(waking: { if let pcm { snd_pcm_drop(pcm) } })
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { thread.isStopped }
 
     /// S32_LE → S16_LE: the top 16 bits, as ALSA's own linear conversion does.
     static func narrow(_ wide: [Int32], count: Int, into samples: inout [Int16]) {
@@ -109,7 +105,7 @@ public final class ALSAMicrophone: @unchecked Sendable {  // `pcm` set in init, 
             if read < 0 {
                 if isStopped { return }
                 // EPIPE (overrun) or ESTRPIPE (suspend): recover and go on.
-                lock.withLock { xrunCount += 1 }
+                xrunCount.withLock { $0 += 1 }
                 if snd_pcm_recover(pcm, Int32(read), 1) < 0 { return }
                 continue
             }

@@ -18,15 +18,13 @@ public enum Pace: String, Sendable {
 /// origin: video frame i at i/fps, audio sample n at n/rate, both from the source start.
 /// One thread delivers both in time order (video when captured, audio when its 20 ms
 /// chunk is complete), which is also what makes `--pace fast` deterministic.
-public final class SyntheticSource: @unchecked Sendable {  // `stopped` under `lock`; `thread` only in start()/stop(), on the owner's thread
+public final class SyntheticSource: Sendable {
     public let pattern: SyntheticPattern
     public let tone: SyntheticTone?
     public let pace: Pace
     public let clock: MediaClock
     private let chunkFrames: Int
-    private let lock = Lock()
-    private var stopped = false
-    private var thread: WorkerThread?
+    private let thread = StoppableThread()
 
     public init(width: Int, height: Int, fps: Int, audio: (sampleRate: Int, channels: Int)?, pace: Pace, clock: MediaClock = MonotonicClock()) {
         pattern = SyntheticPattern(width: width, height: height, fps: fps)
@@ -40,17 +38,13 @@ public final class SyntheticSource: @unchecked Sendable {  // `stopped` under `l
     @discardableResult
     public func start(into sink: CaptureSink) -> Int64 {
         let origin = clock.now()
-        thread = WorkerThread(name: "onair-synthetic") { [self] in run(origin: origin, sink: sink) }
+        thread.start(name: "onair-synthetic") { [self] in run(origin: origin, sink: sink) }
         return origin
     }
 
-    public func stop() {
-        lock.withLock { stopped = true }
-        thread?.join()
-        thread = nil
-    }
+    public func stop() { thread.stop() }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { thread.isStopped }
 
     private func run(origin: Int64, sink: CaptureSink) {
         var frameIndex: Int64 = 0

@@ -142,6 +142,14 @@ public enum FileSystem {
         return stat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
+    /// A file's modification time (s, ns) and size: what changes when another process
+    /// rewrites it; empty when it cannot be looked at.
+    public static func changeStamp(_ path: String) -> [Int] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return [] }
+        return [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
+    }
+
     public static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR

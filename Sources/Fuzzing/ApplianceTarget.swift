@@ -4,6 +4,7 @@ import Layout
 import Glibc
 #endif
 import TestSupport
+import Threading
 
 extension FuzzTargets {
     /// Every HTTP endpoint of a running `onair run` (the release binary, synthetic camera,
@@ -44,14 +45,16 @@ extension FuzzTargets {
 
 /// One onair for every case of `api`, in a temporary data directory, publishing to a
 /// `RecordingServer` that takes every PUT.
-final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thread
+final class ApplianceFixture: Sendable {
     static let shared = ApplianceFixture()
     static let token = "FUZZTOKENFUZZTOKEN42"
     let process = Process()
     let origin: RecordingServer
     let root: String
-    private(set) var port: UInt16 = 0
-    private var ids: [String: String] = [:]
+    /// The server's port, and the ids a case's `{live}`, `{done}` and `{recording}` name.
+    private let state = Locked((port: UInt16(0), ids: [String: String]()))
+    var port: UInt16 { state.withLock { $0.port } }
+    private var ids: [String: String] { state.withLock { $0.ids } }
 
     /// `$ONAIR_BINARY` (make test and make fuzz set it), else this package's release build.
     static var binary: String {
@@ -84,12 +87,13 @@ final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thre
         process.standardInput = FileHandle.nullDevice
         do { try process.run() } catch { broken("cannot start \(Self.binary): \(error)") }
         // The server's port, then a finished stream and recording beside the live one.
-        port = waitFor("the server") {
+        let port: UInt16 = waitFor("the server") {
             guard let text = try? String(contentsOfFile: log, encoding: .utf8),
                   let line = text.split(separator: "\n").first(where: { $0.contains("event=server.listening") }),
                   let url = line.split(separator: " ").first(where: { $0.hasPrefix("url=") }) else { return nil }
             return UInt16(url.split(separator: ":").last!.filter(\.isNumber))
         }
+        state.withLock { $0.port = port }
         let first = waitFor("a stream with two segments") { self.newestStream(segments: 2) }
         _ = request("POST", "/api/record/stop")
         let recording = waitFor("the first recording") { () -> String? in
@@ -100,7 +104,7 @@ final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thre
         }
         _ = request("POST", "/api/record/start")
         let live = waitFor("a second stream") { self.newestStream(segments: 2).flatMap { $0 == first ? nil : $0 } }
-        ids = ["{live}": live, "{done}": first, "{recording}": recording]
+        state.withLock { $0.ids = ["{live}": live, "{done}": first, "{recording}": recording] }
     }
 
     deinit {
@@ -147,7 +151,7 @@ final class ApplianceFixture: @unchecked Sendable {  // used by one fuzzing thre
         for _ in 0..<50 where process.isRunning {
             if let newest = newestStream(segments: 0), newest != live, newest != ids["{done}"] {
                 live = newest
-                ids["{live}"] = newest
+                state.withLock { $0.ids["{live}"] = newest }
                 before = count()
             }
             if count() > before { return }

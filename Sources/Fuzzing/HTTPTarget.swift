@@ -22,7 +22,7 @@ extension FuzzTargets {
 }
 
 /// One server for every case, on a stream in a temporary directory.
-final class HTTPFixture: @unchecked Sendable {  // immutable after init
+final class HTTPFixture: Sendable {
     static let shared = HTTPFixture()
     /// The URL of the stream it serves.
     static let stream = StreamLayout.streamsURL + "s"

@@ -7,7 +7,7 @@ import Threading
 /// progress, and the requests waiting for what does not exist yet. The live output writes
 /// it (from its own thread); the web server's threads read it. Nothing here is stored or
 /// published: the files on disk and at the destination stay regular HLS.
-public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `nextWaiter` under `lock`
+public final class LiveEdge: Sendable {
     /// A request waiting for a stream to change (`wake` runs once, outside the lock).
     public struct Wait: Hashable, Sendable { let id: Int }
 
@@ -84,11 +84,29 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
         case notFound
     }
 
-    private let lock = Lock()
-    private var streams: [String: Stream] = [:]
-    /// Each wait with what it waits for: it is woken when that holds, or the stream ends.
-    private var waiters: [Wait: (stream: String, ready: @Sendable (Stream) -> Bool, wake: @Sendable () -> Void)] = [:]
-    private var nextWaiter = 0
+    /// The live streams and the requests waiting on them.
+    private struct Edge {
+        var streams: [String: Stream] = [:]
+        /// Each wait with what it waits for: it is woken when that holds, or the stream ends.
+        var waiters: [Wait: (stream: String, ready: @Sendable (Stream) -> Bool, wake: @Sendable () -> Void)] = [:]
+        var nextWaiter = 0
+
+        mutating func register(_ id: String, _ ready: @escaping @Sendable (Stream) -> Bool, _ wake: @escaping @Sendable () -> Void) -> Wait {
+            nextWaiter += 1
+            let wait = Wait(id: nextWaiter)
+            waiters[wait] = (id, ready, wake)
+            return wait
+        }
+
+        /// Ended streams whose parts nobody may still ask for.
+        mutating func forgetEnded(now: Int64) {
+            streams = streams.filter { _, stream in
+                guard let ended = stream.endedAt else { return true }
+                return now - ended < Int64(3 * stream.playlist.targetDuration) * 1_000_000_000
+            }
+        }
+    }
+    private let edge = Locked(Edge())
     private let clock: MediaClock
 
     public init(clock: MediaClock = MonotonicClock()) { self.clock = clock }
@@ -97,9 +115,9 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
 
     /// A stream starts: its segments will be `mapURI`'s, its parts `timing`'s.
     public func begin(_ id: String, targetDuration: Int, timing: PartTiming) {
-        lock.withLock {
-            forgetEnded()
-            streams[id] = Stream(timing: timing, playlist: MediaPlaylist(targetDuration: targetDuration))
+        edge.withLock { [clock] edge in
+            edge.forgetEnded(now: clock.now())
+            edge.streams[id] = Stream(timing: timing, playlist: MediaPlaylist(targetDuration: targetDuration))
         }
     }
 
@@ -134,25 +152,17 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
     }
 
     private func change(_ id: String, _ body: (inout Stream) -> Void) {
-        let woken: [@Sendable () -> Void] = lock.withLock {
-            guard var stream = streams[id] else { return [] }
+        let woken: [@Sendable () -> Void] = edge.withLock { edge in
+            guard var stream = edge.streams[id] else { return [] }
             body(&stream)
-            streams[id] = stream
-            let due = waiters.filter { $0.value.stream == id && (stream.endedAt != nil || $0.value.ready(stream)) }
-            for key in due.keys { waiters[key] = nil }
+            edge.streams[id] = stream
+            let due = edge.waiters.filter { $0.value.stream == id && (stream.endedAt != nil || $0.value.ready(stream)) }
+            for key in due.keys { edge.waiters[key] = nil }
             return due.map(\.value.wake)
         }
         for wake in woken { wake() }
     }
 
-    /// Ended streams whose parts nobody may still ask for.
-    private func forgetEnded() {
-        let now = clock.now()
-        streams = streams.filter { _, stream in
-            guard let ended = stream.endedAt else { return true }
-            return now - ended < Int64(3 * stream.playlist.targetDuration) * 1_000_000_000
-        }
-    }
 
     // MARK: The server
 
@@ -160,8 +170,8 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
     /// asks for exists (or the stream ends), and the caller asks again; `cancel` it when
     /// giving up. Only those waits are woken, not every one at every part.
     public func playlist(_ id: String, _ directives: DeliveryDirectives, orWake wake: @escaping @Sendable () -> Void) -> PlaylistAnswer {
-        lock.withLock {
-            guard let stream = streams[id], stream.endedAt == nil else { return .notLive }
+        edge.withLock { edge in
+            guard let stream = edge.streams[id], stream.endedAt == nil else { return .notLive }
             if let msn = directives.msn {
                 if msn > stream.lastSegment + 2 {
                     return .badRequest("_HLS_msn=\(msn) is more than two segments past the last one (\(stream.lastSegment))")
@@ -170,7 +180,7 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
                     return .badRequest("_HLS_msn=\(msn)&_HLS_part=\(part) is more than \(stream.timing.advancePartLimit) parts past the last one")
                 }
                 let part = directives.part
-                if !stream.has(sequence: msn, index: part) { return .wait(register(id, { $0.has(sequence: msn, index: part) }, wake)) }
+                if !stream.has(sequence: msn, index: part) { return .wait(edge.register(id, { $0.has(sequence: msn, index: part) }, wake)) }
             }
             let listed = stream.parts.filter { stream.listed($0.key, within: 3) }
             return .playlist(LowLatencyPlaylist(playlist: stream.playlist, timing: stream.timing, parts: listed,
@@ -181,45 +191,39 @@ public final class LiveEdge: @unchecked Sendable {  // `streams`, `waiters`, `ne
     /// Part `index` of segment `sequence`; a wait for the hinted next part (§6.2.6); not
     /// found for anything else, and for the hinted part once the stream has ended.
     public func part(_ id: String, sequence: Int, index: Int, orWake wake: @escaping @Sendable () -> Void) -> PartAnswer {
-        lock.withLock {
-            forgetEnded()
-            guard let stream = streams[id] else { return .notFound }
+        edge.withLock { [clock] edge in
+            edge.forgetEnded(now: clock.now())
+            guard let stream = edge.streams[id] else { return .notFound }
             let made = stream.parts[sequence] ?? stream.pending[sequence] ?? []
             if let part = made.first(where: { $0.index == index }) { return .part(part.bytes, captured: part.lastFrameCaptureTime) }
             guard stream.endedAt == nil, stream.next == (sequence, index) else { return .notFound }
             // Made, or no longer the next part (a discontinuity ended its segment): answer.
-            return .wait(register(id, { $0.next != (sequence, index) }, wake))
+            return .wait(edge.register(id, { $0.next != (sequence, index) }, wake))
         }
     }
 
-    private func register(_ id: String, _ ready: @escaping @Sendable (Stream) -> Bool, _ wake: @escaping @Sendable () -> Void) -> Wait {
-        nextWaiter += 1
-        let wait = Wait(id: nextWaiter)
-        waiters[wait] = (id, ready, wake)
-        return wait
-    }
 
     /// Gives up a wait; false if it has already been woken (its `wake` has run or is running).
     public func cancel(_ wait: Wait) -> Bool {
-        lock.withLock { waiters.removeValue(forKey: wait) != nil }
+        edge.withLock { edge in edge.waiters.removeValue(forKey: wait) != nil }
     }
 
     /// Wakes every wait (the server is stopping).
     public func wakeAll() {
-        let woken = lock.withLock { () -> [@Sendable () -> Void] in
-            defer { waiters = [:] }
-            return waiters.values.map(\.wake)
+        let woken = edge.withLock { edge -> [@Sendable () -> Void] in
+            defer { edge.waiters = [:] }
+            return edge.waiters.values.map(\.wake)
         }
         for wake in woken { wake() }
     }
 
-    public var waiting: Int { lock.withLock { waiters.count } }
+    public var waiting: Int { edge.withLock { edge in edge.waiters.count } }
 
     /// Whether `id` is live here (its playlist has parts).
-    public func isLive(_ id: String) -> Bool { lock.withLock { streams[id].map { $0.endedAt == nil } ?? false } }
+    public func isLive(_ id: String) -> Bool { edge.withLock { edge in edge.streams[id].map { $0.endedAt == nil } ?? false } }
 
     /// The longest a blocked request is held before 503 (§6.2.5.2: three target durations).
     public func blockingLimitNanoseconds(_ id: String) -> Int64 {
-        lock.withLock { Int64(3 * (streams[id]?.playlist.targetDuration ?? 2)) * 1_000_000_000 }
+        edge.withLock { edge in Int64(3 * (edge.streams[id]?.playlist.targetDuration ?? 2)) * 1_000_000_000 }
     }
 }

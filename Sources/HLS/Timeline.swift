@@ -8,16 +8,18 @@ import Threading
 /// there is no date: a segment made before the clock was trusted has no
 /// PROGRAM-DATE-TIME, the ones after it do (§4.4.4.6 lets the tag start at any segment).
 /// Shared by every output of one stream, so the live stream and the recording agree.
-public final class StreamDating: @unchecked Sendable {  // `offsetMs` under `lock`
-    private let lock = Lock()
-    private var offsetMs: Int64?
+public final class StreamDating: Sendable {
+    private let offsetMs: Locked<Int64?>
     private let clock: (any WallClock)?
 
-    public init(clock: any WallClock) { self.clock = clock }
+    public init(clock: any WallClock) {
+        self.clock = clock
+        offsetMs = Locked(nil)
+    }
 
     /// A stream whose calendar is known from the start (a replay, the bench, tests).
     public init(offsetMs: Int64) {
-        self.offsetMs = offsetMs
+        self.offsetMs = Locked(offsetMs)
         clock = nil
     }
 
@@ -28,10 +30,8 @@ public final class StreamDating: @unchecked Sendable {  // `offsetMs` under `loc
 
     /// The offset, fixing it now if the clock has become trustworthy.
     public func anchor() -> Int64? {
-        lock.withLock {
-            if offsetMs == nil {
-                if let reading = clock?.read(), reading.synchronized { offsetMs = reading.offsetMs }
-            }
+        offsetMs.withLock { [clock] offsetMs in
+            if offsetMs == nil, let reading = clock?.read(), reading.synchronized { offsetMs = reading.offsetMs }
             return offsetMs
         }
     }

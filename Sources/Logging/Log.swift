@@ -8,7 +8,7 @@ import Glibc
 /// people and the serial console, or JSON lines for machines. `t_ms` counts from process
 /// start on CLOCK_MONOTONIC (before the Swift runtime, the config and this logger; only exec
 /// and the loader come before it). Thread-safe: media and control threads both log.
-public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the rest immutable
+public final class Log: Sendable {
     public enum Level: String, Sendable { case debug, info, warn, error }
     /// `log.format`: logfmt for people and the serial console, JSON lines for machines.
     public enum Format: String, Sendable, CaseIterable { case logfmt, json }
@@ -16,7 +16,9 @@ public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the 
     public let format: Format
     private let origin: Int64
     private let clock = MonotonicClock()
-    private let lock = Lock()
+    /// Told of every event after it is written (the console, the last error); the lock
+    /// also keeps two threads' lines whole.
+    private let listeners = Locked<[@Sendable (Event, Level, [(String, Any)]) -> Void]>([])
     private let write: @Sendable (String) -> Void
 
     public init(format: Format, origin: Int64? = nil,
@@ -37,17 +39,15 @@ public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the 
         emit(event, level: level, fields)
     }
 
-    /// Told of every event after it is written (the console, the last error).
-    private var listeners: [@Sendable (Event, Level, [(String, Any)]) -> Void] = []
     public func listen(_ listener: @escaping @Sendable (Event, Level, [(String, Any)]) -> Void) {
-        lock.withLock { listeners.append(listener) }
+        listeners.withLock { $0.append(listener) }
     }
 
     /// Milliseconds since process start (the `t_ms` of a line logged now), to 0.1 ms.
     public var elapsedMilliseconds: Double { Double((clock.now() - origin) / 100_000) / 10 }
 
     public func emit(_ event: Event, level: Level, _ fields: [(String, Any)]) {
-        defer { for listener in lock.withLock({ listeners }) { listener(event, level, fields) } }
+        defer { for listener in listeners.withLock({ $0 }) { listener(event, level, fields) } }
         let elapsed = elapsedMilliseconds
         let all: [(String, Any)] = [("t_ms", elapsed), ("level", level.rawValue), ("event", event.name)] + fields
         let line: String
@@ -57,7 +57,7 @@ public final class Log: @unchecked Sendable {  // `listeners` under `lock`; the 
         case .json:
             line = "{" + all.map { "\"\($0.0)\":\(Self.jsonValue($0.1))" }.joined(separator: ",") + "}"
         }
-        lock.withLock { write(line + "\n") }
+        listeners.withLock { [write] _ in write(line + "\n") }
     }
 
     /// Writes a line to standard error with one write(2), so lines never interleave.

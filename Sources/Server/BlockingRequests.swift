@@ -19,15 +19,14 @@ import Threading
 extension WebServer {
     /// What a held request carries between its suspension and its resumption, in
     /// libmicrohttpd's per-request pointer.
-    final class Held: @unchecked Sendable {  // `timedOut` under `lock`
+    final class Held: Sendable {
         let directives: DeliveryDirectives
         /// When it is answered 503 if the part has still not come (§6.2.5.2).
         let deadline: Int64
-        private let lock = Lock()
-        private var timedOut_ = false
+        private let timedOut_ = Locked(false)
         var timedOut: Bool {
-            get { lock.withLock { timedOut_ } }
-            set { lock.withLock { timedOut_ = newValue } }
+            get { timedOut_.withLock { $0 } }
+            set { timedOut_.withLock { $0 = newValue } }
         }
         init(directives: DeliveryDirectives, deadline: Int64) {
             self.directives = directives
@@ -150,23 +149,24 @@ extension WebServer {
     /// another thread before this one has suspended it.
     /// Its deadline's timer is cancelled on resumption, so the timer holds only the
     /// requests held now, not every one of the last three target durations.
-    final class Resumer: @unchecked Sendable {  // `state`, `timer` under `lock`
+    final class Resumer: Sendable {
+        private struct State {
+            var suspended = false, woken = false, resumed = false
+            var timer: (Scheduler, Scheduler.Task)?
+        }
         private let connection: Connection
-        private let lock = Lock()
-        private var state = (suspended: false, woken: false, resumed: false)
-        private var timer: (Scheduler, Scheduler.Task)?
+        private let state = Locked(State())
         init(_ connection: Connection) { self.connection = connection }
         func wake() { update { $0.woken = true } }
         func suspended(timer: (Scheduler, Scheduler.Task)) {
-            lock.withLock { self.timer = timer }
-            update { $0.suspended = true }
+            update { $0.timer = timer; $0.suspended = true }
         }
-        private func update(_ change: (inout (suspended: Bool, woken: Bool, resumed: Bool)) -> Void) {
-            let resume = lock.withLock { () -> (Scheduler, Scheduler.Task)?? in
+        private func update(_ change: (inout State) -> Void) {
+            let resume = state.withLock { state -> (Scheduler, Scheduler.Task)?? in
                 change(&state)
                 guard state.suspended && state.woken && !state.resumed else { return nil }
                 state.resumed = true
-                return .some(timer)
+                return .some(state.timer)
             }
             guard let resume else { return }
             if let (scheduler, task) = resume { scheduler.cancel(task) }

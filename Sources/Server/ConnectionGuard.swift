@@ -20,7 +20,7 @@ import Threading
 /// end of the stream and closes it itself; the table's lock is held across the shutdown,
 /// and libmicrohttpd reports a close before it closes the descriptor, so the number cannot
 /// have been reused by then.
-final class ConnectionGuard: @unchecked Sendable {  // state under `condition`
+final class ConnectionGuard: Sendable {
     struct Entry {
         var fd: Int32
         var deadline: UInt64
@@ -35,18 +35,45 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `condition`
         var shut = false
     }
 
+    /// The connections and what has become of them.
+    private struct Table {
+        var entries: [UInt: Entry] = [:]
+        var stopping = false
+        var thread: WorkerThread?
+        var expired = 0
+        var displaced = 0
+        /// Entries not yet shut down.
+        var live = 0
+
+        /// The connection to give way, if any may; never `spared` (the newcomer).
+        func victim(sparing spared: UInt) -> UInt? {
+            var best: (key: UInt, rank: Int, since: UInt64)?
+            for (key, entry) in entries where key != spared && !entry.shut {
+                let rank: Int
+                if !entry.inRequest && entry.served == 0 { rank = 0 }   // its first head is not in
+                else if !entry.inRequest { rank = 1 }                  // idle between requests
+                else if entry.held { rank = 2 }                        // held: libmicrohttpd frees it
+                else { continue }                                        // only when it resumes; being answered
+                if best.map({ rank < $0.rank || rank == $0.rank && entry.since < $0.since }) ?? true { best = (key, rank, entry.since) }
+            }
+            return best?.key
+        }
+
+        /// Ends a connection once; libmicrohttpd closes it and says so.
+        mutating func shut(_ key: UInt) {
+            guard let entry = entries[key], !entry.shut else { return }
+            shutdown(entry.fd, Int32(SHUT_RDWR))
+            entries[key]?.shut = true
+            entries[key]?.deadline = UInt64.max
+            live -= 1
+        }
+    }
+
     let requestNanoseconds: UInt64
     /// Connections kept at most; libmicrohttpd admits `reserve` more, to displace from.
     let limit: Int
     static func reserve(for limit: Int) -> Int { max(16, limit / 8) }
-    private let condition = Condition()
-    private var entries: [UInt: Entry] = [:]
-    private var stopping = false
-    private var thread: WorkerThread?
-    private var expiredCount = 0
-    private var displacedCount = 0
-    /// Entries not yet shut down.
-    private var live = 0
+    private let table = Condition(Table())
 
     init(requestSeconds: Double, limit: Int = .max) {
         requestNanoseconds = UInt64(requestSeconds * 1e9)
@@ -57,116 +84,89 @@ final class ConnectionGuard: @unchecked Sendable {  // state under `condition`
 
     static func now() -> UInt64 { UInt64(monotonicNanoseconds()) }
 
-    private func locked<T>(_ body: () -> T) -> T { condition.withLock(body) }
-
     func opened(_ connection: UInt, fd: Int32) {
         let now = Self.now()
-        locked {
-            entries[connection] = Entry(fd: fd, deadline: now + requestNanoseconds, inRequest: false, since: now)
-            live += 1
-            if live > limit, let victim = victim(sparing: connection) {
-                shut(victim)
-                displacedCount += 1
+        table.withLock { [requestNanoseconds, limit] table in
+            table.entries[connection] = Entry(fd: fd, deadline: now + requestNanoseconds, inRequest: false, since: now)
+            table.live += 1
+            if table.live > limit, let victim = table.victim(sparing: connection) {
+                table.shut(victim)
+                table.displaced += 1
             }
         }
     }
 
     func closed(_ connection: UInt) {
-        locked {
-            if let entry = entries.removeValue(forKey: connection), !entry.shut { live -= 1 }
+        table.withLock { table in
+            if let entry = table.entries.removeValue(forKey: connection), !entry.shut { table.live -= 1 }
         }
     }
 
     /// The request head is complete: the response may take as long as the client reads.
-    func requestArrived(_ connection: UInt) { locked { entries[connection]?.inRequest = true } }
+    func requestArrived(_ connection: UInt) { table.withLock { $0.entries[connection]?.inRequest = true } }
 
     /// Its request is held (a blocking playlist reload, a hinted part): displaceable.
     func held(_ connection: UInt) {
         let now = Self.now()
-        locked {
-            entries[connection]?.held = true
-            entries[connection]?.since = now
+        table.withLock { table in
+            table.entries[connection]?.held = true
+            table.entries[connection]?.since = now
         }
     }
 
     /// The response is sent: the next request head has its own deadline.
     func responded(_ connection: UInt) {
         let now = Self.now()
-        locked {
-            entries[connection]?.inRequest = false
-            entries[connection]?.held = false
-            entries[connection]?.served += 1
-            entries[connection]?.since = now
-            entries[connection]?.deadline = now + requestNanoseconds
+        table.withLock { [requestNanoseconds] table in
+            table.entries[connection]?.inRequest = false
+            table.entries[connection]?.held = false
+            table.entries[connection]?.served += 1
+            table.entries[connection]?.since = now
+            table.entries[connection]?.deadline = now + requestNanoseconds
         }
     }
 
-    /// Inside `locked`: the connection to give way, if any may; never `spared` (the newcomer).
-    private func victim(sparing spared: UInt) -> UInt? {
-        var best: (key: UInt, rank: Int, since: UInt64)?
-        for (key, entry) in entries where key != spared && !entry.shut {
-            let rank: Int
-            if !entry.inRequest && entry.served == 0 { rank = 0 }   // its first head is not in
-            else if !entry.inRequest { rank = 1 }                  // idle between requests
-            else if entry.held { rank = 2 }                        // held: libmicrohttpd frees it
-            else { continue }                                        // only when it resumes; being answered
-            if best.map({ rank < $0.rank || rank == $0.rank && entry.since < $0.since }) ?? true { best = (key, rank, entry.since) }
-        }
-        return best?.key
-    }
-
-    /// Inside `locked`: ends a connection once; libmicrohttpd closes it and says so.
-    private func shut(_ key: UInt) {
-        guard let entry = entries[key], !entry.shut else { return }
-        shutdown(entry.fd, Int32(SHUT_RDWR))
-        entries[key]?.shut = true
-        entries[key]?.deadline = UInt64.max
-        live -= 1
-    }
-
-    var open: Int { locked { live } }
+    var open: Int { table.withLock { $0.live } }
     /// Connections shut down so far for want of a request head in time.
-    var expired: Int { locked { expiredCount } }
+    var expired: Int { table.withLock { $0.expired } }
     /// Connections that gave way to a newcomer at the limit.
-    var displaced: Int { locked { displacedCount } }
+    var displaced: Int { table.withLock { $0.displaced } }
 
     /// Shuts down every connection past its deadline; returns how many.
     @discardableResult
     func sweep(now: UInt64 = ConnectionGuard.now()) -> Int {
-        locked {
-            var count = 0
-            for (key, entry) in entries where !entry.inRequest && !entry.shut && entry.deadline <= now {
-                shut(key)  // once is enough; the close follows
-                count += 1
-            }
-            expiredCount += count
-            return count
+        table.withLock { table in
+            let due = table.entries.filter { !$0.value.inRequest && !$0.value.shut && $0.value.deadline <= now }.map(\.key)
+            for key in due { table.shut(key) }  // once is enough; the close follows
+            table.expired += due.count
+            return due.count
         }
     }
 
     /// Sweeps once a second on a thread of its own until `stop`.
     func start() {
-        thread = WorkerThread(name: "onair-http-gate") { [self] in run() }
+        let thread = WorkerThread(name: "onair-http-gate") { [self] in run() }
+        table.withLock { $0.thread = thread }
     }
 
     private func run() {
         while true {
-            let stop = locked { () -> Bool in
-                let next = monotonicNanoseconds() + 1_000_000_000
-                while !stopping && condition.wait(untilNanoseconds: next) {}
-                return stopping
-            }
+            let next = monotonicNanoseconds() + 1_000_000_000
+            let stop = table.withLock(waitingFor: { table -> ConditionStep<Bool> in
+                table.stopping || monotonicNanoseconds() >= next ? .done(table.stopping) : .waitUntil(next)
+            })
             if stop { return }
             sweep()
         }
     }
 
     func stop() {
-        locked {
-            stopping = true
-            condition.broadcast()
+        let thread = table.withLock { table -> WorkerThread? in
+            table.stopping = true
+            defer { table.thread = nil }
+            return table.thread
         }
+        table.broadcast()
         thread?.join()
-        thread = nil
     }
 }

@@ -10,7 +10,7 @@ extension WebServer {
     /// A file made on request from the URL's arguments: what to send and its name, or why
     /// not (a status and one line, answered as JSON).
     public struct Download: Sendable {
-        public enum Answer {
+        public enum Answer: Sendable {
             case file(JoinedFile, name: String, contentType: String)
             case refused(UInt32, String)
         }
@@ -98,10 +98,9 @@ extension WebServer {
 /// Downloads made on request (exports) are CPU work a viewer must never wait behind: at
 /// most `slots` at once, each held from its request until its response is sent, and each
 /// made on one thread of low priority (nice 10) while the server's thread waits for it.
-final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planner` is its own
+final class DownloadGate: Sendable {
     let slots: Int
-    private let lock = Lock()
-    private var busy = 0
+    private let busy = Locked(0)
     private let planner = SerialWorker(name: "onair-export")
 
     init(slots: Int) {
@@ -114,11 +113,11 @@ final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planne
     final class Slot {
         private let gate: DownloadGate
         fileprivate init(_ gate: DownloadGate) { self.gate = gate }
-        deinit { gate.lock.withLock { gate.busy -= 1 } }
+        deinit { gate.busy.withLock { $0 -= 1 } }
     }
 
     func take() -> Slot? {
-        lock.withLock { () -> Bool in
+        busy.withLock { [slots] busy -> Bool in
             guard busy < slots else { return false }
             busy += 1
             return true
@@ -128,17 +127,7 @@ final class DownloadGate: @unchecked Sendable {  // `busy` under `lock`; `planne
     /// `download.make` on the low-priority thread, from a copy of the request's
     /// arguments; the calling thread waits for it.
     func make(_ download: WebServer.Download, _ arguments: [String: String]) -> WebServer.Download.Answer {
-        final class Box: @unchecked Sendable {  // written by the planner before `done` fires, read after
-            var answer: WebServer.Download.Answer?
-        }
-        let box = Box()
-        let done = Completion()
-        planner.async {
-            box.answer = download.make { arguments[$0] }
-            done.signal()
-        }
-        done.wait()
-        return box.answer!
+        planner.sync { download.make { arguments[$0] } }
     }
 
     func stop() { planner.stop() }

@@ -9,10 +9,9 @@ import Threading
 /// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
 /// once a second, so each playlist is parsed again only when its size or modification
 /// time changed: an ended stream is read once, a live one once per new segment.
-public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
+public final class StreamCatalog: Sendable {
     public let layout: StreamLayout
-    private let lock = Lock()
-    private var cache: [String: (size: Int64, modified: Int64, info: StreamInfo)] = [:]
+    private let cache = Locked<[String: (size: Int64, modified: Int64, info: StreamInfo)]>([:])
 
     public init(root: String) { layout = StreamLayout(root: root) }
 
@@ -28,15 +27,15 @@ public final class StreamCatalog: @unchecked Sendable {  // `cache` under `lock`
                   lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
             let size = Int64(status.st_size)
             let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-            if let cached = lock.withLock({ cache[id] }), cached.size == size, cached.modified == modified { return cached.info }
+            if let cached = cache.withLock({ $0[id] }), cached.size == size, cached.modified == modified { return cached.info }
             guard let data = FileSystem.read(path, followLinks: false) else { return nil }
             var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: StreamLayout.url(ofStream: id))
             info.export = "/api/export?stream=\(id)"
-            lock.withLock { cache[id] = (size, modified, info) }
+            cache.withLock { $0[id] = (size, modified, info) }
             return info
         }
         // Streams deleted (for space) leave the cache with the listing.
-        lock.withLock { cache = cache.filter { ids.contains($0.key) } }
+        cache.withLock { cache in cache = cache.filter { ids.contains($0.key) } }
         return list
     }
 

@@ -17,9 +17,9 @@ public struct ServerError: Error, CustomStringConvertible {
 /// recordings (Range requests for downloads), with the
 /// headers HLS players and caches expect. libmicrohttpd runs its own threads; the handler
 /// only reads files, so it shares nothing mutable with the media plane.
-public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in init, `daemon` cleared by stop() once its threads end; `messages` under `messageLock`
+public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`: set in init, cleared by stop() once its threads end
     public let root: String
-    private let canonicalRoot: String
+    let canonicalRoot: String
     private let catalog: StreamCatalog
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
@@ -52,23 +52,22 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         }
     }
     /// GET documents by path (`/api/status`, `/api/recordings`, `/metrics`).
-    private let api: [String: Endpoint]
+    let api: [String: Endpoint]
     /// POST actions by path (`/api/record/start`), each answering with a JSON body; only
     /// with `Authorization: Bearer <token>`, and not at all without a token.
-    private let control: [String: Control]
+    let control: [String: Control]
     /// GET files made on request from the URL's arguments (`/api/export`), with ranges.
     let downloads: [String: Download]
     /// How many of them at once, and the thread that makes them.
     let downloadGate: DownloadGate
-    private let token: String?
+    let token: String?
     /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
     let liveEdge: LiveEdge?
     /// Ends the requests held for a part that has not come in time.
     let heldTimer = Scheduler(name: "onair-http-held")
     /// Requests suspended now, and whether `stop` has begun (no more are held then);
     /// signalled when one is resumed, for `stop` to wait on.
-    private let heldCondition = Condition()
-    private var heldState = (count: 0, stopping: false)
+    private let held = Condition((count: 0, stopping: false))
 
     /// How many clients, for how long: what one hostile client cannot exhaust.
     public struct Limits: Sendable {
@@ -203,18 +202,16 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
 
     /// A held request is resumed (or its connection ended).
     private func release(_ held: Held) {
-        heldCondition.withLock {
-            heldState.count -= 1
-            heldCondition.broadcast()
-        }
+        self.held.withLock { $0.count -= 1 }
+        self.held.broadcast()
     }
 
     /// Counts a request about to be suspended; false once `stop` has begun, or when
     /// `heldBudget` requests are held already.
     func holding(_ connection: OpaquePointer) -> Bool {
-        let admitted = heldCondition.withLock { () -> Bool in
-            guard !heldState.stopping, heldState.count < heldBudget else { return false }
-            heldState.count += 1
+        let admitted = held.withLock { [heldBudget] held -> Bool in
+            guard !held.stopping, held.count < heldBudget else { return false }
+            held.count += 1
             return true
         }
         if admitted { guard_.held(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))) }
@@ -224,7 +221,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     /// How many requests may be held at once (`Limits.heldRequests`).
     private let heldBudget: Int
 
-    public var heldRequests: Int { heldCondition.withLock { heldState.count } }
+    public var heldRequests: Int { held.withLock { $0.count } }
 
     /// The second call of a request: its head was accepted at the first.
     private static var headAccepted: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 3)! }
@@ -276,12 +273,10 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             // libmicrohttpd must not be stopped with a connection suspended: answer the
             // held requests first (they see `stopping` and get a 503), at most until the
             // last deadline.
-            heldCondition.withLock { heldState.stopping = true }
+            held.withLock { $0.stopping = true }
             liveEdge?.wakeAll()
             let limit = monotonicNanoseconds() + 10_000_000_000
-            heldCondition.withLock {
-                while heldState.count > 0 && heldCondition.wait(untilNanoseconds: limit) {}
-            }
+            held.withLock(waitingFor: { held in held.count == 0 || monotonicNanoseconds() >= limit ? .done(()) : .waitUntil(limit) })
             MHD_stop_daemon(daemon)
             downloadGate.stop()
             heldTimer.stop()
@@ -297,7 +292,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     private func libraryMessage(_ text: String) {
         let now = ConnectionGuard.now() / 1_000_000_000
         let line = text.hasSuffix("\n") ? String(text.dropLast()) : text
-        let (emit, suppressed) = messageLock.withLock { () -> (Bool, Int) in
+        let (emit, suppressed) = messages.withLock { messages -> (Bool, Int) in
             if now / 60 != messages.minute { messages = (now / 60, 0, messages.suppressed) }
             messages.count += 1
             guard messages.count <= Self.messagesPerMinute else { messages.suppressed += 1; return (false, 0) }
@@ -308,8 +303,7 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     }
 
     static let messagesPerMinute = 20
-    private let messageLock = Lock()
-    private var messages = (minute: UInt64(0), count: 0, suppressed: 0)
+    private let messages = Locked((minute: UInt64(0), count: 0, suppressed: 0))
 
     /// How many connections the deadline has ended (for tests and /metrics).
     public var expiredConnections: Int { guard_.expired }
@@ -318,17 +312,6 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
     public var displacedConnections: Int { guard_.displaced }
 
     // MARK: Requests
-
-    struct Reply {
-        var status: UInt32
-        var body: Body
-        var headers: [(String, String)] = []
-        enum Body {
-            case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64)
-            /// Pieces of files; `holding` lives as long as the response (a download's slot).
-            case joined(JoinedFile, offset: Int64, length: Int64, holding: AnyObject? = nil)
-        }
-    }
 
     /// A request header's whole value, by its length.
     func headerReader(_ connection: OpaquePointer) -> (String) -> String? {
@@ -363,48 +346,6 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
         return send(reply, on: connection)
     }
 
-    /// Why a control call is refused, if it is: no such action (404/405), no token
-    /// configured (403), the wrong one (401), or a body (413: control takes none).
-    func refusal(_ url: String, header: (String) -> String?) -> Reply? {
-        let text = { (status: UInt32, message: String) in
-            Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
-        }
-        guard control[url] != nil else {
-            return api[url] != nil || downloads[url] != nil || url.hasPrefix(StreamLayout.streamsURL) ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
-                : text(404, "not found")
-        }
-        guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
-        let given = header("Authorization") ?? ""
-        guard Self.constantTimeEqual(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
-            var reply = text(401, "a bearer token is required")
-            reply.headers.append(("WWW-Authenticate", "Bearer"))
-            return reply
-        }
-        if header("Transfer-Encoding") != nil || (header("Content-Length").map { $0 != "0" } ?? false) {
-            return text(413, "control requests take no body")
-        }
-        return nil
-    }
-
-    /// A control call that `refusal` let through at libmicrohttpd's first call.
-    func command(_ url: String, argument: (String) -> String? = { _ in nil }) -> Reply {
-        guard let action = control[url] else { return Reply(status: 404, body: .bytes(Array("not found\n".utf8))) }
-        do {
-            return Reply(status: 200, body: .bytes(try action(argument)), headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
-        } catch let refused as ControlRefusal {
-            return Reply(status: refused.status, body: .bytes(Array((refused.message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
-        } catch {
-            return Reply(status: 500, body: .bytes(Array("\(error)\n".utf8)), headers: [("Content-Type", "text/plain")])
-        }
-    }
-
-    /// Compares without stopping at the first difference, so timing says nothing of the token.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for i in 0..<max(a.count, b.count) { difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0) }
-        return difference == 0
-    }
-
     func route(_ url: String, header: (String) -> String?) -> Reply {
         if url == "/" || url == "/index.html" {
             return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device).utf8)),
@@ -422,84 +363,6 @@ public final class WebServer: @unchecked Sendable {  // `daemon`, `port` set in 
             return serveFile(url, header: header)
         }
         return Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
-    }
-
-    /// The file for a URL path, only if it lies inside the data directory: no `..` or `.`
-    /// components, no NUL or backslash, and no symbolic link that leads outside. `staged`:
-    /// the same file of a stream still in its hidden staging directory (`.<id>.tmp`).
-    func resolve(_ url: String, staged: Bool = false) -> String? {
-        var components = url.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.hasPrefix(".")
-            && !$0.contains("\0") && !$0.contains("\\") }) else { return nil }
-        if staged {
-            guard components.count >= 3, components[0] == StreamLayout.streamsFolder else { return nil }
-            components[1] = StreamLayout.temporary(components[1])
-        }
-        let path = root + "/" + components.joined(separator: "/")
-        guard let real = realpath(path, nil) else { return nil }
-        defer { free(real) }
-        let resolved = String(cString: real)
-        return [StreamLayout.streamsURL, StreamLayout.recordingsURL].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
-    }
-
-    /// A live stream's init.mp4 and index.m3u8 before its first segment is stored: they are
-    /// still in its staging directory (StreamWriter), and a low-latency player asks for its
-    /// init as soon as the first parts are listed.
-    private func stagedFile(_ url: String) -> String? {
-        let components = url.split(separator: "/", omittingEmptySubsequences: false)
-        guard components.count >= 4, components[1] == StreamLayout.streamsFolder, liveEdge?.isLive(String(components[2])) ?? false else { return nil }
-        return resolve(url, staged: true)
-    }
-
-    private func serveFile(_ url: String, header: (String) -> String?) -> Reply {
-        let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
-        guard let path = resolve(url) ?? stagedFile(url) else { return notFound }
-        // O_NONBLOCK: a FIFO planted in the data directory must not hold a server thread.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return notFound }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { close(fd); return notFound }
-        let size = Int64(info.st_size)
-        let modified = Int64(info.st_mtim.tv_sec)
-        let etag = "\"\(String(UInt64(size), radix: 16))-\(String(UInt64(modified) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec), radix: 16))\""
-        let (type, cache) = MediaType.of(path)
-        var headers = [("Content-Type", type), ("Cache-Control", cache), ("ETag", etag),
-                       ("Last-Modified", UTCDate.httpDate(seconds: modified)), ("Accept-Ranges", "bytes")]
-        if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingWhitespace() == etag || $0 == "*" }) {
-            close(fd)
-            return Reply(status: 304, body: .bytes([]), headers: headers.filter { $0.0 != "Content-Type" })
-        }
-        switch ByteRange.parse(header("Range"), size: size) {
-        case .none:
-            return Reply(status: 200, body: .file(fd: fd, offset: 0, length: size), headers: headers)
-        case .unsatisfiable:
-            close(fd)
-            headers.append(("Content-Range", "bytes */\(size)"))
-            return Reply(status: 416, body: .bytes([]), headers: headers)
-        case .range(let first, let last):
-            headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
-            return Reply(status: 206, body: .file(fd: fd, offset: first, length: last - first + 1), headers: headers)
-        }
-    }
-
-    private func send(_ reply: Reply, on connection: OpaquePointer) -> MHD_Result {
-        let response: OpaquePointer?
-        switch reply.body {
-        case .bytes(let bytes):
-            response = bytes.withUnsafeBytes { raw in
-                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
-            }
-        case .file(let fd, let offset, let length):
-            // MHD owns the descriptor from here and sends it with sendfile where it can.
-            response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd, UInt64(offset))
-        case .joined(let file, let offset, let length, let holding):
-            response = Self.response(file, offset: offset, length: length, holding: holding)
-        }
-        guard let response else { return .NO }
-        for (name, value) in reply.headers { MHD_add_response_header(response, name, value) }
-        let result = MHD_queue_response(connection, reply.status, response)
-        MHD_destroy_response(response)
-        return result
     }
 }
 

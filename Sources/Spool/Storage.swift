@@ -28,7 +28,7 @@ public enum MinimumFree: Sendable, Equatable {
 /// oldest normal-priority local recordings; streams the destination does not have yet go
 /// only as a last resort, each with an error event; the stream being recorded is never
 /// touched.
-public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `lock`; the rest immutable
+public final class StorageKeeper: Sendable {
     public struct Space: Sendable { public var total: Int64; public var available: Int64
         public init(total: Int64, available: Int64) { self.total = total; self.available = available }
     }
@@ -41,8 +41,8 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
     private let deleted: @Sendable (String) -> Void
     private let recordings: @Sendable () -> [Evictable]
     private let worker = SerialWorker(name: "onair-storage")
-    private var scheduled = false
-    private let lock = Lock()
+    /// A check is queued on the keeper's thread.
+    private let scheduled = Locked(false)
     /// One pruning at a time: the keeper's own thread, and writers that found the disk full.
     private let pruning = Lock()
 
@@ -79,10 +79,10 @@ public final class StorageKeeper: @unchecked Sendable {  // `scheduled` under `l
 
     /// Checks soon, off the caller's thread; calls while a check is pending add nothing.
     public func checkSoon(recording current: String?) {
-        let start = lock.withLock { () -> Bool in defer { scheduled = true }; return !scheduled }
+        let start = scheduled.withLock { scheduled -> Bool in defer { scheduled = true }; return !scheduled }
         guard start else { return }
         worker.async { [self] in
-            lock.withLock { scheduled = false }
+            scheduled.withLock { $0 = false }
             _ = prune(recording: current)
         }
     }

@@ -12,24 +12,32 @@ import Threading
 /// `stopRecording`) are picked up at the next item, so stream state has exactly one owner.
 /// One capture feeds every use: the session decides which frames make up a stream and
 /// hands the same ones to each output (live HLS, the recording), each on its own thread.
-public final class Session: @unchecked Sendable {  // shared state under `lock`, the stream's only on its thread; start() sets `workers` (under `lock`), `onIdle`, `thread` before that thread runs
+public final class Session: Sendable {
     public enum State: String, Sendable { case armed, recording, finishing, stopped }
     typealias Command = SessionMachine.Command
 
     public let profile: SessionProfile
     public let queue: MediaQueue
     private let log: Log
-    private let lock = Lock()
-    private var commands: [Command] = []
-    private var thread: WorkerThread?
-    private var stateValue: State = .armed
-    private var failure: Error?
-    private var onIdle: (@Sendable (Session) -> Void)?
-    private var workers: [OutputWorker] = []
 
-    /// The decisions; only the session thread touches it once started.
-    private var machine: SessionMachine
-    private var endedCount = 0  // under `lock`: read by the status page
+    /// What the session thread and its callers share. The decisions (`SessionMachine`)
+    /// are the session thread's alone.
+    private struct Shared {
+        var commands: [Command] = []
+        var thread: WorkerThread?
+        var state: State = .armed
+        var failure: Error?
+        var onIdle: (@Sendable (Session) -> Void)?
+        var workers: [OutputWorker] = []
+        var currentStream: String?
+        var streamsEnded = 0
+        var framesSent = 0
+        var droppedRungs = 0
+        var rate: Int?
+    }
+    private let shared = Locked(Shared())
+    /// The machine the session thread starts from.
+    private let machine: SessionMachine
 
     /// Told of everything a stream writes, once it is on disk (the publisher).
     private let observer: @Sendable (StreamEvent) -> Void
@@ -69,16 +77,15 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             : MediaQueue(videoCapacity: max(2, Int(Double(profile.fps) * seconds)), audioCapacity: 50, policy: .dropOldest)
     }
 
-    public var state: State { lock.withLock { stateValue } }
+    public var state: State { shared.withLock { $0.state } }
     /// The id of the stream being recorded, if any.
-    public var currentStream: String? { lock.withLock { currentStreamID } }
-    private var currentStreamID: String?
-    public var error: Error? { lock.withLock { failure } }
+    public var currentStream: String? { shared.withLock { $0.currentStream } }
+    public var error: Error? { shared.withLock { $0.failure } }
 
     /// Pictures and sound chunks dropped because a thread fell behind: at the session's
     /// own queue and at each output's.
     public var dropped: (video: Int, audio: Int) {
-        ([queue] + lock.withLock { workers }.map(\.queue)).reduce((0, 0)) { total, queue in
+        ([queue] + shared.withLock { $0.workers }.map(\.queue)).reduce((0, 0)) { total, queue in
             let d = queue.dropped
             return (total.0 + d.video, total.1 + d.audio)
         }
@@ -89,7 +96,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// whenever a stream has ended (duration reached or stop requested) or the session
     /// failed.
     public func start(onIdle: @escaping @Sendable (Session) -> Void) throws {
-        self.onIdle = onIdle
+        shared.withLock { $0.onIdle = onIdle }
         var outputs = try prepareOutputs(live: profile.live, recording: profile.recording)
         // The talk's sustained-performance rule: know the cost before starting.
         let encodings = outputs.flatMap { $0.0.encodings }
@@ -123,8 +130,10 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
         log(.encoderReady, ("outputs", outputs.map(\.0.name).joined(separator: ",")))
         let failed: @Sendable (String, Error) -> Void = { [weak self] name, error in self?.fail(error, output: name) }
         let started = outputs.map { OutputWorker($0.0, queue: Self.makeQueue(profile, seconds: $0.seconds), failed: failed) }
-        lock.withLock { workers = started }
-        thread = WorkerThread(name: "onair-session") { [self] in run() }
+        // The workers first: the session thread takes them as it starts.
+        shared.withLock { $0.workers = started }
+        let thread = WorkerThread(name: "onair-session") { [self, machine] in run(machine, workers: started) }
+        shared.withLock { $0.thread = thread }
     }
 
     /// The outputs, their encoders opened.
@@ -156,7 +165,7 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     public func toggle() { post(.toggle) }
     /// The thermal ladder's frame rate; the outputs change at their next segment boundary.
     public func setRate(_ fps: Int) {
-        lock.withLock { targetRate = fps }
+        shared.withLock { $0.rate = fps }
         post(.rate(fps))
     }
 
@@ -164,70 +173,74 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
     /// rungs below carry on, and the dropped ones carry their pictures) from its next
     /// segment boundary.
     public func setDroppedRungs(_ dropped: Int) {
-        lock.withLock { droppedRungsValue = dropped }
+        shared.withLock { $0.droppedRungs = dropped }
         post(.droppedRungs(dropped))
     }
 
     /// How many of the live ladder's top rungs the thermal ladder leaves out now.
-    public var droppedRungs: Int { lock.withLock { droppedRungsValue } }
-    private var droppedRungsValue = 0  // under `lock`
+    public var droppedRungs: Int { shared.withLock { $0.droppedRungs } }
 
     /// The frame rate streams are made at now: the configured one, or the thermal ladder's.
-    public var rate: Int { lock.withLock { targetRate ?? profile.live.fps } }
-    private var targetRate: Int?  // under `lock`
+    public var rate: Int { shared.withLock { $0.rate } ?? profile.live.fps }
 
     /// Finishes any stream in progress with what has been captured, lets every output
     /// write it out, then ends the threads.
     public func shutdown() {
         queue.close()
+        let (thread, workers) = shared.withLock { state in
+            defer { state.thread = nil }
+            return (state.thread, state.workers)
+        }
         thread?.join()
-        thread = nil
         for worker in workers { worker.stop() }
     }
 
-    private func post(_ command: Command) { lock.withLock { commands.append(command) } }
+    private func post(_ command: Command) { shared.withLock { $0.commands.append(command) } }
 
-    private func run() {
+    /// The session thread: each item through the machine, the commands posted before it
+    /// first.
+    private func run(_ start: SessionMachine, workers: [OutputWorker]) {
+        var machine = start
         while let item = queue.pop() {
             if error != nil { continue }  // keep draining so producers never block
-            for command in lock.withLock({ () -> [Command] in defer { commands = [] }; return commands }) {
-                carryOut(machine.handle(.command(command)), item: item)
+            for command in shared.withLock({ state -> [Command] in defer { state.commands = [] }; return state.commands }) {
+                carryOut(machine.handle(.command(command)), item: item, machine: machine, workers: workers)
             }
             switch item {
             case .video(let frame):
-                carryOut(machine.handle(.video(captureTime: frame.captureTime)), item: item)
+                carryOut(machine.handle(.video(captureTime: frame.captureTime)), item: item, machine: machine, workers: workers)
             case .audio(let chunk):
                 let end = chunk.captureTime + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds)
-                carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item)
+                carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item, machine: machine, workers: workers)
             case .begin, .finish, .rate, .droppedRungs:
                 break
             }
         }
         // Queue closed: finish what is open.
-        carryOut(machine.handle(.closed), item: nil)
+        carryOut(machine.handle(.closed), item: nil, machine: machine, workers: workers)
     }
 
-    private func send(_ item: MediaQueue.Item) {
-        if case .video = item, machine.origin != nil { lock.withLock { framesSent += 1 } }
+    private func send(_ item: MediaQueue.Item, machine: SessionMachine, workers: [OutputWorker]) {
+        if case .video = item, machine.origin != nil { shared.withLock { $0.framesSent += 1 } }
         for worker in workers { worker.queue.push(item) }
     }
 
     /// Frames handed to the outputs as part of a stream.
-    public var framesIn: Int { lock.withLock { framesSent } }
+    public var framesIn: Int { shared.withLock { $0.framesSent } }
     /// Streams ended in this run.
-    public var streamsEnded: Int { lock.withLock { endedCount } }
-    private var framesSent = 0  // under `lock`
+    public var streamsEnded: Int { shared.withLock { $0.streamsEnded } }
 
     /// What the machine decided, done: its state published, the outputs told.
-    private func carryOut(_ actions: [SessionMachine.Action], item: MediaQueue.Item?) {
-        lock.withLock { if failure == nil { stateValue = machine.state } }
+    private func carryOut(_ actions: [SessionMachine.Action], item: MediaQueue.Item?, machine: SessionMachine, workers: [OutputWorker]) {
+        let send = { (item: MediaQueue.Item) in self.send(item, machine: machine, workers: workers) }
+        shared.withLock { if $0.failure == nil { $0.state = machine.state } }
         for action in actions {
             switch action {
             case .begin:
                 guard case .video(let frame)? = item else { continue }
                 let dating = StreamDating(clock: clock)
                 let start = StreamStart(id: names.next(dating: dating, firstCapture: frame.captureTime), dating: dating)
-                lock.withLock { currentStreamID = start.id }
+                shared.withLock { $0.currentStream = start.id }
                 send(.begin(start))
             case .forward:
                 if let item { send(item) }
@@ -236,25 +249,26 @@ public final class Session: @unchecked Sendable {  // shared state under `lock`,
             case .droppedRungs(let dropped):
                 send(.droppedRungs(dropped))
             case .finish:
-                lock.withLock {
-                    currentStreamID = nil
-                    endedCount += 1
+                shared.withLock { state in
+                    state.currentStream = nil
+                    state.streamsEnded += 1
                 }
                 send(.finish)
                 let dropped = self.dropped
                 if dropped.video + dropped.audio > 0 {
                     log(.captureDropped, level: .warn, ("video_frames", dropped.video), ("audio_chunks", dropped.audio))
                 }
-                onIdle?(self)
+                shared.withLock { $0.onIdle }?(self)
             }
         }
     }
 
     private func fail(_ error: Error, output: String) {
         log(.sessionFailed, level: .error, ("output", output), ("error", "\(error)"))
-        lock.withLock {
-            if failure == nil { failure = error }
-            stateValue = .stopped
+        let onIdle = shared.withLock { state in
+            if state.failure == nil { state.failure = error }
+            state.state = .stopped
+            return state.onIdle
         }
         onIdle?(self)
     }

@@ -16,13 +16,12 @@ import Threading
 /// a clock stepped back) the next free second names the stream: a counter after the
 /// device name could not be told from a device called `cam-2`. The stream's true start is
 /// in its playlist's dates and its recording's json.
-public final class StreamNames: @unchecked Sendable {  // `last`, `given` under `lock`
+public final class StreamNames: Sendable {
     private let root: String
     private let boot: String
     private let device: String
-    private let lock = Lock()
-    private var last: Int64 = -1
-    private var given = Set<String>()
+    /// The last undated id's milliseconds, and every id given this run.
+    private let given = Locked((last: Int64(-1), ids: Set<String>()))
 
     public init(root: String, device: String, bootID: String = StreamNames.bootID()) {
         self.root = root
@@ -32,22 +31,22 @@ public final class StreamNames: @unchecked Sendable {  // `last`, `given` under 
 
     /// The id of a stream whose first frame was captured at `firstCapture` (monotonic ns).
     public func next(dating: StreamDating, firstCapture: Int64) -> String {
-        lock.withLock {
+        given.withLock { given in
             if var wall = dating.wallClockMs(monotonic: firstCapture) {
-                while taken(Self.datedID(wallClockMs: wall, device: device)) { wall += 1000 }
-                given.insert(Self.datedID(wallClockMs: wall, device: device))
+                while taken(Self.datedID(wallClockMs: wall, device: device), given: given.ids) { wall += 1000 }
+                given.ids.insert(Self.datedID(wallClockMs: wall, device: device))
                 return Self.datedID(wallClockMs: wall, device: device)
             }
-            var ms = max(last + 1, firstCapture / 1_000_000)
-            while taken(undated(ms)) { ms += 1 }
-            last = ms
+            var ms = max(given.last + 1, firstCapture / 1_000_000)
+            while taken(undated(ms), given: given.ids) { ms += 1 }
+            given.last = ms
             return undated(ms)
         }
     }
 
     private func undated(_ ms: Int64) -> String { "boot-\(boot)-" + Self.padded(Int(ms), 10) + "-" + device }
 
-    private func taken(_ id: String) -> Bool {
+    private func taken(_ id: String, given: Set<String>) -> Bool {
         given.contains(id) || StreamLayout(root: root).paths(of: id).contains(where: FileSystem.exists)
     }
 

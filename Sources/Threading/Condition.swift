@@ -2,15 +2,20 @@
 import Glibc
 #endif
 
-/// A mutex with a condition variable, for a thread that waits until another changes some
-/// state: `withLock { while !ready { wait() } }`. Timed waits run on CLOCK_MONOTONIC, so a
+/// State that threads share and wait on: a mutex, a condition variable, and the state
+/// they guard, reachable only under the mutex (`withLock`), so the compiler says what the
+/// lock guards. A thread that waits for the state to change gives `withLock(waitingFor:)`
+/// a body that either finishes (`.done`) or asks to wait; the wait happens between two
+/// calls of the body, never inside one. Timed waits run on CLOCK_MONOTONIC, so a
 /// wall-clock step (NTP on a board without an RTC) neither stretches nor cuts them. The
 /// pthread objects live on the heap: they must not move while another thread uses them.
-public final class Condition: @unchecked Sendable {  // the pthread objects are the synchronisation
+public final class Condition<State>: @unchecked Sendable {  // `state` is touched only under `mutex`
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var state: State
 
-    public init() {
+    public init(_ state: State) {
+        self.state = state
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -26,23 +31,39 @@ public final class Condition: @unchecked Sendable {  // the pthread objects are 
         mutex.deallocate()
     }
 
-    public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    public func withLock<T, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body()
+        return try body(&state)
     }
 
-    /// Inside `withLock`: releases the lock until signalled (or woken spuriously: recheck).
-    public func wait() { pthread_cond_wait(condition, mutex) }
-
-    /// Inside `withLock`: waits until signalled or until CLOCK_MONOTONIC reaches
-    /// `deadlineNanoseconds`; false once the deadline has passed.
-    @discardableResult
-    public func wait(untilNanoseconds deadlineNanoseconds: Int64) -> Bool {
-        var deadline = timespec(tv_sec: Int(deadlineNanoseconds / 1_000_000_000), tv_nsec: Int(deadlineNanoseconds % 1_000_000_000))
-        return pthread_cond_timedwait(condition, mutex, &deadline) == 0
+    /// Under the lock, calls `body` until it is `.done`; after `.wait` it waits for a
+    /// broadcast, after `.waitUntil(deadline)` for a broadcast or CLOCK_MONOTONIC to reach
+    /// `deadline` (ns). A body past its deadline says `.done`; a spurious wake-up only
+    /// calls it again.
+    public func withLock<T>(waitingFor body: (inout State) -> ConditionStep<T>) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while true {
+            switch body(&state) {
+            case .done(let value): return value
+            case .wait: pthread_cond_wait(condition, mutex)
+            case .waitUntil(let deadline):
+                var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+                pthread_cond_timedwait(condition, mutex, &time)
+            }
+        }
     }
 
-    public func signal() { pthread_cond_signal(condition) }
+    /// Wakes every thread waiting on the state (call it after changing it).
     public func broadcast() { pthread_cond_broadcast(condition) }
+}
+
+/// What a `Condition.withLock(waitingFor:)` body decided.
+public enum ConditionStep<T> {
+    case done(T)
+    /// Nothing to do yet: wait for a broadcast.
+    case wait
+    /// Nothing to do yet: wait for a broadcast or CLOCK_MONOTONIC at this time (ns).
+    case waitUntil(Int64)
 }

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The one mutex type (ARCHITECTURE.md, Conventions): the standard library's
+/// The one mutex type (docs/ARCHITECTURE.md, Conventions): the standard library's
 /// `Synchronization.Mutex` behind the `withLock` shape onair's call sites use, for state
 /// that is not itself the lock's value.
 public final class Lock: Sendable {

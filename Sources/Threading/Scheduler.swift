@@ -9,7 +9,7 @@ import Glibc
 ///
 /// `start()` runs the thread on CLOCK_MONOTONIC; a test leaves it unstarted, moves a
 /// `ManualClock` and calls `runDue()`, so nothing waits in real time.
-public final class Scheduler: @unchecked Sendable {  // `entries`, `nextID`, `stopped` under `condition`; `thread` only in start()/stop()
+public final class Scheduler: Sendable {
     public struct Task: Hashable, Sendable { let id: Int }
 
     private struct Entry {
@@ -19,15 +19,18 @@ public final class Scheduler: @unchecked Sendable {  // `entries`, `nextID`, `st
         var body: (Int64) -> Int64?
     }
 
+    private struct State {
+        var entries: [Int: Entry] = [:]
+        var nextID = 0
+        var stopped = false
+        var thread: WorkerThread?
+        /// The task whose body is running, and on which thread.
+        var running: (id: Int, thread: pthread_t)?
+    }
+
     public let clock: MediaClock
     private let name: String
-    private let condition = Condition()
-    private var entries: [Int: Entry] = [:]
-    private var nextID = 0
-    private var stopped = false
-    private var thread: WorkerThread?
-    /// The task whose body is running, and on which thread.
-    private var running: (id: Int, thread: pthread_t)?
+    private let state = Condition(State())
 
     public init(clock: MediaClock = MonotonicClock(), name: String = "onair-control") {
         self.clock = clock
@@ -37,11 +40,11 @@ public final class Scheduler: @unchecked Sendable {  // `entries`, `nextID`, `st
     /// Runs `body` at `deadline` (this clock's nanoseconds), then whenever it asks.
     @discardableResult
     public func schedule(_ name: String, at deadline: Int64, _ body: @escaping (Int64) -> Int64?) -> Task {
-        condition.withLock {
-            nextID += 1
-            entries[nextID] = Entry(name: name, deadline: deadline, body: body)
-            condition.broadcast()
-            return Task(id: nextID)
+        defer { state.broadcast() }
+        return state.withLock { state in
+            state.nextID += 1
+            state.entries[state.nextID] = Entry(name: name, deadline: deadline, body: body)
+            return Task(id: state.nextID)
         }
     }
 
@@ -60,24 +63,23 @@ public final class Scheduler: @unchecked Sendable {  // `entries`, `nextID`, `st
 
     /// Moves a task's next run (a button press brings its hold deadline forward).
     public func reschedule(_ task: Task, at deadline: Int64) {
-        condition.withLock {
-            entries[task.id]?.deadline = deadline
-            condition.broadcast()
-        }
+        state.withLock { $0.entries[task.id]?.deadline = deadline }
+        state.broadcast()
     }
 
     /// The task does not run again; if it is running now, this waits until it is done
     /// (unless called from the task itself), so its owner can clean up after it.
     public func cancel(_ task: Task) {
-        condition.withLock {
-            entries[task.id] = nil
-            while let running, running.id == task.id, pthread_equal(running.thread, pthread_self()) == 0 { condition.wait() }
-        }
+        state.withLock(waitingFor: { state in
+            state.entries[task.id] = nil
+            guard let running = state.running, running.id == task.id, pthread_equal(running.thread, pthread_self()) == 0 else { return .done(()) }
+            return .wait
+        })
     }
 
     /// Names of the tasks still scheduled, soonest first.
     public var pending: [String] {
-        condition.withLock { entries.values.sorted { $0.deadline < $1.deadline }.map(\.name) }
+        state.withLock { $0.entries.values.sorted { $0.deadline < $1.deadline }.map(\.name) }
     }
 
     /// Runs every task whose deadline has come, each once, in deadline order; returns
@@ -85,56 +87,55 @@ public final class Scheduler: @unchecked Sendable {  // `entries`, `nextID`, `st
     @discardableResult
     public func runDue() -> Int {
         let now = clock.now()
-        let due = condition.withLock { () -> [(Int, Entry)] in
-            entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }.map { ($0.key, $0.value) }
+        let due = state.withLock { state -> [(Int, Entry)] in
+            state.entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }.map { ($0.key, $0.value) }
         }
         var ran = 0
         for (id, entry) in due {
             // Cancelled by a task that ran before it in this round: skipped.
-            guard condition.withLock({ () -> Bool in
-                guard entries[id] != nil else { return false }
-                running = (id, pthread_self())
+            guard state.withLock({ state -> Bool in
+                guard state.entries[id] != nil else { return false }
+                state.running = (id, pthread_self())
                 return true
             }) else { continue }
             let next = entry.body(now)
             ran += 1
-            condition.withLock {
-                running = nil
-                condition.broadcast()
+            state.withLock { state in
+                state.running = nil
                 // Cancelled or moved while it ran: what was said meanwhile stands.
-                guard entries[id]?.deadline == entry.deadline else { return }
-                if let next { entries[id]?.deadline = next } else { entries[id] = nil }
+                guard state.entries[id]?.deadline == entry.deadline else { return }
+                if let next { state.entries[id]?.deadline = next } else { state.entries[id] = nil }
             }
+            state.broadcast()
         }
         return ran
     }
 
     /// The thread: sleeps on CLOCK_MONOTONIC until the soonest deadline (or a change).
     public func start() {
-        thread = WorkerThread(name: name) { [self] in
+        let thread = WorkerThread(name: name) { [self] in
             while true {
-                let proceed = condition.withLock { () -> Bool in
-                    while !stopped {
-                        let soonest = entries.values.map(\.deadline).min()
-                        if let soonest, soonest <= clock.now() { return true }
-                        if let soonest { condition.wait(untilNanoseconds: soonest) } else { condition.wait() }
-                    }
-                    return false
-                }
+                let proceed = state.withLock(waitingFor: { [clock] state -> ConditionStep<Bool> in
+                    if state.stopped { return .done(false) }
+                    guard let soonest = state.entries.values.map(\.deadline).min() else { return .wait }
+                    return soonest <= clock.now() ? .done(true) : .waitUntil(soonest)
+                })
                 guard proceed else { return }
                 runDue()
             }
         }
+        state.withLock { $0.thread = thread }
     }
 
     /// Ends the thread; no task runs after this returns.
     public func stop() {
-        condition.withLock {
-            stopped = true
-            entries = [:]
-            condition.broadcast()
+        let thread = state.withLock { state -> WorkerThread? in
+            state.stopped = true
+            state.entries = [:]
+            defer { state.thread = nil }
+            return state.thread
         }
+        state.broadcast()
         thread?.join()
-        thread = nil
     }
 }

@@ -61,15 +61,33 @@ final class ThreadingTests: XCTestCase {
         XCTAssertEqual(lock.withLock { order.count }, 100)
     }
 
-    /// A condition's waiter sees the state its signaller set.
+    /// A condition's waiter sees the state its signaller set; a timed wait ends at its
+    /// deadline when nothing changes.
     func testConditionHandsStateBetweenThreads() {
-        let condition = Condition()
-        nonisolated(unsafe) var value = 0
+        let condition = Condition(0)
         let producer = WorkerThread(name: "test-produce") {
-            for n in 1...50 { condition.withLock { value = n; condition.broadcast() } }
+            for n in 1...50 {
+                condition.withLock { $0 = n }
+                condition.broadcast()
+            }
         }
-        condition.withLock { while value < 50 { condition.wait() } }
+        condition.withLock(waitingFor: { $0 < 50 ? .wait : .done(()) })
         producer.join()
-        XCTAssertFalse(condition.withLock { condition.wait(untilNanoseconds: monotonicNanoseconds() + 1_000_000) })
+        let deadline = monotonicNanoseconds() + 1_000_000
+        var calls = 0
+        let value = condition.withLock(waitingFor: { value -> ConditionStep<Int> in
+            calls += 1
+            return monotonicNanoseconds() >= deadline ? .done(value) : .waitUntil(deadline)
+        })
+        XCTAssertEqual(value, 50)
+        XCTAssertGreaterThanOrEqual(calls, 2, "the body is asked again after the wait")
+    }
+
+    /// Locked state is reached only through withLock: many threads' increments all land.
+    func testLockedStateTakesEveryThreadsChange() {
+        let count = Locked(0)
+        let threads = (0..<4).map { n in WorkerThread(name: "test-add-\(n)") { for _ in 0..<1000 { count.withLock { $0 += 1 } } } }
+        for thread in threads { thread.join() }
+        XCTAssertEqual(count.withLock { $0 }, 4000)
     }
 }

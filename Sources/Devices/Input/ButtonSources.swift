@@ -34,13 +34,12 @@ enum GPIOChip {
 
 /// A button on a GPIO line, through the character device uAPI v2: edge events on both
 /// edges with the kernel's debounce; when the chip cannot debounce, onair does.
-public final class GPIOButton: @unchecked Sendable {  // `stopped` under `lock`; `debouncer` only on its reading thread; `thread` only in start()/stop()
+public final class GPIOButton: Sendable {
     public let description: String
     private let lineFD: Int32
-    private var debouncer: Debouncer
-    private let lock = Lock()
-    private var stopped = false
-    private var thread: WorkerThread?
+    /// The reading thread's own copy filters the edges.
+    private let debouncer: Debouncer
+    private let thread = StoppableThread()
 
     /// `line`: `gpiochipN:OFFSET`. `bias`: pull-up, pull-down or none.
     public init(line: String, activeLow: Bool, bias: String, debounceMilliseconds: Int) throws {
@@ -64,9 +63,10 @@ public final class GPIOButton: @unchecked Sendable {  // `stopped` under `lock`;
     deinit { close(lineFD) }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
-        thread = WorkerThread(name: "onair-gpio") { [self] in
+        thread.start(name: "onair-gpio") { [self] in
             var buffer = [UInt8](repeating: 0, count: Int(onair_gpio_event_size) * 16)
-            while !lock.withLock({ stopped }) {
+            var debouncer = self.debouncer
+            while !thread.isStopped {
                 var descriptor = pollfd(fd: lineFD, events: Int16(POLLIN), revents: 0)
                 guard poll(&descriptor, 1, 200) > 0 else { continue }
                 let n = buffer.withUnsafeMutableBytes { read(lineFD, $0.baseAddress, $0.count) }
@@ -77,21 +77,15 @@ public final class GPIOButton: @unchecked Sendable {  // `stopped` under `lock`;
         }
     }
 
-    public func stop() {
-        lock.withLock { stopped = true }
-        thread?.join()
-        thread = nil
-    }
+    public func stop() { thread.stop() }
 }
 
 /// Record keys on evdev devices: a named one, or (`auto`) every device that reports one
 /// of the keys, looked for again every two seconds so a keyboard plugged in later works.
-public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock`; `thread` only in start()/stop(), on the owner's thread
+public final class EvdevButtons: Sendable {
     public let keys: Set<UInt16>
     private let device: String?
-    private let lock = Lock()
-    private var stopped = false
-    private var thread: WorkerThread?
+    private let thread = StoppableThread()
     private let clock: MediaClock
     private let log: Log
 
@@ -106,14 +100,10 @@ public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock
     }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
-        thread = WorkerThread(name: "onair-evdev") { [self] in run(handler) }
+        thread.start(name: "onair-evdev") { [self] in run(handler) }
     }
 
-    public func stop() {
-        lock.withLock { stopped = true }
-        thread?.join()
-        thread = nil
-    }
+    public func stop() { thread.stop() }
 
     private func candidates() -> [String] {
         if let device { return [device] }
@@ -125,7 +115,7 @@ public final class EvdevButtons: @unchecked Sendable {  // `stopped` under `lock
         var nextScan: Int64 = 0
         var buffer = [UInt8](repeating: 0, count: Int(onair_input_event_size) * 64)
         defer { for fd in open.values { close(fd) } }
-        while !lock.withLock({ stopped }) {
+        while !thread.isStopped {
             if clock.now() >= nextScan {
                 for path in candidates() where open[path] == nil {
                     let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)

@@ -28,27 +28,23 @@ protocol StreamOutput: AnyObject {
 /// An output's thread and its own bounded queue. The session hands every item to each
 /// worker; a worker whose queue is full drops its own oldest picture (and counts it),
 /// never another output's.
-final class OutputWorker: @unchecked Sendable {  // `output` used only on its thread; `thread` set in init, joined by stop()
-    let output: StreamOutput
+final class OutputWorker: Sendable {
     let queue: MediaQueue
-    private var thread: WorkerThread?
-    private let failed: @Sendable (String, Error) -> Void
+    /// Runs the output: the output itself is touched on this thread only.
+    private let thread: WorkerThread
 
     init(_ output: StreamOutput, queue: MediaQueue, failed: @escaping @Sendable (String, Error) -> Void) {
-        self.output = output
         self.queue = queue
-        self.failed = failed
-        thread = WorkerThread(name: "onair-\(output.name)") { [self] in run() }
+        thread = WorkerThread(name: "onair-\(output.name)") { Self.run(output, queue: queue, failed: failed) }
     }
 
     /// Lets the worker finish what it holds, then ends its thread.
     func stop() {
         queue.close()
-        thread?.join()
-        thread = nil
+        thread.join()
     }
 
-    private func run() {
+    private static func run(_ output: StreamOutput, queue: MediaQueue, failed: @Sendable (String, Error) -> Void) {
         var pending: StreamStart?
         var early: [AudioChunk] = []  // sound between a start and its first frame
         var active = false
