@@ -47,10 +47,12 @@ let package = Package(
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
+        // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
+        .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
         // Written by Streaming; read by Publishing, Server, Export and Fetch through Layout.
         .target(name: "Spool", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Layout"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "CCurl", "Layout", "Spool"]),
+        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "Layout", "Spool", "HTTP"]),
         .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux", "Layout"]),
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
@@ -60,10 +62,10 @@ let package = Package(
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files", "Layout"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
-        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "CCurl", "Layout"]),
+        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool"]),
+        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP"]),
         .executableTarget(name: "onair", dependencies: ["Appliance"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.

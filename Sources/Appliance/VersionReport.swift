@@ -1,6 +1,7 @@
 import Codecs
 import Devices
 import Media
+import HTTP
 import Publishing
 import Server
 
@@ -11,7 +12,7 @@ enum VersionReport {
     static var text: String {
         let suite = CodecLibrary.debianSuite
         var lines = ["onair \(CommandLineParser.version) (Swift \(swiftVersion), static runtime\(suite.isEmpty ? "" : "; libraries from Debian \(suite)"))"]
-        let libraries = CodecLibrary.versions + CurlTransport.libraryVersions
+        let libraries = CodecLibrary.versions + CurlClient.libraryVersions
             + [WebServer.libraryVersion, DRMDisplay.libraryVersion, ALSAMicrophone.libraryVersion]
         lines += libraries.map { "  " + $0.line }
         lines.append("codecs: " + CodecLibrary.requiredEncoders.joined(separator: " ") + " encoders, mjpeg decoder")

@@ -1,4 +1,4 @@
-import CCurl
+import HTTP
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +14,7 @@ public struct FetchError: Error, CustomStringConvertible, Equatable {
     }
 
     /// A body larger than a reader takes.
-    static func tooLarge(_ url: String, limit: Int) -> FetchError { FetchError("\(url): larger than \(limit >> 20) MiB") }
+    static func tooLarge(_ url: String, limit: Int) -> FetchError { FetchError("\(url): \(CurlClient.Failure.tooLarge(limit: limit))") }
 
     /// Whether trying again may help: no answer, a server error, a timeout or a rate
     /// limit (RFC 9110 §15.6, 408, 429), or bytes that did not check; not a 404 or a 403.
@@ -37,35 +37,15 @@ extension Getter {
     }
 }
 
-/// HTTP(S) GET through libcurl, one easy handle kept for its connection: redirects
+/// HTTP(S) GET through onair's one client (`CurlClient`), its connection kept: redirects
 /// followed, TLS verified, a trickling transfer (under `lowSpeedBytes` a second for
 /// `lowSpeedSeconds`) abandoned, bodies over a limit refused while they arrive, and never
 /// held in more memory than the limit.
 public final class CurlGetter: Getter {
-    private static let initialized: Bool = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        return true
-    }()
-    private let curl: UnsafeMutableRawPointer
-    private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    private let client = CurlClient()
     public let limit: Int
 
-    public init(limit: Int = 256 << 20) {
-        _ = Self.initialized
-        curl = curl_easy_init()
-        self.limit = limit
-    }
-
-    deinit {
-        curl_easy_cleanup(curl)
-        errorText.deallocate()
-    }
-
-    private final class Body {
-        var bytes: [UInt8] = []
-        let limit: Int
-        init(limit: Int) { self.limit = limit }
-    }
+    public init(limit: Int = 256 << 20) { self.limit = limit }
 
     /// A transfer slower than this (bytes a second, over that many seconds) is a server
     /// trickling: a 2-second segment of the lowest rung (145 kbit/s) comes at 18 kB/s.
@@ -75,38 +55,14 @@ public final class CurlGetter: Getter {
     public func get(_ url: String) throws -> [UInt8] { try get(url, limit: limit) }
 
     public func get(_ url: String, limit: Int) throws -> [UInt8] {
-        curl_easy_reset(curl)
-        let body = Body(limit: min(limit, self.limit))
-        errorText[0] = 0
-        onair_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errorText)
-        onair_curl_set_string(curl, CURLOPT_URL, url)
-        onair_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 1)
-        onair_curl_set_long(curl, CURLOPT_MAXREDIRS, 5)
-        onair_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-        onair_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000)
-        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_LIMIT, Self.lowSpeedBytes)
-        onair_curl_set_long(curl, CURLOPT_LOW_SPEED_TIME, Self.lowSpeedSeconds)
-        onair_curl_set_write_callback(curl, { data, size, count, context in
-            let body = Unmanaged<Body>.fromOpaque(context!).takeUnretainedValue()
-            let length = size * count
-            let needed = body.bytes.count + length
-            guard let data, needed <= body.limit else { return 0 }  // 0 aborts the transfer
-            // Grown by doubling, but never past the limit: an endless body costs the limit.
-            if needed > body.bytes.capacity { body.bytes.reserveCapacity(min(body.limit, max(needed, body.bytes.capacity * 2))) }
-            body.bytes += UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self)
-            return length
-        }, Unmanaged.passUnretained(body).toOpaque())
-        let code = curl_easy_perform(curl)
-        guard code == CURLE_OK else {
-            if code == CURLE_WRITE_ERROR { throw FetchError.tooLarge(url, limit: body.limit) }
-            if code == CURLE_OPERATION_TIMEDOUT, String(cString: errorText).contains("too slow") {
-                throw FetchError("\(url): slower than \(Self.lowSpeedBytes / 1024) kB/s for \(Self.lowSpeedSeconds) s (the server is trickling)")
-            }
-            let detail = String(cString: errorText)
-            throw FetchError("\(url): \(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)")
-        }
-        let status = onair_curl_response_code(curl)
-        guard (200..<300).contains(status) else { throw FetchError("\(url): HTTP \(status)", status: status) }
-        return body.bytes
+        var request = CurlClient.Request("GET", url)
+        request.followRedirects = true
+        request.lowSpeed = (Self.lowSpeedBytes, Self.lowSpeedSeconds)
+        request.keep = min(limit, self.limit)
+        request.refuseLarger = true
+        let response: CurlClient.Response
+        do { response = try client.perform(request) } catch { throw FetchError("\(url): \(error)") }
+        guard response.isSuccess else { throw FetchError("\(url): HTTP \(response.status)", status: response.status) }
+        return response.body
     }
 }
