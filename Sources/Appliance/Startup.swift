@@ -50,26 +50,27 @@ final class FirstFramePreview: PreviewSink, Sendable {
 final class StartupGate: CaptureSink, Sendable {
     private let preview: PreviewSink
     private struct State {
-        var held: [MediaQueue.Item] = []
-        var heldVideo = 0
+        /// Up to `capacity` frames; the sound rides along with them (before the oldest
+        /// frame there is none), bounded only by their number.
+        var held: MediaBuffer
         var target: MediaQueue?
         var direct = false
         var closed = false
         var firstFrame = true
-        var dropped = 0
         var feeder: WorkerThread?
     }
-    private let state = Condition(State())
+    private let state: Condition<State>
     private let capacity: Int
     /// `--pace fast`: a full buffer makes the producer wait rather than drop.
     private let blocking: Bool
     private let log: Log
     /// Frames dropped because the buffer was full before the pipeline opened.
-    var droppedWhileHeld: Int { state.withLock { $0.dropped } }
+    var droppedWhileHeld: Int { state.withLock { $0.held.dropped.video } }
 
     /// `capacity`: how many frames may be held (sound rides along with them).
     init(capacity: Int, blocking: Bool, preview: PreviewSink, log: Log) {
         self.capacity = max(1, capacity)
+        state = Condition(State(held: MediaBuffer(videoCapacity: self.capacity, audioCapacity: .max)))
         self.blocking = blocking
         self.preview = preview
         self.log = log
@@ -87,21 +88,14 @@ final class StartupGate: CaptureSink, Sendable {
 
     private func forward(_ item: MediaQueue.Item) {
         let isVideo = item.kind == .video
-        let queue = state.withLock(waitingFor: { [capacity, blocking] state -> ConditionStep<MediaQueue?> in
-            if isVideo && blocking && state.heldVideo >= capacity && !state.direct && !state.closed { return .wait }
+        let queue = state.withLock(waitingFor: { [blocking] state -> ConditionStep<MediaQueue?> in
+            if isVideo && blocking && state.held.isFull(.video) && !state.direct && !state.closed { return .wait }
             if state.closed { return .done(nil) }
             if state.direct { return .done(state.target) }
+            // Full: the oldest frame goes, with the sound before the next one.
+            let dropped = state.held.dropped.video
             state.held.append(item)
-            if isVideo {
-                state.heldVideo += 1
-                // Full: the oldest frame goes, with the sound before the next one.
-                while state.heldVideo > capacity, let oldest = state.held.firstIndex(where: { $0.kind == .video }) {
-                    let next = state.held[(oldest + 1)...].firstIndex(where: { $0.kind == .video }) ?? state.held.endIndex
-                    state.held.removeSubrange(0..<next)
-                    state.heldVideo -= 1
-                    state.dropped += 1
-                }
-            }
+            if state.held.dropped.video > dropped { state.held.dropBeforeFirstPicture() }
             return .done(nil)
         })
         queue?.push(item)
@@ -109,14 +103,12 @@ final class StartupGate: CaptureSink, Sendable {
 
     /// The pipeline is ready: hand over what is held, then pass frames straight on.
     func open(into queue: MediaQueue) {
-        let (count, dropped) = state.withLock { state -> (Int, Int) in state.target = queue; return (state.heldVideo, state.dropped) }
+        let (count, dropped) = state.withLock { state -> (Int, Int) in state.target = queue; return (state.held.videoFrames, state.held.dropped.video) }
         log(.startupBuffer, ("held_frames", count), ("dropped_frames", dropped))
         let feeder = WorkerThread(name: "onair-startup") { [state] in
             while true {
                 let next = state.withLock { state -> MediaQueue.Item? in
-                    guard !state.held.isEmpty else { state.direct = true; return nil }
-                    let item = state.held.removeFirst()
-                    if item.kind == .video { state.heldVideo -= 1 }
+                    guard let item = state.held.takeFirst() else { state.direct = true; return nil }
                     return item
                 }
                 state.broadcast()
@@ -135,8 +127,7 @@ final class StartupGate: CaptureSink, Sendable {
     func close() {
         state.withLock { state in
             state.closed = true
-            state.held = []
-            state.heldVideo = 0
+            state.held.removeAll()
         }
         state.broadcast()
     }

@@ -33,105 +33,32 @@ public final class MediaQueue: CaptureSink, Sendable {
     public enum Kind: Sendable { case video, audio, control }
     public enum Policy: Sendable { case dropOldest, block }
 
-    public let videoCapacity: Int
-    public let audioCapacity: Int
+    public var videoCapacity: Int { capacity.video }
+    public var audioCapacity: Int { capacity.audio }
+    private let capacity: (video: Int, audio: Int)
     public let policy: Policy
-
-    /// An item and whether it was held in the start-up buffer while the encoders opened:
-    /// the queue makes room for a held item (the producer waits) instead of dropping it,
-    /// so a start before the pipeline was ready loses nothing.
-    private struct Slot {
-        var item: Item
-        var held: Bool
-    }
-
-    private struct State {
-        /// Pending items are `items[head...]`; a popped slot is emptied at once, so a
-        /// picture is freed when its consumer is done with it, not when the array is next
-        /// compacted (64 popped slots held up to 40 MB of 720p pictures).
-        var items: [Slot?] = []
-        var head = 0
-        var closed = false
-        var videoCount = 0
-        var audioCount = 0
-        var droppedVideo = 0
-        var droppedAudio = 0
-
-        var pending: Int { items.count - head }
-
-        func count(_ kind: Kind) -> Int {
-            switch kind {
-            case .video: return videoCount
-            case .audio: return audioCount
-            case .control: return 0
-            }
-        }
-
-        mutating func adjust(_ kind: Kind, _ delta: Int) {
-            switch kind {
-            case .video: videoCount += delta
-            case .audio: audioCount += delta
-            case .control: break
-            }
-        }
-
-        /// Drops the oldest pending item of `kind`: one not held if there is one.
-        mutating func dropOldest(_ kind: Kind) {
-            guard let index = items[head...].firstIndex(where: { $0?.item.kind == kind && $0?.held == false })
-                ?? items[head...].firstIndex(where: { $0?.item.kind == kind }) else { return }
-            items.remove(at: index)
-            adjust(kind, -1)
-            if kind == .video { droppedVideo += 1 } else { droppedAudio += 1 }
-        }
-
-        mutating func append(_ slot: Slot) {
-            items.append(slot)
-            adjust(slot.item.kind, 1)
-        }
-
-        mutating func take() -> Item {
-            guard let item = items[head]?.item else { preconditionFailure("a pending slot is never empty") }
-            items[head] = nil
-            head += 1
-            adjust(item.kind, -1)
-            if head > 64 && head * 2 > items.count { items.removeFirst(head); head = 0 }
-            return item
-        }
-    }
     /// One condition for both waits (a consumer for an item, a blocked producer for room):
     /// each queue has one consumer and one producer, so broadcasting wakes at most both.
-    private let state = Condition(State())
+    private let state: Condition<(buffer: MediaBuffer, closed: Bool)>
 
     public init(videoCapacity: Int, audioCapacity: Int, policy: Policy) {
         precondition(videoCapacity > 0 && audioCapacity > 0)
-        self.videoCapacity = videoCapacity
-        self.audioCapacity = audioCapacity
+        capacity = (videoCapacity, audioCapacity)
         self.policy = policy
+        state = Condition((MediaBuffer(videoCapacity: videoCapacity, audioCapacity: audioCapacity), false))
     }
 
     public func capture(_ frame: VideoFrame) { push(.video(frame)) }
     public func capture(_ chunk: AudioChunk) { push(.audio(chunk)) }
 
-    private func capacity(_ kind: Kind) -> Int {
-        switch kind {
-        case .video: return videoCapacity
-        case .audio: return audioCapacity
-        case .control: return .max
-        }
-    }
-
     /// `held`: an item of the start-up buffer, which waits for room rather than be dropped
     /// or make room by dropping another held one.
     public func push(_ item: Item, held: Bool = false) {
-        let kind = item.kind, capacity = capacity(kind)
         let blocks = held || policy == .block
         state.withLock(waitingFor: { state -> ConditionStep<Void> in
             if state.closed { return .done(()) }
-            if state.count(kind) >= capacity {
-                if blocks { return .wait }
-                state.dropOldest(kind)
-            }
-            state.append(Slot(item: item, held: held))
+            if blocks && state.buffer.isFull(item.kind) { return .wait }
+            state.buffer.append(item, held: held)
             return .done(())
         })
         state.broadcast()
@@ -140,7 +67,7 @@ public final class MediaQueue: CaptureSink, Sendable {
     /// The next item, or nil once the queue is closed and empty.
     public func pop() -> Item? {
         let item = state.withLock(waitingFor: { state -> ConditionStep<Item?> in
-            if state.pending > 0 { return .done(state.take()) }
+            if let item = state.buffer.takeFirst() { return .done(item) }
             return state.closed ? .done(nil) : .wait
         })
         state.broadcast()
@@ -154,8 +81,97 @@ public final class MediaQueue: CaptureSink, Sendable {
     }
 
     /// Items dropped so far because the consumer fell behind.
-    public var dropped: (video: Int, audio: Int) {
-        state.withLock { ($0.droppedVideo, $0.droppedAudio) }
+    public var dropped: (video: Int, audio: Int) { state.withLock { $0.buffer.dropped } }
+}
+
+/// Items waiting between two threads, pictures and sound each bounded on its own (control
+/// items are never bounded or dropped): appended to a full kind, the oldest item of that
+/// kind goes, counted, so the newest wins. The one drop-oldest buffer: every
+/// `MediaQueue`, and the start-up gate's backlog.
+public struct MediaBuffer {
+    public typealias Item = MediaQueue.Item
+    public let videoCapacity: Int
+    public let audioCapacity: Int
+
+    /// An item and whether it was held in the start-up buffer while the encoders opened:
+    /// the queue makes room for a held item (the producer waits) instead of dropping it,
+    /// so a start before the pipeline was ready loses nothing.
+    private struct Slot {
+        var item: Item
+        var held: Bool
+    }
+    /// Pending items are `items[head...]`; a taken slot is emptied at once, so a picture is
+    /// freed when its consumer is done with it, not when the array is next compacted (64
+    /// taken slots held up to 40 MB of 720p pictures).
+    private var items: [Slot?] = []
+    private var head = 0
+    private var videoCount = 0
+    private var audioCount = 0
+    public private(set) var dropped = (video: 0, audio: 0)
+
+    public init(videoCapacity: Int, audioCapacity: Int) {
+        self.videoCapacity = videoCapacity
+        self.audioCapacity = audioCapacity
+    }
+
+    public var isEmpty: Bool { head == items.count }
+    public var videoFrames: Int { videoCount }
+
+    public func isFull(_ kind: MediaQueue.Kind) -> Bool {
+        switch kind {
+        case .video: return videoCount >= videoCapacity
+        case .audio: return audioCount >= audioCapacity
+        case .control: return false
+        }
+    }
+
+    /// Appends `item`; when its kind is full, the oldest of that kind goes first (one not
+    /// held, if there is one).
+    public mutating func append(_ item: Item, held: Bool = false) {
+        if isFull(item.kind) { dropOldest(item.kind) }
+        items.append(Slot(item: item, held: held))
+        adjust(item.kind, 1)
+    }
+
+    /// Drops the oldest pending item of `kind`, counted.
+    public mutating func dropOldest(_ kind: MediaQueue.Kind) {
+        guard let index = items[head...].firstIndex(where: { $0?.item.kind == kind && $0?.held == false })
+            ?? items[head...].firstIndex(where: { $0?.item.kind == kind }) else { return }
+        items.remove(at: index)
+        adjust(kind, -1)
+        if kind == .video { dropped.video += 1 } else { dropped.audio += 1 }
+    }
+
+    /// Drops what comes before the oldest picture (the sound of a picture dropped before).
+    public mutating func dropBeforeFirstPicture() {
+        while let first = items[head...].first, let slot = first, slot.item.kind != .video {
+            items.remove(at: head)
+            adjust(slot.item.kind, -1)
+        }
+    }
+
+    public mutating func takeFirst() -> Item? {
+        guard head < items.count, let item = items[head]?.item else { return nil }
+        items[head] = nil
+        head += 1
+        adjust(item.kind, -1)
+        if head > 64 && head * 2 > items.count { items.removeFirst(head); head = 0 }
+        return item
+    }
+
+    public mutating func removeAll() {
+        items = []
+        head = 0
+        videoCount = 0
+        audioCount = 0
+    }
+
+    private mutating func adjust(_ kind: MediaQueue.Kind, _ delta: Int) {
+        switch kind {
+        case .video: videoCount += delta
+        case .audio: audioCount += delta
+        case .control: break
+        }
     }
 }
 
