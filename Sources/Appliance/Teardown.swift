@@ -31,10 +31,25 @@ final class Teardown {
 /// Why a run ended early, said on one line; the exit status is decided from it in one
 /// place (`Runner.run`): 2 for usage and configuration (a flag, a file, a device that will
 /// not open, a port in use), 1 for a failure at run time.
-struct RunFailure: Error, CustomStringConvertible {
-    var description: String
-    var status: Int32
+enum RunFailure: Error, CustomStringConvertible {
+    /// A flag, a file, a device that will not open, a port in use: exit 2.
+    case configuration(String)
+    /// A failure while running: exit 1.
+    case runtime(String)
 
-    static func configuration(_ error: Any) -> RunFailure { RunFailure(description: "\(error)", status: 2) }
-    static func runtime(_ error: Any) -> RunFailure { RunFailure(description: "\(error)", status: 1) }
+    static func configuration(_ error: any Error) -> RunFailure { .configuration("\(error)") }
+    static func runtime(_ error: any Error) -> RunFailure { .runtime("\(error)") }
+
+    var description: String {
+        switch self {
+        case .configuration(let text), .runtime(let text): return text
+        }
+    }
+
+    var status: Int32 {
+        switch self {
+        case .configuration: return 2
+        case .runtime: return 1
+        }
+    }
 }
