@@ -54,106 +54,67 @@ struct ProgressiveFile {
         return try BoxHeader.read(&r, available: available, topLevel: true)
     }
 
-    /// The boxes directly inside `start..<end`: type, where its payload starts, its end.
-    private func children(_ start: Int64, end: Int64) throws -> [(type: String, payload: Int64, end: Int64)] {
-        var found: [(String, Int64, Int64)] = []
-        var offset = start
-        while offset + 8 <= end {
-            let box = try header(at: offset, available: end - offset)
-            found.append((box.type, offset + Int64(box.headerSize), offset + box.size))
-            offset += box.size
-        }
-        return found
-    }
-
-    private func bytes(_ payload: Int64, _ end: Int64) throws -> [UInt8] {
-        guard end - payload <= 1 << 20 else { throw MP4Error.badBox("a header box of \(end - payload) bytes", at: Int(payload)) }
-        return try FileSystem.read(fd, at: payload, count: Int(end - payload), path: "recording")
-    }
-
     private mutating func readMoov(_ start: Int64, end: Int64) throws {
-        for box in try children(start, end: end) {
+        let source = FileBoxSource(fd: fd)
+        for box in try source.children(start..<end) {
             if box.type == "mvhd" {
-                var r = ByteReader(try bytes(box.payload, box.end))
+                var r = ByteReader(try source.bytes(box.payload))
                 let version = try r.u8()
                 try r.skip(3 + (version == 1 ? 16 : 8))
                 movieTimescale = Int64(try r.u32())
-                guard movieTimescale > 0 else { throw MP4Error.badBox("mvhd with timescale 0", at: Int(box.payload)) }
+                guard movieTimescale > 0 else { throw MP4Error.badBox("mvhd with timescale 0", at: Int(box.payload.lowerBound)) }
             } else if box.type == "trak" {
-                tracks.append(try readTrak(box.payload, end: box.end))
+                tracks.append(try readTrak(box.payload, in: source))
             }
         }
         guard !tracks.isEmpty else { throw MP4Error.missing("trak") }
     }
 
-    private func readTrak(_ start: Int64, end: Int64) throws -> Track {
-        var id: UInt32 = 0, width = 0, height = 0, timescale: UInt32 = 0, handler = "", stsd: [UInt8] = []
-        var track = Track(description: TrackDescription(trackID: 0, handler: "", timescale: 1, width: 0, height: 0, sampleDescription: []))
-        var edit: (duration: Int64, mediaTime: Int64)?
-        var pending = [(start, end)]
-        while let (from, to) = pending.popLast() {
-            for box in try children(from, end: to) {
-                switch box.type {
-                case "edts", "mdia", "minf", "stbl":
-                    pending.append((box.payload, box.end))
-                case "tkhd":
-                    var r = ByteReader(try bytes(box.payload, box.end))
-                    let version = try r.u8()
-                    try r.skip(3 + (version == 1 ? 16 : 8))
-                    id = try r.u32()
-                    try r.skip(Int(box.end - box.payload) - 8 - r.position)  // to width and height, the last two fields
-                    width = Int(try r.u32() >> 16)
-                    height = Int(try r.u32() >> 16)
-                case "elst":
-                    var r = ByteReader(try bytes(box.payload, box.end))
-                    let version = try r.u8()
-                    try r.skip(3)
-                    for _ in 0..<min(2, Int(try r.u32())) {
-                        let duration = version == 1 ? Int64(bitPattern: try r.u64()) : Int64(try r.u32())
-                        let time = version == 1 ? Int64(bitPattern: try r.u64()) : Int64(Int32(bitPattern: try r.u32()))
-                        try r.skip(4)
-                        if time == -1 { track.empty = duration } else if edit == nil { edit = (duration, time) }
-                    }
-                case "mdhd":
-                    var r = ByteReader(try bytes(box.payload, box.end))
-                    let version = try r.u8()
-                    try r.skip(3 + (version == 1 ? 16 : 8))
-                    timescale = try r.u32()
-                    track.mediaDuration = version == 1 ? Int64(bitPattern: try r.u64()) : Int64(try r.u32())
-                case "hdlr":
-                    var r = ByteReader(try bytes(box.payload, box.end))
-                    try r.skip(8)
-                    handler = try r.fourCC()
-                case "stsd":
-                    stsd = try FileSystem.read(fd, at: box.payload - 8, count: Int(box.end - box.payload + 8), path: "recording")
-                case "stts", "ctts", "stss", "stsc", "stco", "co64":
-                    var r = ByteReader(try FileSystem.read(fd, at: box.payload, count: 8, path: "recording"))
-                    try r.skip(4)
-                    track.tables[box.type] = (box.payload + 8, Int(try r.u32()))
-                case "stsz":
-                    var r = ByteReader(try FileSystem.read(fd, at: box.payload, count: 12, path: "recording"))
-                    try r.skip(4)
-                    track.fixedSize = try r.u32()
-                    track.tables["stsz"] = (box.payload + 12, Int(try r.u32()))
-                default:
-                    break
-                }
-            }
-        }
-        guard timescale > 0, !stsd.isEmpty else { throw MP4Error.missing("mdhd/stsd of track \(id)") }
-        track.description = TrackDescription(trackID: id, handler: handler, timescale: timescale, width: width, height: height,
-                                             sampleDescription: stsd)
+    private func readTrak(_ range: Range<Int64>, in source: FileBoxSource) throws -> Track {
+        let boxes = try TrackBoxes(range, in: source)
+        let id = boxes.trackID
+        guard boxes.timescale > 0, !boxes.sampleDescription.isEmpty else { throw MP4Error.missing("mdhd/stsd of track \(id)") }
+        var track = Track(description: TrackDescription(trackID: id, handler: boxes.handler, timescale: boxes.timescale,
+                                                        width: boxes.width, height: boxes.height, sampleDescription: boxes.sampleDescription))
+        track.mediaDuration = Int64(clamping: boxes.mediaDuration)
+        track.tables = boxes.tables
+        track.fixedSize = boxes.fixedSampleSize
         // The empty edit is in movie ticks: moved to the track's.
-        track.empty = rescale(track.empty, from: movieTimescale, to: Int64(timescale))
-        track.mediaTime = edit?.mediaTime ?? 0
+        let empty = boxes.edits.first { $0.mediaTime == -1 }?.duration ?? 0
+        track.empty = rescale(empty, from: movieTimescale, to: Int64(boxes.timescale))
+        track.mediaTime = boxes.edits.first { $0.mediaTime != -1 }?.mediaTime ?? 0
         // Times this file gives are used in sums and differences: each within 2^60 ticks
         // (centuries at any 32-bit timescale), so none of them can overflow.
         let reachable: ClosedRange<Int64> = 0...(1 << 60)
         guard reachable.contains(track.mediaDuration), reachable.contains(track.empty),
               reachable.contains(track.mediaTime) else {
-            throw MP4Error.badBox("track \(id) has a duration or edit past 2^60 ticks", at: Int(start))
+            throw MP4Error.badBox("track \(id) has a duration or edit past 2^60 ticks", at: Int(clamping: range.lowerBound))
         }
         return track
+    }
+}
+
+/// A recording's boxes, read from its descriptor a header at a time; a box's bytes only
+/// when small (a header box: at most 1 MiB).
+struct FileBoxSource: BoxSource {
+    let fd: Int32
+
+    func children(_ range: Range<Int64>) throws -> [(type: String, start: Int64, payload: Range<Int64>)] {
+        var found: [(String, Int64, Range<Int64>)] = []
+        var offset = range.lowerBound
+        while offset + 8 <= range.upperBound {
+            let available = range.upperBound - offset
+            var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, available)), path: "recording"))
+            let box = try BoxHeader.read(&r, available: available, topLevel: true)
+            found.append((box.type, offset, (offset + Int64(box.headerSize))..<(offset + box.size)))
+            offset += box.size
+        }
+        return found
+    }
+
+    func bytes(_ range: Range<Int64>) throws -> [UInt8] {
+        guard range.count <= 1 << 20 else { throw MP4Error.badBox("a header box of \(range.count) bytes", at: Int(clamping: range.lowerBound)) }
+        return try FileSystem.read(fd, at: range.lowerBound, count: range.count, path: "recording")
     }
 }
 

@@ -79,57 +79,21 @@ public struct ParsedInit: Sendable {
     }
 
     static func track(_ trak: Box, _ bytes: [UInt8]) throws -> Track {
-        guard let tkhd = trak.child("tkhd") else { throw MP4Error.missing("tkhd") }
-        var r = ByteReader(bytes, range: tkhd.payload)
-        let v = try r.u8(); try r.skip(3)
-        let trackID: UInt32, duration: UInt64
-        if v == 1 { try r.skip(16); trackID = try r.u32(); try r.skip(4); duration = try r.u64() } else {
-            try r.skip(8); trackID = try r.u32(); try r.skip(4); duration = UInt64(try r.u32())
-        }
-        try r.skip(8 + 8 + 36)
-        let width = Int(try r.u32() >> 16), height = Int(try r.u32() >> 16)
-        guard let mdhd = trak.find(["mdia", "mdhd"]), let hdlr = trak.find(["mdia", "hdlr"]) else {
-            throw MP4Error.missing("mdhd/hdlr")
-        }
-        r = ByteReader(bytes, range: mdhd.payload)
-        let mv = try r.u8(); try r.skip(3)
-        try r.skip(mv == 1 ? 16 : 8)
-        let timescale = try r.u32()
-        r = ByteReader(bytes, range: hdlr.payload)
-        try r.skip(8)
-        let handler = try r.fourCC()
-        guard let stbl = trak.find(["mdia", "minf", "stbl"]), let stsd = stbl.child("stsd") else {
-            throw MP4Error.missing("stbl/stsd")
-        }
-        r = ByteReader(bytes, range: stsd.payload)
-        try r.skip(4)
-        let entryCount = Int(try r.u32())
-        var empty = true
-        for type in ["stts", "stsc", "stsz", "stco"] {
-            guard let table = stbl.child(type) else { empty = false; continue }
-            var t = ByteReader(bytes, range: table.payload)
-            try t.skip(4)
-            if type == "stsz" { try t.skip(4) }
-            if try t.u32() != 0 { empty = false }
-        }
-        var selfContained = true
-        if let dref = trak.find(["mdia", "minf", "dinf", "dref"]) {
-            for entry in dref.children {
-                var e = ByteReader(bytes, range: entry.payload)
-                if try e.u24() & 0 != 0 || (try e.u8()) & 1 == 0 { selfContained = false }
-            }
-        } else { selfContained = false }
-        var elstEntries = 0
-        if let elst = trak.find(["edts", "elst"]) {
-            var e = ByteReader(bytes, range: elst.payload)
-            try e.skip(4)
-            elstEntries = Int(try e.u32())
-        }
+        let boxes = try TrackBoxes(Int64(trak.payload.lowerBound)..<Int64(trak.payload.upperBound), in: BytesBoxSource(bytes))
+        guard boxes.found.contains("tkhd") else { throw MP4Error.missing("tkhd") }
+        guard boxes.found.contains("mdhd"), boxes.found.contains("hdlr") else { throw MP4Error.missing("mdhd/hdlr") }
+        guard boxes.found.contains("stbl"), boxes.found.contains("stsd") else { throw MP4Error.missing("stbl/stsd") }
+        // Missing tables are not empty ones.
+        let empty = ["stts", "stsc", "stsz", "stco"].allSatisfy { boxes.tables[$0]?.count == 0 }
+        // The sample entries, read from the stsd box as it stands.
+        let description = boxes.sampleDescription
+        guard let stsd = try BoxTree.parse(description).first else { throw MP4Error.missing("stbl/stsd") }
+        let bytes = description
         let entry = stsd.children.first
-        var track = Track(trackID: trackID, handler: handler, timescale: timescale, tkhdDuration: duration,
-                          width: width, height: height, sampleEntry: entry?.type ?? "", sampleEntryCount: entryCount,
-                          emptyTables: empty, selfContainedReferences: selfContained, editListEntries: elstEntries)
-        track.sampleDescription = Array(bytes[stsd.start..<(stsd.start + stsd.size)])
+        var track = Track(trackID: boxes.trackID, handler: boxes.handler, timescale: boxes.timescale, tkhdDuration: boxes.tkhdDuration,
+                          width: boxes.width, height: boxes.height, sampleEntry: entry?.type ?? "", sampleEntryCount: boxes.sampleEntryCount,
+                          emptyTables: empty, selfContainedReferences: boxes.selfContained, editListEntries: boxes.editCount)
+        track.sampleDescription = description
         if let entry, entry.type == "avc1" || entry.type == "avc3" {
             var e = ByteReader(bytes, range: entry.payload)
             try e.skip(24)
