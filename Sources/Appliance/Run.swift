@@ -276,22 +276,7 @@ final class Run {
             alive: { session.error == nil && session.state != .stopped })
         teardown.add("console report") { report.stop() }
         if settings.startup.deferred == .off { startSource(into: gate) }
-        let (done, shutdown) = (self.done, self.shutdown)
-        let buttons = ButtonController(settings: settings.button, scheduler: scheduler, log: log) { [button = settings.button] action in
-            switch action {
-            case .start: session.startRecording()
-            case .stop: session.stopRecording()
-            case .toggle: session.toggle()
-            case .longPress:
-                session.stopRecording()
-                if button.longPress == .shutdown { shutdown.signal(); done.signal() }
-            }
-        }
-        teardown.add("buttons") { buttons.stop() }
-        if let gpioButton {
-            gpioButton.start { edge in buttons.edge(edge, source: "gpio") }
-            teardown.add("gpio button") { gpioButton.stop() }
-        }
+        armButtons(session, scheduler: scheduler)
         display?.showIndicators { [publisher = pipeline.publisher] in
             // Nothing confirmed by the destination for 30 s: the amber corner (and the
             // tally's fast blink).
@@ -309,15 +294,6 @@ final class Run {
             }
             teardown.add("tally") { tally.stop() }
         }
-        if let input = settings.button.input {
-            do {
-                let keys = try EvdevButtons(device: input.name, keys: settings.button.keys, log: log)
-                keys.start { edge in buttons.edge(edge, source: "evdev") }
-                teardown.add("keys") { keys.stop() }
-            } catch {
-                log(.buttonUnavailable, level: .warn, ("error", "\(error)"))
-            }
-        }
         log(.deferredStartDone, ("mode", settings.startup.deferred.rawValue),
             ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
@@ -327,6 +303,36 @@ final class Run {
         }
         watchSignals(publisher: pipeline.publisher)
         return notifier
+    }
+
+    /// The record button: GPIO and evdev edges into the button logic, its actions on the
+    /// session (a long press may shut the appliance down).
+    private func armButtons(_ session: Session, scheduler: Scheduler) {
+        let (done, shutdown) = (self.done, self.shutdown)
+        let buttons = ButtonController(settings: settings.button, scheduler: scheduler, log: log) { [button = settings.button] action in
+            switch action {
+            case .start: session.startRecording()
+            case .stop: session.stopRecording()
+            case .toggle: session.toggle()
+            case .longPress:
+                session.stopRecording()
+                if button.longPress == .shutdown { shutdown.signal(); done.signal() }
+            }
+        }
+        teardown.add("buttons") { buttons.stop() }
+        if let gpioButton {
+            gpioButton.start { edge in buttons.edge(edge, source: "gpio") }
+            teardown.add("gpio button") { gpioButton.stop() }
+        }
+        if let input = settings.button.input {
+            do {
+                let keys = try EvdevButtons(device: input.name, keys: settings.button.keys, log: log)
+                keys.start { edge in buttons.edge(edge, source: "evdev") }
+                teardown.add("keys") { keys.stop() }
+            } catch {
+                log(.buttonUnavailable, level: .warn, ("error", "\(error)"))
+            }
+        }
     }
 
     /// A SIGINT/SIGTERM finishes the stream; one that comes while the run is already

@@ -83,7 +83,19 @@ extension StreamChecker {
             }
         }
         for tag in p.danglingTags { error("P5", "\(path):\(tag.line)", "\(tag.name) with no segment URI after it") }
-        // P7
+        checkMaps(p, path, firstSegmentLine: firstSegmentLine)
+        // P11: onair appends only, so the type is EVENT.
+        if let type = p.value("EXT-X-PLAYLIST-TYPE"), type != "EVENT", type != "VOD" {
+            error("P11", path, "PLAYLIST-TYPE \(type) is neither EVENT nor VOD")
+        }
+        if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
+        checkProgramDateTimes(p, path)
+        return target
+    }
+
+    /// P7 and P9 on EXT-X-MAP: one before the first segment, with a quoted URI; another
+    /// init only where a discontinuity begins.
+    mutating func checkMaps(_ p: ParsedPlaylist, _ path: String, firstSegmentLine: Int) {
         let maps = p.tags("EXT-X-MAP")
         if let map = maps.first {
             if map.line > firstSegmentLine { error("P7", "\(path):\(map.line)", "EXT-X-MAP after the first segment") }
@@ -102,13 +114,6 @@ extension StreamChecker {
                 if !attributes.contains(where: { $0.name == "URI" && $0.quoted }) { error("P7", "\(path):\(map.line)", "EXT-X-MAP without a quoted URI") }
             } catch { self.error("P2", "\(path):\(map.line)", "\(error)") }
         } else if !p.segments.isEmpty { error("P7", path, "fMP4 segments without EXT-X-MAP") }
-        // P11: onair appends only, so the type is EVENT.
-        if let type = p.value("EXT-X-PLAYLIST-TYPE"), type != "EVENT", type != "VOD" {
-            error("P11", path, "PLAYLIST-TYPE \(type) is neither EVENT nor VOD")
-        }
-        if p.value("EXT-X-PLAYLIST-TYPE") == "VOD" && !p.isEnded { error("P11", path, "VOD playlist without ENDLIST") }
-        checkProgramDateTimes(p, path)
-        return target
     }
 
     /// P13. A board without a real-time clock has no trustworthy date until NTP answers,

@@ -61,33 +61,7 @@ public struct FragmentedFile: Sendable {
                 guard let moof = pendingMoof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
                 pendingMoof = nil
                 let payload = (offset + Int64(box.headerSize))..<(offset + box.size)
-                let parsed = try ParsedSegment(bytes: moof.bytes)
-                for traf in parsed.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
-                    guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
-                        throw MP4Error.missing("trak for track \(traf.trackID)")
-                    }
-                    let start = moof.offset + Int64(traf.samples[0].range.lowerBound)
-                    let end = moof.offset + Int64(traf.samples[traf.samples.count - 1].range.upperBound)
-                    guard start >= payload.lowerBound, end <= payload.upperBound else {
-                        throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moof.offset))
-                    }
-                    // A decode time of 2^62 ticks or more is no recording's (at 90 kHz, over a
-                    // million years; at 2^63 a negative time written unsigned): refused before
-                    // it is added to anything.
-                    let timescale = UInt64(tracks[index].timescale)
-                    guard traf.baseDecodeTime / timescale < longestSeconds else {
-                        throw MP4Error.badBox("tfdt \(traf.baseDecodeTime) of track \(traf.trackID)", at: Int(moof.offset))
-                    }
-                    durations[index, default: 0] += traf.duration
-                    guard durations[index]! / timescale < longestSeconds else {
-                        throw MP4Error.badBox("track \(traf.trackID) lasts over \(longestSeconds) s", at: Int(moof.offset))
-                    }
-                    if tracks[index].samples.isEmpty { tracks[index].firstDecodeTime = Int64(traf.baseDecodeTime) }
-                    tracks[index].chunks.append(.init(offset: payloadTotal + start - payload.lowerBound, sampleCount: traf.samples.count))
-                    tracks[index].samples += traf.samples.map {
-                        .init(duration: $0.duration, size: $0.size, compositionOffset: $0.compositionOffset, isSync: $0.isSync)
-                    }
-                }
+                try add(moof, payload: payload, at: payloadTotal, to: &tracks, durations: &durations)
                 payloads.append(payload)
                 payloadTotal += box.size - Int64(box.headerSize)
                 fragments += 1
@@ -100,6 +74,39 @@ public struct FragmentedFile: Sendable {
         guard !tracks.isEmpty else { throw MP4Error.missing("moov") }
         return FragmentedFile(payloads: payloads, tracks: tracks, fragments: fragments,
                               completeBytes: complete, discardedBytes: size - complete)
+    }
+
+    /// One fragment's samples onto their tracks: each track's run of data must lie inside
+    /// the fragment's `mdat` (`payload`), which goes at `payloadTotal` of the new one.
+    private static func add(_ moof: (offset: Int64, bytes: [UInt8]), payload: Range<Int64>, at payloadTotal: Int64,
+                            to tracks: inout [MovieTrack], durations: inout [Int: UInt64]) throws {
+        let parsed = try ParsedSegment(bytes: moof.bytes)
+        for traf in parsed.fragments.flatMap(\.trafs) where !traf.samples.isEmpty {
+            guard let index = tracks.firstIndex(where: { $0.trackID == traf.trackID }) else {
+                throw MP4Error.missing("trak for track \(traf.trackID)")
+            }
+            let start = moof.offset + Int64(traf.samples[0].range.lowerBound)
+            let end = moof.offset + Int64(traf.samples[traf.samples.count - 1].range.upperBound)
+            guard start >= payload.lowerBound, end <= payload.upperBound else {
+                throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(moof.offset))
+            }
+            // A decode time of 2^62 ticks or more is no recording's (at 90 kHz, over a
+            // million years; at 2^63 a negative time written unsigned): refused before
+            // it is added to anything.
+            let timescale = UInt64(tracks[index].timescale)
+            guard traf.baseDecodeTime / timescale < longestSeconds else {
+                throw MP4Error.badBox("tfdt \(traf.baseDecodeTime) of track \(traf.trackID)", at: Int(moof.offset))
+            }
+            durations[index, default: 0] += traf.duration
+            guard durations[index]! / timescale < longestSeconds else {
+                throw MP4Error.badBox("track \(traf.trackID) lasts over \(longestSeconds) s", at: Int(moof.offset))
+            }
+            if tracks[index].samples.isEmpty { tracks[index].firstDecodeTime = Int64(traf.baseDecodeTime) }
+            tracks[index].chunks.append(.init(offset: payloadTotal + start - payload.lowerBound, sampleCount: traf.samples.count))
+            tracks[index].samples += traf.samples.map {
+                .init(duration: $0.duration, size: $0.size, compositionOffset: $0.compositionOffset, isSync: $0.isSync)
+            }
+        }
     }
 
     /// The tracks of an init segment (`ftyp` + `moov`), without samples.

@@ -124,24 +124,33 @@ extension WebServer {
         switch answer {
         case .now(let reply): return .reply(reply)
         case .later(let wait):
-            guard holding(connection) else {
-                _ = edge.cancel(wait)
-                return text(503, "the server is stopping, or holds as many requests as it may")
-            }
-            let kept = held ?? Held(directives: directives, deadline: monotonicNanoseconds() + edge.blockingLimitNanoseconds(id))
-            MHD_suspend_connection(connection)
-            state.pointee = Unmanaged.passRetained(kept).toOpaque()
-            let timer = heldTimer.schedule("held", at: kept.deadline) { _ in
-                // Cancelled here means the edge will not wake it: this resumes it, to a 503.
-                if edge.cancel(wait) {
-                    kept.timedOut = true
-                    resumer.wake()
-                }
-                return nil
-            }
-            resumer.suspended(timer: (heldTimer, timer))
-            return .held
+            return hold(connection, until: wait, held: held ?? Held(directives: directives, deadline: monotonicNanoseconds() + edge.blockingLimitNanoseconds(id)),
+                        edge: edge, resumer: resumer, state: state)
         }
+    }
+
+    /// Suspends a request until the edge wakes it (what it asked for has come) or its
+    /// deadline passes (a 503 then); refused at once when the server is stopping or holds
+    /// as many requests as it may.
+    private func hold(_ connection: OpaquePointer, until wait: LiveEdge.Wait, held kept: Held, edge: LiveEdge, resumer: Resumer,
+                      state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> LowLatencyAnswer {
+        guard holding(connection) else {
+            _ = edge.cancel(wait)
+            return .reply(Reply(status: 503, body: .bytes(Array("the server is stopping, or holds as many requests as it may\n".utf8)),
+                                headers: [("Content-Type", "text/plain"), ("Cache-Control", "no-cache")]))
+        }
+        MHD_suspend_connection(connection)
+        state.pointee = Unmanaged.passRetained(kept).toOpaque()
+        let timer = heldTimer.schedule("held", at: kept.deadline) { _ in
+            // Cancelled here means the edge will not wake it: this resumes it, to a 503.
+            if edge.cancel(wait) {
+                kept.timedOut = true
+                resumer.wake()
+            }
+            return nil
+        }
+        resumer.suspended(timer: (heldTimer, timer))
+        return .held
     }
 
     /// Resumes a suspended connection once, after both its suspension and a wake (from
