@@ -1,8 +1,9 @@
 import Synchronization
 
-/// The one mutex type (docs/ARCHITECTURE.md, Conventions): the standard library's
-/// `Synchronization.Mutex` behind the `withLock` shape onair's call sites use, for state
-/// that is not itself the lock's value.
+/// A mutex around an operation rather than data: one at a time through it (the journal
+/// writes after a playlist is confirmed, the storage keeper's pruning). State that
+/// threads share is kept in `Locked<State>` or `Condition<State>` instead, so the compiler
+/// says what guards it (docs/ARCHITECTURE.md, Conventions).
 public final class Lock: Sendable {
     private let mutex = Mutex(())
 

@@ -13,7 +13,7 @@ import Logging
 /// XRGB8888. Atomic modesetting when the driver has it (each change tested first, then
 /// applied at a vblank), legacy SetCrtc/SetPlane/PageFlip otherwise. A layout the driver
 /// refuses falls back to the next one, said in the log. Closing gives back what was there.
-public final class DRMDisplay: @unchecked Sendable {  // the capture thread's state under `lock`; the KMS state on the preview's thread only, after init
+public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the preview's thread only, after init; what the capture thread shares is `imports`
     /// Draws a frame as XRGB8888 into (memory, pitch, width, height).
     public typealias Convert = (VideoFrame, UnsafeMutableRawPointer, Int, Int, Int) -> Void
 
@@ -43,15 +43,17 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
     /// Two buffers in the overlay's format, when frames are copied.
     private var overlays: [Framebuffer] = []
     private var overlayFront = 0
-    /// Imported camera buffers by (generation, index), made on the capture thread: under
-    /// `lock`, with `importing` and the reason an import failed.
-    private let lock = Lock()
-    private var imported: [Int: Framebuffer] = [:]
-    private var importing = false
-    private var importFailure: String?
-    private var onScreen: SharedBuffer?
-    /// Under `lock`: where the camera's lent buffers go back once they are off the screen.
-    private var returnBuffer: (@Sendable (SharedBuffer) -> Void)?
+    /// What the capture thread shares with the preview's: the imported camera buffers by
+    /// (generation, index), whether importing goes on and why an import failed, the one on
+    /// the screen, and where lent buffers go back once they are off it.
+    private struct Imports {
+        var imported: [Int: Framebuffer] = [:]
+        var importing = false
+        var failure: String?
+        var onScreen: SharedBuffer?
+        var returnBuffer: (@Sendable (SharedBuffer) -> Void)?
+    }
+    private let imports = Locked(Imports())
     private let flipDone = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
     /// Set once the display is taken; a failed init leaves nothing for deinit to undo.
     private var ready = false
@@ -92,7 +94,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         let planes = universal ? Self.planes(fd: fd) : []
         plan = PlanePlan.choose(planes: planes, crtcIndex: output.crtcIndex, crtcID: crtcID, camera: camera)
             ?? PlanePlan(primary: 0, overlay: nil, picture: .converted, reason: "the driver lists no primary plane")
-        if case .imported = plan.picture { importing = true }
+        if case .imported = plan.picture { imports.withLock { $0.importing = true } }
         if plan.primary == 0 || !atomic {
             // Legacy calls name the CRTC, not its primary plane.
             properties = nil
@@ -186,7 +188,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         if ready { switchOverlayOff() }
         plan.picture = .converted
         plan.overlay = nil
-        lock.withLock { importing = false }
+        imports.withLock { $0.importing = false }
         plan.reason = reason
         if let buffer = takeOnScreen() { giveBack(buffer) }
         primaryShows = [nil, nil]
@@ -204,44 +206,44 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         }
     }
 
-    private func takeOnScreen() -> SharedBuffer? { lock.withLock { defer { onScreen = nil }; return onScreen } }
+    private func takeOnScreen() -> SharedBuffer? { imports.withLock { imports in defer { imports.onScreen = nil }; return imports.onScreen } }
 
     /// Whether the camera's lent buffers are what the overlay shows.
-    public var importsCameraBuffers: Bool { lock.withLock { importing } }
+    public var importsCameraBuffers: Bool { imports.withLock { $0.importing } }
 
     /// Where to give the camera's lent buffers back once they are off the screen; set before
     /// the camera lends the first one.
     public func giveBuffersBack(to handler: @escaping @Sendable (SharedBuffer) -> Void) {
-        lock.withLock { returnBuffer = handler }
+        imports.withLock { $0.returnBuffer = handler }
     }
 
     /// Gives a lent buffer back to the camera (nothing when none was lent).
     public func giveBack(_ buffer: SharedBuffer) {
-        lock.withLock { returnBuffer }?(buffer)
+        imports.withLock { $0.returnBuffer }?(buffer)
     }
 
     /// Makes (once) the framebuffer for a lent camera buffer; call it while the loan's fd
     /// is valid (in `SharedBufferConsumer.offer`). A buffer the driver cannot scan out
     /// ends zero copy: the display falls back to copying frames (false).
     public func prepare(_ buffer: SharedBuffer) -> Bool {
-        lock.withLock {
-            guard importing else { return false }
+        imports.withLock { [fd] imports in
+            guard imports.importing else { return false }
             let key = buffer.generation << 8 | buffer.index
-            if imported[key] != nil { return true }
+            if imports.imported[key] != nil { return true }
             // A reopened camera has new buffers: the old ones' framebuffers go (the one on
             // the screen stays until it is replaced).
-            let shown = onScreen.map { $0.generation << 8 | $0.index }
-            for (old, framebuffer) in imported where old >> 8 < buffer.generation && old != shown {
+            let shown = imports.onScreen.map { $0.generation << 8 | $0.index }
+            for (old, framebuffer) in imports.imported where old >> 8 < buffer.generation && old != shown {
                 framebuffer.destroy(fd: fd)
-                imported[old] = nil
+                imports.imported[old] = nil
             }
             do {
-                imported[key] = try Framebuffer.imported(fd: fd, dmabuf: buffer.fd, format: buffer.format.format, width: buffer.format.width,
+                imports.imported[key] = try Framebuffer.imported(fd: fd, dmabuf: buffer.fd, format: buffer.format.format, width: buffer.format.width,
                                                          height: buffer.format.height, pitch: buffer.format.bytesPerLine)
                 return true
             } catch {
-                importing = false
-                importFailure = "\(error)"
+                imports.importing = false
+                imports.failure = "\(error)"
                 return false
             }
         }
@@ -255,7 +257,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         var shownBuffer: SharedBuffer?
         defer { if let buffer, buffer != shownBuffer { giveBack(buffer) } }
         if flipDone.pointee == 0 && !waitForFlip(milliseconds: 50) { return false }
-        if let failure = lock.withLock({ () -> String? in defer { importFailure = nil }; return importFailure }) {
+        if let failure = imports.withLock({ imports -> String? in defer { imports.failure = nil }; return imports.failure }) {
             fallBack(failure)
         }
         let primaryBack = 1 - primaryFront
@@ -280,7 +282,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
             guard copied else { return false }
             overlay = target
         case .imported:
-            guard let buffer, let target = lock.withLock({ imported[buffer.generation << 8 | buffer.index] }) else { return false }
+            guard let buffer, let target = imports.withLock({ $0.imported[buffer.generation << 8 | buffer.index] }) else { return false }
             overlay = target
             shownBuffer = buffer
         }
@@ -301,7 +303,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
         if primary != nil { primaryFront = primaryBack }
         if overlay != nil, case .copied = plan.picture { overlayFront = 1 - overlayFront }
         if let shownBuffer {
-            if let previous = lock.withLock({ () -> SharedBuffer? in defer { onScreen = shownBuffer }; return onScreen }) {
+            if let previous = imports.withLock({ imports -> SharedBuffer? in defer { imports.onScreen = shownBuffer }; return imports.onScreen }) {
                 giveBack(previous)
             }
         }
@@ -366,9 +368,9 @@ public final class DRMDisplay: @unchecked Sendable {  // the capture thread's st
             self.saved = nil
         }
         if let buffer = takeOnScreen() { giveBack(buffer) }
-        let cameraBuffers = lock.withLock { () -> [Framebuffer] in
-            defer { imported = [:]; importing = false }
-            return Array(imported.values)
+        let cameraBuffers = imports.withLock { imports -> [Framebuffer] in
+            defer { imports.imported = [:]; imports.importing = false }
+            return Array(imports.imported.values)
         }
         for buffer in primaries + overlays + cameraBuffers { buffer.destroy(fd: fd) }
         primaries = []

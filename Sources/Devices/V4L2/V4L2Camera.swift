@@ -10,7 +10,7 @@ import Logging
 /// driver's CLOCK_MONOTONIC capture time. When the device goes away (unplugged, ENODEV,
 /// EIO, or silent for `stallMilliseconds`) it says so once, keeps trying to reopen it with
 /// backoff, and marks the first frame after its return as a discontinuity.
-public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`, but `thread`: only in start()/stop(), on the owner's thread
+public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevices`, `decoder`: called in open() and on the capture thread only
     /// MJPEG → I420 at the given size (libavcodec's decoder, from Codecs).
     public typealias Decoder = (UnsafeRawBufferPointer, Size) throws -> [UInt8]
 
@@ -62,21 +62,24 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
     private let decoder: Decoder?
     private let clock: MediaClock
     private let log: Log
-    private let lock = Lock()
-    private var device: VideoDevice?
-    private var mapped: [UnsafeRawBufferPointer] = []
-    private var exported: [Int32] = []
-    private var consumer: SharedBufferConsumer?
-    /// Buffers lent to the consumer, by index, in this streaming session.
-    private var lent = Set<Int>()
-    /// Counts streaming sessions: a buffer lent before a reopen is not the driver's any more.
-    private var generation = 0
-    private var stopped = false
-    private var thread: WorkerThread?
-    private var stats = Statistics()
-    private var openedValue: Opened?
+    /// The open device and its buffers, what is lent of them, and the counts: shared by
+    /// the capture thread, the consumer giving buffers back, and the status readers.
+    private struct State {
+        var device: VideoDevice?
+        var mapped: [UnsafeRawBufferPointer] = []
+        var exported: [Int32] = []
+        var consumer: SharedBufferConsumer?
+        /// Buffers lent to the consumer, by index, in this streaming session.
+        var lent = Set<Int>()
+        /// Counts streaming sessions: a buffer lent before a reopen is not the driver's any more.
+        var generation = 0
+        var stats = Statistics()
+        var opened: Opened?
+    }
+    private let state = Locked(State())
+    private let thread = StoppableThread()
     /// What open() found and was granted.
-    public var opened: Opened? { lock.withLock { openedValue } }
+    public var opened: Opened? { state.withLock { $0.opened } }
 
     public init(_ configuration: Configuration, clock: MediaClock = MonotonicClock(), decoder: Decoder? = nil,
                 openDevice: @escaping (String) throws -> VideoDevice = { try LinuxVideoDevice(path: $0) },
@@ -92,32 +95,32 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
     /// /dev/video0, /dev/video1, … in numeric order.
     public static func deviceNodes() -> [String] { Devices.deviceNodes(in: "/dev", prefix: "video") }
 
-    public var statistics: Statistics { lock.withLock { stats } }
+    public var statistics: Statistics { state.withLock { $0.stats } }
 
     /// Lends each captured buffer (as a DMABUF) to `consumer` after its picture has been
     /// copied out for the pipeline, while at least two stay with the driver: capture never
     /// waits for the consumer. Without exported DMABUFs nothing is offered.
-    public func share(with consumer: SharedBufferConsumer) { lock.withLock { self.consumer = consumer } }
+    public func share(with consumer: SharedBufferConsumer) { state.withLock { $0.consumer = consumer } }
 
     /// Gives a lent buffer back to the driver (a buffer of an earlier streaming session
     /// is forgotten: its device was closed).
     public func release(_ buffer: SharedBuffer) {
-        lock.withLock {
-            guard buffer.generation == generation, lent.remove(buffer.index) != nil, let device else { return }
+        state.withLock { state in
+            guard buffer.generation == state.generation, state.lent.remove(buffer.index) != nil, let device = state.device else { return }
             try? device.queueBuffer(buffer.index)
         }
     }
 
     /// Whether buffers can be lent at all: the driver exported one DMABUF per buffer.
-    public var sharesBuffers: Bool { lock.withLock { !exported.isEmpty && exported.count == (openedValue?.buffers ?? -1) } }
+    public var sharesBuffers: Bool { state.withLock { !$0.exported.isEmpty && $0.exported.count == ($0.opened?.buffers ?? -1) } }
 
     /// The buffer at `index` as a loan to the consumer, registered as lent; nil when there
     /// is no consumer, no DMABUF, or lending it would leave the driver fewer than two.
     private func lend(_ index: Int, format: GrantedFormat, frame: Int64) -> (SharedBufferConsumer, SharedBuffer)? {
-        lock.withLock {
-            guard let consumer, exported.indices.contains(index), lent.count + 2 < exported.count else { return nil }
-            lent.insert(index)
-            return (consumer, SharedBuffer(index: index, generation: generation, fd: exported[index], format: format, frameIndex: frame))
+        state.withLock { state in
+            guard let consumer = state.consumer, state.exported.indices.contains(index), state.lent.count + 2 < state.exported.count else { return nil }
+            state.lent.insert(index)
+            return (consumer, SharedBuffer(index: index, generation: state.generation, fd: state.exported[index], format: format, frameIndex: frame))
         }
     }
 
@@ -126,7 +129,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
     @discardableResult
     public func open() throws -> Opened {
         let result = try openAndStream()
-        lock.withLock { openedValue = result }
+        state.withLock { $0.opened = result }
         return result
     }
 
@@ -179,10 +182,10 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
             }
             for index in 0..<count { try device.queueBuffer(index) }
             try device.streamOn()
-            lock.withLock {
-                self.device = device
-                mapped = maps
-                exported = fds
+            state.withLock { state in
+                state.device = device
+                state.mapped = maps
+                state.exported = fds
             }
             return Opened(path: device.path, card: caps.card, driver: caps.driver, plan: plan, granted: granted,
                           fps: interval.flatMap { $0 }.map(\.fps), buffers: count, dmabufs: fds.count)
@@ -193,15 +196,15 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
     }
 
     private func teardown() {
-        let (device, fds) = lock.withLock { () -> (VideoDevice?, [Int32]) in
+        let (device, fds) = state.withLock { state -> (VideoDevice?, [Int32]) in
             defer {
-                self.device = nil
-                mapped = []
-                exported = []
-                lent = []
-                generation += 1
+                state.device = nil
+                state.mapped = []
+                state.exported = []
+                state.lent = []
+                state.generation += 1
             }
-            return (self.device, exported)
+            return (state.device, state.exported)
         }
         for fd in fds { Glibc.close(fd) }
         try? device?.streamOff()
@@ -211,17 +214,15 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
 
     /// Delivers frames to `sink` until `stop`.
     public func start(into sink: CaptureSink) {
-        thread = WorkerThread(name: "onair-camera") { [self] in run(sink) }
+        thread.start(name: "onair-camera") { [self] in run(sink) }
     }
 
     public func stop() {
-        lock.withLock { stopped = true }
-        thread?.join()
-        thread = nil
+        thread.stop()
         teardown()
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { thread.isStopped }
 
     /// What the capture loop carries from one frame to the next.
     private struct Loop {
@@ -239,7 +240,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
         guard let format = opened?.granted else { return }
         var loop = Loop(lastFrameAt: clock.now())
         while !isStopped {
-            guard let device = lock.withLock({ self.device }) else {
+            guard let device = state.withLock({ $0.device }) else {
                 reopen(format, &loop)
                 continue
             }
@@ -258,7 +259,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
                 sink.capture(frame)
                 if let (consumer, loan) = lend(buffer.index, format: format, frame: frame.index) {
                     lentOut = consumer.offer(loan)
-                    if !lentOut { lock.withLock { _ = lent.remove(buffer.index) } }
+                    if !lentOut { state.withLock { _ = $0.lent.remove(buffer.index) } }
                 }
             } catch {
                 let lost = (error as? VideoDeviceError)?.isDeviceLost ?? false
@@ -284,7 +285,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
                 teardown()
                 throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
             }
-            lock.withLock { stats.reopened += 1 }
+            state.withLock { $0.stats.reopened += 1 }
             log.emit(.cameraReopened, level: .warn, [("device", again.path), ("after_ms", (now - (loop.lostAt ?? now)) / 1_000_000)])
             loop.discontinuity = true
             loop.lastTimestamp = nil
@@ -301,25 +302,25 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
     /// skipped, the capture time mended, the picture decoded or converted to I420.
     private func frame(from buffer: DequeuedBuffer, device: VideoDevice, format: GrantedFormat, _ loop: inout Loop) -> VideoFrame? {
         if let last = loop.lastSequence, buffer.sequence > last &+ 1 {
-            lock.withLock { stats.driverDropped += Int(buffer.sequence - last - 1) }
+            state.withLock { $0.stats.driverDropped += Int(buffer.sequence - last - 1) }
         }
         loop.lastSequence = buffer.sequence
         if buffer.hasError {
-            lock.withLock { stats.corruptBuffers += 1 }
+            state.withLock { $0.stats.corruptBuffers += 1 }
             return nil
         }
         let timestamp = captureTime(of: buffer, device: device, &loop)
-        let data = lock.withLock { mapped.indices.contains(buffer.index) ? mapped[buffer.index] : nil }
+        let data = state.withLock { $0.mapped.indices.contains(buffer.index) ? $0.mapped[buffer.index] : nil }
         guard let data else { return nil }
         let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
         guard let planes = picture(used, format: format) else {
-            lock.withLock { stats.corruptBuffers += 1 }
+            state.withLock { $0.stats.corruptBuffers += 1 }
             return nil
         }
-        let index = lock.withLock { () -> Int in
-            stats.copies += 1
-            stats.frames += 1
-            return stats.frames - 1
+        let index = state.withLock { state -> Int in
+            state.stats.copies += 1
+            state.stats.frames += 1
+            return state.stats.frames - 1
         }
         var frame = VideoFrame(width: format.width, height: format.height, planes: planes, captureTime: timestamp, index: Int64(index))
         frame.discontinuity = loop.discontinuity
@@ -337,7 +338,7 @@ public final class V4L2Camera: @unchecked Sendable {  // every var under `lock`,
             replaced = true
         }
         if replaced {
-            lock.withLock { stats.timestampsReplaced += 1 }
+            state.withLock { $0.stats.timestampsReplaced += 1 }
             if !loop.warnedTimestamps {
                 loop.warnedTimestamps = true
                 log.emit(.cameraTimestamps, level: .warn, [("device", device.path),
