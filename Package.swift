@@ -94,7 +94,7 @@ let package = Package(
                                                    "Devices", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording", "Layout", "Spool"]),
+                                                      "Publishing", "Recording", "Layout", "Spool", "Threading"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout", "Spool"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout"])

@@ -214,6 +214,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
             held.count += 1
             return true
         }
+        held.broadcast()
         if admitted { guard_.held(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))) }
         return admitted
     }
@@ -222,6 +223,16 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     private let heldBudget: Int
 
     public var heldRequests: Int { held.withLock { $0.count } }
+
+    /// Waits until `count` requests are held (at most `seconds`); false if they never
+    /// were. What a test waits for instead of sleeping.
+    public func waitForHeldRequests(_ count: Int, seconds: Double = 10) -> Bool {
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        return held.withLock(waitingFor: { held -> ConditionStep<Bool> in
+            if held.count >= count { return .done(true) }
+            return monotonicNanoseconds() >= deadline ? .done(false) : .waitUntil(deadline)
+        })
+    }
 
     /// The second call of a request: its head was accepted at the first.
     private static var headAccepted: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 3)! }

@@ -32,9 +32,12 @@ final class ConsoleHangupTests: XCTestCase {
         func readUntil(_ word: String) -> String {
             var text = ""
             var buffer = [UInt8](repeating: 0, count: 4096)
-            for _ in 0..<100 where !text.contains(word) {
+            // Waits for the line to have something (poll), at most a second each time.
+            for _ in 0..<10 where !text.contains(word) {
+                var ready = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 1000) > 0 else { continue }
                 let n = read(master, &buffer, buffer.count)
-                if n > 0 { text += String(decoding: buffer[0..<n], as: UTF8.self) } else { usleep(10_000) }
+                if n > 0 { text += String(decoding: buffer[0..<n], as: UTF8.self) }
             }
             return text
         }

@@ -3,6 +3,7 @@ import XCTest
 import Logging
 @testable import Devices
 import Media
+import TestSupport
 
 /// A V4L2 device that keeps the kernel's contract (Documentation/userspace-api/media/v4l):
 /// REQBUFS before QUERYBUF/QBUF, QBUF only of a buffer the application holds, DQBUF only
@@ -26,6 +27,8 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     private var queued: [Int] = []
     private var filled: [DequeuedBuffer] = []
     private var streaming = false
+    /// The camera waits for a frame with none filled: it is done with the ones before.
+    private var idle = false
     private(set) var unplugged = false
     private(set) var closed = false
     private(set) var violations: [String] = []
@@ -116,6 +119,7 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
                 throw violation("QBUF \(index) while the driver owns it", "QBUF")
             }
             queued.append(index)
+            lock.broadcast()
         }
     }
 
@@ -131,13 +135,16 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
+        idle = true
+        lock.broadcast()
+        defer { idle = false }
         while filled.isEmpty && !unplugged {
             if !lock.wait(until: deadline) { break }
         }
         return !filled.isEmpty || unplugged  // POLLERR when unplugged
     }
 
-    func streamOn() throws { try lock.withLock { try enter("STREAMON"); streaming = true } }
+    func streamOn() throws { try lock.withLock { try enter("STREAMON"); streaming = true; lock.broadcast() } }
     /// Buffers queued or filled: the ones the driver holds.
     var ownedByDriver: Int { lock.withLock { queued.count + filled.count } }
 
@@ -159,6 +166,24 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     }
 
     func unplug() { lock.withLock { unplugged = true; lock.broadcast() } }
+
+    /// Delivers a frame as soon as the camera has queued a buffer for it (at most 10 s).
+    func deliverWhenQueued(timestamp: Int64?, sequence: UInt32, fill: (UnsafeMutableRawBufferPointer, GrantedFormat) -> Void) -> Bool {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while !(streaming && !queued.isEmpty) && lock.wait(until: deadline) {}
+        }
+        return deliver(timestamp: timestamp, sequence: sequence, fill: fill)
+    }
+
+    /// Waits (at most 10 s) until the camera has taken every delivered frame and waits for
+    /// the next: what it does with a frame (the sink, a loan) is done by then.
+    func waitUntilIdle() {
+        lock.withLock {
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while !(idle && filled.isEmpty) && lock.wait(until: deadline) {}
+        }
+    }
 }
 
 /// Collects frames; `wait(for:)` returns once that many have come.
@@ -347,7 +372,7 @@ final class V4L2CameraTests: XCTestCase {
                                           (base + 90_000_000, 5),                                       // backwards
                                           (base + 166_666_666, 6)]
         for (n, (stamp, sequence)) in stamps.enumerated() {
-            while !fake.deliver(timestamp: stamp, sequence: sequence, fill: Self.flat(UInt8(16 + n))) { usleep(1000) }
+            XCTAssertTrue(fake.deliverWhenQueued(timestamp: stamp, sequence: sequence, fill: Self.flat(UInt8(16 + n))))
             _ = sink.wait(for: n + 1)
         }
         let frames = sink.wait(for: stamps.count)
@@ -378,7 +403,8 @@ final class V4L2CameraTests: XCTestCase {
         let devices = Devices()
         let logs = LogRecorder()
         let mode = camera
-        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30),
+        let clock = SteppedClock()
+        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30), clock: clock,
                               openDevice: { path in
                                   try devices.lock.withLock {
                                       devices.opens += 1
@@ -396,19 +422,26 @@ final class V4L2CameraTests: XCTestCase {
         _ = sink.wait(for: 1)
         devices.lock.withLock { devices.present = false }
         first.unplug()
-        // While it is away, reopening fails for a while (with backoff, not a busy loop).
-        Thread.sleep(forTimeInterval: 0.8)
+        // While it is away, reopening fails for a while (with backoff, not a busy loop):
+        // 0.8 s of the camera's clock, a step at a time.
+        for _ in 0..<16 {
+            XCTAssertTrue(clock.waitForSleep(), "the camera waits between attempts")
+            clock.advance(by: 50_000_000)
+        }
         let attemptsWhileAway = devices.lock.withLock { devices.opens }
         XCTAssertLessThan(attemptsWhileAway, 6, "backoff between attempts")
+        XCTAssertGreaterThan(attemptsWhileAway, 1, "it did try again")
         devices.lock.withLock { devices.present = true }
         var second: FakeVideoDevice?
-        for _ in 0..<100 {
+        for _ in 0..<200 {
             second = devices.lock.withLock { devices.current !== first ? devices.current : nil }
             if second != nil { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            // Asleep again (not back yet), or (after a second) opened: either way, on.
+            clock.waitForSleep(seconds: 1)
+            clock.advance(by: 50_000_000)
         }
         let back = try XCTUnwrap(second, "reopened")
-        while !back.deliver(timestamp: 9_000_000_000, sequence: 0, fill: Self.flat(60)) { usleep(1000) }
+        XCTAssertTrue(back.deliverWhenQueued(timestamp: 9_000_000_000, sequence: 0, fill: Self.flat(60)))
         back.deliver(timestamp: 9_033_333_333, sequence: 1, fill: Self.flat(61))
         let frames = sink.wait(for: 3)
         v4l2.stop()
@@ -453,9 +486,9 @@ final class V4L2CameraTests: XCTestCase {
         v4l2.start(into: sink)
         let fake = try XCTUnwrap(device)
         func deliver(_ n: Int) {
-            while !fake.deliver(timestamp: 1_000_000_000 + Int64(n) * 33_333_333, sequence: UInt32(n), fill: Self.flat(UInt8(16 + n))) { usleep(1000) }
+            XCTAssertTrue(fake.deliverWhenQueued(timestamp: 1_000_000_000 + Int64(n) * 33_333_333, sequence: UInt32(n), fill: Self.flat(UInt8(16 + n))))
             _ = sink.wait(for: n + 1)
-            usleep(20_000)  // the offer follows the frame
+            fake.waitUntilIdle()  // the offer follows the frame
         }
         for n in 0..<3 { deliver(n) }
         XCTAssertEqual(keeper.lock.withLock { keeper.kept.map(\.frameIndex) }, [0, 1], "the third stays with the driver: two lent of four")

@@ -33,52 +33,48 @@ final class LowLatencyServerTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// Makes the stream on a thread of its own, as the live output does.
-    final class Producer: @unchecked Sendable {  // `parts`, `frames`, `running` under `lock`
+    /// Makes the stream on a thread of its own, as the live output does, a frame every
+    /// `frameMilliseconds` of real time: the server's blocking requests wait for the live
+    /// edge as players do.
+    final class Producer: Sendable {
         let edge: LiveEdge
         let id: String
-        private let lock = Lock()
-        private var parts: [String: [UInt8]] = [:]
-        private var frames = 0
-        private var running = true
-        private var thread: Thread?
+        private let made = Locked((parts: [String: [UInt8]](), frames: 0))
+        private let thread = StoppableThread()
         static let timing = PartTiming(ticks: 30_000, targetDuration: 2)
 
         init(edge: LiveEdge, id: String, frameMilliseconds: Int = 10) {
             self.edge = edge
             self.id = id
             edge.begin(id, targetDuration: 2, timing: Self.timing)
-            let thread = Thread { [self] in
+            thread.start(name: "test-producer") { [self] in
                 let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_000_000)
                 var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 180_000), tracks: .init(audio: nil),
                                           timeline: timeline, nominalFrameDuration: 3000, partTicks: Self.timing.ticks)
-                var playlist = MediaPlaylist(targetDuration: 2)
                 var i = 0
-                while lock.withLock({ running }) {
+                while !thread.isStopped {
                     let segments = segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: 100 + i % 13))
-                    let made = segmenter.takeParts()
-                    lock.withLock {
-                        for part in made { parts[StreamLayout.part(sequence: part.sequence, index: part.index)] = part.bytes }
-                        frames += 1
+                    let parts = segmenter.takeParts()
+                    made.withLock { made in
+                        for part in parts { made.parts[StreamLayout.part(sequence: part.sequence, index: part.index)] = part.bytes }
+                        made.frames += 1
                     }
-                    edge.add(id, parts: made)
+                    edge.add(id, parts: parts)
                     for segment in segments {
                         let entry = MediaPlaylist.Entry(uri: StreamLayout.segment(segment.sequence), duration: segment.durationSeconds,
                                                         programDateTimeMs: segment.programDateTimeMs)
-                        playlist.entries.append(entry)
                         edge.add(id, segment: segment, entry: entry)
                     }
                     i += 1
                     usleep(useconds_t(frameMilliseconds * 1000))
                 }
             }
-            thread.start()
-            self.thread = thread
         }
 
-        func stop() { lock.withLock { running = false }; usleep(50_000) }
-        func part(_ uri: String) -> [UInt8]? { lock.withLock { parts[uri] } }
-        var frameCount: Int { lock.withLock { frames } }
+        /// Makes no more frames once the one in hand is done.
+        func stop() { thread.stop() }
+        func part(_ uri: String) -> [UInt8]? { made.withLock { $0.parts[uri] } }
+        var frameCount: Int { made.withLock { $0.frames } }
     }
 
     func get(_ path: String) throws -> HTTPResponse { try HTTPClient.request(port: server.port, path) }
@@ -92,14 +88,12 @@ final class LowLatencyServerTests: XCTestCase {
 
     struct NoHint: Error {}
 
-    /// The live playlist once it lists a segment and hints a part (at most 4 s).
+    /// The live playlist once it lists a segment and hints a part: a blocking reload for
+    /// the first segment, which the server holds until it is made.
     func waitForHint() throws -> String {
-        for _ in 0..<200 {
-            let reply = try get("/streams/live/playlist.m3u8")
-            if reply.status == 200, hint(reply.text) != nil, reply.text.contains("#EXTINF") { return reply.text }
-            usleep(20_000)
-        }
-        throw NoHint()
+        let reply = try get("/streams/live/playlist.m3u8?_HLS_msn=1")
+        guard reply.status == 200, hint(reply.text) != nil, reply.text.contains("#EXTINF") else { throw NoHint() }
+        return reply.text
     }
 
     func testBlockingReloadsAndHintedPartsFollowTheLiveEdge() throws {
@@ -172,8 +166,7 @@ final class LowLatencyServerTests: XCTestCase {
         // Held (counted as such), then answered 503 — not answered at once.
         let socket = try XCTUnwrap(RawSocket(port: server.port))
         socket.send("GET /streams/idle/playlist.m3u8?_HLS_msn=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-        for _ in 0..<500 where server.heldRequests == 0 { usleep(20_000) }
-        XCTAssertEqual(server.heldRequests, 1)
+        XCTAssertTrue(server.waitForHeldRequests(1))
         XCTAssertTrue(String(decoding: socket.response(), as: UTF8.self).hasPrefix("HTTP/1.1 503"))
         XCTAssertEqual(try get("/streams/idle/part/000001.0.m4s").status, 503)
         XCTAssertEqual(server.heldRequests, 0)
@@ -183,9 +176,12 @@ final class LowLatencyServerTests: XCTestCase {
         // The hint of a stream that has stopped being made: it will never come.
         guard let never = hint(try get("/streams/live/playlist.m3u8").text) else { return XCTFail() }
         try Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-ENDLIST\n".utf8).write(to: URL(fileURLWithPath: root + "/streams/live/playlist.m3u8"))
-        let ending = Thread { [edge] in usleep(300_000); edge?.end("live") }
-        ending.start()
-        let held = try get("/streams/live/playlist.m3u8?_HLS_msn=\(never.msn)&_HLS_part=\(never.part)")
+        // Held for the hinted part, then the stream ends: the request is answered.
+        let asking = try XCTUnwrap(RawSocket(port: server.port))
+        asking.send("GET /streams/live/playlist.m3u8?_HLS_msn=\(never.msn)&_HLS_part=\(never.part) HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(server.waitForHeldRequests(1))
+        edge.end("live")
+        let held = try HTTPClient.parse(asking.response(), method: "GET")
         XCTAssertEqual(held.status, 200, "the ended stream's file answers, its directives ignored")
         XCTAssertTrue(held.text.contains("#EXT-X-ENDLIST"), held.text)
         XCTAssertEqual(try get("/streams/live/\(never.uri)").status, 404, "a hint for a stream that ended")
@@ -297,8 +293,7 @@ final class LowLatencyServerTests: XCTestCase {
             socket.send("GET /streams/live/playlist.m3u8?_HLS_msn=\(next.msn + 1) HTTP/1.1\r\nHost: x\r\n\r\n")
             sockets.append(socket)
         }
-        usleep(200_000)
-        XCTAssertEqual(server.heldRequests, 20)
+        XCTAssertTrue(server.waitForHeldRequests(20))
         server.stop()
         for socket in sockets {
             let reply = String(decoding: socket.response(), as: UTF8.self)

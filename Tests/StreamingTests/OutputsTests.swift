@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Threading
 
 /// The pre-roll ring, driven by capture times on a made-up clock.
 final class PrerollTests: XCTestCase {
@@ -99,20 +100,28 @@ final class LadderPrerollTests: XCTestCase {
 /// One capture, two outputs: an output that falls behind drops its own oldest pictures
 /// and never holds the other one back.
 final class OutputIndependenceTests: XCTestCase {
-    final class Counting: StreamOutput, @unchecked Sendable {
+    final class Counting: StreamOutput, Sendable {
         let name: String
-        let delay: useconds_t
-        let lock = NSLock()
-        var frames: [Int64] = []
-        init(name: String, delay: useconds_t) { self.name = name; self.delay = delay }
+        /// A slow output: each picture waits until the test lets it through.
+        let held: Condition<Bool>?
+        let taken = Locked<[Int64]>([])
+        var frames: [Int64] { taken.withLock { $0 } }
+        init(name: String, slow: Bool) {
+            self.name = name
+            held = slow ? Condition(true) : nil
+        }
+        func release() {
+            held?.withLock { $0 = false }
+            held?.broadcast()
+        }
         func prepare() throws {}
         var encodings: [EncodingCost.Output] { [] }
         func prime(_ frame: VideoFrame) throws {}
         func prime(_ chunk: AudioChunk) throws {}
         func begin(_ start: StreamStart, firstFrame: VideoFrame) throws { try encode(firstFrame) }
         func encode(_ frame: VideoFrame) throws {
-            usleep(delay)
-            lock.withLock { frames.append(frame.index) }
+            held?.withLock(waitingFor: { $0 ? .wait : .done(()) })
+            taken.withLock { $0.append(frame.index) }
         }
         func encode(_ chunk: AudioChunk) throws {}
         func setRate(_ fps: Int) {}
@@ -121,7 +130,7 @@ final class OutputIndependenceTests: XCTestCase {
     }
 
     func testASlowOutputDropsItsOwnFramesAndTheOtherGetsEveryOne() {
-        let slow = Counting(name: "live", delay: 20_000), fast = Counting(name: "recording", delay: 0)
+        let slow = Counting(name: "live", slow: true), fast = Counting(name: "recording", slow: false)
         // The recording's queue is the deeper one (as in Session); deep enough here that a
         // busy test machine cannot make it drop, while the slow output must.
         let workers = [(slow, 4), (fast, 100)].map {
@@ -131,8 +140,10 @@ final class OutputIndependenceTests: XCTestCase {
         for i in Int64(0)..<100 {
             let frame = VideoFrame(width: 2, height: 2, planes: [UInt8](repeating: 0, count: 6), captureTime: i, index: i)
             for worker in workers { worker.queue.push(.video(frame)) }  // never waits: drops instead
-            usleep(2_000)
         }
+        // The slow output has held every picture it took so far; its queue kept only the
+        // newest.
+        slow.release()
         for worker in workers { worker.queue.push(.finish); worker.stop() }
         XCTAssertEqual(fast.frames, Array(0..<100), "the fast output got every frame, in order")
         XCTAssertLessThan(slow.frames.count, 100)

@@ -84,3 +84,54 @@ public final class MemoryFiles: @unchecked Sendable {
         set { files[path] = newValue.map { Array($0.utf8) } }
     }
 }
+
+/// A clock a test moves, whose sleeps wait for it: `sleep(until:)` blocks the sleeping
+/// thread until the test has advanced the time to its deadline, and `waitForSleep()` tells
+/// the test when a thread has gone to sleep since the last advance. A loop that waits and
+/// retries (a camera's reopening backoff) then runs step by step in virtual time, with
+/// nothing waiting in real time.
+public final class SteppedClock: MediaClock, Sendable {
+    private struct State {
+        var time: Int64
+        var asleep = 0
+        var sleepsBegun = 0
+        var sleepsBeforeAdvance = 0
+    }
+    private let state: Condition<State>
+
+    public init(now: Int64 = 1_000_000_000) { state = Condition(State(time: now)) }
+
+    public func now() -> Int64 { state.withLock { $0.time } }
+
+    public func sleep(until deadline: Int64) {
+        state.withLock { state in
+            state.asleep += 1
+            state.sleepsBegun += 1
+        }
+        state.broadcast()
+        state.withLock(waitingFor: { state -> ConditionStep<Void> in
+            guard state.time >= deadline else { return .wait }
+            state.asleep -= 1
+            return .done(())
+        })
+    }
+
+    public func advance(by nanoseconds: Int64) {
+        state.withLock { state in
+            state.time += nanoseconds
+            state.sleepsBeforeAdvance = state.sleepsBegun
+        }
+        state.broadcast()
+    }
+
+    /// Waits (at most `seconds`, on the real clock) until a thread has begun a sleep since
+    /// the last advance; false if none did.
+    @discardableResult
+    public func waitForSleep(seconds: Double = 10) -> Bool {
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        return state.withLock(waitingFor: { state -> ConditionStep<Bool> in
+            if state.sleepsBegun > state.sleepsBeforeAdvance && state.asleep > 0 { return .done(true) }
+            return monotonicNanoseconds() >= deadline ? .done(false) : .waitUntil(deadline)
+        })
+    }
+}

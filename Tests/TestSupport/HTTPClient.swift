@@ -50,7 +50,7 @@ public enum HTTPClient {
         return try parse(response, method: method)
     }
 
-    static func parse(_ raw: [UInt8], method: String) throws -> HTTPResponse {
+    public static func parse(_ raw: [UInt8], method: String) throws -> HTTPResponse {
         guard let end = (0..<max(0, raw.count - 3)).first(where: { raw[$0] == 13 && raw[$0 + 1] == 10 && raw[$0 + 2] == 13 && raw[$0 + 3] == 10 }) else {
             throw Failure(description: "no header terminator in \(raw.count) bytes")
         }
