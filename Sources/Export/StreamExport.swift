@@ -150,11 +150,11 @@ public enum StreamExport {
                 // Defaults another packager's fragments may lean on (onair's say everything).
                 if trex.isEmpty { trex = try ParsedInit(bytes: initSegment).trex }
             }
-        } catch { throw MovieError("\(StreamLayout.initSegment) is not readable (\(error))") }
+        } catch { throw MovieError.unreadable(file: StreamLayout.initSegment, reason: "\(error)") }
         var plan = try Planner(tracks: tracks, trex: trex, scratch: scratch)
         for (path, track) in segments {
             do { try plan.add(segmentAt: path, track: track) } catch let error as FileError { throw error } catch {
-                throw MovieError("\(path.split(separator: "/").suffix(2).joined(separator: "/")) is not readable (\(error))")
+                throw MovieError.unreadable(file: path.split(separator: "/").suffix(2).joined(separator: "/"), reason: "\(error)")
             }
         }
         return try plan.finish()
@@ -210,9 +210,14 @@ public enum StreamExport {
     }
 
     /// A file that is not the fragmented MP4 it should be.
-    public struct MovieError: Error, CustomStringConvertible {
-        public var description: String
-        init(_ description: String) { self.description = description }
+    public enum MovieError: Error, CustomStringConvertible {
+        case unreadable(file: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .unreadable(let file, let reason): return "\(file) is not readable (\(reason))"
+            }
+        }
     }
 
     /// The segments from the one holding `start` to the one holding `end`, with their

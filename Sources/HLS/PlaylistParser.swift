@@ -106,8 +106,27 @@ public struct ParsedPlaylist: Sendable {
         (try? attributeList(list).reduce(into: [String: String]()) { $0[$1.name] = $1.value }) ?? [:]
     }
 
-    public struct AttributeError: Error, CustomStringConvertible {
-        public var description: String
+    /// Why an attribute list is malformed (RFC 8216bis §4.2).
+    public enum AttributeError: Error, CustomStringConvertible, Equatable {
+        case missingEquals(list: String)
+        case badName(String)
+        case unterminatedQuote
+        case emptyQuoted(name: String)
+        case whitespace(name: String)
+        case duplicate(name: String)
+        case junkAfter(name: String)
+
+        public var description: String {
+            switch self {
+            case .missingEquals(let list): return "attribute without '=' in \(list)"
+            case .badName(let name): return "bad attribute name '\(name)'"
+            case .unterminatedQuote: return "unterminated quoted string"
+            case .emptyQuoted(let name): return "empty quoted string for \(name)"
+            case .whitespace(let name): return "whitespace in value of \(name)"
+            case .duplicate(let name): return "duplicate attribute \(name)"
+            case .junkAfter(let name): return "junk after attribute \(name)"
+            }
+        }
     }
 
     /// The attribute list in order, or why it is malformed (§4.2: names [A-Z0-9-]+, no
@@ -116,30 +135,30 @@ public struct ParsedPlaylist: Sendable {
         var result: [(String, String, Bool)] = []
         var chars = Substring(list)
         while !chars.isEmpty {
-            guard let eq = chars.firstIndex(of: "=") else { throw AttributeError(description: "attribute without '=' in \(list)") }
+            guard let eq = chars.firstIndex(of: "=") else { throw AttributeError.missingEquals(list: list) }
             let name = String(chars[..<eq])
             guard !name.isEmpty, name.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }) else {
-                throw AttributeError(description: "bad attribute name '\(name)'")
+                throw AttributeError.badName(name)
             }
             chars = chars[chars.index(after: eq)...]
             var value: String, quoted = false
             if chars.first == "\"" {
                 chars = chars.dropFirst()
-                guard let close = chars.firstIndex(of: "\"") else { throw AttributeError(description: "unterminated quoted string") }
+                guard let close = chars.firstIndex(of: "\"") else { throw AttributeError.unterminatedQuote }
                 value = String(chars[..<close])
                 quoted = true
                 chars = chars[chars.index(after: close)...]
-                if value.isEmpty { throw AttributeError(description: "empty quoted string for \(name)") }
+                if value.isEmpty { throw AttributeError.emptyQuoted(name: name) }
             } else {
                 let end = chars.firstIndex(of: ",") ?? chars.endIndex
                 value = String(chars[..<end])
                 chars = chars[end...]
-                if value.contains(" ") { throw AttributeError(description: "whitespace in value of \(name)") }
+                if value.contains(" ") { throw AttributeError.whitespace(name: name) }
             }
-            if result.contains(where: { $0.0 == name }) { throw AttributeError(description: "duplicate attribute \(name)") }
+            if result.contains(where: { $0.0 == name }) { throw AttributeError.duplicate(name: name) }
             result.append((name, value, quoted))
             if chars.first == "," { chars = chars.dropFirst() } else if !chars.isEmpty {
-                throw AttributeError(description: "junk after attribute \(name)")
+                throw AttributeError.junkAfter(name: name)
             }
         }
         return result

@@ -9,8 +9,17 @@ import Media
 import Threading
 import Logging
 
-public struct ServerError: Error, CustomStringConvertible {
-    public var description: String
+/// Why the built-in web server cannot start.
+public enum ServerError: Error, CustomStringConvertible {
+    case dataDirectoryMissing(String)
+    case cannotListen(address: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .dataDirectoryMissing(let path): return "data directory \(path) does not exist"
+        case .cannotListen(let address, let reason): return "cannot listen on \(address): \(reason)"
+        }
+    }
 }
 
 /// The built-in web server: the viewer page, /api/*, the stream files and the finished
@@ -126,7 +135,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
         try? AtomicFile.makeDirectories(StreamLayout(root: root).streams)
-        guard let real = realpath(root, nil) else { throw ServerError(description: "data directory \(root) does not exist") }
+        guard let real = realpath(root, nil) else { throw ServerError.dataDirectoryMissing(root) }
         canonicalRoot = String(cString: real)
         free(real)
         var storage = sockaddr_storage()
@@ -150,7 +159,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         }
         guard let daemon else {
             logger.deallocate()
-            throw ServerError(description: "cannot listen on \(listen): \(String(cString: strerror(errno)))")
+            throw ServerError.cannotListen(address: "\(listen)", reason: String(cString: strerror(errno)))
         }
         port = onair_mhd_port(daemon)
         guard_.start()

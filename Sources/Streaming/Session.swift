@@ -109,11 +109,11 @@ public final class Session: Sendable {
                 // The rung the lowering would drop first is the one to name.
                 let rung = profile.live.lowerRungs.isEmpty ? nil
                     : Rung(width: profile.live.output.video.width, height: profile.live.output.video.height, bitrate: profile.live.output.video.bitrate)
-                throw SessionError("encoding would cost \(cost.value.fixed(2)) of what the encoders sustain "
-                    + "(\(cost.outputs.map(\.description).joined(separator: " + "))); "
-                    + (rung.map { "drop the top rung \($0) from video.ladder, or " } ?? "") + "lower "
-                    + (profile.recording != nil ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
-                    + "the live stream (video.quality, video.fps), or set performance.overload=lower")
+                throw SessionError.overloaded(
+                    cost: cost.value, outputs: cost.outputs.map(\.description).joined(separator: " + "),
+                    advice: (rung.map { "drop the top rung \($0) from video.ladder, or " } ?? "") + "lower "
+                        + (profile.recording != nil ? "the recording (record.width/height, record.fps, or record.enabled=off) or " : "")
+                        + "the live stream (video.quality, video.fps), or set performance.overload=lower")
             }
             var live = profile.live, recording = profile.recording
             if let r = lowered.outputs.first(where: { $0.name == "recording" }), let video = recording?.output.video,
@@ -274,7 +274,15 @@ public final class Session: Sendable {
     }
 }
 
-public struct SessionError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+/// Why a session does not start.
+public enum SessionError: Error, CustomStringConvertible {
+    /// The encoders would be asked for more than they sustain (the cost, and what to change).
+    case overloaded(cost: Double, outputs: String, advice: String)
+
+    public var description: String {
+        switch self {
+        case .overloaded(let cost, let outputs, let advice):
+            return "encoding would cost \(cost.fixed(2)) of what the encoders sustain (\(outputs)); \(advice)"
+        }
+    }
 }
