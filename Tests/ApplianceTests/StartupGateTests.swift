@@ -9,13 +9,14 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Threading
 
 /// The start-up buffer between the camera and the session.
 final class StartupGateTests: XCTestCase {
-    final class Presented: PreviewSink, @unchecked Sendable {
-        let lock = NSLock()
-        var frames: [Int64] = []
-        func present(_ frame: VideoFrame) { lock.withLock { frames.append(frame.index) } }
+    final class Presented: PreviewSink, Sendable {
+        private let presented = Locked<[Int64]>([])
+        var frames: [Int64] { presented.withLock { $0 } }
+        func present(_ frame: VideoFrame) { presented.withLock { $0.append(frame.index) } }
         func waitForFirstFrame() {}
         var firstFrameMilliseconds: Double? { nil }
     }
@@ -44,14 +45,15 @@ final class StartupGateTests: XCTestCase {
     func testClosingLetsAWaitingProducerGo() {
         let gate = StartupGate(capacity: 1, blocking: true, preview: Presented(), log: Log(format: .logfmt, write: { _ in }))
         gate.capture(Self.frame(0))
-        let released = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
+        let released = Completion()
+        let producer = WorkerThread(name: "test-producer") {
             gate.capture(Self.frame(1))  // waits for room
             released.signal()
         }
-        XCTAssertEqual(released.wait(timeout: .now() + 0.3), .timedOut, "the producer waits while the gate is full")
+        XCTAssertFalse(released.wait(seconds: 0.3), "the producer waits while the gate is full")
         gate.close()
-        XCTAssertEqual(released.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(released.wait(seconds: 10))
+        producer.join()
     }
 
     func testHeldFramesComeFirstMarkedThenFramesPassStraightThrough() {

@@ -8,15 +8,15 @@ import Media
 /// the test defines a PCM whose `file` plugin reads a generated tone (its `infile`) over
 /// the `null` device, exactly what a microphone would hand to onair.
 final class ALSAMicrophoneTests: XCTestCase {
-    final class Chunks: CaptureSink, @unchecked Sendable {
-        let lock = Lock()
-        var chunks: [AudioChunk] = []
-        let enough = DispatchSemaphore(value: 0)
+    final class Chunks: CaptureSink, Sendable {
+        let taken = Locked<[AudioChunk]>([])
+        let enough = Completion()
         let wanted: Int
         init(wanted: Int) { self.wanted = wanted }
+        var chunks: [AudioChunk] { taken.withLock { $0 } }
         func capture(_ frame: VideoFrame) {}
         func capture(_ chunk: AudioChunk) {
-            let count = lock.withLock { chunks.append(chunk); return chunks.count }
+            let count = taken.withLock { $0.append(chunk); return $0.count }
             if count == wanted { enough.signal() }
         }
     }
@@ -48,9 +48,9 @@ final class ALSAMicrophoneTests: XCTestCase {
         XCTAssertEqual(microphone.periodFrames, 960)
         let sink = Chunks(wanted: 25)
         microphone.start(into: sink)
-        XCTAssertEqual(sink.enough.wait(timeout: .now() + 30), .success)
+        XCTAssertTrue(sink.enough.wait(seconds: 30))
         microphone.stop()
-        let chunks = sink.lock.withLock { Array(sink.chunks.prefix(25)) }
+        let chunks = Array(sink.chunks.prefix(25))
         XCTAssertTrue(chunks.allSatisfy { $0.frameCount == 960 && $0.sampleRate == 48_000 && $0.channels == 1 })
         XCTAssertEqual(chunks.flatMap(\.samples), Array(tone.prefix(25 * 960)), "the samples, in order, none lost")
         for (a, b) in zip(chunks, chunks.dropFirst()) { XCTAssertLessThanOrEqual(a.captureTime, b.captureTime) }

@@ -57,16 +57,16 @@ final class SyntheticToneTests: XCTestCase {
 }
 
 final class SyntheticSourceTests: XCTestCase {
-    final class Recorder: CaptureSink, @unchecked Sendable {
-        let lock = Lock()
-        var events: [(kind: String, time: Int64, index: Int64)] = []
-        let done = DispatchSemaphore(value: 0)
+    final class Recorder: CaptureSink, Sendable {
+        private let recorded = Locked<[(kind: String, time: Int64, index: Int64)]>([])
+        var events: [(kind: String, time: Int64, index: Int64)] { recorded.withLock { $0 } }
+        let done = Completion()
         let wanted: Int
         init(wanted: Int) { self.wanted = wanted }
         func capture(_ frame: VideoFrame) { record("v", frame.captureTime, frame.index) }
         func capture(_ chunk: AudioChunk) { record("a", chunk.captureTime, Int64(chunk.frameCount)) }
         func record(_ kind: String, _ time: Int64, _ index: Int64) {
-            let count = lock.withLock { events.append((kind, time, index)); return events.count }
+            let count = recorded.withLock { $0.append((kind, time, index)); return $0.count }
             if count == wanted { done.signal() }
         }
     }
@@ -77,7 +77,7 @@ final class SyntheticSourceTests: XCTestCase {
         let origin = source.start(into: recorder)
         recorder.done.wait()
         source.stop()
-        let events = recorder.lock.withLock { recorder.events }
+        let events = recorder.events
         let video = events.filter { $0.kind == "v" }, audio = events.filter { $0.kind == "a" }
         XCTAssertEqual(video.prefix(31).map(\.index), Array(0...30))
         for (i, frame) in video.enumerated() { XCTAssertEqual(frame.time, origin + rescale(Int64(i), from: 30, to: 1_000_000_000)) }
@@ -105,7 +105,7 @@ final class SyntheticSourceTests: XCTestCase {
         recorder.done.wait()
         source.stop()
         XCTAssertEqual(origin, 5_000_000_000)
-        let events = recorder.lock.withLock { recorder.events }
+        let events = recorder.events
         let video = events.filter { $0.kind == "v" }
         XCTAssertEqual(video.prefix(26).map(\.time), (0..<26).map { origin + Int64($0) * 40_000_000 })
         // The source slept until each due time: the clock is at least at the 76th delivery's.

@@ -6,6 +6,7 @@ import Publishing
 import HLS
 import Codecs
 import Media
+import Threading
 
 final class MediaQueueTests: XCTestCase {
     static func frame(_ index: Int64) -> VideoFrame {
@@ -55,12 +56,13 @@ final class MediaQueueTests: XCTestCase {
     func testFastPaceMakesTheProducerWait() {
         let queue = MediaQueue(videoCapacity: 1, audioCapacity: 1, policy: .block)
         queue.capture(Self.frame(0))
-        let pushed = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { queue.capture(MediaQueueTests.frame(1)); pushed.signal() }
-        XCTAssertEqual(pushed.wait(timeout: .now() + 0.2), .timedOut, "the second frame waits for room")
+        let pushed = Completion()
+        let producer = WorkerThread(name: "test-producer") { queue.capture(MediaQueueTests.frame(1)); pushed.signal() }
+        defer { producer.join() }
+        XCTAssertFalse(pushed.wait(seconds: 0.2), "the second frame waits for room")
         guard case .video(let first)? = queue.pop() else { return XCTFail("expected a frame") }
         XCTAssertEqual(first.index, 0)
-        XCTAssertEqual(pushed.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(pushed.wait(seconds: 10))
         XCTAssertEqual(drain(queue), ["v1"])
         XCTAssertEqual(queue.dropped.video, 0)
     }
@@ -68,10 +70,11 @@ final class MediaQueueTests: XCTestCase {
     func testCloseWakesAWaitingProducerAndIgnoresLaterPushes() {
         let queue = MediaQueue(videoCapacity: 1, audioCapacity: 1, policy: .block)
         queue.capture(Self.frame(0))
-        let returned = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { queue.capture(MediaQueueTests.frame(1)); returned.signal() }
+        let returned = Completion()
+        let producer = WorkerThread(name: "test-producer") { queue.capture(MediaQueueTests.frame(1)); returned.signal() }
+        defer { producer.join() }
         queue.close()
-        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(returned.wait(seconds: 10))
         queue.capture(Self.frame(2))
         XCTAssertEqual(drain(queue), ["v0"])
     }
