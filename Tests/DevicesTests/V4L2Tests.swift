@@ -4,6 +4,7 @@ import Logging
 @testable import Devices
 import Media
 import TestSupport
+import Threading
 
 /// A V4L2 device that keeps the kernel's contract (Documentation/userspace-api/media/v4l):
 /// REQBUFS before QUERYBUF/QBUF, QBUF only of a buffer the application holds, DQBUF only
@@ -187,30 +188,31 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
 }
 
 /// Collects frames; `wait(for:)` returns once that many have come.
-final class FrameSink: CaptureSink, @unchecked Sendable {
-    private let lock = NSCondition()
-    private(set) var frames: [VideoFrame] = []
-    func capture(_ frame: VideoFrame) { lock.withLock { frames.append(frame); lock.broadcast() } }
+final class FrameSink: CaptureSink, Sendable {
+    private let taken = Condition<[VideoFrame]>([])
+    var frames: [VideoFrame] { taken.withLock { $0 } }
+    func capture(_ frame: VideoFrame) {
+        taken.withLock { $0.append(frame) }
+        taken.broadcast()
+    }
     func capture(_ chunk: AudioChunk) {}
     func wait(for count: Int, seconds: Double = 10) -> [VideoFrame] {
-        lock.withLock {
-            let deadline = Date(timeIntervalSinceNow: seconds)
-            while frames.count < count && lock.wait(until: deadline) {}
-            return frames
-        }
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        return taken.withLock(waitingFor: { frames -> ConditionStep<[VideoFrame]> in
+            frames.count >= count || monotonicNanoseconds() >= deadline ? .done(frames) : .waitUntil(deadline)
+        })
     }
 }
 
-final class LogRecorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [(String, [String: String])] = []
+final class LogRecorder: Sendable {
+    private let entries = Locked<[(String, [String: String])]>([])
     var log: Log {
-        .silent { [self] event, _, fields in
-            lock.withLock { entries.append((event.name, Dictionary(fields.map { ($0.0, "\($0.1)") }, uniquingKeysWith: { a, _ in a }))) }
+        .silent { [entries] event, _, fields in
+            entries.withLock { $0.append((event.name, Dictionary(fields.map { ($0.0, "\($0.1)") }, uniquingKeysWith: { a, _ in a }))) }
         }
     }
-    var events: [String] { lock.withLock { entries.map(\.0) } }
-    func fields(_ event: String) -> [String: String]? { lock.withLock { entries.first { $0.0 == event }?.1 } }
+    var events: [String] { entries.withLock { $0.map(\.0) } }
+    func fields(_ event: String) -> [String: String]? { entries.withLock { $0.first { $0.0 == event }?.1 } }
 }
 
 final class FormatNegotiationTests: XCTestCase {
