@@ -152,9 +152,7 @@ final class ConnectionGuard: Sendable {
     private func run() {
         while true {
             let next = monotonicNanoseconds() + 1_000_000_000
-            let stop = table.withLock(waitingFor: { table -> ConditionStep<Bool> in
-                table.stopping || monotonicNanoseconds() >= next ? .done(table.stopping) : .waitUntil(next)
-            })
+            let stop = table.withLock(until: next, waitingFor: { $0.stopping ? true : nil }) ?? false
             if stop { return }
             sweep()
         }

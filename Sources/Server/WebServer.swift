@@ -237,10 +237,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// were. What a test waits for instead of sleeping.
     public func waitForHeldRequests(_ count: Int, seconds: Double = 10) -> Bool {
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
-        return held.withLock(waitingFor: { held -> ConditionStep<Bool> in
-            if held.count >= count { return .done(true) }
-            return monotonicNanoseconds() >= deadline ? .done(false) : .waitUntil(deadline)
-        })
+        return held.withLock(until: deadline, waitingFor: { $0.count >= count ? true : nil }) ?? false
     }
 
     /// The second call of a request: its head was accepted at the first.
@@ -296,7 +293,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
             held.withLock { $0.stopping = true }
             liveEdge?.wakeAll()
             let limit = monotonicNanoseconds() + 10_000_000_000
-            held.withLock(waitingFor: { held in held.count == 0 || monotonicNanoseconds() >= limit ? .done(()) : .waitUntil(limit) })
+            _ = held.withLock(until: limit, waitingFor: { $0.count == 0 ? true : nil })
             MHD_stop_daemon(daemon)
             downloadGate.stop()
             heldTimer.stop()

@@ -18,8 +18,6 @@ public final class Completion: Sendable {
     /// Waits at most `seconds` (CLOCK_MONOTONIC); true if it fired.
     public func wait(seconds: Double) -> Bool {
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
-        return fired.withLock(waitingFor: { fired in
-            fired || monotonicNanoseconds() >= deadline ? .done(fired) : .waitUntil(deadline)
-        })
+        return fired.withLock(until: deadline, waitingFor: { $0 ? true : nil }) ?? false
     }
 }

@@ -55,6 +55,15 @@ public final class Condition<State>: @unchecked Sendable {  // `state` is touche
         }
     }
 
+    /// Under the lock, waits until `ready` gives a value, or CLOCK_MONOTONIC reaches
+    /// `deadline` (ns): nil then.
+    public func withLock<T>(until deadline: Int64, waitingFor ready: (inout State) -> T?) -> T? {
+        withLock(waitingFor: { state -> ConditionStep<T?> in
+            if let value = ready(&state) { return .done(value) }
+            return monotonicNanoseconds() >= deadline ? .done(nil) : .waitUntil(deadline)
+        })
+    }
+
     /// Wakes every thread waiting on the state (call it after changing it).
     public func broadcast() { pthread_cond_broadcast(condition) }
 }

@@ -198,9 +198,7 @@ final class FrameSink: CaptureSink, Sendable {
     func capture(_ chunk: AudioChunk) {}
     func wait(for count: Int, seconds: Double = 10) -> [VideoFrame] {
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
-        return taken.withLock(waitingFor: { frames -> ConditionStep<[VideoFrame]> in
-            frames.count >= count || monotonicNanoseconds() >= deadline ? .done(frames) : .waitUntil(deadline)
-        })
+        return taken.withLock(until: deadline, waitingFor: { $0.count >= count ? $0 : nil }) ?? frames
     }
 }
 

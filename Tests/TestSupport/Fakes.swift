@@ -129,9 +129,6 @@ public final class SteppedClock: MediaClock, Sendable {
     @discardableResult
     public func waitForSleep(seconds: Double = 10) -> Bool {
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
-        return state.withLock(waitingFor: { state -> ConditionStep<Bool> in
-            if state.sleepsBegun > state.sleepsBeforeAdvance && state.asleep > 0 { return .done(true) }
-            return monotonicNanoseconds() >= deadline ? .done(false) : .waitUntil(deadline)
-        })
+        return state.withLock(until: deadline, waitingFor: { $0.sleepsBegun > $0.sleepsBeforeAdvance && $0.asleep > 0 ? true : nil }) ?? false
     }
 }
