@@ -37,21 +37,17 @@ struct ProgressiveFile {
 
     init(fd: Int32, size: Int64) throws {
         self.fd = fd
+        let source = FileBoxSource(fd: fd)
         var offset: Int64 = 0
         while offset < size {
-            let box = try header(at: offset, available: size - offset)
+            let box = try source.box(at: offset, within: size)
             if box.type == "moov" {
-                try readMoov(offset + Int64(box.headerSize), end: offset + box.size)
+                try readMoov(box.payload.lowerBound, end: box.payload.upperBound)
                 return
             }
-            offset += box.size
+            offset = box.payload.upperBound
         }
         throw MP4Error.missing("moov")
-    }
-
-    private func header(at offset: Int64, available: Int64) throws -> BoxHeader {
-        var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, available)), path: "recording"))
-        return try BoxHeader.read(&r, available: available, topLevel: true)
     }
 
     private mutating func readMoov(_ start: Int64, end: Int64) throws {
@@ -99,18 +95,8 @@ struct ProgressiveFile {
 struct FileBoxSource: BoxSource {
     let fd: Int32
 
-    func children(_ range: Range<Int64>) throws -> [(type: String, start: Int64, payload: Range<Int64>)] {
-        var found: [(String, Int64, Range<Int64>)] = []
-        var offset = range.lowerBound
-        while offset + 8 <= range.upperBound {
-            let available = range.upperBound - offset
-            var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, available)), path: "recording"))
-            let box = try BoxHeader.read(&r, available: available, topLevel: true)
-            found.append((box.type, offset, (offset + Int64(box.headerSize))..<(offset + box.size)))
-            offset += box.size
-        }
-        return found
-    }
+    /// onair's own recording: lenient with a size-0 box, as its reader always was.
+    var sizeZeroAnywhere: Bool { true }
 
     func bytes(_ range: Range<Int64>) throws -> [UInt8] {
         guard range.count <= 1 << 20 else { throw MP4Error.badBox("a header box of \(range.count) bytes", at: Int(clamping: range.lowerBound)) }

@@ -1,30 +1,43 @@
 import Media
 
 /// Where a movie's boxes are read from: an init segment's bytes (`BytesBoxSource`), or a
-/// recording read a box at a time from its descriptor (Export's `ProgressiveFile`).
+/// recording read a box at a time from its descriptor (Export's `FileBoxSource`). A source
+/// gives bytes; walking the boxes is the same for every source.
 public protocol BoxSource {
-    /// The boxes directly inside `range`: type, where the box starts, its payload.
-    func children(_ range: Range<Int64>) throws -> [(type: String, start: Int64, payload: Range<Int64>)]
-    /// Bytes of a small box (a header box, never a sample table's entries).
+    /// Bytes of the movie (a box header, or a small box: never a sample table's entries).
     func bytes(_ range: Range<Int64>) throws -> [UInt8]
+    /// Whether a box of size 0 ("to the end") is taken wherever it is, not only at the
+    /// top level (§4.2): lenient, for files onair wrote itself.
+    var sizeZeroAnywhere: Bool { get }
+}
+
+extension BoxSource {
+    public var sizeZeroAnywhere: Bool { false }
+
+    /// The box whose header is at `offset`, inside a parent that ends at `end`.
+    public func box(at offset: Int64, within end: Int64) throws -> (type: String, start: Int64, payload: Range<Int64>) {
+        var r = ByteReader(try bytes(offset..<min(end, offset + 16)))
+        let box = try BoxHeader.read(&r, available: end - offset, topLevel: sizeZeroAnywhere)
+        return (box.type, offset, (offset + Int64(box.headerSize))..<(offset + box.size))
+    }
+
+    /// The boxes directly inside `range`: type, where the box starts, its payload.
+    public func children(_ range: Range<Int64>) throws -> [(type: String, start: Int64, payload: Range<Int64>)] {
+        var found: [(String, Int64, Range<Int64>)] = []
+        var offset = range.lowerBound
+        while offset + 8 <= range.upperBound {
+            let box = try box(at: offset, within: range.upperBound)
+            found.append(box)
+            offset = box.payload.upperBound
+        }
+        return found
+    }
 }
 
 /// An init segment (or any movie) in memory.
 public struct BytesBoxSource: BoxSource {
     public let bytes: [UInt8]
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    public func children(_ range: Range<Int64>) throws -> [(type: String, start: Int64, payload: Range<Int64>)] {
-        var found: [(String, Int64, Range<Int64>)] = []
-        var offset = range.lowerBound
-        while offset + 8 <= range.upperBound {
-            var r = ByteReader(bytes, range: Int(offset)..<Int(range.upperBound))
-            let box = try BoxHeader.read(&r, available: range.upperBound - offset, topLevel: false)
-            found.append((box.type, offset, (offset + Int64(box.headerSize))..<(offset + box.size)))
-            offset += box.size
-        }
-        return found
-    }
 
     public func bytes(_ range: Range<Int64>) throws -> [UInt8] {
         guard range.lowerBound >= 0, range.upperBound <= Int64(bytes.count) else { throw MP4Error.badBox("a box past the end", at: Int(clamping: range.lowerBound)) }
