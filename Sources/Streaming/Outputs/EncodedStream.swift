@@ -45,8 +45,8 @@ struct StreamTotals {
 /// source, silence where the microphone fell a segment behind — and hands each encoded
 /// sample, moved onto the stream's timeline (`StreamOrigin`), to every sink in order.
 final class EncodedStream {
-    let encoder: StreamEncoder
     let origin: StreamOrigin
+    var encoder: StreamEncoder { origin.encoder }
     private(set) var sinks: [EncodedSink]
     /// The live stream marks an interrupted source with a discontinuity; the recording
     /// keeps the last picture up through the gap (a file has no discontinuities).
@@ -57,11 +57,10 @@ final class EncodedStream {
 
     init(origin: StreamOrigin, sinks: [EncodedSink], marksDiscontinuities: Bool, silenceAfterTicks: Int64? = nil) {
         self.origin = origin
-        encoder = origin.encoder
         self.sinks = sinks
         self.marksDiscontinuities = marksDiscontinuities
         self.silenceAfterTicks = silenceAfterTicks
-        if !origin.video.isEmpty { encoder.startCounting(from: origin.video.count) }
+        if !origin.video.isEmpty { origin.encoder.startCounting(from: origin.video.count) }
     }
 
     /// Another consumer from the next sample on.
