@@ -92,9 +92,11 @@ final class StartupGate: CaptureSink, Sendable {
             if isVideo && blocking && state.held.isFull(.video) && !state.direct && !state.closed { return .wait }
             if state.closed { return .done(nil) }
             if state.direct { return .done(state.target) }
-            // Full: the oldest frame goes, with the sound before the next one.
+            // Full: the oldest frame goes, with the sound before the next one. Once the
+            // pipeline is open nothing more is dropped here: the feeder is handing the
+            // backlog over, and the queue it feeds waits for room.
             let dropped = state.held.dropped.video
-            state.held.append(item)
+            state.held.append(item, evicting: state.target == nil)
             if state.held.dropped.video > dropped { state.held.dropBeforeFirstPicture() }
             return .done(nil)
         })

@@ -65,13 +65,17 @@ public final class MediaQueue: CaptureSink, Sendable {
     }
 
     /// The next item, or nil once the queue is closed and empty.
-    public func pop() -> Item? {
-        let item = state.withLock(waitingFor: { state -> ConditionStep<Item?> in
-            if let item = state.buffer.takeFirst() { return .done(item) }
+    public func pop() -> Item? { popHeld()?.item }
+
+    /// The next item and whether it was pushed as held (whoever passes it on keeps it so),
+    /// or nil once the queue is closed and empty.
+    public func popHeld() -> (item: Item, held: Bool)? {
+        let next = state.withLock(waitingFor: { state -> ConditionStep<(item: Item, held: Bool)?> in
+            if let next = state.buffer.takeFirstHeld() { return .done(next) }
             return state.closed ? .done(nil) : .wait
         })
         state.broadcast()
-        return item
+        return next
     }
 
     /// Wakes everyone; pushes are ignored from now on, pops drain what is left.
@@ -126,9 +130,9 @@ public struct MediaBuffer {
     }
 
     /// Appends `item`; when its kind is full, the oldest of that kind goes first (one not
-    /// held, if there is one).
-    public mutating func append(_ item: Item, held: Bool = false) {
-        if isFull(item.kind) { dropOldest(item.kind) }
+    /// held, if there is one), unless `evicting` is off (then the bound is the caller's).
+    public mutating func append(_ item: Item, held: Bool = false, evicting: Bool = true) {
+        if evicting && isFull(item.kind) { dropOldest(item.kind) }
         items.append(Slot(item: item, held: held))
         adjust(item.kind, 1)
     }
@@ -150,13 +154,16 @@ public struct MediaBuffer {
         }
     }
 
-    public mutating func takeFirst() -> Item? {
-        guard head < items.count, let item = items[head]?.item else { return nil }
+    public mutating func takeFirst() -> Item? { takeFirstHeld()?.item }
+
+    /// The oldest pending item, and whether it was appended as held.
+    public mutating func takeFirstHeld() -> (item: Item, held: Bool)? {
+        guard head < items.count, let slot = items[head] else { return nil }
         items[head] = nil
         head += 1
-        adjust(item.kind, -1)
+        adjust(slot.item.kind, -1)
         if head > 64 && head * 2 > items.count { items.removeFirst(head); head = 0 }
-        return item
+        return (slot.item, slot.held)
     }
 
     public mutating func removeAll() {

@@ -201,28 +201,30 @@ public final class Session: Sendable {
     /// first.
     private func run(_ start: SessionMachine, workers: [OutputWorker]) {
         var machine = start
-        while let item = queue.pop() {
+        // A held item (the start-up backlog) goes on held: the outputs' queues wait for
+        // room rather than drop it, as this one did.
+        while let (item, held) = queue.popHeld() {
             if error != nil { continue }  // keep draining so producers never block
             for command in shared.withLock({ state -> [Command] in defer { state.commands = [] }; return state.commands }) {
-                carryOut(machine.handle(.command(command)), item: item, machine: machine, workers: workers)
+                carryOut(machine.handle(.command(command)), item: item, held: held, machine: machine, workers: workers)
             }
             switch item {
             case .video(let frame):
-                carryOut(machine.handle(.video(captureTime: frame.captureTime)), item: item, machine: machine, workers: workers)
+                carryOut(machine.handle(.video(captureTime: frame.captureTime)), item: item, held: held, machine: machine, workers: workers)
             case .audio(let chunk):
                 let end = chunk.captureTime + rescale(Int64(chunk.frameCount), from: Int64(chunk.sampleRate), to: Timescale.nanoseconds)
-                carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item, machine: machine, workers: workers)
+                carryOut(machine.handle(.audio(captureTime: chunk.captureTime, endTime: end)), item: item, held: held, machine: machine, workers: workers)
             case .begin, .finish, .rate, .droppedRungs:
                 break
             }
         }
         // Queue closed: finish what is open.
-        carryOut(machine.handle(.closed), item: nil, machine: machine, workers: workers)
+        carryOut(machine.handle(.closed), item: nil, held: false, machine: machine, workers: workers)
     }
 
-    private func send(_ item: MediaQueue.Item, machine: SessionMachine, workers: [OutputWorker]) {
+    private func send(_ item: MediaQueue.Item, held: Bool = false, machine: SessionMachine, workers: [OutputWorker]) {
         if case .video = item, machine.origin != nil { shared.withLock { $0.framesSent += 1 } }
-        for worker in workers { worker.queue.push(item) }
+        for worker in workers { worker.queue.push(item, held: held) }
     }
 
     /// Frames handed to the outputs as part of a stream.
@@ -231,7 +233,8 @@ public final class Session: Sendable {
     public var streamsEnded: Int { shared.withLock { $0.streamsEnded } }
 
     /// What the machine decided, done: its state published, the outputs told.
-    private func carryOut(_ actions: [SessionMachine.Action], item: MediaQueue.Item?, machine: SessionMachine, workers: [OutputWorker]) {
+    private func carryOut(_ actions: [SessionMachine.Action], item: MediaQueue.Item?, held: Bool, machine: SessionMachine,
+                          workers: [OutputWorker]) {
         let send = { (item: MediaQueue.Item) in self.send(item, machine: machine, workers: workers) }
         shared.withLock { if $0.failure == nil { $0.state = machine.state } }
         for action in actions {
@@ -243,7 +246,7 @@ public final class Session: Sendable {
                 shared.withLock { $0.currentStream = start.id }
                 send(.begin(start))
             case .forward:
-                if let item { send(item) }
+                if let item { self.send(item, held: held, machine: machine, workers: workers) }
             case .rate(let fps):
                 send(.rate(fps))
             case .droppedRungs(let dropped):

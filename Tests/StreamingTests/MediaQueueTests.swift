@@ -78,4 +78,15 @@ final class MediaQueueTests: XCTestCase {
         queue.capture(Self.frame(2))
         XCTAssertEqual(drain(queue), ["v0"])
     }
+
+    /// Whether an item was pushed held comes out with it, so the session passes the
+    /// start-up backlog on held and the outputs' queues wait rather than drop it.
+    func testAHeldItemComesOutHeld() {
+        let queue = MediaQueue(videoCapacity: 2, audioCapacity: 2, policy: .dropOldest)
+        queue.push(.video(Self.frame(0)), held: true)
+        queue.capture(Self.frame(1))
+        XCTAssertEqual(queue.popHeld()?.held, true)
+        XCTAssertEqual(queue.popHeld()?.held, false)
+    }
+
 }
