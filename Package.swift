@@ -27,17 +27,21 @@ let package = Package(
 
         // Our own C: Linux calls and ioctl layouts Swift cannot import.
         .target(name: "CLinux"),
+        // The kernel's interface, typed: every system call onair makes on a file, a
+        // descriptor, a path or the process, with `Errno` and a `FileDescriptor` that closes
+        // once. The only module (with the C shims) that imports Glibc for a system call.
+        .target(name: "System", dependencies: ["CLinux"]),
         // The concurrency kit: one mutex, one condition, one thread type, one one-shot event,
         // all on CLOCK_MONOTONIC (docs/ARCHITECTURE.md, Conventions).
-        .target(name: "Threading", dependencies: ["CLinux"]),
+        .target(name: "Threading", dependencies: ["System", "CLinux"]),
 
         // Every name onair gives to what it keeps (the data directory, a stream's directory):
         // one value, no I/O, so no other module spells a name.
         .target(name: "Layout"),
         // The file system through POSIX: atomic writes, reading, listing, removing.
-        .target(name: "Files", dependencies: ["Layout"]),
+        .target(name: "Files", dependencies: ["System", "Layout"]),
         // Typed events (declared beside the code that emits them) and the one log they go to.
-        .target(name: "Logging", dependencies: ["Media", "Threading"]),
+        .target(name: "Logging", dependencies: ["System", "Media", "Threading"]),
 
         // Pure media code: no I/O.
         .target(name: "Media"),
@@ -46,47 +50,48 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
-        .target(name: "Devices", dependencies: ["Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
+        .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
         // Written by Streaming; read by Publishing, Server, Export and Fetch through Layout.
-        .target(name: "Spool", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Layout"]),
-        .target(name: "Publishing", dependencies: ["Media", "HLS", "Files", "Threading", "Logging", "Layout", "Spool", "HTTP"]),
-        .target(name: "Recording", dependencies: ["Media", "MP4", "Files", "Threading", "Logging", "CLinux", "Layout"]),
+        .target(name: "Spool", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Layout"]),
+        .target(name: "Publishing", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Layout", "Spool", "HTTP"]),
+        .target(name: "Recording", dependencies: ["System", "Media", "MP4", "Files", "Threading", "Logging", "Layout"]),
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
-        .target(name: "Streaming", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
+        .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
                                                   "Spool", "Recording", "Layout"]),
-        .target(name: "Server", dependencies: ["HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout"]),
+        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
-        .target(name: "Export", dependencies: ["Media", "MP4", "HLS", "Files", "Layout"]),
+        .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
-        .target(name: "Fetch", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
+        .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP"]),
-        .executableTarget(name: "onair", dependencies: ["Appliance"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP"]),
+        .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
         .executableTarget(name: "onair-bench", dependencies: ["Media", "MP4", "HLS", "Files", "Publishing", "Devices", "Layout", "Spool"]),
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["System", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout", "Spool"], path: "Tests/TestSupport"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
+        .testTarget(name: "SystemTests", dependencies: ["System"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices", "TestSupport"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Logging", "Devices", "Media", "Threading", "TestSupport"]),
+        .testTarget(name: "DevicesTests", dependencies: ["System", "Logging", "Devices", "Media", "Threading", "TestSupport"]),
         .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "Media", "MP4", "Layout", "TestSupport"]),
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout"]),

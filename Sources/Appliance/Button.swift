@@ -2,10 +2,8 @@ import Devices
 import Logging
 import Publishing
 import Streaming
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `button.*`: where presses come from and what they mean.
 public struct ButtonSettings: Sendable, Equatable {
@@ -192,26 +190,20 @@ final class TallyLight: Sendable {
 /// join it (a plain read of the terminal could not be interrupted).
 final class StandardInputButton: Sendable {
     private let thread: WorkerThread
-    private let wake: (read: Int32, write: Int32)
+    private let wake: (read: FileDescriptor, write: FileDescriptor)
 
     /// nil when standard input is neither a terminal nor a pipe (a file, /dev/null).
     init?(log: Log, toggle: @escaping @Sendable () -> Void) {
-        var info = stat()
-        guard fstat(0, &info) == 0, isatty(0) == 1 || (info.st_mode & S_IFMT) == S_IFIFO else { return nil }
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { return nil }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        wake = (ends[0], ends[1])
+        let input = FileDescriptor.standardInput
+        guard let status = try? input.status(), input.isTerminal || status.kind == .fifo, let ends = try? makePipe() else { return nil }
+        wake = ends
         thread = WorkerThread(name: "onair-stdin") { [wake] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
-                var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
-                if fds[1].revents != 0 { return }
-                guard fds[0].revents != 0 else { continue }
-                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }  // end of input
+                guard let ready = try? Poll.wait([(input, .readable), (wake.read, .readable)], timeoutMs: -1) else { return }
+                if !ready[1].isEmpty { return }
+                guard !ready[0].isEmpty else { continue }
+                guard let n = try? buffer.withUnsafeMutableBytes({ try input.read(into: $0) }), n > 0 else { return }  // end of input
                 for _ in 0..<buffer[0..<n].filter({ $0 == UInt8(ascii: "\n") }).count {
                     log(.buttonPressed, ("source", "stdin"))
                     toggle()
@@ -221,10 +213,9 @@ final class StandardInputButton: Sendable {
     }
 
     func stop() {
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
+        try? wake.write.writeAll([1])
         thread.join()
-        close(wake.read)
-        close(wake.write)
+        wake.read.close()
+        wake.write.close()
     }
 }

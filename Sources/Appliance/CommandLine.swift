@@ -1,8 +1,6 @@
 import Fetch
-#if canImport(Glibc)
 import Files
-import Glibc
-#endif
+import System
 
 /// What the command line asked for.
 public enum Invocation: Equatable {

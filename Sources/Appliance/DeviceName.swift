@@ -1,8 +1,6 @@
 import Files
-#if canImport(Glibc)
-import Glibc
-#endif
 import Media
+import System
 
 /// `device.name`: what a board is called where many publish to one destination. It names
 /// the board's folder there (`<publish prefix>/<device>/<id>/…`), ends every stream id
@@ -51,9 +49,5 @@ enum DeviceName {
         return "onair-" + made
     }
 
-    static func currentHostname() -> String? {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
-        return String(cString: buffer)
-    }
+    static func currentHostname() -> String? { ThisProcess.hostname }
 }

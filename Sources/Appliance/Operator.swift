@@ -1,10 +1,8 @@
 import Devices
 import Files
 import Logging
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// systemd's notify protocol without libsystemd (sd_notify(3)): datagrams to the socket
 /// named by NOTIFY_SOCKET (`@` for the abstract namespace). READY=1 once the deferred
@@ -21,24 +19,7 @@ struct SystemdNotifier: Sendable {
     }
 
     @discardableResult
-    func send(_ message: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var path = Array(socketPath.utf8)
-        if path.first == UInt8(ascii: "@") { path[0] = 0 }  // abstract namespace
-        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: path) }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
-        let sent = message.withCString { text in
-            withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, text, strlen(text), 0, $0, length) }
-            }
-        }
-        return sent >= 0
-    }
+    func send(_ message: String) -> Bool { FileDescriptor.sendDatagram(message, toUnixSocket: socketPath) }
 }
 
 /// The operator's view while the appliance runs: a status line on the serial console
@@ -47,7 +28,7 @@ struct SystemdNotifier: Sendable {
 final class OperatorReport: Sendable {
     private let device: String?
     /// The console's descriptor (opened again after a hang-up), and the report's task.
-    private let state: Locked<(console: Int32?, task: (Scheduler, Scheduler.Task)?)>
+    private let state: Locked<(console: FileDescriptor?, task: (Scheduler, Scheduler.Task)?)>
     private let notifier: SystemdNotifier?
     private let interval: Double
     private let snapshot: @Sendable () -> StatusSnapshot
@@ -57,8 +38,10 @@ final class OperatorReport: Sendable {
     init(device: String?, interval: Double, notifier: SystemdNotifier?, log: Log,
          snapshot: @escaping @Sendable () -> StatusSnapshot, alive: @escaping @Sendable () -> Bool) {
         self.device = device
-        let console = device.flatMap(Self.open)
-        if let device, console == nil { log(.consoleUnavailable, level: .warn, ("device", device), ("error", String(cString: strerror(errno)))) }
+        var console: FileDescriptor?
+        if let device {
+            do { console = try Self.open(device) } catch { log(.consoleUnavailable, level: .warn, ("device", device), ("error", "\(error)")) }
+        }
         state = Locked((console, nil))
         self.notifier = notifier
         self.interval = interval
@@ -72,11 +55,8 @@ final class OperatorReport: Sendable {
         }
     }
 
-    deinit { if let console = state.withLock({ $0.console }) { close(console) } }
-
-    private static func open(_ path: String) -> Int32? {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_NOCTTY | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o644)
-        return fd >= 0 ? fd : nil
+    private static func open(_ path: String) throws -> FileDescriptor {
+        try FileDescriptor.open(path, .writeOnly, options: [.create, .noControllingTerminal, .append, .nonBlocking])
     }
 
     /// The device `console.device = auto` means: the Raspberry Pi's serial alias, else its
@@ -117,13 +97,14 @@ final class OperatorReport: Sendable {
         let text = line + "\r\n"
         state.withLock { [device] state in
             guard let fd = state.console else { return }
-            if text.withCString({ Glibc.write(fd, $0, strlen($0)) }) < 0 && errno == EIO, let device {
+            let bytes = Array(text.utf8)
+            do { _ = try bytes.withUnsafeBytes { try fd.write($0) } } catch let error as Errno where error == .ioError {
                 // A getty starting on the same tty hangs it up (vhangup): every file opened
                 // on it before then fails with EIO from then on. Open it again.
-                close(fd)
-                state.console = Self.open(device)
-                if let again = state.console { _ = text.withCString { Glibc.write(again, $0, strlen($0)) } }
-            }
+                fd.close()
+                state.console = device.flatMap { try? Self.open($0) }
+                if let again = state.console { _ = try? bytes.withUnsafeBytes { try again.write($0) } }
+            } catch {}
         }
     }
 }

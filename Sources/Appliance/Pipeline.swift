@@ -1,11 +1,8 @@
 import Devices
 import Export
 import Fetch
-import HLS
 import Files
-#if canImport(Glibc)
-import Glibc
-#endif
+import HLS
 import Logging
 import Media
 import Publishing

@@ -1,8 +1,5 @@
 import Codecs
 import Devices
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import Media
 import Threading

@@ -5,10 +5,8 @@ import Media
 import Publishing
 import Server
 import Streaming
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One `onair run` once the settings are final, in its phases: open devices → preview →
 /// armed → streaming → stopping → teardown. The start-up order is the talk's: camera →
@@ -17,7 +15,7 @@ import Glibc
 /// goes on one `Teardown` list, closed in reverse exactly once on every path.
 final class Run {
     private let log: Log
-    private let signals: sigset_t
+    private let signals: SignalSet
     private let teardown = Teardown()
     /// Set when the stream ends (`--duration`), the session fails, a signal or a long press.
     private let done = Completion()
@@ -36,7 +34,7 @@ final class Run {
     /// Where a stream is published, if anywhere; the publisher is made in phase 3.
     private let destination: Destination?
 
-    init(_ settings: Settings, destination: Destination?, log: Log, signals: sigset_t) {
+    init(_ settings: Settings, destination: Destination?, log: Log, signals: SignalSet) {
         self.settings = settings
         self.destination = destination
         self.log = log
@@ -69,8 +67,8 @@ final class Run {
             // A long press asked for power-off: only now, with the uploads drained (or
             // publish.drain_seconds spent) and every file closed.
             log(.onairShutdown, ("command", settings.button.shutdownCommand))
-            sync()
-            runShell(settings.button.shutdownCommand)
+            ThisProcess.syncFileSystems()
+            ThisProcess.runShell(settings.button.shutdownCommand)
         }
     }
 
@@ -172,11 +170,9 @@ final class Run {
     private func waitForStartSignal() -> Bool {
         log(.deferredStartWaiting, ("for", "SIGUSR1"))
         while true {
-            var received: Int32 = 0
-            var waitFor = signals
-            sigwait(&waitFor, &received)
-            if received == SIGUSR1 { return true }
-            if received == SIGINT || received == SIGTERM { return false }
+            let received = signals.wait()
+            if received == .user1 { return true }
+            if received == .interrupt || received == .terminate { return false }
         }
     }
 
@@ -344,19 +340,17 @@ final class Run {
         let ending = Completion()
         let thread = WorkerThread(name: "onair-signals") {
             while true {
-                var received: Int32 = 0
-                var waitFor = signals
-                sigwait(&waitFor, &received)
+                let received = signals.wait()
                 if ending.hasFired { return }
-                guard received == SIGINT || received == SIGTERM else { continue }
+                guard received == .interrupt || received == .terminate else { continue }
                 let finishing = done.hasFired
-                log(.signalReceived, ("signal", received == SIGINT ? "INT" : "TERM"), ("stops", finishing ? "drain" : "recording"))
+                log(.signalReceived, ("signal", received.description), ("stops", finishing ? "drain" : "recording"))
                 if finishing { publisher?.cancelDrain() } else { done.signal() }
             }
         }
         teardown.add("signals", before: "pipeline") {
             ending.signal()
-            thread.interrupt(with: SIGUSR1)
+            thread.interrupt(with: Signal.user1.rawValue)
             thread.join()
         }
     }

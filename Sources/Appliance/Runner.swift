@@ -9,10 +9,8 @@ import Recording
 import Server
 import Spool
 import Streaming
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `onair run`: wires source → session → files, the web server, stdin and signals, and
 /// waits until the run is over. Exit status: 0 ok, 1 runtime failure, 2 usage or config.
@@ -41,7 +39,7 @@ public enum Runner {
 
     /// `onair fetch`: 0 when the copy is complete, 1 when it stopped (it resumes from there).
     static func fetch(_ options: FetchOptions) -> Int32 {
-        let terminal = isatty(2) == 1
+        let terminal = StandardError.isTerminal
         let progress = FetchProgress(clock: MonotonicClock(), write: { writeStandardError(terminal ? $0 : $0 + "\n") }, terminal: terminal)
         do {
             let result = try Fetcher(options, say: { printError($0) }, progress: progress).run()
@@ -94,21 +92,12 @@ public enum Runner {
     }
 
     /// All of `text` to stderr, unbuffered (it is what a failing start says last).
-    static func writeStandardError(_ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
-            bytes = bytes.dropFirst(written)
-        }
-    }
+    static func writeStandardError(_ text: String) { StandardError.write(text) }
 
     /// Why `path` cannot be the data directory, or nil: it is one, or has been made.
     static func dataDirectoryProblem(_ path: String) -> String? {
-        var info = stat()
-        if stat(path, &info) == 0 { return (info.st_mode & S_IFMT) == S_IFDIR ? nil : "not a directory" }
-        do { try AtomicFile.makeDirectories(path) } catch let error as FileError { return "cannot be made (\(String(cString: strerror(error.code))))" } catch {
+        if let status = try? Path.status(path) { return status.kind == .directory ? nil : "not a directory" }
+        do { try AtomicFile.makeDirectories(path) } catch let error as FileError { return "cannot be made (\(error.code))" } catch {
             return "cannot be made"
         }
         return nil
@@ -145,13 +134,9 @@ public enum Runner {
         if settings.deviceName == nil { settings.deviceName = DeviceName.automatic(dataDirectory: settings.dataDirectory) }
         // Signals are taken by one thread with sigwait, so every other thread (libav,
         // libmicrohttpd) runs with them blocked and nothing is interrupted mid-write.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGUSR1)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        signal(SIGPIPE, SIG_IGN)
+        let signals = SignalSet([.interrupt, .terminate, .user1])
+        signals.blockInEveryThread()
+        ThisProcess.ignore(.brokenPipe)
 
         let log = Log(format: settings.logFormat)
         let destination = try publishDestination(settings, log: log)
@@ -205,15 +190,4 @@ public enum Runner {
             return .low
         }
     }
-}
-
-/// Runs `command` with /bin/sh and waits for it (posix_spawn(3): no fork of a process with
-/// threads running).
-func runShell(_ command: String) {
-    var pid = pid_t()
-    let arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (argument: String) in strdup(argument) } + [nil]
-    defer { for argument in arguments { free(argument) } }
-    guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else { return }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
 }

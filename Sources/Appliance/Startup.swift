@@ -2,10 +2,8 @@ import Devices
 import Logging
 import Media
 import Streaming
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Where the first use of a captured frame goes: the screen. The DRM/KMS preview plugs
 /// in here; until then "presented" means handed to this sink.

@@ -1,7 +1,4 @@
 import Devices
-#if canImport(Glibc)
-import Glibc
-#endif
 import Threading
 
 /// The last ten minutes, one sample every five seconds, for the /status plots.

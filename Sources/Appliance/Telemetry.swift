@@ -1,8 +1,5 @@
 import Devices
 import Media
-#if canImport(Glibc)
-import Glibc
-#endif
 import Publishing
 import Recording
 import Threading

@@ -1,11 +1,8 @@
 import Devices
-#if canImport(Glibc)
 import Files
-import Glibc
-#endif
 import Logging
-import Threading
 import Media
+import Threading
 
 /// `thermal.*`: lower the frame rate instead of overheating.
 public struct ThermalSettings: Sendable, Equatable {

@@ -1,9 +1,6 @@
 import Files
 import HLS
 import Layout
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `onair validate DIR`: the stream checker on a stored stream, reading each file with a
 /// bound so hostile input cannot make it hang or exhaust memory.

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <time.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/timex.h>
@@ -14,12 +16,22 @@ int onair_reserve(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0 ? 0 : errno;
 }
 
+int onair_pipe(int ends[2], int nonblocking) {
+    return pipe2(ends, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
+}
+
+int onair_mkostemp(char *name_template) {
+    return mkostemp(name_template, O_CLOEXEC);
+}
+
 int onair_clock_synchronized(void) {
     struct timex state;
     memset(&state, 0, sizeof state);  // modes 0: read only
     if (adjtimex(&state) == -1) return -errno;
     return (state.status & STA_UNSYNC) ? 0 : 1;
 }
+
+const uint32_t onair_dmabuf_export_flags = O_RDONLY | O_CLOEXEC;
 
 int onair_ioctl(int fd, unsigned long request, void *argument) {
     int result;

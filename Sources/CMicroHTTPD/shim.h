@@ -33,8 +33,9 @@ struct onair_mhd_limits {
     unsigned int idle_seconds;
 };
 
-/// Starts a daemon with its own polling thread(s) bound to `addr`.
-static inline struct MHD_Daemon *onair_mhd_start(const struct sockaddr *addr,
+/// Starts a daemon with its own polling thread(s) bound to `address` (a struct sockaddr,
+/// passed untyped so Swift callers need not import the socket headers).
+static inline struct MHD_Daemon *onair_mhd_start(const void *address,
                                                  unsigned int thread_pool_size,
                                                  MHD_AccessHandlerCallback handler,
                                                  void *handler_cls,
@@ -46,6 +47,7 @@ static inline struct MHD_Daemon *onair_mhd_start(const struct sockaddr *addr,
     // Suspend/resume: a blocking playlist reload or a hinted part is held without a
     // thread (Server/BlockingRequests.swift).
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    const struct sockaddr *addr = address;
     if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     // The logger goes first, so that no option's own message reaches stderr.
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,

@@ -1,8 +1,5 @@
 import CFFmpeg
 import Files
-#if canImport(Glibc)
-import Glibc
-#endif
 import Media
 
 public enum VideoEncoderKind: String, Sendable, CaseIterable {

@@ -1,9 +1,6 @@
 import CALSA
 import Media
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 public struct DeviceError: Error, CustomStringConvertible {
     public var description: String

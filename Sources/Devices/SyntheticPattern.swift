@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+import Glibc  // sin(3), from libm: arithmetic, not a system call
 #endif
 import Media
 

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Files
 import MP4
 
@@ -53,7 +50,7 @@ struct Planner {
     /// their one track 1).
     mutating func add(segmentAt path: String, track: Int? = nil) throws {
         let (fd, size) = try FileSystem.openRegularNamed(path, followLinks: false)
-        defer { close(fd) }
+        defer { fd.close() }
         var offset: Int64 = 0
         var moof: (offset: Int64, bytes: [UInt8])?
         while offset < size {

@@ -1,9 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Files
 import Media
 import MP4
+import System
 
 /// A progressive MP4 (onair's finished recording, `moov` first) read from its descriptor:
 /// the small boxes of each track in memory, its sample tables only as places in the file
@@ -25,7 +23,7 @@ struct ProgressiveFile {
         func movieTime(_ media: Int64) -> Int64 { media - mediaTime + empty }
     }
 
-    let fd: Int32
+    let fd: FileDescriptor
     var tracks: [Track] = []
     var movieTimescale: Int64 = 1000
 
@@ -35,7 +33,7 @@ struct ProgressiveFile {
         return Double(track.mediaDuration) / Double(track.description.timescale)
     }
 
-    init(fd: Int32, size: Int64) throws {
+    init(fd: FileDescriptor, size: Int64) throws {
         self.fd = fd
         let source = FileBoxSource(fd: fd)
         var offset: Int64 = 0
@@ -93,7 +91,7 @@ struct ProgressiveFile {
 /// A recording's boxes, read from its descriptor a header at a time; a box's bytes only
 /// when small (a header box: at most 1 MiB).
 struct FileBoxSource: BoxSource {
-    let fd: Int32
+    let fd: FileDescriptor
 
     /// onair's own recording: lenient with a size-0 box, as its reader always was.
     var sizeZeroAnywhere: Bool { true }
@@ -119,7 +117,7 @@ extension ProgressiveFile {
         private(set) var decode: Int64 = 0
         let count: Int
 
-        init(_ track: Track, fd: Int32) throws {
+        init(_ track: Track, fd: FileDescriptor) throws {
             self.track = track
             func cursor(_ name: String, _ size: Int) -> TableCursor? {
                 track.tables[name].map { TableCursor(fd: fd, start: $0.start, count: $0.count, entrySize: size) }
@@ -224,7 +222,7 @@ extension ProgressiveFile {
         private(set) var nextOffset: Int64?
         private let wide: Bool
 
-        init(_ track: Track, fd: Int32) throws {
+        init(_ track: Track, fd: FileDescriptor) throws {
             samples = try Samples(track, fd: fd)
             wide = track.tables["co64"] != nil
             guard let table = track.tables["co64"] ?? track.tables["stco"], let stsc = track.tables["stsc"] else {

@@ -1,10 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Files
 import Layout
 import Media
 import MP4
+import System
 
 /// `GET /api/export?recording=<id>[&start=&end=|&last=]`: a finished recording, whole (the
 /// file as it is) or a part of it, cut at the IDR at or before the start and at the end of
@@ -23,7 +21,7 @@ public enum RecordingExport {
                                                            : "no recording \(id)")
         }
         guard let fd = try? FileSystem.openRegular(path, followLinks: false).fd else { throw ExportError(404, "no recording \(id)") }
-        defer { close(fd) }
+        defer { fd.close() }
         let movie: ProgressiveFile
         do { movie = try ProgressiveFile(fd: fd, size: size) } catch { throw ExportError(500, "recording \(id): \(error)") }
         let total = movie.seconds
@@ -43,7 +41,7 @@ public enum RecordingExport {
 
 /// Entries of a sample table read in order, 64 KiB at a time, from the file.
 struct TableCursor {
-    let fd: Int32
+    let fd: FileDescriptor
     let start: Int64
     let count: Int
     let entrySize: Int
@@ -51,7 +49,7 @@ struct TableCursor {
     private var bufferFirst = 0
     private(set) var index = 0
 
-    init(fd: Int32, start: Int64, count: Int, entrySize: Int) {
+    init(fd: FileDescriptor, start: Int64, count: Int, entrySize: Int) {
         self.fd = fd
         self.start = start
         self.count = count

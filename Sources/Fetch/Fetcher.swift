@@ -1,12 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Export
 import Files
 import HLS
 import Layout
 import Media
 import MP4
+import System
 import Threading
 
 /// A picture size, `--max-size WxH`.
@@ -122,7 +120,7 @@ public final class Fetcher {
             let folder = rendition.copy.work + "/" + StreamLayout.segmentFolder
             try AtomicFile.makeDirectories(folder)
             // A rename that a kill -9 interrupted leaves its temporary file: never a segment.
-            for name in FileSystem.names(in: folder) ?? [] where name.hasPrefix(".") { unlink(folder + "/" + name) }
+            for name in FileSystem.names(in: folder) ?? [] where name.hasPrefix(".") { try? Path.unlink(folder + "/" + name) }
         }
         var counts = (fetched: 0, resumed: 0)
         kept = 0

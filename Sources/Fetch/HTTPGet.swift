@@ -1,7 +1,4 @@
 import HTTP
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Why a fetch stopped, in one line.
 public struct FetchError: Error, CustomStringConvertible, Equatable {

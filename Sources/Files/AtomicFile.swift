@@ -1,20 +1,25 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Layout
+import System
 
+/// A system call on a file failed: which call, on which path, and the kernel's reason.
 public struct FileError: Error, CustomStringConvertible {
     public var path: String
     public var operation: String
-    public var code: Int32
-    /// Said instead of `strerror(code)` where onair knows better (`a FIFO, not a regular file`).
+    public var code: Errno
+    /// Said instead of strerror(3)'s text where onair knows better (`a FIFO, not a regular file`).
     public var detail: String?
-    public var description: String { "\(operation) \(path): \(detail ?? String(cString: strerror(code)))" }
-    public init(path: String, operation: String, code: Int32, detail: String? = nil) {
+    public var description: String { "\(operation) \(path): \(detail ?? code.description)" }
+    public init(path: String, operation: String, code: Errno, detail: String? = nil) {
         self.path = path
         self.operation = operation
         self.code = code
         self.detail = detail
+    }
+
+    /// Runs system calls on `path`, an `Errno` thrown by them becoming a `FileError` that
+    /// names the path and the operation.
+    public static func at<T>(_ path: String, _ operation: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as Errno { throw FileError(path: path, operation: operation, code: error) }
     }
 }
 
@@ -24,7 +29,7 @@ public enum AtomicFile {
     /// Moves a file that cannot be used out of the way, to `<path>.corrupt` beside it: kept
     /// for a person to look at, never deleted, and no longer read at every start.
     public static func setAside(_ path: String) throws {
-        guard rename(path, StreamLayout.corrupt(path)) == 0 else { throw FileError(path: path, operation: "set aside", code: errno) }
+        try FileError.at(path, "set aside") { try Path.rename(path, to: StreamLayout.corrupt(path)) }
     }
 
     /// Sets `path` aside and returns `reason` with what became of the file, for the log.
@@ -41,23 +46,22 @@ public enum AtomicFile {
 
     /// The same for content written piece by piece: `body` writes into the temporary
     /// file (its descriptor and path are given), and the rest is as above.
-    public static func write(to path: String, _ body: (Int32, String) throws -> Void) throws {
+    public static func write(to path: String, _ body: (FileDescriptor, String) throws -> Void) throws {
         let directory = self.directory(of: path)
         let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = directory + "/" + StreamLayout.temporary(name)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FileError(path: temporary, operation: "create", code: errno) }
+        let fd = try FileError.at(temporary, "create") { try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate]) }
         var ok = false
-        defer { if !ok { unlink(temporary) } }
+        defer { if !ok { try? Path.unlink(temporary) } }
         do {
             try body(fd, temporary)
-            guard fsync(fd) == 0 else { throw FileError(path: temporary, operation: "fsync", code: errno) }
+            try FileError.at(temporary, "fsync") { try fd.sync() }
         } catch {
-            close(fd)
+            fd.close()
             throw error
         }
-        close(fd)
-        guard rename(temporary, path) == 0 else { throw FileError(path: path, operation: "rename to", code: errno) }
+        fd.close()
+        try FileError.at(path, "rename to") { try Path.rename(temporary, to: path) }
         ok = true
         try syncDirectory(directory)
     }
@@ -68,24 +72,14 @@ public enum AtomicFile {
     }
 
     /// write(2) until all of `raw` is written, through EINTR and short writes.
-    public static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer, path: String) throws {
-        var offset = 0
-        while offset < raw.count {
-            let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, operation: "write", code: errno)
-            }
-            offset += n
-        }
+    public static func writeAll(_ fd: FileDescriptor, _ raw: UnsafeRawBufferPointer, path: String) throws {
+        try FileError.at(path, "write") { try fd.writeAll(raw) }
     }
 
     /// Makes a rename durable (POSIX: the directory entry lives in the directory).
     public static func syncDirectory(_ directory: String) throws {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError(path: directory, operation: "open", code: errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw FileError(path: directory, operation: "fsync", code: errno) }
+        let fd = try FileError.at(directory, "open") { try FileDescriptor.open(directory, .readOnly, options: .directory) }
+        try FileError.at(directory, "fsync") { try fd.sync() }
     }
 
     /// mkdir -p.
@@ -93,8 +87,8 @@ public enum AtomicFile {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o755) != 0 && errno != EEXIST {
-                throw FileError(path: current, operation: "mkdir", code: errno)
+            do { try Path.makeDirectory(current) } catch let error as Errno {
+                if error != .exists { throw FileError(path: current, operation: "mkdir", code: error) }
             }
         }
     }
@@ -102,7 +96,7 @@ public enum AtomicFile {
 
 extension FileError {
     /// The file system (or the user's quota) is full: something the storage keeper can mend.
-    public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
+    public var isNoSpace: Bool { code.isNoSpace }
 }
 
 /// A full card is not the end of a session (issue 13): a write that fails for want of

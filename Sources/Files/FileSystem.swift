@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// The file system through POSIX calls: what onair reads, lists and removes. (Writes that
 /// readers see go through `AtomicFile`.) Errors other than "not there" are `FileError`s
@@ -16,25 +14,25 @@ public enum FileSystem {
         case notRegular(String)
         /// Larger than the reader takes (or grew past it while being read).
         case tooLarge(limit: Int)
-        /// open or read failed otherwise (errno).
-        case failed(Int32)
+        /// open or read failed otherwise.
+        case failed(Errno)
 
         /// The nearest errno, for a `FileError`.
-        var code: Int32 {
+        var code: Errno {
             switch self {
-            case .missing: return ENOENT
-            case .notRegular: return EINVAL
-            case .tooLarge: return EFBIG
+            case .missing: return .noEntry
+            case .notRegular: return .invalid
+            case .tooLarge: return .tooBig
             case .failed(let code): return code
             }
         }
 
         public var description: String {
             switch self {
-            case .missing: return String(cString: strerror(ENOENT))
+            case .missing: return Errno.noEntry.description
             case .notRegular(let kind): return "\(kind), not a regular file"
             case .tooLarge(let limit): return "larger than \(limit >= 1 << 20 ? "\(limit >> 20) MiB" : "\(limit) bytes")"
-            case .failed(let code): return String(cString: strerror(code))
+            case .failed(let code): return code.description
             }
         }
     }
@@ -55,17 +53,14 @@ public enum FileSystem {
     /// a typed throw.)
     public static func readRegular(_ path: String, limit: Int, followLinks: Bool = true) throws -> [UInt8] {
         let (fd, size) = try openRegular(path, followLinks: followLinks)
-        defer { close(fd) }
+        defer { fd.close() }
         guard size <= limit else { throw Refusal.tooLarge(limit: limit) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(size))
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Refusal.failed(errno)
-            }
+            let n: Int
+            do { n = try chunk.withUnsafeMutableBytes { try fd.read(into: $0) } } catch let error as Errno { throw Refusal.failed(error) }
             if n == 0 { return bytes }
             guard bytes.count + n <= limit else { throw Refusal.tooLarge(limit: limit) }
             bytes += chunk[0..<n]
@@ -75,39 +70,28 @@ public enum FileSystem {
     /// A regular file opened for reading (O_NONBLOCK, so a FIFO cannot block the open;
     /// O_NOFOLLOW unless `followLinks`), and its size; the caller closes it. Anything but
     /// a regular file is refused before it is read.
-    public static func openRegular(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int64) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW))
-        guard fd >= 0 else {
-            switch errno {
-            case ENOENT, ENOTDIR: throw Refusal.missing
-            case ELOOP: throw Refusal.notRegular(followLinks ? "a loop of symbolic links" : "a symbolic link")
-            case let code: throw Refusal.failed(code)
+    public static func openRegular(_ path: String, followLinks: Bool = true) throws -> (fd: FileDescriptor, size: Int64) {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, .readOnly, options: followLinks ? [.nonBlocking] : [.nonBlocking, .noFollow])
+        } catch let error as Errno {
+            switch error {
+            case .noEntry, .notDirectory: throw Refusal.missing
+            case .loop: throw Refusal.notRegular(followLinks ? "a loop of symbolic links" : "a symbolic link")
+            default: throw Refusal.failed(error)
             }
         }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            close(fd)
-            throw Refusal.failed(code)
-        }
-        let kind: String
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return (fd, Int64(info.st_size))
-        case S_IFDIR: kind = "a directory"
-        case S_IFIFO: kind = "a FIFO"
-        case S_IFCHR, S_IFBLK: kind = "a device"
-        case S_IFSOCK: kind = "a socket"
-        default: kind = "a special file"
-        }
-        close(fd)
-        throw Refusal.notRegular(kind)
+        let status: FileStatus
+        do { status = try fd.status() } catch let error as Errno { throw Refusal.failed(error) }
+        guard status.kind == .regular else { throw Refusal.notRegular(status.kind.article) }
+        return (fd, status.size)
     }
 
     /// `openRegular` for readers whose errors name their file: a refusal is a `FileError`
     /// (`open <path>: a FIFO, not a regular file`).
-    public static func openRegularNamed(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int64) {
+    public static func openRegularNamed(_ path: String, followLinks: Bool = true) throws -> (fd: FileDescriptor, size: Int64) {
         do { return try openRegular(path, followLinks: followLinks) } catch {
-            throw FileError(path: path, operation: "open", code: (error as? Refusal)?.code ?? EIO, detail: "\(error)")
+            throw FileError(path: path, operation: "open", code: (error as? Refusal)?.code ?? .ioError, detail: "\(error)")
         }
     }
 
@@ -120,10 +104,8 @@ public enum FileSystem {
     /// Writes the whole file in place (created or truncated), without fsync: for files no
     /// other program reads mid-write (see `AtomicFile` for those).
     public static func write(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FileError(path: path, operation: "create", code: errno) }
-        defer { close(fd) }
-        try bytes.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: path) }
+        let fd = try FileError.at(path, "create") { try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate]) }
+        try FileError.at(path, "write") { try fd.writeAll(bytes) }
     }
 
     /// The whole file as UTF-8 text (invalid bytes replaced), or nil.
@@ -131,44 +113,27 @@ public enum FileSystem {
         read(path, limit: limit, followLinks: followLinks).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    public static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
-    }
+    public static func exists(_ path: String) -> Bool { Path.exists(path) }
 
     /// The size of a file in bytes; nil when it cannot be looked at.
-    public static func size(_ path: String) -> Int64? {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
-    }
+    public static func size(_ path: String) -> Int64? { (try? Path.status(path))?.size }
 
     /// A file's modification time (s, ns) and size: what changes when another process
     /// rewrites it; empty when it cannot be looked at.
     public static func changeStamp(_ path: String) -> [Int] {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return [] }
-        return [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
+        guard let status = try? Path.status(path) else { return [] }
+        return [status.modifiedSeconds, status.modifiedNanoseconds, Int(status.size)]
     }
 
-    public static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-    }
+    public static func isDirectory(_ path: String) -> Bool { (try? Path.status(path))?.kind == .directory }
+
+    /// What is at `path` (lstat(2): a link is itself); nil when nothing is, or it cannot be
+    /// looked at.
+    public static func kind(_ path: String) -> FileStatus.Kind? { (try? Path.status(path, followLinks: false))?.kind }
 
     /// The names in a directory (not "." and ".."), in no particular order; nil when it
     /// cannot be opened.
-    public static func names(in directory: String) -> [String]? {
-        guard let dir = opendir(directory) else { return nil }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
+    public static func names(in directory: String) -> [String]? { try? Path.names(in: directory) }
 
     /// Every file below `directory`, as paths relative to it; symbolic links are not
     /// followed.
@@ -179,9 +144,8 @@ public enum FileSystem {
             let path = relative.isEmpty ? directory : directory + "/" + relative
             for name in names(in: path) ?? [] {
                 let child = relative.isEmpty ? name : relative + "/" + name
-                var info = stat()
-                guard lstat(directory + "/" + child, &info) == 0 else { continue }
-                if info.st_mode & S_IFMT == S_IFDIR { pending.append(child) } else { found.append(child) }
+                guard let kind = kind(directory + "/" + child) else { continue }
+                if kind == .directory { pending.append(child) } else { found.append(child) }
             }
         }
         return found
@@ -189,18 +153,12 @@ public enum FileSystem {
 
     /// Exactly `count` bytes at `offset` of an open file into `buffer` (pread(2), EINTR
     /// retried); a file shorter than that is an EIO naming `path`.
-    public static func read(_ fd: Int32, at offset: Int64, into buffer: UnsafeMutableRawPointer, count: Int, path: String) throws {
-        var done = 0
-        while done < count {
-            let n = pread(fd, buffer + done, count - done, off_t(offset + Int64(done)))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FileError(path: path, operation: "read", code: n < 0 ? errno : EIO) }
-            done += n
-        }
+    public static func read(_ fd: FileDescriptor, at offset: Int64, into buffer: UnsafeMutableRawPointer, count: Int, path: String) throws {
+        try FileError.at(path, "read") { try fd.readAll(at: offset, into: UnsafeMutableRawBufferPointer(start: buffer, count: count)) }
     }
 
     /// The same, as bytes.
-    public static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws -> [UInt8] {
+    public static func read(_ fd: FileDescriptor, at offset: Int64, count: Int, path: String) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         try bytes.withUnsafeMutableBytes { try read(fd, at: offset, into: $0.baseAddress!, count: count, path: path) }
         return bytes
@@ -209,16 +167,18 @@ public enum FileSystem {
     /// rm -r: the file, or the directory and everything below it (links are removed, not
     /// followed). Nothing there is not an error.
     public static func remove(_ path: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            if errno == ENOENT { return }
-            throw FileError(path: path, operation: "stat", code: errno)
+        let status: FileStatus
+        do { status = try Path.status(path, followLinks: false) } catch let error as Errno {
+            if error == .noEntry { return }
+            throw FileError(path: path, operation: "stat", code: error)
         }
-        if info.st_mode & S_IFMT == S_IFDIR {
+        if status.kind == .directory {
             for name in names(in: path) ?? [] { try remove(path + "/" + name) }
-            guard rmdir(path) == 0 || errno == ENOENT else { throw FileError(path: path, operation: "remove", code: errno) }
+            do { try Path.removeDirectory(path) } catch let error as Errno {
+                if error != .noEntry { throw FileError(path: path, operation: "remove", code: error) }
+            }
         } else {
-            guard unlink(path) == 0 || errno == ENOENT else { throw FileError(path: path, operation: "remove", code: errno) }
+            try FileError.at(path, "remove") { try Path.removeIfPresent(path) }
         }
     }
 }

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// A file nobody stores: pieces of other files, one after another, read as one (an
 /// export's header from a scratch file, then the media bytes of each stored segment).
@@ -10,8 +8,8 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
     public enum Source: Sendable {
         /// A named file, opened when read.
         case path(String)
-        /// A descriptor this object owns (closed with it).
-        case descriptor(Int32)
+        /// An open file without a name (a scratch file).
+        case descriptor(FileDescriptor)
     }
 
     public struct Piece: Sendable {
@@ -29,7 +27,7 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
     public let size: Int64
     /// Where each piece starts in the joined file.
     private let starts: [Int64]
-    private var open: (path: String, fd: Int32)?
+    private var open: (path: String, fd: FileDescriptor)?
 
     public init(_ pieces: [Piece]) {
         self.pieces = pieces
@@ -41,11 +39,6 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
         }
         self.starts = starts
         size = total
-    }
-
-    deinit {
-        if let open { close(open.fd) }
-        for piece in pieces { if case .descriptor(let fd) = piece.source { close(fd) } }
     }
 
     /// Up to `count` bytes at `offset` into `buffer`; how many (0 at the end). Throws when
@@ -76,12 +69,12 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
         return bytes
     }
 
-    private func descriptor(_ source: Source) throws -> Int32 {
+    private func descriptor(_ source: Source) throws -> FileDescriptor {
         switch source {
         case .descriptor(let fd): return fd
         case .path(let path):
             if let open, open.path == path { return open.fd }
-            if let open { close(open.fd) }
+            if let open { open.fd.close() }
             self.open = nil
             let fd = try FileSystem.openRegularNamed(path, followLinks: false).fd
             self.open = (path, fd)
@@ -99,23 +92,15 @@ public final class JoinedFile: @unchecked Sendable {  // `open` is used by one r
 /// buffer: what does not fit in memory while an export is planned. It goes when its
 /// descriptor is closed, whatever happens to the process.
 public final class ScratchFile {
-    public let fd: Int32
+    public let fd: FileDescriptor
     public private(set) var length: Int64 = 0
     private var buffer: [UInt8] = []
-    private var owned = true
 
     public init(in directory: String) throws {
         try AtomicFile.makeDirectories(directory)
-        var template = Array((directory + "/.scratch-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw FileError(path: directory, operation: "create a scratch file in", code: errno) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // mkostemp is GNU-only; no exec happens in between
-        unlink(String(cString: template))
-        self.fd = fd
+        fd = try FileError.at(directory, "create a scratch file in") { try FileDescriptor.anonymous(in: directory) }
         buffer.reserveCapacity(1 << 16)
     }
-
-    deinit { if owned { close(fd) } }
 
     /// The first write that failed (a full disk): `append` keeps going without writing,
     /// and whoever finishes the file asks.
@@ -145,10 +130,9 @@ public final class ScratchFile {
         try FileSystem.read(fd, at: offset, count: count, path: "(scratch file)")
     }
 
-    /// The descriptor, flushed, for a `JoinedFile` to own from now on.
+    /// The descriptor, flushed, for a `JoinedFile` to read.
     public func handOver() throws -> JoinedFile.Source {
         try flush()
-        owned = false
         return .descriptor(fd)
     }
 }

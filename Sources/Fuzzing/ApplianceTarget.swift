@@ -1,8 +1,6 @@
 import Foundation
 import Layout
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 import TestSupport
 import Threading
 
@@ -68,9 +66,9 @@ final class ApplianceFixture: Sendable {
         // Earlier runs' data directories (about 30 MB each), whose fuzzers have ended.
         let temporary = NSTemporaryDirectory()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix("onair-fuzz-api-") {
-            if let pid = Int32(name.dropFirst("onair-fuzz-api-".count)), kill(pid, 0) != 0 { try? FileManager.default.removeItem(atPath: temporary + name) }
+            if let pid = Int32(name.dropFirst("onair-fuzz-api-".count)), !ThisProcess.send(nil, to: pid) { try? FileManager.default.removeItem(atPath: temporary + name) }
         }
-        root = temporary + "onair-fuzz-api-\(getpid())"
+        root = temporary + "onair-fuzz-api-\(ThisProcess.id)"
         try? FileManager.default.removeItem(atPath: root)
         try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let log = root + "/onair.log"

@@ -1,8 +1,9 @@
 import Fetch
 import Foundation
 import Layout
-import Threading
+import System
 import TestSupport
+import Threading
 
 extension FuzzTargets {
     /// `onair fetch --follow` of a playlist from an outside server (issue 29): sequence
@@ -17,7 +18,7 @@ extension FuzzTargets {
         Array(stream[StreamLayout.index]!.utf8),
         Array(stream[StreamLayout.iFrames]!.replacingOccurrences(of: "#EXT-X-I-FRAMES-ONLY\n", with: "").utf8)
     ], textual: true) { bytes in
-        let work = NSTemporaryDirectory() + "onair-fuzz-fetch-\(getpid())"
+        let work = NSTemporaryDirectory() + "onair-fuzz-fetch-\(ThisProcess.id)"
         defer { try? FileManager.default.removeItem(atPath: work) }
         var options = FetchOptions(url: "http://origin.invalid/s/" + StreamLayout.playlist)
         options.follow = true

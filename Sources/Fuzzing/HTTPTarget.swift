@@ -2,6 +2,7 @@ import Files
 import Foundation
 import Layout
 import Server
+import System
 import TestSupport
 
 extension FuzzTargets {
@@ -30,7 +31,7 @@ final class HTTPFixture: Sendable {
     var port: UInt16 { server.port }
 
     private init() {
-        let root = NSTemporaryDirectory() + "onair-fuzz-http-\(getpid())"
+        let root = NSTemporaryDirectory() + "onair-fuzz-http-\(ThisProcess.id)"
         for (name, bytes) in FuzzTargets.stream.files {
             let path = StreamLayout(root: root).file("s", name)
             try? AtomicFile.makeDirectories(AtomicFile.directory(of: path))

@@ -1,8 +1,6 @@
 import Media
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One event a line: logfmt (`t_ms=212.4 level=info event=segment.stored seq=3`) for
 /// people and the serial console, or JSON lines for machines. `t_ms` counts from process
@@ -62,7 +60,7 @@ public final class Log: Sendable {
 
     /// Writes a line to standard error with one write(2), so lines never interleave.
     public static let standardError: @Sendable (String) -> Void = { line in
-        _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+        StandardError.write(line)
     }
 
     public static func logfmtValue(_ value: Any) -> String {

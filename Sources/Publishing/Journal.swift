@@ -1,8 +1,6 @@
 import Files
 import Layout
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// What the destination has confirmed of one stream, kept beside it as `.published`, so a
 /// restart resumes instead of starting over. Rewritten atomically, without fsync: losing
@@ -53,8 +51,6 @@ public struct Journal: Equatable, Sendable {
         let text = "destination=\(destination)\nsegments=\(counts(confirmedSegments))\nlisted=\(counts(listed))\nendlist=\(endlist ? 1 : 0)\n"
         let temporary = directory + "/" + StreamLayout.temporary(StreamLayout.journal)
         try FileSystem.write(Array(text.utf8), to: temporary)
-        guard rename(temporary, Self.path(directory)) == 0 else {
-            throw FileError(path: Self.path(directory), operation: "rename to", code: errno)
-        }
+        try FileError.at(Self.path(directory), "rename to") { try Path.rename(temporary, to: Self.path(directory)) }
     }
 }

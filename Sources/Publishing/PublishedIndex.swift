@@ -1,10 +1,8 @@
 import Files
 import HLS
 import Layout
-#if canImport(Glibc)
-import Glibc
-#endif
 import Media
+import System
 
 /// Every stream a board has published to one destination folder, as the destination shows
 /// it, kept on the data partition (`published/<key>.json`): the board's `streams.json`
@@ -66,12 +64,12 @@ public struct PublishedIndex: Equatable {
                                  _ change: (inout PublishedIndex) -> T) throws -> T {
         let path = path(root: root, key: key)
         try AtomicFile.makeDirectories(AtomicFile.directory(of: path))
-        let lock = open(String(path.dropLast(".json".count)) + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard lock >= 0 else { throw FileError(path: path, operation: "lock", code: errno) }
-        defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw FileError(path: path, operation: "lock", code: errno) }
+        let lock = try FileError.at(path, "lock") {
+            let lock = try FileDescriptor.open(String(path.dropLast(".json".count)) + ".lock", .readWrite, options: .create)
+            try lock.lockExclusively()
+            return lock
         }
+        defer { lock.close() }
         var index = PublishedIndex(key: key)
         if let bytes = FileSystem.read(path, followLinks: false) {
             if let read = parse(bytes, key: key) { index = read } else {

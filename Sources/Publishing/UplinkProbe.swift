@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Threading
 
 /// The source talk's "test upload": before a stream starts, PUT a probe object to the

@@ -1,8 +1,6 @@
-import MP4
 import Files
-#if canImport(Glibc)
-import Glibc
-#endif
+import MP4
+import System
 
 /// `.mp4.part` (fragmented, as written) → `.mp4` (progressive, `moov` first). Used at the
 /// end of a recording and, at start-up, for a `.part` a crash left behind: only complete
@@ -23,20 +21,19 @@ public enum Finaliser {
     /// Returns nil (and removes the `.part`) when not one fragment was complete.
     public static func finalise(partPath: String, to finalPath: String) throws -> Result? {
         let (source, size) = try FileSystem.openRegularNamed(partPath, followLinks: false)
-        defer { close(source) }
         let scan: FragmentedFile
         do {
             scan = try FragmentedFile.scan(size: size) { offset, count in
                 var bytes = [UInt8](repeating: 0, count: count)
-                let n = bytes.withUnsafeMutableBytes { pread(source, $0.baseAddress, count, off_t(offset)) }
-                return n == count ? bytes : nil
+                do { try bytes.withUnsafeMutableBytes { try source.readAll(at: offset, into: $0) } } catch { return nil }
+                return bytes
             }
         } catch {
             throw RecordingError.unreadable(partPath, "\(error)")
         }
         let directory = AtomicFile.directory(of: finalPath)
         guard scan.fragments > 0 else {
-            unlink(partPath)
+            try? Path.unlink(partPath)
             try AtomicFile.syncDirectory(directory)
             return nil
         }
@@ -48,15 +45,16 @@ public enum Finaliser {
                 var offset = range.lowerBound
                 while offset < range.upperBound {
                     let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-                    let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, off_t(offset)) }
-                    guard n == want else { throw FileError(path: partPath, operation: "read", code: n < 0 ? errno : EIO) }
-                    try buffer.withUnsafeBytes { try AtomicFile.writeAll(target, UnsafeRawBufferPointer(rebasing: $0[0..<n]), path: temporary) }
-                    offset += Int64(n)
+                    try buffer.withUnsafeMutableBytes { raw in
+                        try FileSystem.read(source, at: offset, into: raw.baseAddress!, count: want, path: partPath)
+                        try AtomicFile.writeAll(target, UnsafeRawBufferPointer(rebasing: raw[0..<want]), path: temporary)
+                    }
+                    offset += Int64(want)
                 }
             }
         }
         // Only now that the .mp4 is durable does the .part go.
-        unlink(partPath)
+        try? Path.unlink(partPath)
         try AtomicFile.syncDirectory(directory)
         let video = scan.tracks.first { $0.handler == "vide" }
         return Result(path: finalPath, fragments: scan.fragments, videoFrames: video?.samples.count ?? 0,

@@ -1,10 +1,7 @@
-import CLinux
 import Files
 import Layout
+import System
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The local recording while it is written: `recordings/<id>.mp4.part`, a fragmented MP4
 /// (init segment, then one `moof`+`mdat` per second) made durable fragment by fragment,
@@ -18,7 +15,7 @@ public final class RecordingFile {
     public let id: String
     public let partPath: String
     public let finalPath: String
-    private var fd: Int32
+    private let fd: FileDescriptor
     private var size: Int64 = 0
     private var reserved: Int64 = 0
     private let reserveStep: Int64
@@ -46,23 +43,20 @@ public final class RecordingFile {
         try AtomicFile.makeDirectories(directory)
         let path = partPath
         fd = try SpaceRetry.run(makeRoom) {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw FileError(path: path, operation: "create", code: errno) }
+            let fd = try FileError.at(path, "create") { try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusive]) }
             do {
                 try initSegment.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: path) }
-                guard fsync(fd) == 0 else { throw FileError(path: path, operation: "fsync", code: errno) }
+                try FileError.at(path, "fsync") { try fd.sync() }
                 try AtomicFile.syncDirectory(directory)
             } catch {
-                close(fd)
-                unlink(path)
+                fd.close()
+                try? Path.unlink(path)
                 throw error
             }
             return fd
         }
         size = Int64(initSegment.count)
     }
-
-    deinit { if fd >= 0 { close(fd) } }
 
     /// Appends one fragment and waits until it is on the medium. When the disk is full
     /// and eviction frees nothing, the fragment is left out (the file is cut back to the
@@ -75,10 +69,10 @@ public final class RecordingFile {
                 do {
                     try reserveAhead(for: Int64(fragment.count))
                     try write(fragment)
-                    guard fdatasync(fd) == 0 else { throw FileError(path: partPath, operation: "fdatasync", code: errno) }
+                    try FileError.at(partPath, "fdatasync") { try fd.dataSync() }
                 } catch {
                     // A torn fragment would hide every later one from a reader.
-                    _ = ftruncate(fd, off_t(size))
+                    try? fd.truncate(to: size)
                     reserved = min(reserved, size)
                     throw error
                 }
@@ -96,8 +90,7 @@ public final class RecordingFile {
 
     /// Closes the `.part` and finalises it into the progressive MP4.
     public func finish() throws -> Finaliser.Result? {
-        close(fd)
-        fd = -1
+        fd.close()
         return try Finaliser.finalise(partPath: partPath, to: finalPath)
     }
 
@@ -107,14 +100,18 @@ public final class RecordingFile {
         // Not every file system can reserve (tmpfs can, FAT cannot): then write without it.
         // Less room than a reservation step is no reason to stop recording: it goes on
         // growing as it is written.
-        let result = onair_reserve(fd, reserved, target - reserved)
-        if result == 0 { reserved = target } else if result == ENOSPC { reservationOff = true }
+        do {
+            try fd.reserve(offset: reserved, length: target - reserved)
+            reserved = target
+        } catch let error as Errno where error == .noSpace {
+            reservationOff = true
+        } catch {}
     }
 
     /// Writes at the end of what is kept (`size`), which moves only once a whole fragment
     /// is durable.
     private func write(_ bytes: [UInt8]) throws {
-        guard lseek(fd, off_t(size), SEEK_SET) >= 0 else { throw FileError(path: partPath, operation: "seek in", code: errno) }
+        try FileError.at(partPath, "seek in") { try fd.seek(to: size) }
         try bytes.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: partPath) }
     }
 }

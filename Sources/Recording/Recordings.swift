@@ -1,10 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Media
 import Files
 import Layout
 import Logging
+import Media
+import System
 
 /// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside
 /// it), the one being written (`<id>.mp4.part`), and what start-up and retention do to them.
@@ -82,9 +80,8 @@ public struct Recordings: Sendable {
         for name in names.sorted() where !name.hasPrefix(".") {
             let path = "\(directory)/\(name)"
             // Regular files only: a symbolic link may lead out of the data directory.
-            var status = stat()
-            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
-            let size = Int64(status.st_size)
+            guard let status = try? Path.status(path, followLinks: false), status.kind == .regular else { continue }
+            let size = status.size
             guard let (id, finished) = StreamLayout.recordingID(name) else { continue }
             if !finished {
                 entries.append(Entry(id: id, file: name, bytes: size, seconds: nil, frames: nil,

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 import Threading
 
 /// The request deadline libmicrohttpd does not have: its timeout counts idle time, so a
@@ -22,7 +20,8 @@ import Threading
 /// have been reused by then.
 final class ConnectionGuard: Sendable {
     struct Entry {
-        var fd: Int32
+        /// libmicrohttpd's socket: shut down here, closed by it.
+        var socket: FileDescriptor
         var deadline: UInt64
         var inRequest: Bool
         /// When it opened, or was last answered (or held): how long it has done nothing new.
@@ -62,7 +61,7 @@ final class ConnectionGuard: Sendable {
         /// Ends a connection once; libmicrohttpd closes it and says so.
         mutating func shut(_ key: UInt) {
             guard let entry = entries[key], !entry.shut else { return }
-            shutdown(entry.fd, Int32(SHUT_RDWR))
+            entry.socket.shutdown()
             entries[key]?.shut = true
             entries[key]?.deadline = UInt64.max
             live -= 1
@@ -84,10 +83,10 @@ final class ConnectionGuard: Sendable {
 
     static func now() -> UInt64 { UInt64(monotonicNanoseconds()) }
 
-    func opened(_ connection: UInt, fd: Int32) {
+    func opened(_ connection: UInt, socket: FileDescriptor) {
         let now = Self.now()
         table.withLock { [requestNanoseconds, limit] table in
-            table.entries[connection] = Entry(fd: fd, deadline: now + requestNanoseconds, inRequest: false, since: now)
+            table.entries[connection] = Entry(socket: socket, deadline: now + requestNanoseconds, inRequest: false, since: now)
             table.live += 1
             if table.live > limit, let victim = table.victim(sparing: connection) {
                 table.shut(victim)

@@ -1,9 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CMicroHTTPD
 import Files
 import Media
+import System
 import Threading
 
 extension WebServer {
@@ -106,7 +104,7 @@ final class DownloadGate: Sendable {
     init(slots: Int) {
         self.slots = slots
         // Linux keeps a nice value per thread: this one, and only it, yields to the others.
-        planner.async { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10) }
+        planner.async { ThisProcess.lowerThreadPriority(by: 10) }
     }
 
     /// Held until released (by its deinit); nil when every slot is taken.

@@ -1,10 +1,8 @@
 import Files
-#if canImport(Glibc)
-import Glibc
-#endif
 import HLS
 import Layout
 import Media
+import System
 
 /// The stream files and finished recordings, straight from the data directory: only what
 /// lies inside it, as a regular file, with the validators and ranges players and caches
@@ -22,9 +20,7 @@ extension WebServer {
             components[1] = StreamLayout.temporary(components[1])
         }
         let path = root + "/" + components.joined(separator: "/")
-        guard let real = realpath(path, nil) else { return nil }
-        defer { free(real) }
-        let resolved = String(cString: real)
+        guard let resolved = try? Path.resolved(path) else { return nil }
         return [StreamLayout.streamsURL, StreamLayout.recordingsURL].contains { resolved.hasPrefix(canonicalRoot + $0) } ? resolved : nil
     }
 
@@ -41,30 +37,26 @@ extension WebServer {
         let notFound = Reply(status: 404, body: .bytes(Array("not found\n".utf8)), headers: [("Content-Type", "text/plain")])
         guard let path = resolve(url) ?? stagedFile(url) else { return notFound }
         // O_NONBLOCK: a FIFO planted in the data directory must not hold a server thread.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return notFound }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { close(fd); return notFound }
-        let size = Int64(info.st_size)
-        let modified = Int64(info.st_mtim.tv_sec)
-        let etag = "\"\(String(UInt64(size), radix: 16))-\(String(UInt64(modified) &* 1_000_000_000 &+ UInt64(info.st_mtim.tv_nsec), radix: 16))\""
+        guard let fd = try? FileDescriptor.open(path, .readOnly, options: .nonBlocking),
+              let status = try? fd.status(), status.kind == .regular else { return notFound }
+        let size = status.size
+        let modified = Int64(status.modifiedSeconds)
+        let etag = "\"\(String(UInt64(size), radix: 16))-\(String(UInt64(modified) &* 1_000_000_000 &+ UInt64(status.modifiedNanoseconds), radix: 16))\""
         let (type, cache) = MediaType.of(path)
         var headers = [("Content-Type", type), ("Cache-Control", cache), ("ETag", etag),
                        ("Last-Modified", UTCDate.httpDate(seconds: modified)), ("Accept-Ranges", "bytes")]
         if let match = header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingWhitespace() == etag || $0 == "*" }) {
-            close(fd)
             return Reply(status: 304, body: .bytes([]), headers: headers.filter { $0.0 != "Content-Type" })
         }
         switch ByteRange.parse(header("Range"), size: size) {
         case .none:
-            return Reply(status: 200, body: .file(fd: fd, offset: 0, length: size), headers: headers)
+            return Reply(status: 200, body: .file(fd, offset: 0, length: size), headers: headers)
         case .unsatisfiable:
-            close(fd)
             headers.append(("Content-Range", "bytes */\(size)"))
             return Reply(status: 416, body: .bytes([]), headers: headers)
         case .range(let first, let last):
             headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
-            return Reply(status: 206, body: .file(fd: fd, offset: first, length: last - first + 1), headers: headers)
+            return Reply(status: 206, body: .file(fd, offset: first, length: last - first + 1), headers: headers)
         }
     }
 }

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// Where the web server listens: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:8080` (every
 /// interface, said as such). The address is numeric and never empty: `:8080` would bind
@@ -9,6 +7,8 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
     public let host: String
     public let port: UInt16
     public let isIPv6: Bool
+    /// The socket address to bind.
+    let socketAddress: SocketAddress
 
     public struct Invalid: Error, CustomStringConvertible {
         public var description: String
@@ -21,8 +21,8 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
         let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
         if bracketed { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, host.contains(":") == bracketed else { throw bad }
-        var probe = in6_addr()
-        guard inet_pton(bracketed ? AF_INET6 : AF_INET, host, &probe) == 1 else { throw bad }
+        guard let address = SocketAddress(numeric: host, port: port, ipv6: bracketed) else { throw bad }
+        socketAddress = address
         self.host = host
         self.port = port
         isIPv6 = bracketed
@@ -39,23 +39,4 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
     }
 
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-    /// The socket address to bind.
-    func fill(_ storage: inout sockaddr_storage) {
-        withUnsafeMutablePointer(to: &storage) { pointer in
-            if isIPv6 {
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
-                    a.pointee.sin6_family = sa_family_t(AF_INET6)
-                    a.pointee.sin6_port = port.bigEndian
-                    _ = inet_pton(AF_INET6, host, &a.pointee.sin6_addr)
-                }
-            } else {
-                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
-                    a.pointee.sin_family = sa_family_t(AF_INET)
-                    a.pointee.sin_port = port.bigEndian
-                    _ = inet_pton(AF_INET, host, &a.pointee.sin_addr)
-                }
-            }
-        }
-    }
 }

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Files
+import System
 
 /// An answer as the handler composes it, and its hand-over to libmicrohttpd.
 extension WebServer {
@@ -8,7 +9,7 @@ extension WebServer {
         var body: Body
         var headers: [(String, String)] = []
         enum Body {
-            case bytes([UInt8]), file(fd: Int32, offset: Int64, length: Int64)
+            case bytes([UInt8]), file(FileDescriptor, offset: Int64, length: Int64)
             /// Pieces of files; `holding` lives as long as the response (a download's slot).
             case joined(JoinedFile, offset: Int64, length: Int64, holding: AnyObject? = nil)
         }
@@ -23,7 +24,7 @@ extension WebServer {
             }
         case .file(let fd, let offset, let length):
             // MHD owns the descriptor from here and sends it with sendfile where it can.
-            response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd, UInt64(offset))
+            response = MHD_create_response_from_fd_at_offset64(UInt64(length), fd.release(), UInt64(offset))
         case .joined(let file, let offset, let length, let holding):
             response = Self.response(file, offset: offset, length: length, holding: holding)
         }

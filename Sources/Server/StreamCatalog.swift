@@ -1,9 +1,7 @@
-#if canImport(Glibc)
 import Files
-import Glibc
-#endif
 import HLS
 import Layout
+import System
 import Threading
 
 /// The streams under a data directory, as `GET /api/streams` lists them. Every viewer asks
@@ -22,11 +20,10 @@ public final class StreamCatalog: Sendable {
             let path = layout.file(id, StreamLayout.mainPlaylist(index: FileSystem.readText(layout.file(id, StreamLayout.index), followLinks: false)))
             // Only what lies inside the data directory, as the file server serves: a
             // symbolic link (to the stream or its playlist) may lead anywhere.
-            var directory = stat(), status = stat()
-            guard lstat(layout.stream(id), &directory) == 0, (directory.st_mode & S_IFMT) == S_IFDIR,
-                  lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-            let size = Int64(status.st_size)
-            let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+            guard FileSystem.kind(layout.stream(id)) == .directory,
+                  let status = try? Path.status(path, followLinks: false), status.kind == .regular else { return nil }
+            let size = status.size
+            let modified = Int64(status.modifiedSeconds) * 1_000_000_000 + Int64(status.modifiedNanoseconds)
             if let cached = cache.withLock({ $0[id] }), cached.size == size, cached.modified == modified { return cached.info }
             guard let data = FileSystem.read(path, followLinks: false) else { return nil }
             var info = StreamInfo(id: id, playlist: String(decoding: data, as: UTF8.self), playlistURL: StreamLayout.url(ofStream: id))

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
 /// second (as the source talk's viewer does) and plays it. A live stream with parts (the

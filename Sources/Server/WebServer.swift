@@ -1,13 +1,11 @@
 import CMicroHTTPD
-#if canImport(Glibc)
 import Files
-import Glibc
-#endif
 import HLS
 import Layout
-import Media
-import Threading
 import Logging
+import Media
+import System
+import Threading
 
 /// Why the built-in web server cannot start.
 public enum ServerError: Error, CustomStringConvertible {
@@ -96,7 +94,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         public var heldRequests: Int { max(1, connections / 2) }
 
         public init(connections: Int, perAddress: Int = 32, idleSeconds: Int = 15, requestSeconds: Double = 5,
-                    downloads: Int = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) / 2)) {
+                    downloads: Int = max(1, ThisProcess.processorCount / 2)) {
             self.connections = connections
             self.perAddress = perAddress
             self.idleSeconds = idleSeconds
@@ -107,8 +105,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         /// A quarter of the soft open-file limit (256 of systemd's default 1024), at most
         /// 1024: the rest stays for streams, recordings, devices and uploads.
         public static var forThisProcess: Limits {
-            var files = rlimit()
-            let soft = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(clamping: files.rlim_cur) : 1024
+            let soft = ThisProcess.openFileLimit ?? 1024
             return Limits(connections: max(16, min(1024, soft / 4)))
         }
     }
@@ -135,31 +132,26 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
         try? AtomicFile.makeDirectories(StreamLayout(root: root).streams)
-        guard let real = realpath(root, nil) else { throw ServerError.dataDirectoryMissing(root) }
-        canonicalRoot = String(cString: real)
-        free(real)
-        var storage = sockaddr_storage()
+        guard let real = try? Path.resolved(root) else { throw ServerError.dataDirectoryMissing(root) }
+        canonicalRoot = real
         let listen = try ListenAddress(address)
         listenAddress = listen
-        listen.fill(&storage)
         guard_ = ConnectionGuard(requestSeconds: limits.requestSeconds, limit: limits.connections)
         heldBudget = limits.heldRequests
         logger.pointee = onair_mhd_logger(log: { context, message in
             let server = Unmanaged<WebServer>.fromOpaque(context!).takeUnretainedValue()
             server.libraryMessage(String(cString: message!))
         }, context: Unmanaged.passUnretained(self).toOpaque())
-        daemon = withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                onair_mhd_start(address, 4, Self.accessHandler, Unmanaged.passUnretained(self).toOpaque(),
-                                onair_mhd_limits(connections: UInt32(limits.connections + ConnectionGuard.reserve(for: limits.connections)),
-                                                 per_ip: UInt32(limits.perAddress),
-                                                 idle_seconds: UInt32(limits.idleSeconds)),
-                                Self.connectionNotice, Self.completionNotice, Self.uriNotice, logger)
-            }
+        daemon = listen.socketAddress.withRawPointer { address in
+            onair_mhd_start(address, 4, Self.accessHandler, Unmanaged.passUnretained(self).toOpaque(),
+                            onair_mhd_limits(connections: UInt32(limits.connections + ConnectionGuard.reserve(for: limits.connections)),
+                                             per_ip: UInt32(limits.perAddress),
+                                             idle_seconds: UInt32(limits.idleSeconds)),
+                            Self.connectionNotice, Self.completionNotice, Self.uriNotice, logger)
         }
         guard let daemon else {
             logger.deallocate()
-            throw ServerError.cannotListen(address: "\(listen)", reason: String(cString: strerror(errno)))
+            throw ServerError.cannotListen(address: "\(listen)", reason: Errno.current.description)
         }
         port = onair_mhd_port(daemon)
         guard_.start()
@@ -188,7 +180,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         guard let connection else { return }
         let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
         if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
-            server.guard_.opened(key, fd: onair_mhd_connection_fd(connection))
+            server.guard_.opened(key, socket: FileDescriptor(borrowing: onair_mhd_connection_fd(connection)))
         } else {
             server.guard_.closed(key)
         }

@@ -3,9 +3,7 @@ import HLS
 import Layout
 import Media
 import MP4
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// After a crash, kill -9 or power cut: closes a stream that has no ENDLIST so that it
 /// holds exactly the segments that were completely stored. Writes are temp → fsync →
@@ -267,12 +265,11 @@ public enum Recovery {
     /// `rungs` below it (the heat dropped it: the writer linked that rung's file, so both
     /// names are one file), as the playlist names it; nil for its own pictures.
     static func carriedFrom(_ path: String, rungs: [String], directory: String, sequence: Int) -> String? {
-        var own = stat(), other = stat()
-        guard !rungs.isEmpty, stat(path, &own) == 0, own.st_nlink > 1 else { return nil }
+        guard !rungs.isEmpty, let own = try? Path.status(path), own.links > 1 else { return nil }
         let parent = AtomicFile.directory(of: directory)
         for rung in rungs {
             let candidate = "\(parent)/\(rung)/" + StreamLayout.segment(sequence)
-            if stat(candidate, &other) == 0, other.st_ino == own.st_ino, other.st_dev == own.st_dev { return StreamLayout.carriedMap(from: rung) }
+            if let other = try? Path.status(candidate), other.isSameFile(as: own) { return StreamLayout.carriedMap(from: rung) }
         }
         return nil
     }

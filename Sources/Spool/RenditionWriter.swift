@@ -1,10 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Files
 import HLS
 import Layout
 import Media
+import System
 
 /// What one rendition of a stream is: its folder, what it carries, and its codec facts.
 public struct RenditionDescription: Sendable, Equatable {
@@ -107,9 +105,11 @@ final class RenditionWriter {
     /// A second name for a complete, durable file (link(2): the name appears with every
     /// byte in place, as a rename does); written out where the file system cannot link.
     static func link(_ original: String, _ path: String, bytes: [UInt8]) throws {
-        unlink(path)  // a run cut before its playlist listed it
-        guard Glibc.link(original, path) == 0 else {
-            guard [EXDEV, EPERM, EMLINK, ENOTSUP].contains(errno) else { throw FileError(path: path, operation: "link", code: errno) }
+        try? Path.unlink(path)  // a run cut before its playlist listed it
+        do { try Path.link(original, as: path) } catch let error as Errno {
+            guard [.crossDevice, .notPermitted, .tooManyLinks, .notSupported].contains(error) else {
+                throw FileError(path: path, operation: "link", code: error)
+            }
             return try AtomicFile.write(bytes, to: path)
         }
         try AtomicFile.syncDirectory(AtomicFile.directory(of: path))

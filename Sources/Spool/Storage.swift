@@ -1,11 +1,9 @@
 import Files
 import HLS
 import Layout
-import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+import System
+import Threading
 
 /// `storage.min_free`: how much of the data file system must stay free.
 public enum MinimumFree: Sendable, Equatable {
@@ -71,10 +69,8 @@ public final class StorageKeeper: Sendable {
 
     /// Free and total bytes of the file system holding `path` (statvfs(3)).
     public static let statvfsSpace: @Sendable (String) -> Space? = { path in
-        var info = statvfs()
-        guard statvfs(path, &info) == 0 else { return nil }
-        let block = Int64(info.f_frsize)
-        return Space(total: Int64(info.f_blocks) * block, available: Int64(info.f_bavail) * block)
+        guard let status = try? Path.fileSystemStatus(path) else { return nil }
+        return Space(total: status.total, available: status.available)
     }
 
     /// Checks soon, off the caller's thread; calls while a check is pending add nothing.

@@ -2,9 +2,7 @@ import Files
 import HLS
 import Layout
 import Media
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// The codec facts the multivariant playlist and the init segment are made from, for a
 /// stream of one muxed variant.
@@ -93,7 +91,7 @@ public final class StreamWriter {
 
     /// The staged stream becomes its directory, with its first segment listed in it.
     private func reveal() throws {
-        guard rename(staging, directory) == 0 else { throw FileError(path: directory, operation: "rename to", code: errno) }
+        try FileError.at(directory, "rename to") { try Path.rename(staging, to: directory) }
         try AtomicFile.syncDirectory(AtomicFile.directory(of: directory))
         location = directory
         observer(.started(id: id))

@@ -1,11 +1,9 @@
 import Codecs
 import Devices
-#if canImport(Glibc)
 import Files
-import Glibc
-#endif
 import Logging
 import Media
+import System
 
 /// `performance.*`: what the board's encoders can sustain, and what to do when a
 /// session would ask for more (the talk's sustained-performance rule: decide before
@@ -105,7 +103,7 @@ public enum X264Calibration {
     }
 
     public static func capacity(dataDirectory: String, log: Log) -> Double {
-        let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let cores = max(1, ThisProcess.processorCount)
         let model = FileSystem.readText("/proc/cpuinfo")?
             .split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
             .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingWhitespace() } ?? "unknown"
@@ -142,9 +140,4 @@ public enum X264Calibration {
 }
 
 /// User + system CPU time of the whole process so far.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-}
+func processCPUSeconds() -> Double { ThisProcess.cpuSeconds }

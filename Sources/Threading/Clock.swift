@@ -1,7 +1,4 @@
-import CLinux
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// The media clock: CLOCK_MONOTONIC nanoseconds. A protocol so tests can drive time.
 public protocol MediaClock: Sendable {
@@ -14,20 +11,12 @@ public struct MonotonicClock: MediaClock {
     public init() {}
 
     /// When this process started, on this clock (before the Swift runtime and main ran).
-    public static var processStart: Int64 { onair_process_start_ns() }
+    public static var processStart: Int64 { KernelClock.processStart }
 
     public func now() -> Int64 { monotonicNanoseconds() }
 
-    public func sleep(until deadline: Int64) {
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        // Absolute sleep: no drift from the time spent producing each frame; EINTR resumes.
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
+    public func sleep(until deadline: Int64) { KernelClock.sleepMonotonic(until: deadline) }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of every wait and timeout.
-public func monotonicNanoseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-}
+public func monotonicNanoseconds() -> Int64 { KernelClock.monotonic() }

@@ -1,7 +1,4 @@
-import CLinux
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// One look at the wall clock, with whether anything vouches for it. A board without a
 /// real-time clock starts at whatever its image last knew; until NTP answers, the date
@@ -43,18 +40,17 @@ public struct SystemWallClock: WallClock {
 
     public func read() -> ClockReading {
         let monotonic = monotonicNanoseconds()
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let synchronized = onair_clock_synchronized() == 1
-        return ClockReading(wallMs: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000, monotonic: monotonic,
+        let wallMs = KernelClock.realtimeMilliseconds()
+        let synchronized = KernelClock.isSynchronized
+        return ClockReading(wallMs: wallMs, monotonic: monotonic,
                             synchronized: synchronized, source: synchronized ? Self.daemon() : "none")
     }
 
     /// Which daemon synchronised the clock, from the files each keeps in /run.
     static func daemon() -> String {
         // systemd-timesyncd touches this file at its first synchronisation (timesyncd(8)).
-        if access("/run/systemd/timesync/synchronized", F_OK) == 0 { return "systemd-timesyncd" }
-        if access("/run/chrony", F_OK) == 0 { return "chrony" }
+        if Path.exists("/run/systemd/timesync/synchronized") { return "systemd-timesyncd" }
+        if Path.exists("/run/chrony") { return "chrony" }
         return "ntp"
     }
 }

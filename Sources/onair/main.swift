@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Appliance
+import System
 
-exit(Runner.main(Array(CommandLine.arguments.dropFirst())))
+ThisProcess.exit(Runner.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,10 +1,11 @@
-import Foundation
-import XCTest
-import Logging
 @testable import Devices
+import Foundation
+import Logging
 import Media
+import System
 import TestSupport
 import Threading
+import XCTest
 
 /// A V4L2 device that keeps the kernel's contract (Documentation/userspace-api/media/v4l):
 /// REQBUFS before QUERYBUF/QBUF, QBUF only of a buffer the application holds, DQBUF only
@@ -45,12 +46,12 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     private func enter(_ call: String) throws {
         calls.append(call)
         if closed { violations.append("\(call) after close") }
-        if unplugged { throw VideoDeviceError(path: path, operation: call, code: ENODEV) }
+        if unplugged { throw VideoDeviceError(path: path, operation: call, code: .noDevice) }
     }
 
     private func violation(_ text: String, _ call: String) -> VideoDeviceError {
         violations.append(text)
-        return VideoDeviceError(path: path, operation: call, code: EINVAL)
+        return VideoDeviceError(path: path, operation: call, code: .invalid)
     }
 
     func capabilities() throws -> VideoCapabilities { try lock.withLock { try enter("QUERYCAP"); return mode.capabilities } }
@@ -65,7 +66,7 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     func setFormat(_ format: FourCC, size: Size) throws -> GrantedFormat {
         try lock.withLock {
             try enter("S_FMT")
-            if streaming || !storage.isEmpty { throw VideoDeviceError(path: path, operation: "S_FMT", code: EBUSY) }
+            if streaming || !storage.isEmpty { throw VideoDeviceError(path: path, operation: "S_FMT", code: .busy) }
             // Like a driver, the stride is padded to 64 bytes.
             let stride = format == .yuyv || format == .uyvy ? (2 * size.width + 63) / 64 * 64 : (size.width + 63) / 64 * 64
             let image = format == .yuyv || format == .uyvy ? stride * size.height : stride * size.height * 3 / 2
@@ -81,7 +82,7 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
     func requestBuffers(_ count: Int) throws -> Int {
         try lock.withLock {
             try enter("REQBUFS")
-            if streaming { throw VideoDeviceError(path: path, operation: "REQBUFS", code: EBUSY) }
+            if streaming { throw VideoDeviceError(path: path, operation: "REQBUFS", code: .busy) }
             guard let granted else { throw violation("REQBUFS before S_FMT", "REQBUFS") }
             let n = min(count, mode.maximumBuffers)
             for buffer in storage { buffer.deallocate() }
@@ -104,11 +105,11 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
         }
     }
 
-    func exportBuffer(_ index: Int) throws -> Int32 {
+    func exportBuffer(_ index: Int) throws -> FileDescriptor {
         try lock.withLock {
             try enter("EXPBUF")
-            guard mode.canExport else { throw VideoDeviceError(path: path, operation: "EXPBUF", code: ENOTTY) }
-            return open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard mode.canExport else { throw VideoDeviceError(path: path, operation: "EXPBUF", code: .notTTY) }
+            return try FileDescriptor.open("/dev/null", .readOnly)
         }
     }
 
@@ -408,7 +409,7 @@ final class V4L2CameraTests: XCTestCase {
                               openDevice: { path in
                                   try devices.lock.withLock {
                                       devices.opens += 1
-                                      guard devices.present else { throw VideoDeviceError(path: path, operation: "open", code: ENOENT) }
+                                      guard devices.present else { throw VideoDeviceError(path: path, operation: "open", code: .noEntry) }
                                       let made = FakeVideoDevice(path: path, mode: mode)
                                       devices.current = made
                                       return made
@@ -495,7 +496,7 @@ final class V4L2CameraTests: XCTestCase {
         XCTAssertEqual(fake.ownedByDriver, 2)
         let first = keeper.lock.withLock { keeper.kept[0] }
         XCTAssertEqual(first.format.format, .yuyv)
-        XCTAssertGreaterThanOrEqual(first.fd, 0)
+        XCTAssertGreaterThanOrEqual(first.fd.rawValue, 0)
         v4l2.release(first)
         XCTAssertEqual(fake.ownedByDriver, 3, "back to the driver")
         v4l2.release(first)

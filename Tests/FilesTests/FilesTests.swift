@@ -118,10 +118,4 @@ final class FileSystemTests: XCTestCase {
             XCTAssertTrue("\(error)".contains(directory + "/missing/x"), "\(error)")
         }
     }
-
-    func testEnvironmentIsTheProcesssOwn() {
-        setenv("ONAIR_FILES_TEST", "a=b", 1)
-        XCTAssertEqual(Environment.variables["ONAIR_FILES_TEST"], "a=b", "only the first = separates")
-        XCTAssertEqual(Environment.variables["PATH"], ProcessInfo.processInfo.environment["PATH"])
-    }
 }

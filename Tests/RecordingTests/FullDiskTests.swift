@@ -14,7 +14,7 @@ import Glibc
 final class FullDiskTests: XCTestCase {
     func testSpaceRetryEvictsWhileEvictionFreesSomething() throws {
         final class Counter: @unchecked Sendable { var value = 0 }
-        let full = FileError(path: "x", operation: "write", code: ENOSPC)
+        let full = FileError(path: "x", operation: "write", code: .noSpace)
         let evictions = Counter()
         var attempts = 0
         let value = try SpaceRetry.run({ evictions.value += 1; return true }) { () throws -> Int in
@@ -27,7 +27,7 @@ final class FullDiskTests: XCTestCase {
         attempts = 0
         XCTAssertThrowsError(try SpaceRetry.run({ false }) { () throws -> Int in attempts += 1; throw full })
         XCTAssertEqual(attempts, 1, "nothing freed: the error, at once")
-        XCTAssertThrowsError(try SpaceRetry.run({ true }) { () throws -> Int in throw FileError(path: "x", operation: "write", code: EIO) })
+        XCTAssertThrowsError(try SpaceRetry.run({ true }) { () throws -> Int in throw FileError(path: "x", operation: "write", code: .ioError) })
     }
 
     /// On a 4 MiB tmpfs (CI runs as root): no room for the reservation, then no room for a

@@ -13,6 +13,12 @@
 /// Returns 0 or an errno value.
 int onair_reserve(int fd, int64_t offset, int64_t length);
 
+/// pipe2(2) (GNU): both ends O_CLOEXEC, and O_NONBLOCK when `nonblocking`. 0 or -1 (errno).
+int onair_pipe(int ends[2], int nonblocking);
+
+/// mkostemp(3) (GNU) with O_CLOEXEC: the descriptor, or -1 (errno).
+int onair_mkostemp(char *name_template);
+
 /// Names the calling thread (pthread_setname_np, a GNU extension Swift's Glibc does not
 /// export): what `top -H`, gdb and /proc/PID/task/*/comm show. The kernel keeps 15 bytes.
 int onair_name_thread(const char *name);
@@ -29,6 +35,9 @@ int onair_clock_synchronized(void);
 
 /// ioctl(2) with a pointer argument, retried on EINTR. Returns 0 or an errno value.
 int onair_ioctl(int fd, unsigned long request, void *argument);
+
+/// VIDIOC_EXPBUF's flags: the DMABUF read-only and close-on-exec (O_RDONLY | O_CLOEXEC).
+extern const uint32_t onair_dmabuf_export_flags;
 
 /// V4L2 requests (Documentation/userspace-api/media/v4l/user-func.rst).
 extern const unsigned long onair_VIDIOC_QUERYCAP;

@@ -1,10 +1,8 @@
 import CDRM
-import Media
-import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+import Media
+import System
+import Threading
 
 /// The attached screen through DRM/KMS (libdrm). Opening takes the display (DRM master),
 /// sets the connector's preferred mode and picks the planes (`PlanePlan`): the camera's
@@ -27,7 +25,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
     /// Pictures shown (flips completed).
     public private(set) var shown = 0
 
-    private let fd: Int32
+    private let fd: FileDescriptor
     private let log: Log
     private let crtcID: UInt32
     private var connectorID: UInt32
@@ -77,14 +75,14 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
         self.path = path
         self.picture = picture
         self.log = log
-        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw DeviceError("preview.device \(path): \(String(cString: strerror(errno)))") }
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readWrite) } catch { throw DeviceError("preview.device \(path): \(error)") }
         self.fd = fd
         var ok = false
-        defer { if !ok { Glibc.close(fd) } }
+        defer { if !ok { fd.close() } }
         // Universal planes list the primary and cursor planes too; atomic implies them.
-        let universal = drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_UNIVERSAL_PLANES), 1) == 0
-        atomic = allowAtomic && universal && drmSetClientCap(fd, UInt64(DRM_CLIENT_CAP_ATOMIC), 1) == 0
+        let universal = drmSetClientCap(fd.rawValue, UInt64(DRM_CLIENT_CAP_UNIVERSAL_PLANES), 1) == 0
+        atomic = allowAtomic && universal && drmSetClientCap(fd.rawValue, UInt64(DRM_CLIENT_CAP_ATOMIC), 1) == 0
         let output = try Self.findOutput(fd: fd, path: path, mode: wanted)
         connectorID = output.connector
         crtcID = output.crtc
@@ -104,8 +102,8 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
                           KMSProperties(fd: fd, object: plan.primary, type: UInt32(DRM_MODE_OBJECT_PLANE)),
                           KMSProperties(fd: fd, object: plan.overlay ?? 0, type: UInt32(DRM_MODE_OBJECT_PLANE)))
         }
-        saved = drmModeGetCrtc(fd, crtcID)
-        _ = drmSetMaster(fd)  // may already be master; the mode set says if not
+        saved = drmModeGetCrtc(fd.rawValue, crtcID)
+        _ = drmSetMaster(fd.rawValue)  // may already be master; the mode set says if not
         do {
             for _ in 0..<2 { primaries.append(try Framebuffer.dumb(fd: fd, format: .xrgb8888, width: mode.width, height: mode.height)) }
             try setMode()
@@ -143,15 +141,15 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             let result = atomic ? atomicModeset(overlay: overlay) : legacyModeset(overlay: overlay)
             if result == 0 { return }
             guard plan.overlay != nil else {
-                throw DeviceError("setting \(mode) on \(connectorName): \(String(cString: strerror(-result)))")
+                throw DeviceError("setting \(mode) on \(connectorName): \(Errno(rawValue: -result))")
             }
-            fallBack("the driver refused the overlay (\(String(cString: strerror(-result))))")
+            fallBack("the driver refused the overlay (\(Errno(rawValue: -result)))")
         }
     }
 
     private func atomicModeset(overlay: Framebuffer?) -> Int32 {
         guard let properties, let request = AtomicRequest() else { return -ENOMEM }
-        if modeBlob == 0 { _ = drmModeCreatePropertyBlob(fd, &modeInfo, MemoryLayout<drmModeModeInfo>.size, &modeBlob) }
+        if modeBlob == 0 { _ = drmModeCreatePropertyBlob(fd.rawValue, &modeInfo, MemoryLayout<drmModeModeInfo>.size, &modeBlob) }
         request.set(connectorID, properties.connector, "CRTC_ID", UInt64(crtcID))
         request.set(crtcID, properties.crtc, "MODE_ID", UInt64(modeBlob))
         request.set(crtcID, properties.crtc, "ACTIVE", 1)
@@ -167,18 +165,18 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
 
     private func legacyModeset(overlay: Framebuffer?) -> Int32 {
         var connector = connectorID
-        let result = drmModeSetCrtc(fd, crtcID, primaries[0].id, 0, 0, &connector, 1, &modeInfo)
-        guard result == 0 else { return result < 0 ? result : -errno }
+        let result = drmModeSetCrtc(fd.rawValue, crtcID, primaries[0].id, 0, 0, &connector, 1, &modeInfo)
+        guard result == 0 else { return result < 0 ? result : -Errno.current.rawValue }
         guard let overlay, let plane = plan.overlay else { return 0 }
         return setPlane(plane, framebuffer: overlay.id)
     }
 
     private func setPlane(_ plane: UInt32, framebuffer: UInt32) -> Int32 {
         let box = pictureBox
-        let result = drmModeSetPlane(fd, plane, framebuffer == 0 ? 0 : crtcID, framebuffer, 0, Int32(box.x), Int32(box.y),
+        let result = drmModeSetPlane(fd.rawValue, plane, framebuffer == 0 ? 0 : crtcID, framebuffer, 0, Int32(box.x), Int32(box.y),
                                      UInt32(box.width), UInt32(box.height), 0, 0,
                                      UInt32(picture.width) << 16, UInt32(picture.height) << 16)
-        return result == 0 ? 0 : (result < 0 && result != -1 ? result : -errno)
+        return result == 0 ? 0 : (result < 0 && result != -1 ? result : -Errno.current.rawValue)
     }
 
     /// Drops to the plainest layout (the primary plane, frames converted; the overlay
@@ -290,7 +288,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             // Around an overlay the primary plane holds only the indicators: redrawn when they change.
             let target = primaries[primaryBack]
             if let memory = target.memory {
-                memset(memory, 0, target.size)
+                memory.initializeMemory(as: UInt8.self, repeating: 0, count: target.size)
                 ScreenIndicators.draw(indicators, into: memory, pitch: target.pitch, width: mode.width, height: mode.height)
                 primaryShows[primaryBack] = indicators
                 primary = target
@@ -323,14 +321,14 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             let result = request.commit(fd: fd, event: UnsafeMutableRawPointer(flipDone))
             guard result == 0 else {
                 flipDone.pointee = 1
-                if result != -EBUSY, overlay != nil { fallBack("the driver refused a flip (\(String(cString: strerror(-result))))") }
+                if result != -EBUSY, overlay != nil { fallBack("the driver refused a flip (\(Errno(rawValue: -result)))") }
                 return false
             }
             return waitForFlip(milliseconds: 100)
         }
         if let primary {
             flipDone.pointee = 0
-            guard drmModePageFlip(fd, crtcID, primary.id, onair_drm_page_flip_event(), flipDone) == 0 else {
+            guard drmModePageFlip(fd.rawValue, crtcID, primary.id, onair_drm_page_flip_event(), flipDone) == 0 else {
                 flipDone.pointee = 1
                 return false
             }
@@ -340,7 +338,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             // Legacy SetPlane returns once the plane is updated (drivers wait for the vblank).
             let result = setPlane(plane, framebuffer: overlay.id)
             guard result == 0 else {
-                fallBack("SetPlane failed (\(String(cString: strerror(-result))))")
+                fallBack("SetPlane failed (\(Errno(rawValue: -result)))")
                 return false
             }
         }
@@ -348,8 +346,9 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
     }
 
     private func waitForFlip(milliseconds: Int32) -> Bool {
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        if poll(&descriptor, 1, milliseconds) > 0 { _ = onair_drm_handle_events(fd, flipDone) }
+        if let ready = try? Poll.wait(fd, for: .readable, timeoutMs: milliseconds), !ready.isEmpty {
+            _ = onair_drm_handle_events(fd.rawValue, flipDone)
+        }
         return flipDone.pointee != 0
     }
 
@@ -360,9 +359,9 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             var connector = connectorID
             var mode = saved.pointee.mode
             if saved.pointee.buffer_id != 0 {
-                _ = drmModeSetCrtc(fd, saved.pointee.crtc_id, saved.pointee.buffer_id, saved.pointee.x, saved.pointee.y, &connector, 1, &mode)
+                _ = drmModeSetCrtc(fd.rawValue, saved.pointee.crtc_id, saved.pointee.buffer_id, saved.pointee.x, saved.pointee.y, &connector, 1, &mode)
             } else {
-                _ = drmModeSetCrtc(fd, saved.pointee.crtc_id, 0, 0, 0, nil, 0, nil)
+                _ = drmModeSetCrtc(fd.rawValue, saved.pointee.crtc_id, 0, 0, 0, nil, 0, nil)
             }
             drmModeFreeCrtc(saved)
             self.saved = nil
@@ -375,8 +374,8 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
         for buffer in primaries + overlays + cameraBuffers { buffer.destroy(fd: fd) }
         primaries = []
         overlays = []
-        if modeBlob != 0 { _ = drmModeDestroyPropertyBlob(fd, modeBlob) }
-        _ = drmDropMaster(fd)
+        if modeBlob != 0 { _ = drmModeDestroyPropertyBlob(fd.rawValue, modeBlob) }
+        _ = drmDropMaster(fd.rawValue)
     }
 
     deinit {
@@ -384,6 +383,6 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
         guard ready else { return }
         if flipDone.pointee == 0 { _ = waitForFlip(milliseconds: 100) }
         release()
-        Glibc.close(fd)
+        fd.close()
     }
 }

@@ -1,10 +1,8 @@
 import CDRM
-import Media
-import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+import Media
+import System
+import Threading
 
 /// What a KMS device offers, found once when the display opens: the connected output
 /// and its mode, and the planes (libdrm's resource calls).
@@ -25,15 +23,15 @@ extension DRMDisplay {
     /// The first connected connector, its preferred mode (else the first: drivers list the
     /// best first) or the one asked for, and the CRTC driving it (or the first one its
     /// encoder can drive).
-    static func findOutput(fd: Int32, path: String, mode wanted: Mode?) throws
+    static func findOutput(fd: FileDescriptor, path: String, mode wanted: Mode?) throws
         -> (connector: UInt32, mode: drmModeModeInfo, crtc: UInt32, crtcIndex: Int, name: String) {
-        guard let resources = drmModeGetResources(fd) else {
-            throw DeviceError("preview.device \(path): not a KMS display (\(String(cString: strerror(errno))))")
+        guard let resources = drmModeGetResources(fd.rawValue) else {
+            throw DeviceError("preview.device \(path): not a KMS display (\(Errno.current))")
         }
         defer { drmModeFreeResources(resources) }
         let crtcs = (0..<Int(resources.pointee.count_crtcs)).map { resources.pointee.crtcs[$0] }
         for i in 0..<Int(resources.pointee.count_connectors) {
-            guard let connector = drmModeGetConnector(fd, resources.pointee.connectors[i]) else { continue }
+            guard let connector = drmModeGetConnector(fd.rawValue, resources.pointee.connectors[i]) else { continue }
             defer { drmModeFreeConnector(connector) }
             guard onair_drm_connected(connector) != 0, connector.pointee.count_modes > 0 else { continue }
             let modes = (0..<Int(connector.pointee.count_modes)).map { connector.pointee.modes[$0] }
@@ -52,11 +50,11 @@ extension DRMDisplay {
                 mode = modes.first { $0.type & UInt32(DRM_MODE_TYPE_PREFERRED) != 0 } ?? modes[0]
             }
             var crtc: UInt32 = 0
-            if connector.pointee.encoder_id != 0, let encoder = drmModeGetEncoder(fd, connector.pointee.encoder_id) {
+            if connector.pointee.encoder_id != 0, let encoder = drmModeGetEncoder(fd.rawValue, connector.pointee.encoder_id) {
                 crtc = encoder.pointee.crtc_id
                 drmModeFreeEncoder(encoder)
             }
-            if crtc == 0, connector.pointee.count_encoders > 0, let encoder = drmModeGetEncoder(fd, connector.pointee.encoders[0]) {
+            if crtc == 0, connector.pointee.count_encoders > 0, let encoder = drmModeGetEncoder(fd.rawValue, connector.pointee.encoders[0]) {
                 crtc = crtcs.indices.first { encoder.pointee.possible_crtcs & (1 << UInt32($0)) != 0 }.map { crtcs[$0] } ?? 0
                 drmModeFreeEncoder(encoder)
             }
@@ -67,11 +65,11 @@ extension DRMDisplay {
     }
 
     /// Every plane with its type, CRTCs and formats (DRM_IOCTL_MODE_GETPLANERESOURCES).
-    static func planes(fd: Int32) -> [DisplayPlane] {
-        guard let resources = drmModeGetPlaneResources(fd) else { return [] }
+    static func planes(fd: FileDescriptor) -> [DisplayPlane] {
+        guard let resources = drmModeGetPlaneResources(fd.rawValue) else { return [] }
         defer { drmModeFreePlaneResources(resources) }
         return (0..<Int(resources.pointee.count_planes)).compactMap { i in
-            guard let plane = drmModeGetPlane(fd, resources.pointee.planes[i]) else { return nil }
+            guard let plane = drmModeGetPlane(fd.rawValue, resources.pointee.planes[i]) else { return nil }
             defer { drmModeFreePlane(plane) }
             let id = plane.pointee.plane_id
             let type = KMSProperties.value(fd: fd, object: id, type: UInt32(DRM_MODE_OBJECT_PLANE), name: "type")

@@ -1,7 +1,5 @@
 import CDRM
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// A KMS framebuffer and the GEM buffer behind it: a dumb buffer the CPU draws into, or a
 /// camera DMABUF imported through PRIME (drm_prime.c: the buffer stays alive while the
@@ -15,52 +13,54 @@ struct Framebuffer {
     /// Bytes per luma row.
     var pitch: Int
     /// The mapping of a dumb buffer; nil for an imported one.
-    var memory: UnsafeMutableRawPointer?
+    var mapping: MemoryMap?
     var size: Int
+    var memory: UnsafeMutableRawPointer? { mapping?.address }
 
     /// A dumb buffer for a whole `width`×`height` picture in `format`, mapped and filled
     /// with black.
-    static func dumb(fd: Int32, format: FourCC, width: Int, height: Int) throws -> Framebuffer {
+    static func dumb(fd: FileDescriptor, format: FourCC, width: Int, height: Int) throws -> Framebuffer {
         guard let shape = dumbBufferShape(format, height: height) else { throw DeviceError("no dumb buffer layout for \(format)") }
         var handle: UInt32 = 0, pitch: UInt32 = 0, size: UInt64 = 0
-        let created = onair_drm_create_dumb(fd, UInt32(width), UInt32(shape.rows), UInt32(shape.bitsPerPixel), &handle, &pitch, &size)
-        guard created == 0 else { throw DeviceError("dumb buffer \(width)x\(height) \(format): \(String(cString: strerror(created)))") }
-        var buffer = Framebuffer(id: 0, handle: handle, format: format, width: width, height: height, pitch: Int(pitch), memory: nil, size: Int(size))
+        let created = onair_drm_create_dumb(fd.rawValue, UInt32(width), UInt32(shape.rows), UInt32(shape.bitsPerPixel), &handle, &pitch, &size)
+        guard created == 0 else { throw DeviceError("dumb buffer \(width)x\(height) \(format): \(Errno(rawValue: created))") }
+        var buffer = Framebuffer(id: 0, handle: handle, format: format, width: width, height: height, pitch: Int(pitch), mapping: nil, size: Int(size))
         do {
             buffer.id = try addFramebuffer(fd: fd, handle: handle, format: format, width: width, height: height, pitch: Int(pitch))
         } catch {
-            onair_drm_destroy_dumb(fd, handle)
+            onair_drm_destroy_dumb(fd.rawValue, handle)
             throw error
         }
         var offset: UInt64 = 0
-        guard onair_drm_map_dumb(fd, handle, &offset) == 0,
-              let memory = mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(offset)), memory != MAP_FAILED else {
-            let reason = String(cString: strerror(errno))
+        do {
+            let mapped = onair_drm_map_dumb(fd.rawValue, handle, &offset)
+            guard mapped == 0 else { throw Errno(rawValue: mapped) }
+            buffer.mapping = try MemoryMap(fd, length: Int(size), offset: Int64(offset), writable: true)
+        } catch {
             buffer.destroy(fd: fd)
-            throw DeviceError("mapping a dumb buffer: \(reason)")
+            throw DeviceError("mapping a dumb buffer: \(error)")
         }
-        buffer.memory = memory
         buffer.fillBlack()
         return buffer
     }
 
     /// The camera's buffer as a framebuffer, scanned out where the camera wrote it.
-    static func imported(fd: Int32, dmabuf: Int32, format: FourCC, width: Int, height: Int, pitch: Int) throws -> Framebuffer {
+    static func imported(fd: FileDescriptor, dmabuf: FileDescriptor, format: FourCC, width: Int, height: Int, pitch: Int) throws -> Framebuffer {
         var handle: UInt32 = 0
-        guard drmPrimeFDToHandle(fd, dmabuf, &handle) == 0 else {
-            throw DeviceError("importing the camera's DMABUF: \(String(cString: strerror(errno)))")
+        guard drmPrimeFDToHandle(fd.rawValue, dmabuf.rawValue, &handle) == 0 else {
+            throw DeviceError("importing the camera's DMABUF: \(Errno.current)")
         }
         do {
             let id = try addFramebuffer(fd: fd, handle: handle, format: format, width: width, height: height, pitch: pitch)
-            return Framebuffer(id: id, handle: handle, format: format, width: width, height: height, pitch: pitch, memory: nil, size: 0)
+            return Framebuffer(id: id, handle: handle, format: format, width: width, height: height, pitch: pitch, mapping: nil, size: 0)
         } catch {
-            _ = drmCloseBufferHandle(fd, handle)
+            _ = drmCloseBufferHandle(fd.rawValue, handle)
             throw error
         }
     }
 
     /// DRM_IOCTL_MODE_ADDFB2 with the planes where `yuvLayout` puts them.
-    private static func addFramebuffer(fd: Int32, handle: UInt32, format: FourCC, width: Int, height: Int, pitch: Int) throws -> UInt32 {
+    private static func addFramebuffer(fd: FileDescriptor, handle: UInt32, format: FourCC, width: Int, height: Int, pitch: Int) throws -> UInt32 {
         let layout = yuvLayout(format, pitch: pitch, height: height) ?? ([pitch], [0])
         var handles = [UInt32](repeating: 0, count: 4), pitches = handles, offsets = handles
         for plane in layout.pitches.indices {
@@ -69,8 +69,8 @@ struct Framebuffer {
             offsets[plane] = UInt32(layout.offsets[plane])
         }
         var id: UInt32 = 0
-        let added = drmModeAddFB2(fd, UInt32(width), UInt32(height), format.rawValue, handles, pitches, offsets, &id, 0)
-        guard added == 0 else { throw DeviceError("AddFB2 \(width)x\(height) \(format): \(String(cString: strerror(added < 0 ? -added : errno)))") }
+        let added = drmModeAddFB2(fd.rawValue, UInt32(width), UInt32(height), format.rawValue, handles, pitches, offsets, &id, 0)
+        guard added == 0 else { throw DeviceError("AddFB2 \(width)x\(height) \(format): \(added < 0 ? Errno(rawValue: -added) : Errno.current)") }
         return id
     }
 
@@ -79,20 +79,20 @@ struct Framebuffer {
         guard let memory else { return }
         switch format {
         case .nv12, .yu12:
-            memset(memory, 16, pitch * height)
-            memset(memory + pitch * height, 128, size - pitch * height)
+            memory.initializeMemory(as: UInt8.self, repeating: 16, count: pitch * height)
+            (memory + pitch * height).initializeMemory(as: UInt8.self, repeating: 128, count: size - pitch * height)
         case .yuyv, .uyvy:
             let pattern: UInt32 = format == .yuyv ? 0x8010_8010 : 0x1080_1080
             let words = memory.assumingMemoryBound(to: UInt32.self)
             for i in 0..<(size / 4) { words[i] = pattern }
         default:
-            memset(memory, 0, size)
+            memory.initializeMemory(as: UInt8.self, repeating: 0, count: size)
         }
     }
 
-    func destroy(fd: Int32) {
-        if let memory { munmap(memory, size) }
-        if id != 0 { _ = drmModeRmFB(fd, id) }
-        if size > 0 { onair_drm_destroy_dumb(fd, handle) } else { _ = drmCloseBufferHandle(fd, handle) }  // dumb, or imported
+    func destroy(fd: FileDescriptor) {
+        mapping?.unmap()
+        if id != 0 { _ = drmModeRmFB(fd.rawValue, id) }
+        if size > 0 { onair_drm_destroy_dumb(fd.rawValue, handle) } else { _ = drmCloseBufferHandle(fd.rawValue, handle) }  // dumb, or imported
     }
 }

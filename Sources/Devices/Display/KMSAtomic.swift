@@ -1,7 +1,5 @@
 import CDRM
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// Atomic modesetting (drm_mode.h DRM_IOCTL_MODE_ATOMIC through libdrm): every change is a
 /// set of (object, property, value) triples that the kernel applies together at a vblank,
@@ -10,23 +8,23 @@ import Glibc
 struct KMSProperties {
     private var ids: [String: UInt32] = [:]
 
-    init(fd: Int32, object: UInt32, type: UInt32) {
+    init(fd: FileDescriptor, object: UInt32, type: UInt32) {
         Self.each(fd: fd, object: object, type: type) { name, id, _ in ids[name] = id }
     }
 
     /// The current value of a property by name (the plane "type", say).
-    static func value(fd: Int32, object: UInt32, type: UInt32, name wanted: String) -> UInt64? {
+    static func value(fd: FileDescriptor, object: UInt32, type: UInt32, name wanted: String) -> UInt64? {
         var found: UInt64?
         each(fd: fd, object: object, type: type) { name, _, value in if name == wanted { found = value } }
         return found
     }
 
     /// Every property of an object: its name, id and current value.
-    private static func each(fd: Int32, object: UInt32, type: UInt32, _ body: (String, UInt32, UInt64) -> Void) {
-        guard let list = drmModeObjectGetProperties(fd, object, type) else { return }
+    private static func each(fd: FileDescriptor, object: UInt32, type: UInt32, _ body: (String, UInt32, UInt64) -> Void) {
+        guard let list = drmModeObjectGetProperties(fd.rawValue, object, type) else { return }
         defer { drmModeFreeObjectProperties(list) }
         for i in 0..<Int(list.pointee.count_props) {
-            guard let property = drmModeGetProperty(fd, list.pointee.props[i]) else { continue }
+            guard let property = drmModeGetProperty(fd.rawValue, list.pointee.props[i]) else { continue }
             let name = withUnsafeBytes(of: property.pointee.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             body(name, property.pointee.prop_id, list.pointee.prop_values[i])
             drmModeFreeProperty(property)
@@ -76,14 +74,14 @@ final class AtomicRequest {
     /// 0 or a negative errno. `test`: check only (DRM_MODE_ATOMIC_TEST_ONLY); `modeset`:
     /// a full mode change may happen; `event`: a non-blocking flip that sends a page-flip
     /// event to it when the new picture is on the screen (else the call blocks until then).
-    func commit(fd: Int32, test: Bool = false, modeset: Bool = false, event: UnsafeMutableRawPointer? = nil) -> Int32 {
+    func commit(fd: FileDescriptor, test: Bool = false, modeset: Bool = false, event: UnsafeMutableRawPointer? = nil) -> Int32 {
         guard missing.isEmpty else { return -EINVAL }
         var flags = UInt32(0)
         if test { flags |= UInt32(DRM_MODE_ATOMIC_TEST_ONLY) }
         if modeset { flags |= UInt32(DRM_MODE_ATOMIC_ALLOW_MODESET) }
         if event != nil && !test { flags |= UInt32(DRM_MODE_ATOMIC_NONBLOCK) | UInt32(DRM_MODE_PAGE_FLIP_EVENT) }
         let data = test ? nil : event
-        let result = drmModeAtomicCommit(fd, request, flags, data)
-        return result == 0 ? 0 : (result < 0 && result != -1 ? result : -errno)
+        let result = drmModeAtomicCommit(fd.rawValue, request, flags, data)
+        return result == 0 ? 0 : (result < 0 && result != -1 ? result : -Errno.current.rawValue)
     }
 }

@@ -1,8 +1,5 @@
 import CLinux
 import Media
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A button going down or up, with when (CLOCK_MONOTONIC ns).
 public struct ButtonEdge: Sendable, Equatable {

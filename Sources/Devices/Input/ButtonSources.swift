@@ -1,10 +1,8 @@
 import CLinux
-import Media
-import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+import Media
+import System
+import Threading
 
 /// Drops the chatter of a mechanical contact: an edge within `period` of the last one
 /// accepted, or one that repeats the state, is not a press or a release.
@@ -22,13 +20,13 @@ public struct Debouncer: Sendable {
 /// `gpiochipN:LINE` (or `/path:LINE`): the chip opened, the line's offset, and a name for
 /// messages.
 enum GPIOChip {
-    static func open(_ line: String, key: String) throws -> (fd: Int32, offset: UInt32, description: String) {
+    static func open(_ line: String, key: String) throws -> (fd: FileDescriptor, offset: UInt32, description: String) {
         let parts = line.split(separator: ":")
         guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("\(key) \(line): expected gpiochipN:LINE") }
         let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
-        let fd = Glibc.open(chip, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw DeviceError("\(key) \(chip): \(errorText(errno))") }
-        return (fd, offset, "\(chip):\(offset)")
+        do { return (try FileDescriptor.open(chip, .readWrite), offset, "\(chip):\(offset)") } catch {
+            throw DeviceError("\(key) \(chip): \(error)")
+        }
     }
 }
 
@@ -36,7 +34,7 @@ enum GPIOChip {
 /// edges with the kernel's debounce; when the chip cannot debounce, onair does.
 public final class GPIOButton: Sendable {
     public let description: String
-    private let lineFD: Int32
+    private let lineFD: FileDescriptor
     /// The reading thread's own copy filters the edges.
     private let debouncer: Debouncer
     private let thread = StoppableThread()
@@ -45,32 +43,37 @@ public final class GPIOButton: Sendable {
     public init(line: String, activeLow: Bool, bias: String, debounceMilliseconds: Int) throws {
         let (chipFD, offset, name) = try GPIOChip.open(line, key: "button.gpio")
         description = name
-        defer { close(chipFD) }
+        defer { chipFD.close() }
         let biasCode: Int32 = ["none": 3, "pull-up": 1, "pull-down": 2][bias] ?? 0
-        var fd: Int32 = -1
-        var result = onair_gpio_request_input(chipFD, offset, activeLow ? 1 : 0, biasCode, UInt32(debounceMilliseconds * 1000), "onair", &fd)
-        var software = false
-        if result == EINVAL && debounceMilliseconds > 0 {
-            result = onair_gpio_request_input(chipFD, offset, activeLow ? 1 : 0, biasCode, 0, "onair", &fd)
-            software = true
+        func request(debounceMicroseconds: UInt32) throws -> FileDescriptor {
+            try FileDescriptor.receiving { onair_gpio_request_input(chipFD.rawValue, offset, activeLow ? 1 : 0, biasCode, debounceMicroseconds, "onair", $0) }
         }
-        guard result == 0 else { throw DeviceError("button.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(errorText(result))") }
-        lineFD = fd
+        var software = false
+        do {
+            do { lineFD = try request(debounceMicroseconds: UInt32(debounceMilliseconds * 1000)) } catch let error as Errno {
+                // A chip that cannot debounce says EINVAL: then onair debounces.
+                guard error == .invalid && debounceMilliseconds > 0 else { throw error }
+                lineFD = try request(debounceMicroseconds: 0)
+                software = true
+            }
+        } catch {
+            throw DeviceError("button.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(error)")
+        }
         // The kernel's debounce already filtered; onair's own only when it could not.
         debouncer = Debouncer(periodNanoseconds: software ? Int64(debounceMilliseconds) * 1_000_000 : 0)
     }
-
-    deinit { close(lineFD) }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
         thread.start(name: "onair-gpio") { [self] in
             var buffer = [UInt8](repeating: 0, count: Int(onair_gpio_event_size) * 16)
             var debouncer = self.debouncer
             while !thread.isStopped {
-                var descriptor = pollfd(fd: lineFD, events: Int16(POLLIN), revents: 0)
-                guard poll(&descriptor, 1, 200) > 0 else { continue }
-                let n = buffer.withUnsafeMutableBytes { read(lineFD, $0.baseAddress, $0.count) }
-                guard n > 0 else { if errno == EINTR || errno == EAGAIN { continue } else { return } }
+                guard let ready = try? Poll.wait(lineFD, for: .readable, timeoutMs: 200), !ready.isEmpty else { continue }
+                let n: Int
+                do { n = try buffer.withUnsafeMutableBytes { try lineFD.read(into: $0) } } catch let error as Errno where error == .again {
+                    continue
+                } catch { return }
+                guard n > 0 else { return }
                 let edges = buffer.withUnsafeBytes { ButtonEvents.gpio(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 for edge in edges where debouncer.accept(edge) { handler(edge) }
             }
@@ -96,7 +99,9 @@ public final class EvdevButtons: Sendable {
         self.keys = keys
         self.clock = clock
         self.log = log
-        if let device, access(device, R_OK) != 0 { throw DeviceError("button.input \(device): \(errorText(errno))") }
+        if let device {
+            do { try Path.checkReadable(device) } catch { throw DeviceError("button.input \(device): \(error)") }
+        }
     }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
@@ -111,32 +116,31 @@ public final class EvdevButtons: Sendable {
     }
 
     private func run(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
-        var open: [String: Int32] = [:]
+        var open: [String: FileDescriptor] = [:]
         var nextScan: Int64 = 0
         var buffer = [UInt8](repeating: 0, count: Int(onair_input_event_size) * 64)
-        defer { for fd in open.values { close(fd) } }
         while !thread.isStopped {
             if clock.now() >= nextScan {
                 for path in candidates() where open[path] == nil {
-                    let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                    guard fd >= 0 else { continue }
+                    guard let fd = try? FileDescriptor.open(path, .readOnly, options: .nonBlocking) else { continue }
                     // A named device is taken as it is; among all, only those with the keys.
-                    if device == nil && !keys.contains(where: { onair_evdev_has_key(fd, UInt32($0)) == 1 }) { close(fd); continue }
+                    if device == nil && !keys.contains(where: { onair_evdev_has_key(fd.rawValue, UInt32($0)) == 1 }) { continue }
                     open[path] = fd
                     log.emit(.buttonInput, level: .info, [("device", path), ("keys", keys.sorted().map(String.init).joined(separator: ","))])
                 }
                 nextScan = clock.now() + 2_000_000_000
             }
-            var descriptors = open.values.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            guard !descriptors.isEmpty else { clock.sleep(until: clock.now() + 200_000_000); continue }
-            guard poll(&descriptors, nfds_t(descriptors.count), 200) > 0 else { continue }
-            for descriptor in descriptors where descriptor.revents != 0 {
-                let n = buffer.withUnsafeMutableBytes { read(descriptor.fd, $0.baseAddress, $0.count) }
-                if n <= 0 {
-                    if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+            let watched = Array(open)
+            guard !watched.isEmpty else { clock.sleep(until: clock.now() + 200_000_000); continue }
+            guard let ready = try? Poll.wait(watched.map { ($0.value, .readable) }, timeoutMs: 200) else { continue }
+            for ((path, fd), events) in zip(watched, ready) where !events.isEmpty {
+                let n: Int
+                do { n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0) } } catch let error as Errno where error == .again {
+                    continue
+                } catch { n = 0 }
+                if n == 0 {
                     // Unplugged (ENODEV) or a writer gone: let it go; a rescan finds it again.
-                    if let path = open.first(where: { $0.value == descriptor.fd })?.key { open[path] = nil }
-                    close(descriptor.fd)
+                    open[path] = nil
                     continue
                 }
                 let now = clock.now()

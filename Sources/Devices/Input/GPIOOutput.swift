@@ -1,28 +1,26 @@
 import CLinux
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// One GPIO output line (a tally light) through the uAPI v2.
 public final class GPIOOutput: Sendable {
     public let description: String
-    private let lineFD: Int32
+    private let lineFD: FileDescriptor
 
     /// `line`: `gpiochipN:OFFSET`; starts off.
     public init(line: String, activeLow: Bool) throws {
         let (chipFD, offset, name) = try GPIOChip.open(line, key: "tally.gpio")
         description = name
-        defer { close(chipFD) }
-        var fd: Int32 = -1
-        let result = onair_gpio_request_output(chipFD, offset, activeLow ? 1 : 0, 0, "onair-tally", &fd)
-        guard result == 0 else { throw DeviceError("tally.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(errorText(result))") }
-        lineFD = fd
+        defer { chipFD.close() }
+        do {
+            lineFD = try FileDescriptor.receiving { onair_gpio_request_output(chipFD.rawValue, offset, activeLow ? 1 : 0, 0, "onair-tally", $0) }
+        } catch {
+            throw DeviceError("tally.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(error)")
+        }
     }
 
     deinit {
-        _ = onair_gpio_set(lineFD, 0)
-        close(lineFD)
+        _ = onair_gpio_set(lineFD.rawValue, 0)
     }
 
-    public func set(_ on: Bool) { _ = onair_gpio_set(lineFD, on ? 1 : 0) }
+    public func set(_ on: Bool) { _ = onair_gpio_set(lineFD.rawValue, on ? 1 : 0) }
 }

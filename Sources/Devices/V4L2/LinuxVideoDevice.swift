@@ -1,32 +1,29 @@
 import CLinux
-#if canImport(Glibc)
-import Glibc
-#endif
-
-func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+import System
 
 /// A V4L2 device node, single-planar capture with memory-mapped buffers
 /// (Documentation/userspace-api/media/v4l/mmap.rst). Opened non-blocking: DQBUF says
 /// EAGAIN instead of sleeping, and `waitForFrame` polls.
 public final class LinuxVideoDevice: VideoDevice {
     public let path: String
-    private var fd: Int32
-    private var mappings: [UnsafeMutableRawBufferPointer] = []
+    private let fd: FileDescriptor
+    private var mappings: [MemoryMap] = []
     private static let capture = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
     private static let mmapMemory = V4L2_MEMORY_MMAP.rawValue
 
     public init(path: String) throws {
         self.path = path
-        fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw VideoDeviceError(path: path, operation: "open", code: errno) }
+        do { fd = try FileDescriptor.open(path, .readWrite, options: .nonBlocking) } catch let error as Errno {
+            throw VideoDeviceError(path: path, operation: "open", code: error)
+        }
     }
 
     deinit { close() }
 
     private func call<T>(_ name: String, _ request: UInt, _ argument: inout T) throws {
-        let fd = self.fd
-        let result = withUnsafeMutableBytes(of: &argument) { onair_ioctl(fd, request, $0.baseAddress) }
-        if result != 0 { throw VideoDeviceError(path: path, operation: name, code: result) }
+        do { try fd.control(request, &argument) } catch let error as Errno {
+            throw VideoDeviceError(path: path, operation: name, code: error)
+        }
     }
 
     private static func string<T>(_ tuple: T) -> String {
@@ -47,7 +44,7 @@ public final class LinuxVideoDevice: VideoDevice {
             var desc = v4l2_fmtdesc()
             desc.index = UInt32(index)
             desc.type = Self.capture
-            do { try call("VIDIOC_ENUM_FMT", onair_VIDIOC_ENUM_FMT, &desc) } catch let error as VideoDeviceError where error.code == EINVAL {
+            do { try call("VIDIOC_ENUM_FMT", onair_VIDIOC_ENUM_FMT, &desc) } catch let error as VideoDeviceError where error.code == .invalid {
                 break  // the end of the list
             }
             result.append(FourCC(rawValue: desc.pixelformat))
@@ -61,7 +58,7 @@ public final class LinuxVideoDevice: VideoDevice {
             var e = v4l2_frmsizeenum()
             e.index = UInt32(index)
             e.pixel_format = format.rawValue
-            do { try call("VIDIOC_ENUM_FRAMESIZES", onair_VIDIOC_ENUM_FRAMESIZES, &e) } catch let error as VideoDeviceError where error.code == EINVAL {
+            do { try call("VIDIOC_ENUM_FRAMESIZES", onair_VIDIOC_ENUM_FRAMESIZES, &e) } catch let error as VideoDeviceError where error.code == .invalid {
                 break
             }
             if e.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
@@ -83,7 +80,7 @@ public final class LinuxVideoDevice: VideoDevice {
             e.pixel_format = format.rawValue
             e.width = UInt32(size.width)
             e.height = UInt32(size.height)
-            do { try call("VIDIOC_ENUM_FRAMEINTERVALS", onair_VIDIOC_ENUM_FRAMEINTERVALS, &e) } catch let error as VideoDeviceError where error.code == EINVAL {
+            do { try call("VIDIOC_ENUM_FRAMEINTERVALS", onair_VIDIOC_ENUM_FRAMEINTERVALS, &e) } catch let error as VideoDeviceError where error.code == .invalid {
                 break
             }
             if e.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue {
@@ -136,21 +133,21 @@ public final class LinuxVideoDevice: VideoDevice {
         buffer.memory = Self.mmapMemory
         try call("VIDIOC_QUERYBUF", onair_VIDIOC_QUERYBUF, &buffer)
         let length = Int(buffer.length)
-        guard let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(buffer.m.offset)), base != MAP_FAILED else {
-            throw VideoDeviceError(path: path, operation: "mmap buffer \(index)", code: errno)
+        let mapping: MemoryMap
+        do { mapping = try MemoryMap(fd, length: length, offset: Int64(buffer.m.offset), writable: true) } catch let error as Errno {
+            throw VideoDeviceError(path: path, operation: "mmap buffer \(index)", code: error)
         }
-        let mapping = UnsafeMutableRawBufferPointer(start: base, count: length)
         mappings.append(mapping)
-        return UnsafeRawBufferPointer(mapping)
+        return UnsafeRawBufferPointer(start: mapping.address, count: length)
     }
 
-    public func exportBuffer(_ index: Int) throws -> Int32 {
+    public func exportBuffer(_ index: Int) throws -> FileDescriptor {
         var export = v4l2_exportbuffer()
         export.type = Self.capture
         export.index = UInt32(index)
-        export.flags = UInt32(O_RDONLY | O_CLOEXEC)
+        export.flags = onair_dmabuf_export_flags
         try call("VIDIOC_EXPBUF", onair_VIDIOC_EXPBUF, &export)
-        return export.fd
+        return FileDescriptor(adopting: export.fd)
     }
 
     public func queueBuffer(_ index: Int) throws {
@@ -165,9 +162,10 @@ public final class LinuxVideoDevice: VideoDevice {
         var buffer = v4l2_buffer()
         buffer.type = Self.capture
         buffer.memory = Self.mmapMemory
-        let result = onair_ioctl(fd, onair_VIDIOC_DQBUF, &buffer)
-        if result == EAGAIN { return nil }
-        if result != 0 { throw VideoDeviceError(path: path, operation: "VIDIOC_DQBUF", code: result) }
+        do { try fd.control(onair_VIDIOC_DQBUF, &buffer) } catch let error as Errno {
+            if error == .again { return nil }
+            throw VideoDeviceError(path: path, operation: "VIDIOC_DQBUF", code: error)
+        }
         let timestampMask: UInt32 = 0xE000, monotonic: UInt32 = 0x2000, errorFlag: UInt32 = 0x40
         let stamp = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
         return DequeuedBuffer(index: Int(buffer.index), bytesUsed: Int(buffer.bytesused),
@@ -176,14 +174,12 @@ public final class LinuxVideoDevice: VideoDevice {
     }
 
     public func waitForFrame(timeoutMilliseconds: Int) throws -> Bool {
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let result = poll(&descriptor, 1, Int32(timeoutMilliseconds))
-        if result < 0 {
-            if errno == EINTR { return false }
-            throw VideoDeviceError(path: path, operation: "poll", code: errno)
+        do {
+            // POLLERR (an unplugged device) is reported by the DQBUF that follows.
+            return try !Poll.wait(fd, for: .readable, timeoutMs: Int32(clamping: timeoutMilliseconds)).isEmpty
+        } catch let error as Errno {
+            throw VideoDeviceError(path: path, operation: "poll", code: error)
         }
-        // POLLERR (an unplugged device) is reported by the DQBUF that follows.
-        return result > 0
     }
 
     public func streamOn() throws {
@@ -197,14 +193,12 @@ public final class LinuxVideoDevice: VideoDevice {
     }
 
     private func unmapAll() {
-        for mapping in mappings { munmap(mapping.baseAddress, mapping.count) }
+        for mapping in mappings { mapping.unmap() }
         mappings = []
     }
 
     public func close() {
-        guard fd >= 0 else { return }
         unmapAll()
-        Glibc.close(fd)
-        fd = -1
+        fd.close()
     }
 }

@@ -1,9 +1,7 @@
-import Media
-import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+import Media
+import System
+import Threading
 
 /// A V4L2 camera: finds the device, negotiates the format, streams from memory-mapped
 /// buffers on a thread of its own and hands I420 frames to the sink, stamped with the
@@ -67,7 +65,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
     private struct State {
         var device: VideoDevice?
         var mapped: [UnsafeRawBufferPointer] = []
-        var exported: [Int32] = []
+        var exported: [FileDescriptor] = []
         var consumer: SharedBufferConsumer?
         /// Buffers lent to the consumer, by index, in this streaming session.
         var lent = Set<Int>()
@@ -173,7 +171,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             let count = try device.requestBuffers(configuration.buffers)
             guard count >= 2 else { throw CameraError("\(device.path) gave \(count) buffers; streaming needs 2 or more") }
             var maps: [UnsafeRawBufferPointer] = []
-            var fds: [Int32] = []
+            var fds: [FileDescriptor] = []
             for index in 0..<count {
                 maps.append(try device.mapBuffer(index))
                 // Zero-copy hand-off (a KMS plane, a hardware encoder) needs DMABUFs; not
@@ -196,7 +194,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
     }
 
     private func teardown() {
-        let (device, fds) = state.withLock { state -> (VideoDevice?, [Int32]) in
+        let (device, fds) = state.withLock { state -> (VideoDevice?, [FileDescriptor]) in
             defer {
                 state.device = nil
                 state.mapped = []
@@ -206,7 +204,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             }
             return (state.device, state.exported)
         }
-        for fd in fds { Glibc.close(fd) }
+        for fd in fds { fd.close() }
         try? device?.streamOff()
         _ = try? device?.requestBuffers(0)
         device?.close()
@@ -247,7 +245,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             do {
                 guard try device.waitForFrame(timeoutMilliseconds: 100) else {
                     if clock.now() - loop.lastFrameAt > Int64(configuration.stallMilliseconds) * 1_000_000 {
-                        throw VideoDeviceError(path: device.path, operation: "no frame for \(configuration.stallMilliseconds) ms", code: ETIMEDOUT)
+                        throw VideoDeviceError(path: device.path, operation: "no frame for \(configuration.stallMilliseconds) ms", code: .timedOut)
                     }
                     continue
                 }
@@ -376,7 +374,7 @@ public struct SharedBuffer: Sendable, Equatable {
     public var generation: Int
     /// The buffer's DMABUF, owned by the camera: valid during `offer`, and until the
     /// camera is stopped or loses the device; import it (or dup it) at once.
-    public var fd: Int32
+    public var fd: FileDescriptor
     public var format: GrantedFormat
     public var frameIndex: Int64
 }

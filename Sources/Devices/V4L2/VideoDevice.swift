@@ -1,3 +1,5 @@
+import System
+
 /// A V4L2 pixel format code (`v4l2_fourcc`: four ASCII bytes, little-endian).
 public struct FourCC: Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt32
@@ -119,15 +121,15 @@ public struct DequeuedBuffer: Sendable, Equatable {
 public struct VideoDeviceError: Error, CustomStringConvertible, Equatable {
     public var path: String
     public var operation: String
-    public var code: Int32
-    public init(path: String, operation: String, code: Int32) {
+    public var code: Errno
+    public init(path: String, operation: String, code: Errno) {
         self.path = path
         self.operation = operation
         self.code = code
     }
-    public var description: String { "\(path): \(operation): \(errorText(code))" }
+    public var description: String { "\(path): \(operation): \(code)" }
     /// The device is gone or broken (unplugged, driver error): worth reopening.
-    public var isDeviceLost: Bool { code == 19 /* ENODEV */ || code == 5 /* EIO */ || code == 6 /* ENXIO */ }
+    public var isDeviceLost: Bool { [.noDevice, .ioError, .noSuchDeviceOrAddress].contains(code) }
 }
 
 /// The V4L2 calls a camera makes, one method per ioctl (plus mmap and poll). The Linux
@@ -148,7 +150,7 @@ public protocol VideoDevice: AnyObject {
     /// VIDIOC_QUERYBUF + mmap(2); valid until `requestBuffers(0)` or `close`.
     func mapBuffer(_ index: Int) throws -> UnsafeRawBufferPointer
     /// VIDIOC_EXPBUF: a DMABUF fd for the buffer, for zero-copy consumers.
-    func exportBuffer(_ index: Int) throws -> Int32
+    func exportBuffer(_ index: Int) throws -> FileDescriptor
     func queueBuffer(_ index: Int) throws
     /// nil when no buffer is ready (EAGAIN).
     func dequeueBuffer() throws -> DequeuedBuffer?
