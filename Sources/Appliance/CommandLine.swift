@@ -45,16 +45,16 @@ public enum CommandLineParser {
                 var seconds = 10
                 var cursor = ArgumentCursor(Array(rest.dropFirst())) { "validate: \($0) needs a value (see 'onair validate --help')" }
                 while let word = cursor.next() {
-                    guard word == "--seconds" else { throw ConfigError("validate: unexpected '\(word)' (see 'onair validate --help')") }
+                    guard word == "--seconds" else { throw ConfigError.usage("validate: unexpected '\(word)' (see 'onair validate --help')") }
                     let value = try cursor.value(for: word)
                     guard let number = Int(value), (1...3600).contains(number) else {
-                        throw ConfigError("validate: --seconds expects a whole number of seconds from 1 to 3600, got '\(value)'")
+                        throw ConfigError.usage("validate: --seconds expects a whole number of seconds from 1 to 3600, got '\(value)'")
                     }
                     seconds = number
                 }
                 return .validateLive(url: url, seconds: seconds)
             }
-            guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError("validate: expected one stream directory (see 'onair validate --help')") }
+            guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError.usage("validate: expected one stream directory (see 'onair validate --help')") }
             return .validate(directory: rest[0])
         case "run": return try parseRun(rest, readFile: readFile)
         case "fetch":
@@ -67,7 +67,7 @@ public enum CommandLineParser {
             var i = 0
             while i < rest.count {
                 guard i + 1 < rest.count, ["--config", "--write"].contains(rest[i]) else {
-                    throw ConfigError("time-config: unexpected '\(rest[i])' (see 'onair time-config --help')")
+                    throw ConfigError.usage("time-config: unexpected '\(rest[i])' (see 'onair time-config --help')")
                 }
                 if rest[i] == "--write" { output = rest[i + 1] } else { configs += ["--config", rest[i + 1]] }
                 i += 2
@@ -76,17 +76,17 @@ public enum CommandLineParser {
             return .timeConfig(settings.time, output: output)
         case "forget":
             if rest.contains("--help") || rest.contains("-h") { return .help(forgetUsage) }
-            guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError("forget: expected a stream id (see 'onair forget --help')") }
+            guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError.usage("forget: expected a stream id (see 'onair forget --help')") }
             guard case .run(let settings, _) = try parseRun(Array(rest.dropFirst()), readFile: readFile) else { return .usage(usage) }
             return .forget(id: id, settings)
-        default: throw ConfigError("unknown command '\(command)' (try 'onair help')")
+        default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
     }
 
     /// A config file's bytes (decoded line by line, so a bad byte is reported with its line).
     public static func readWholeFile(_ path: String) throws -> [UInt8] {
         do { return try FileSystem.readRegular(path, limit: FileSystem.smallLimit) } catch {
-            throw ConfigError("--config \(path): cannot read the file (\(error))")
+            throw ConfigError.unreadable(path: path, reason: "\(error)")
         }
     }
 
@@ -107,7 +107,7 @@ public enum CommandLineParser {
             case "--config": configFiles.append(try inline ?? value(argument))
             case "--set": overrides.append(try ConfigFile.override(inline ?? value(argument)))
             default:
-                guard let key = runFlags[argument] else { throw ConfigError("unknown flag '\(argument)' (see 'onair run --help')") }
+                guard let key = runFlags[argument] else { throw ConfigError.usage("unknown flag '\(argument)' (see 'onair run --help')") }
                 flags.append(.init(key: key, value: try inline ?? value(argument), origin: argument))
             }
         }
@@ -117,15 +117,15 @@ public enum CommandLineParser {
         for configFile in configFiles {
             let bytes: [UInt8]
             do { bytes = try readFile(configFile) } catch let error as ConfigError { throw error } catch {
-                throw ConfigError("--config \(configFile): cannot read the file")
+                throw ConfigError.unreadable(path: configFile, reason: nil)
             }
             try ConfigFile.apply(try ConfigFile.parse(bytes, file: configFile), to: &settings)
         }
         try ConfigFile.apply(overrides, to: &settings)
         // A flag's error names the flag, not the key behind it.
         for flag in flags {
-            do { try ConfigFile.apply([flag], to: &settings) } catch let error as ConfigError {
-                throw ConfigError(error.description.replacing("\(flag.origin): \(flag.key): ", with: "\(flag.origin): "))
+            do { try ConfigFile.apply([flag], to: &settings) } catch ConfigError.at(let origin, _, let error) {
+                throw ConfigError.at(origin: origin, key: nil, error)
             }
         }
         return .run(settings, configFiles: configFiles)
@@ -224,7 +224,7 @@ struct ArgumentCursor {
     }
 
     mutating func value(for flag: String) throws -> String {
-        guard let value = next() else { throw ConfigError(missing(flag)) }
+        guard let value = next() else { throw ConfigError.usage(missing(flag)) }
         return value
     }
 }

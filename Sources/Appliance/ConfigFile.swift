@@ -9,9 +9,37 @@ import Spool
 import Streaming
 
 /// A configuration problem, said in one line that names where it is.
-public struct ConfigError: Error, CustomStringConvertible, Equatable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+public indirect enum ConfigError: Error, CustomStringConvertible, Equatable {
+    /// A value not of the form its key takes: the form, and the value as given (quoted).
+    case expected(String, got: String?)
+    /// A value of the right form that breaks a rule of its key ("must be even").
+    case invalid(String)
+    /// A secret's value that is not valid: said without showing it.
+    case secret
+    /// A line of a config file (or a `--set`) that is not `[section]` or `key = value`.
+    case syntax(origin: String, String)
+    /// A key onair does not have, where it was set.
+    case unknownKey(origin: String, key: String)
+    /// A value's error where it was set (`onair.conf:12`, `--set`, `fetch`), under its key;
+    /// without a key for a flag, whose name is the origin.
+    case at(origin: String, key: String?, ConfigError)
+    /// A config file that cannot be read.
+    case unreadable(path: String, reason: String?)
+    /// The command line: a command, flag or argument onair does not take.
+    case usage(String)
+
+    public var description: String {
+        switch self {
+        case .expected(let form, let got): return "expected \(form)" + (got.map { ", got \($0)" } ?? "")
+        case .invalid(let reason): return reason
+        case .secret: return "not a valid value (not shown: it is a secret)"
+        case .syntax(let origin, let what): return "\(origin): \(what)"
+        case .unknownKey(let origin, let key): return "\(origin): unknown key \(ConfigFile.quotedKey(key))"
+        case .at(let origin, let key, let error): return "\(origin): " + (key.map { "\($0): " } ?? "") + error.description
+        case .unreadable(let path, let reason): return "--config \(path): cannot read the file" + (reason.map { " (\($0))" } ?? "")
+        case .usage(let text): return text
+        }
+    }
 }
 
 /// `onair.conf`: `[section]` headers and `key = value` lines; `#` or `;` starts a comment.
@@ -39,33 +67,33 @@ public enum ConfigFile {
         for (index, raw) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             let origin = "\(file):\(index + 1)"
             let lineBytes = raw.last == 0x0D ? raw.dropLast() : raw
-            guard let decoded = String(validating: lineBytes, as: UTF8.self) else { throw ConfigError("\(origin): not valid UTF-8") }
+            guard let decoded = String(validating: lineBytes, as: UTF8.self) else { throw ConfigError.syntax(origin: origin, "not valid UTF-8") }
             if let control = decoded.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
-                throw ConfigError("\(origin): control character U+\(fourHexDigits(control.value)) in the line")
+                throw ConfigError.syntax(origin: origin, "control character U+\(fourHexDigits(control.value)) in the line")
             }
             let trimmed = decoded.trimmingWhitespace()
             if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
             if trimmed.hasPrefix("[") {
-                guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError("\(origin): malformed section header") }
+                guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError.syntax(origin: origin, "malformed section header") }
                 section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
                 // A section may repeat (owners append overrides), but it must be one onair has.
-                guard knownSections.contains(section) else { throw ConfigError("\(origin): unknown section [\(quotedKey(section))]") }
+                guard knownSections.contains(section) else { throw ConfigError.syntax(origin: origin, "unknown section [\(quotedKey(section))]") }
                 continue
             }
             guard let eq = trimmed.firstIndex(of: "=") else {
                 // The line may hold a secret (`secret_key: …`): say only what looks like its key.
                 let name = trimmed.prefix { $0.isLetter || $0.isNumber || "._-".contains($0) }
-                throw ConfigError("\(origin): expected 'key = value'" + (name.isEmpty ? "" : " in the line starting '\(name)'"))
+                throw ConfigError.syntax(origin: origin, "expected 'key = value'" + (name.isEmpty ? "" : " in the line starting '\(name)'"))
             }
             let key = String(trimmed[..<eq]).trimmingWhitespace()
             var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
             // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
             if let hash = value.firstRange(of: " #") ?? value.firstRange(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
-            guard !key.isEmpty else { throw ConfigError("\(origin): empty key") }
+            guard !key.isEmpty else { throw ConfigError.syntax(origin: origin, "empty key") }
             let full = section.isEmpty ? key : "\(section).\(key)"
             // Last-wins inside one file hides a mistake; across files it is the point.
             if let first = seen[full], !repeatable.contains(full) {
-                throw ConfigError("\(origin): \(quotedKey(full)) is set again (first at line \(first))")
+                throw ConfigError.syntax(origin: origin, "\(quotedKey(full)) is set again (first at line \(first))")
             }
             seen[full] = index + 1
             entries.append(Entry(key: full, value: value, origin: origin))
@@ -100,7 +128,7 @@ public enum ConfigFile {
     /// `--set key=value`.
     public static func override(_ text: String) throws -> Entry {
         guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
-            throw ConfigError("--set \(text): expected KEY=VALUE")
+            throw ConfigError.syntax(origin: "--set \(text)", "expected KEY=VALUE")
         }
         return Entry(key: String(text[..<eq]).trimmingWhitespace(), value: String(text[text.index(after: eq)...]).trimmingWhitespace(), origin: "--set")
     }
@@ -112,30 +140,30 @@ public enum ConfigFile {
         "video.height": { $0.height = try evenInteger($1, 16...4320) },
         "device.name": {
             if $1 == "auto" { $0.deviceName = nil; return }
-            if let problem = DeviceName.problem($1) { throw ConfigError(problem) }
+            if let problem = DeviceName.problem($1) { throw ConfigError.invalid(problem) }
             $0.deviceName = $1
         },
         "video.fps": { $0.fps = try integer($1, 1...240) },
         "video.ladder": { $0.ladder = try LadderSetting.parse($1) },
         "video.bitrate": { $0.bitrate = try bitrate($1) },
         "video.rotation": {
-            guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError("expected 0, 90, 180 or 270, got \(quoted($1))") }
+            guard let degrees = Int($1), let rotation = Rotation(rawValue: degrees) else { throw ConfigError.expected("0, 90, 180 or 270", got: quoted($1)) }
             $0.rotation = rotation
         },
         "video.encoder": { $0.encoder = try choice($1, VideoEncoderKind.self) },
         "video.device": {
-            guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError("expected auto or a device path such as /dev/video0, got \(quoted($1))") }
+            guard $1 == "auto" || $1.hasPrefix("/") else { throw ConfigError.expected("auto or a device path such as /dev/video0", got: quoted($1)) }
             $0.videoDevice = DeviceChoice($1)
         },
         "video.buffers": { $0.videoBuffers = try integer($1, 2...32) },
         "audio.enabled": { $0.audio = try choice($1, Settings.AudioMode.self) },
         "audio.sample_rate": {
             let rate = try integer($1, 8000...96000)
-            guard AudioSpecificConfig.sampleRates.contains(rate) else { throw ConfigError("\(rate) Hz is not an AAC sampling rate") }
+            guard AudioSpecificConfig.sampleRates.contains(rate) else { throw ConfigError.invalid("\(rate) Hz is not an AAC sampling rate") }
             $0.sampleRate = rate
         },
         "audio.device": {
-            guard !$1.isEmpty else { throw ConfigError("expected auto or an ALSA PCM name such as default or hw:1,0") }
+            guard !$1.isEmpty else { throw ConfigError.expected("auto or an ALSA PCM name such as default or hw:1,0", got: nil) }
             $0.audioDevice = DeviceChoice($1)
         },
         "audio.channels": { $0.channels = try integer($1, 1...2) },
@@ -143,21 +171,21 @@ public enum ConfigFile {
         "hls.segment_seconds": { $0.segmentMilliseconds = try milliseconds($1, 500...10_000) },
         "hls.part_seconds": {
             let ms = try milliseconds($1, 0...2_000)
-            guard ms == 0 || ms >= 100 else { throw ConfigError("expected 0 (no low-latency parts) or seconds between 0.1 and 2.0, got \(quoted($1))") }
+            guard ms == 0 || ms >= 100 else { throw ConfigError.expected("0 (no low-latency parts) or seconds between 0.1 and 2.0", got: quoted($1)) }
             $0.partMilliseconds = ms
         },
         "source.kind": { $0.source = try choice($1, Settings.SourceKind.self) },
         "source.pace": {
-            guard let pace = Pace(rawValue: $1) else { throw ConfigError("expected realtime or fast, got \(quoted($1))") }
+            guard let pace = Pace(rawValue: $1) else { throw ConfigError.expected("realtime or fast", got: quoted($1)) }
             $0.pace = pace
         },
         "storage.dir": {
-            guard !$1.isEmpty else { throw ConfigError("expected a directory") }
+            guard !$1.isEmpty else { throw ConfigError.expected("a directory", got: nil) }
             $0.dataDirectory = $1
         },
         "storage.min_free": { $0.minimumFree = try minimumFree($1) },
         "server.token": {
-            guard $1.count >= 16 || $1.isEmpty else { throw ConfigError("a token needs at least 16 characters") }
+            guard $1.count >= 16 || $1.isEmpty else { throw ConfigError.invalid("a token needs at least 16 characters") }
             $0.serverToken = $1.isEmpty ? nil : $1
         },
         "console.device": { $0.consoleDevice = DeviceChoice(orOff: $1) },
@@ -170,7 +198,7 @@ public enum ConfigFile {
         // Repeatable: each line adds a header (e.g. a bearer token).
         "publish.header": {
             guard let colon = $1.firstIndex(of: ":"), colon != $1.startIndex,
-                  !$1[..<colon].contains(" ") else { throw ConfigError("expected 'Name: value'") }
+                  !$1[..<colon].contains(" ") else { throw ConfigError.expected("'Name: value'", got: nil) }
             $0.publish.headers.append($1)
         },
         "publish.parallel": { $0.publish.parallel = try integer($1, 1...16) },
@@ -190,13 +218,13 @@ public enum ConfigFile {
         "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
         "button.active_low": { $0.button.activeLow = try boolean($1) },
         "button.bias": {
-            guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError("expected pull-up, pull-down or none, got \(quoted($1))") }
+            guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError.expected("pull-up, pull-down or none", got: quoted($1)) }
             $0.button.bias = $1
         },
         "button.debounce_ms": { $0.button.debounceMs = try integer($1, 0...1000) },
         "button.input": { $0.button.input = DeviceChoice(orOff: $1) },
         "button.keys": {
-            guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError("expected key names such as KEY_RECORD,KEY_SPACE or codes, got \(quoted($1))") }
+            guard let keys = ButtonEvents.parseKeys($1) else { throw ConfigError.expected("key names such as KEY_RECORD,KEY_SPACE or codes", got: quoted($1)) }
             $0.button.keys = keys
         },
         "button.mode": { $0.button.mode = try choice($1, ButtonSettings.Mode.self) },
@@ -210,7 +238,7 @@ public enum ConfigFile {
         "thermal.fps_steps": {
             let steps = $1.split(separator: ",").compactMap { Int($0.trimmingWhitespace()) }
             guard !steps.isEmpty, steps.count == $1.split(separator: ",").count, steps.allSatisfy({ (1...240).contains($0) }) else {
-                throw ConfigError("expected frame rates such as 30,24,20,15,10, got \(quoted($1))")
+                throw ConfigError.expected("frame rates such as 30,24,20,15,10", got: quoted($1))
             }
             $0.thermal.fpsSteps = steps
         },
@@ -218,12 +246,12 @@ public enum ConfigFile {
         "thermal.cool_c": { $0.thermal.coolC = Double(try integer($1, 20...110)) },
         "thermal.dwell_s": { $0.thermal.dwellSeconds = Double(try milliseconds($1, 500...600_000)) / 1000 },
         "preview.device": {
-            guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError("expected auto, off or a path such as /dev/dri/card0, got \(quoted($1))") }
+            guard $1 == "auto" || $1 == "off" || $1.hasPrefix("/") else { throw ConfigError.expected("auto, off or a path such as /dev/dri/card0", got: quoted($1)) }
             $0.previewDevice = DeviceChoice(orOff: $1)
         },
         "video.preset": {
             let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow"]
-            guard presets.contains($1) else { throw ConfigError("expected one of \(presets.joined(separator: ", ")), got \(quoted($1))") }
+            guard presets.contains($1) else { throw ConfigError.expected("one of \(presets.joined(separator: ", "))", got: quoted($1)) }
             $0.softwarePreset = $1
         },
         "preview.mode": {
@@ -232,12 +260,12 @@ public enum ConfigFile {
             let size = parts.first.map { $0.split(separator: "x").compactMap { Int($0) } } ?? []
             guard parts.count <= 2, size.count == 2, size.allSatisfy({ (1...16384).contains($0) }),
                   let refresh = parts.count == 2 ? Int(parts[1]) : 0 else {
-                throw ConfigError("expected auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60, got \(quoted($1))")
+                throw ConfigError.expected("auto, WIDTHxHEIGHT or WIDTHxHEIGHT@HZ such as 1920x1080@60", got: quoted($1))
             }
             $0.previewMode = DRMDisplay.Mode(width: size[0], height: size[1], refresh: refresh)
         },
         "preview.modeset": {
-            guard $1 == "auto" || $1 == "legacy" else { throw ConfigError("expected auto or legacy, got \(quoted($1))") }
+            guard $1 == "auto" || $1 == "legacy" else { throw ConfigError.expected("auto or legacy", got: quoted($1)) }
             $0.previewAtomic = $1 == "auto"
         },
         "startup.deferred": { $0.startup.deferred = try choice($1, StartupSettings.Deferred.self) },
@@ -261,11 +289,10 @@ public enum ConfigFile {
 
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
-            guard let apply = keys[entry.key] else { throw ConfigError("\(entry.origin): unknown key \(quotedKey(entry.key))") }
+            guard let apply = keys[entry.key] else { throw ConfigError.unknownKey(origin: entry.origin, key: entry.key) }
             if entry.key == "time.servers" { settings.time.origin = entry.origin }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
-                let why = isSecret(entry.key) ? "not a valid value (not shown: it is a secret)" : error.description
-                throw ConfigError("\(entry.origin): \(entry.key): \(why)")
+                throw ConfigError.at(origin: entry.origin, key: entry.key, isSecret(entry.key) ? .secret : error)
             }
         }
     }

@@ -9,7 +9,7 @@ extension ConfigFile {
 
     static func choice<T: RawRepresentable & CaseIterable>(_ value: String, _ type: T.Type) throws -> T where T.RawValue == String {
         guard let parsed = T(rawValue: value) else {
-            throw ConfigError("expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(value))")
+            throw ConfigError.expected("one of \(T.allCases.map(\.rawValue).joined(separator: ", "))", got: quoted(value))
         }
         return parsed
     }
@@ -18,18 +18,18 @@ extension ConfigFile {
         switch value.lowercased() {
         case "true", "yes", "on", "1": return true
         case "false", "no", "off", "0": return false
-        default: throw ConfigError("expected true or false, got \(quoted(value))")
+        default: throw ConfigError.expected("true or false", got: quoted(value))
         }
     }
 
     static func integer(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
-        guard let n = Int(value), range.contains(n) else { throw ConfigError("expected an integer in \(range.lowerBound)…\(range.upperBound), got \(quoted(value))") }
+        guard let n = Int(value), range.contains(n) else { throw ConfigError.expected("an integer in \(range.lowerBound)…\(range.upperBound)", got: quoted(value)) }
         return n
     }
 
     static func evenInteger(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
         let n = try integer(value, range)
-        guard n % 2 == 0 else { throw ConfigError("must be even for 4:2:0 video, got \(n)") }
+        guard n % 2 == 0 else { throw ConfigError.invalid("must be even for 4:2:0 video, got \(n)") }
         return n
     }
 
@@ -53,7 +53,7 @@ extension ConfigFile {
             number = number.dropLast()
         }
         guard let scaled = try decimal(String(number), scale: scale), range.contains(scaled) else {
-            throw ConfigError("expected \(expected), got \(quoted(value))")
+            throw ConfigError.expected(expected, got: quoted(value))
         }
         return scaled
     }
@@ -61,7 +61,7 @@ extension ConfigFile {
     /// Seconds with up to three decimals, as milliseconds.
     static func milliseconds(_ value: String, _ range: ClosedRange<Int>) throws -> Int {
         guard let ms = try decimal(value, scale: 1000), range.contains(ms) else {
-            throw ConfigError("expected seconds between \(Double(range.lowerBound) / 1000) and \(Double(range.upperBound) / 1000), got \(quoted(value))")
+            throw ConfigError.expected("seconds between \(Double(range.lowerBound) / 1000) and \(Double(range.upperBound) / 1000)", got: quoted(value))
         }
         return ms
     }
@@ -95,7 +95,7 @@ extension ConfigFile {
         if value == "auto" { return .automatic }
         if value.hasSuffix("%"), let percent = Int(value.dropLast()), (0...90).contains(percent) { return .percent(percent) }
         guard let bytes = byteSize(value) else {
-            throw ConfigError("expected auto, a percentage like 10% or a size like 2G, got \(quoted(value))")
+            throw ConfigError.expected("auto, a percentage like 10% or a size like 2G", got: quoted(value))
         }
         return .bytes(bytes)
     }
@@ -114,7 +114,7 @@ extension ConfigFile {
     /// so a bad one is reported here with its file and line.
     static func listenAddress(_ value: String) throws -> String {
         do { _ = try ListenAddress(value) } catch {
-            throw ConfigError("expected ADDR:PORT with a numeric address (127.0.0.1:8080; 0.0.0.0:8080 for every interface; [::1]:8080) or off, got \(quoted(value))")
+            throw ConfigError.expected("ADDR:PORT with a numeric address (127.0.0.1:8080; 0.0.0.0:8080 for every interface; [::1]:8080) or off", got: quoted(value))
         }
         return value
     }

@@ -18,40 +18,40 @@ extension CommandLineParser {
             case "--max-bytes":
                 let text = try value(argument)
                 guard let bytes = ConfigFile.byteSize(text), bytes >= 1 << 20 else {
-                    throw ConfigError("fetch: --max-bytes: expected a size of 1M or more like 500M or 8G, got \(quoted(text))")
+                    throw ConfigError.at(origin: "fetch", key: "--max-bytes", .expected("a size of 1M or more like 500M or 8G", got: quoted(text)))
                 }
                 options.maxBytes = bytes
             case "--max-bitrate":
                 do { options.maxBitrate = try ConfigFile.bitrate(try value(argument)) } catch let error as ConfigError {
-                    throw ConfigError("fetch: --max-bitrate: \(error)")
+                    throw ConfigError.at(origin: "fetch", key: "--max-bitrate", error)
                 }
             case "--max-size":
                 let text = try value(argument)
                 let parts = text.split(separator: "x").compactMap { Int($0) }
                 guard parts.count == 2, parts.allSatisfy({ (1...16384).contains($0) }) else {
-                    throw ConfigError("fetch: --max-size: expected WIDTHxHEIGHT such as 1280x720, got \(quoted(text))")
+                    throw ConfigError.at(origin: "fetch", key: "--max-size", .expected("WIDTHxHEIGHT such as 1280x720", got: quoted(text)))
                 }
                 options.maxSize = PictureSize(width: parts[0], height: parts[1])
             case "--format":
                 let text = try value(argument)
-                guard let format = FetchOptions.Format(rawValue: text) else { throw ConfigError("fetch: --format: expected mp4 or hls, got \(quoted(text))") }
+                guard let format = FetchOptions.Format(rawValue: text) else { throw ConfigError.at(origin: "fetch", key: "--format", .expected("mp4 or hls", got: quoted(text))) }
                 options.format = format
             case "--keep-days":
                 let text = try value(argument)
-                guard let days = Int(text), (1...36_500).contains(days) else { throw ConfigError("fetch: --keep-days: expected 1…36500, got \(quoted(text))") }
+                guard let days = Int(text), (1...36_500).contains(days) else { throw ConfigError.at(origin: "fetch", key: "--keep-days", .expected("1…36500", got: quoted(text))) }
                 options.keepDays = days
             case "--priority":
                 let text = try value(argument)
-                guard ["normal", "keep"].contains(text) else { throw ConfigError("fetch: --priority: expected normal or keep, got \(quoted(text))") }
+                guard ["normal", "keep"].contains(text) else { throw ConfigError.at(origin: "fetch", key: "--priority", .expected("normal or keep", got: quoted(text))) }
                 options.priority = text
             default:
-                guard !argument.hasPrefix("-"), url == nil else { throw ConfigError("fetch: unexpected '\(argument)' (see 'onair fetch --help')") }
+                guard !argument.hasPrefix("-"), url == nil else { throw ConfigError.usage("fetch: unexpected '\(argument)' (see 'onair fetch --help')") }
                 url = argument
             }
         }
         if list { return .fetchList(dataDirectory: options.dataDirectory) }
-        guard let url else { throw ConfigError("fetch: expected the URL of an HLS playlist (see 'onair fetch --help')") }
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw ConfigError("fetch: \(quoted(url)) is not an http(s) URL") }
+        guard let url else { throw ConfigError.usage("fetch: expected the URL of an HLS playlist (see 'onair fetch --help')") }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else { throw ConfigError.usage("fetch: \(quoted(url)) is not an http(s) URL") }
         options.url = url
         return .fetch(options)
     }

@@ -21,15 +21,15 @@ public enum LadderSetting: Sendable, Equatable {
             let parts = token.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
             let size = parts[0].split(separator: "x", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, size.count == 2 else {
-                throw ConfigError("expected off, auto or rungs like 1280x720@2.5M,854x480@900k, got \(quoted(token))")
+                throw ConfigError.expected("off, auto or rungs like 1280x720@2.5M,854x480@900k", got: quoted(token))
             }
             let width = try ConfigFile.evenInteger(String(size[0]), 16...7680)
             let height = try ConfigFile.evenInteger(String(size[1]), 16...4320)
             let rung = Rung(width: width, height: height, bitrate: try ConfigFile.bitrate(String(parts[1])))
-            if rungs.contains(rung) { throw ConfigError("rung \(rung) is listed twice") }
+            if rungs.contains(rung) { throw ConfigError.invalid("rung \(rung) is listed twice") }
             rungs.append(rung)
         }
-        guard rungs.count <= maximumRungs else { throw ConfigError("\(rungs.count) rungs; at most \(maximumRungs)") }
+        guard rungs.count <= maximumRungs else { throw ConfigError.invalid("\(rungs.count) rungs; at most \(maximumRungs)") }
         return .rungs(rungs.sorted { ($0.bitrate, $0.width * $0.height) > ($1.bitrate, $1.width * $1.height) })
     }
 

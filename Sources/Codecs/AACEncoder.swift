@@ -33,9 +33,9 @@ public final class AACEncoder {
 
     public init(settings: AudioEncoderSettings) throws {
         self.settings = settings
-        guard let codec = avcodec_find_encoder_by_name("aac") else { throw CodecError("this libavcodec has no aac encoder") }
+        guard let codec = avcodec_find_encoder_by_name("aac") else { throw CodecError.missing("aac encoder") }
         quietLibav()
-        guard let context = avcodec_alloc_context3(codec) else { throw CodecError("out of memory") }
+        guard let context = avcodec_alloc_context3(codec) else { throw CodecError.outOfMemory(nil) }
         self.context = context
         context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
         context.pointee.sample_rate = Int32(settings.sampleRate)
@@ -48,10 +48,10 @@ public final class AACEncoder {
         audioSpecificConfig = extradata(context)
         priming = Int(context.pointee.initial_padding)
         frameSize = Int(context.pointee.frame_size)
-        guard !audioSpecificConfig.isEmpty else { throw CodecError("the aac encoder gave no AudioSpecificConfig") }
+        guard !audioSpecificConfig.isEmpty else { throw CodecError.noAudioSpecificConfig }
         frame = av_frame_alloc()
         packet = av_packet_alloc()
-        guard frame != nil, packet != nil else { throw CodecError("out of memory") }
+        guard frame != nil, packet != nil else { throw CodecError.outOfMemory(nil) }
     }
 
     deinit {

@@ -1,15 +1,52 @@
 import CFFmpeg
 
-/// A libavcodec failure, with what onair was doing and libav's own words.
-public struct CodecError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+/// Why an encoder or decoder cannot do its work.
+public enum CodecError: Error, CustomStringConvertible, Equatable {
+    /// libavcodec refused: what onair was doing, and libav's own words (av_strerror).
+    case library(String, reason: String)
+    /// This libavcodec was built without a codec ("aac encoder", "MJPEG decoder").
+    case missing(String)
+    /// An allocation failed (while doing what, when it says).
+    case outOfMemory(String?)
+    /// The chosen encoder does not make that codec (v4l2m2m and HEVC).
+    case cannotEncode(encoder: String, codec: String)
+    /// No hardware for an encoder asked for by name: which, and what is missing.
+    case noHardware(encoder: String, reason: String)
+    /// No encoder of the codec could be opened ("H.264", "hardware HEVC").
+    case noEncoder(String)
+    /// The aac encoder gave no AudioSpecificConfig.
+    case noAudioSpecificConfig
+    /// The decoder was used after it was closed.
+    case closed
+    /// A decoded frame has another size than the stream.
+    case frameSize(width: Int, height: Int, expectedWidth: Int, expectedHeight: Int)
+    /// A decoded frame's chroma layout onair does not convert.
+    case chromaLayout(String)
+    /// libswscale has no conversion between these sizes.
+    case cannotScale(width: Int, height: Int, toWidth: Int, toHeight: Int)
+
+    public var description: String {
+        switch self {
+        case .library(let what, let reason): return "\(what): \(reason)"
+        case .missing(let codec): return "this libavcodec has no \(codec)"
+        case .outOfMemory(let doing): return "out of memory" + (doing.map { " " + $0 } ?? "")
+        case .cannotEncode(let encoder, let codec): return "\(encoder) does not encode \(codec)"
+        case .noHardware(let encoder, let reason): return "video encoder \(encoder): \(reason)"
+        case .noEncoder(let codec): return "no \(codec) encoder could be opened"
+        case .noAudioSpecificConfig: return "the aac encoder gave no AudioSpecificConfig"
+        case .closed: return "MJPEG decoder is closed"
+        case .frameSize(let width, let height, let expectedWidth, let expectedHeight):
+            return "MJPEG frame is \(width)x\(height), not \(expectedWidth)x\(expectedHeight)"
+        case .chromaLayout(let name): return "MJPEG chroma layout \(name) is not supported"
+        case .cannotScale(let width, let height, let toWidth, let toHeight):
+            return "cannot scale \(width)x\(height) to \(toWidth)x\(toHeight)"
+        }
+    }
 
     static func av(_ code: Int32, _ what: String) -> CodecError {
         var buffer = [CChar](repeating: 0, count: 128)
         av_strerror(code, &buffer, buffer.count)
-        let reason = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return CodecError("\(what): \(reason)")
+        return .library(what, reason: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 }
 

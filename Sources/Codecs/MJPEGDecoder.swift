@@ -10,11 +10,11 @@ public final class MJPEGDecoder {
 
     public init() throws {
         quietLibav()
-        guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw CodecError("this libavcodec has no MJPEG decoder") }
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw CodecError.missing("MJPEG decoder") }
         context = avcodec_alloc_context3(codec)
         packet = av_packet_alloc()
         frame = av_frame_alloc()
-        guard context != nil, packet != nil, frame != nil else { throw CodecError("out of memory opening the MJPEG decoder") }
+        guard context != nil, packet != nil, frame != nil else { throw CodecError.outOfMemory("opening the MJPEG decoder") }
         try check(avcodec_open2(context, codec, nil), "opening the MJPEG decoder")
     }
 
@@ -26,7 +26,7 @@ public final class MJPEGDecoder {
 
     /// Decodes one JPEG picture of `width`×`height` into I420 planes.
     public func decode(_ jpeg: UnsafeRawBufferPointer, width: Int, height: Int) throws -> [UInt8] {
-        guard let context, let packet, let frame, let base = jpeg.baseAddress else { throw CodecError("MJPEG decoder is closed") }
+        guard let context, let packet, let frame, let base = jpeg.baseAddress else { throw CodecError.closed }
         packet.pointee.data = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
         packet.pointee.size = Int32(jpeg.count)
         defer { packet.pointee.data = nil; packet.pointee.size = 0 }
@@ -34,14 +34,14 @@ public final class MJPEGDecoder {
         try check(avcodec_receive_frame(context, frame), "decoding an MJPEG frame")
         defer { av_frame_unref(frame) }
         guard Int(frame.pointee.width) == width, Int(frame.pointee.height) == height else {
-            throw CodecError("MJPEG frame is \(frame.pointee.width)x\(frame.pointee.height), not \(width)x\(height)")
+            throw CodecError.frameSize(width: Int(frame.pointee.width), height: Int(frame.pointee.height), expectedWidth: width, expectedHeight: height)
         }
         let format = AVPixelFormat(frame.pointee.format)
         let verticalChroma: Int
         switch format {
         case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P: verticalChroma = 1
         case AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUV422P: verticalChroma = 2
-        default: throw CodecError("MJPEG chroma layout \(String(cString: av_get_pix_fmt_name(format))) is not supported")
+        default: throw CodecError.chromaLayout(String(cString: av_get_pix_fmt_name(format)))
         }
         var planes = [UInt8](repeating: 0, count: VideoFrame.byteCount(width: width, height: height))
         let cw = width / 2, ch = height / 2

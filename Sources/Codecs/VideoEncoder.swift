@@ -81,13 +81,13 @@ public final class VideoEncoder {
         self.device = device
         let name = kind.codecName(settings.codec)
         guard kind.encodes(settings.codec) else {
-            throw CodecError("\(kind.rawValue) does not encode \(settings.codec.rawValue)")
+            throw CodecError.cannotEncode(encoder: kind.rawValue, codec: settings.codec.rawValue)
         }
         guard let codec = avcodec_find_encoder_by_name(name) else {
-            throw CodecError("this libavcodec has no \(name) encoder")
+            throw CodecError.missing("\(name) encoder")
         }
         quietLibav()
-        guard let context = avcodec_alloc_context3(codec) else { throw CodecError("out of memory") }
+        guard let context = avcodec_alloc_context3(codec) else { throw CodecError.outOfMemory(nil) }
         self.context = context
         context.pointee.width = Int32(settings.width)
         context.pointee.height = Int32(settings.height)
@@ -120,7 +120,7 @@ public final class VideoEncoder {
         try readParameterSets(extradata(context))
         frame = av_frame_alloc()
         packet = av_packet_alloc()
-        guard let frame, packet != nil else { throw CodecError("out of memory") }
+        guard let frame, packet != nil else { throw CodecError.outOfMemory(nil) }
         // VA-API uploads NV12 (its surfaces' format); the software encoders take I420.
         frame.pointee.format = (kind == .vaapi ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P).rawValue
         frame.pointee.width = Int32(settings.width)
@@ -128,7 +128,7 @@ public final class VideoEncoder {
         try check(av_frame_get_buffer(frame, 0), "allocating a video frame")
         if kind == .vaapi {
             surface = av_frame_alloc()
-            guard surface != nil else { throw CodecError("out of memory") }
+            guard surface != nil else { throw CodecError.outOfMemory(nil) }
         }
     }
 
@@ -147,7 +147,7 @@ public final class VideoEncoder {
     private func attachVAAPI(_ context: UnsafeMutablePointer<AVCodecContext>, device: String?) throws {
         try check(av_hwdevice_ctx_create(&hardwareDevice, AV_HWDEVICE_TYPE_VAAPI, device, nil, 0),
                   "opening VA-API on \(device ?? "the default device")")
-        guard let frames = av_hwframe_ctx_alloc(hardwareDevice) else { throw CodecError("out of memory") }
+        guard let frames = av_hwframe_ctx_alloc(hardwareDevice) else { throw CodecError.outOfMemory(nil) }
         hardwareFrames = frames
         let framesContext = UnsafeMutableRawPointer(frames.pointee.data!).assumingMemoryBound(to: AVHWFramesContext.self)
         framesContext.pointee.format = AV_PIX_FMT_VAAPI
@@ -218,7 +218,7 @@ public final class VideoEncoder {
         scaler = sws_getCachedContext(scaler, Int32(input.width), Int32(input.height), AV_PIX_FMT_YUV420P,
                                       frame.pointee.width, frame.pointee.height, AVPixelFormat(frame.pointee.format),
                                       SWS_BILINEAR, nil, nil, nil)
-        guard let scaler else { throw CodecError("cannot scale \(input.width)x\(input.height) to \(frame.pointee.width)x\(frame.pointee.height)") }
+        guard let scaler else { throw CodecError.cannotScale(width: input.width, height: input.height, toWidth: Int(frame.pointee.width), toHeight: Int(frame.pointee.height)) }
         input.planes.withUnsafeBufferPointer { src in
             let base = src.baseAddress!
             var sources: [UnsafePointer<UInt8>?] = [base, base + input.lumaCount, base + input.lumaCount + input.chromaCount, nil]
@@ -334,14 +334,14 @@ extension VideoEncoder {
                 let nodes = deviceNodes(in: devRoot + "/dri", prefix: "renderD")
                 guard let node = nodes.first else {
                     notes(candidate, "no DRM render node")
-                    if kind != .auto { lastError = CodecError("video encoder vaapi: no DRM render node (\(devRoot)/dri/renderD*): this machine has no VA-API GPU") }
+                    if kind != .auto { lastError = CodecError.noHardware(encoder: "vaapi", reason: "no DRM render node (\(devRoot)/dri/renderD*): this machine has no VA-API GPU") }
                     continue
                 }
                 device = node
             case .v4l2m2m:
                 if deviceNodes(in: devRoot, prefix: "video").isEmpty {
                     notes(candidate, "no V4L2 device node")
-                    if kind != .auto { lastError = CodecError("video encoder v4l2m2m: no V4L2 device node (\(devRoot)/video*)") }
+                    if kind != .auto { lastError = CodecError.noHardware(encoder: "v4l2m2m", reason: "no V4L2 device node (\(devRoot)/video*)") }
                     continue
                 }
             default: break
@@ -355,7 +355,7 @@ extension VideoEncoder {
                 lastError = error
             }
         }
-        throw lastError ?? CodecError("no \(settings.codec == .h264 ? "H.264" : "hardware HEVC") encoder could be opened")
+        throw lastError ?? CodecError.noEncoder(settings.codec == .h264 ? "H.264" : "hardware HEVC")
     }
 
     static func deviceNodes(in directory: String, prefix: String) -> [String] {

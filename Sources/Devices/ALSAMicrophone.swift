@@ -1,10 +1,28 @@
 import CALSA
 import Media
+import System
 import Threading
 
-public struct DeviceError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+/// Why a device (a display, a GPIO line, an input device, a microphone) cannot be used.
+public enum DeviceError: Error, CustomStringConvertible, Equatable {
+    /// What a setting names cannot be used: the key (`preview.device`), what it names
+    /// (a path, a line, a mode) and why.
+    case setting(key: String, value: String, reason: String)
+    /// A kernel call on an open device failed: what was asked, and the kernel's answer.
+    case call(String, Errno)
+    /// The display has no buffer layout for a pixel format.
+    case noLayout(FourCC)
+    /// libasound refused: the device, what was asked, and its reason (snd_strerror).
+    case sound(device: String, call: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .setting(let key, let value, let reason): return "\(key) \(value): \(reason)"
+        case .call(let what, let error): return "\(what): \(error)"
+        case .noLayout(let format): return "no dumb buffer layout for \(format)"
+        case .sound(let device, let call, let reason): return "audio device \(device): \(call): \(reason)"
+        }
+    }
 }
 
 /// A microphone through ALSA's PCM API: interleaved S16_LE at the configured rate and
@@ -32,7 +50,7 @@ public final class ALSAMicrophone: @unchecked Sendable {  // libasound's `pcm`: 
         self.device = device
         onair_alsa_quiet()
         func check(_ code: Int32, _ what: String) throws {
-            if code < 0 { throw DeviceError("audio device \(device): \(what): \(String(cString: snd_strerror(code)))") }
+            if code < 0 { throw DeviceError.sound(device: device, call: what, reason: String(cString: snd_strerror(code))) }
         }
         try check(snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, 0), "cannot open")
         var hw: OpaquePointer?

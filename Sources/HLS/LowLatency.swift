@@ -92,7 +92,7 @@ public struct DeliveryDirectives: Sendable, Equatable {
             guard let text = argument(name) else { return .success(nil) }
             // decimal-integer (§4.2): digits only, and within what a stream can reach.
             guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let value = Int(text) else {
-                return .failure(DirectiveError(message: "\(name) must be a decimal integer, got \"\(text.prefix(40))\""))
+                return .failure(.notAnInteger(name, String(text.prefix(40))))
             }
             return .success(value)
         }
@@ -100,14 +100,14 @@ public struct DeliveryDirectives: Sendable, Equatable {
         switch (number("_HLS_msn"), number("_HLS_part")) {
         case (.failure(let error), _), (_, .failure(let error)): return .failure(error)
         case (.success(let msn), .success(let part)):
-            if part != nil && msn == nil { return .failure(DirectiveError(message: "_HLS_part needs _HLS_msn")) }
+            if part != nil && msn == nil { return .failure(.partWithoutSegment) }
             directives.msn = msn
             directives.part = part
         }
         if let skip = argument("_HLS_skip") {
             // v2 also skips date ranges; onair's playlists have none, so both mean the same.
             guard skip == "YES" || skip == "v2" else {
-                return .failure(DirectiveError(message: "_HLS_skip must be YES or v2, got \"\(skip.prefix(40))\""))
+                return .failure(.badSkip(String(skip.prefix(40))))
             }
             directives.skip = true
         }
@@ -115,8 +115,22 @@ public struct DeliveryDirectives: Sendable, Equatable {
     }
 }
 
-public struct DirectiveError: Error, Sendable, Equatable {
-    public var message: String
+/// Why a blocking request's directives are a Bad Request (RFC 8216bis §6.2.5.2).
+public enum DirectiveError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `_HLS_msn` or `_HLS_part` is not a decimal-integer (§4.2); the value, cut to 40 characters.
+    case notAnInteger(String, String)
+    /// `_HLS_part` without `_HLS_msn`.
+    case partWithoutSegment
+    /// `_HLS_skip` other than YES or v2.
+    case badSkip(String)
+
+    public var description: String {
+        switch self {
+        case .notAnInteger(let name, let text): return "\(name) must be a decimal integer, got \"\(text)\""
+        case .partWithoutSegment: return "_HLS_part needs _HLS_msn"
+        case .badSkip(let text): return "_HLS_skip must be YES or v2, got \"\(text)\""
+        }
+    }
 }
 
 /// A live media playlist with its parts (RFC 8216bis §4.4.4.9, HLS_RULES LL1–LL8, LL12):

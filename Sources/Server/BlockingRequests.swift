@@ -89,7 +89,7 @@ extension WebServer {
                 directives = held.directives
             } else {
                 switch DeliveryDirectives.parse(argumentReader(connection)) {
-                case .failure(let error): return edge.isLive(id) ? text(400, error.message) : .notMine
+                case .failure(let error): return edge.isLive(id) ? text(400, error.description) : .notMine
                 case .success(let parsed): directives = parsed
                 }
             }

@@ -30,6 +30,24 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(settings.performance.capacity[.vaapi], 500_000_000)
         XCTAssertThrowsError(try ConfigFile.apply(try ConfigFile.parse("[performance]\ncapacity.x264 = fast\n", file: "b.conf"), to: &settings)) {
             XCTAssertEqual("\($0)", "b.conf:2: performance.capacity.x264: expected pixels per second like 62208000 or 120M, got 'fast'")
+            // The error says where, which key and what was wrong as cases, not only as text.
+            XCTAssertEqual($0 as? ConfigError, .at(origin: "b.conf:2", key: "performance.capacity.x264",
+                                                  .expected("pixels per second like 62208000 or 120M", got: "'fast'")))
+        }
+    }
+
+    /// A flag's error names the flag, not the key behind it; a secret's value is never shown.
+    func testFlagAndSecretErrorsSayWhereAndHideSecrets() throws {
+        XCTAssertThrowsError(try CommandLineParser.parse(["run", "--pace", "warp"], readFile: { _ in [] })) {
+            guard case .at(origin: "--pace", key: nil, .expected)? = $0 as? ConfigError else { return XCTFail("\($0)") }
+        }
+        var settings = Settings()
+        XCTAssertThrowsError(try ConfigFile.apply([.init(key: "server.token", value: "short", origin: "--set")], to: &settings)) {
+            XCTAssertEqual($0 as? ConfigError, .at(origin: "--set", key: "server.token", .secret))
+            XCTAssertFalse("\($0)".contains("short"), "\($0)")
+        }
+        XCTAssertThrowsError(try CommandLineParser.parse(["nonsense"], readFile: { _ in [] })) {
+            XCTAssertEqual($0 as? ConfigError, .usage("unknown command 'nonsense' (try 'onair help')"))
         }
     }
 

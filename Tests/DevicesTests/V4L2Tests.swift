@@ -56,7 +56,11 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
 
     func capabilities() throws -> VideoCapabilities { try lock.withLock { try enter("QUERYCAP"); return mode.capabilities } }
     func formats() throws -> [FourCC] {
-        try lock.withLock { try enter("ENUM_FMT"); return FormatNegotiation.preference.filter { mode.formats[$0] != nil } }
+        try lock.withLock {
+            try enter("ENUM_FMT")
+            let others = mode.formats.keys.filter { !FormatNegotiation.preference.contains($0) }.sorted { $0.rawValue < $1.rawValue }
+            return FormatNegotiation.preference.filter { mode.formats[$0] != nil } + others
+        }
     }
     func frameSizes(_ format: FourCC) throws -> FrameSizes? { try lock.withLock { try enter("ENUM_FRAMESIZES"); return mode.formats[format]?.sizes } }
     func frameIntervals(_ format: FourCC, size: Size) throws -> FrameIntervals? {
@@ -348,9 +352,21 @@ final class V4L2CameraTests: XCTestCase {
                               openDevice: { FakeVideoDevice(path: $0, mode: m2m) }, log: .silent())
         XCTAssertThrowsError(try v4l2.open()) { error in
             XCTAssertEqual("\(error)", "/dev/video11 (bcm2835-codec-encode, bcm2835-codec) is not a video capture device with streaming I/O")
+            XCTAssertEqual(error as? CameraError, .notACamera(path: "/dev/video11", card: "bcm2835-codec-encode", driver: "bcm2835-codec"))
         }
         let none = V4L2Camera(.init(device: nil, size: Size(320, 240), fps: 30), listDevices: { [] }, log: .silent())
-        XCTAssertThrowsError(try none.open()) { XCTAssertEqual("\($0)", "no V4L2 device under /dev") }
+        XCTAssertThrowsError(try none.open()) {
+            XCTAssertEqual("\($0)", "no V4L2 device under /dev")
+            XCTAssertEqual($0 as? CameraError, .noCamera(seen: []))
+        }
+        // A camera with none of the formats onair reads says which it has.
+        var odd = camera
+        odd.formats = [FourCC("RGB3"): (sizes: nil, intervals: nil)]
+        let rgb = V4L2Camera(.init(device: "/dev/video0", size: Size(320, 240), fps: 30),
+                             openDevice: { FakeVideoDevice(path: $0, mode: odd) }, log: .silent())
+        XCTAssertThrowsError(try rgb.open()) {
+            XCTAssertEqual($0 as? CameraError, .noUsableFormat(path: "/dev/video0", offered: [FourCC("RGB3")]))
+        }
     }
 
     /// Frames carry the driver's timestamps and come out as I420; buffers go back to the

@@ -183,11 +183,17 @@ final class LowLatencyPlaylistTests: XCTestCase {
         XCTAssertEqual(try parse([:]).get(), DeliveryDirectives())
         XCTAssertEqual(try parse(["_HLS_msn": "12", "_HLS_part": "3", "_HLS_skip": "YES"]).get(), DeliveryDirectives(msn: 12, part: 3, skip: true))
         XCTAssertEqual(try parse(["_HLS_skip": "v2"]).get(), DeliveryDirectives(skip: true))
-        for bad in [["_HLS_part": "1"], ["_HLS_msn": "-1"], ["_HLS_msn": "1e3"], ["_HLS_msn": ""], ["_HLS_msn": "99999999999999999999"],
-                    ["_HLS_msn": "1", "_HLS_part": "x"], ["_HLS_msn": " 1"], ["_HLS_skip": "yes"], ["_HLS_skip": "NO"]] {
-            guard case .failure(let error) = parse(bad) else { return XCTFail("accepted \(bad)") }
-            XCTAssertFalse(error.message.isEmpty)
+        let bad: [([String: String], DirectiveError)] = [
+            (["_HLS_part": "1"], .partWithoutSegment), (["_HLS_msn": "-1"], .notAnInteger("_HLS_msn", "-1")),
+            (["_HLS_msn": "1e3"], .notAnInteger("_HLS_msn", "1e3")), (["_HLS_msn": ""], .notAnInteger("_HLS_msn", "")),
+            (["_HLS_msn": "99999999999999999999"], .notAnInteger("_HLS_msn", "99999999999999999999")),
+            (["_HLS_msn": "1", "_HLS_part": "x"], .notAnInteger("_HLS_part", "x")), (["_HLS_msn": " 1"], .notAnInteger("_HLS_msn", " 1")),
+            (["_HLS_skip": "yes"], .badSkip("yes")), (["_HLS_skip": "NO"], .badSkip("NO"))]
+        for (arguments, expected) in bad {
+            guard case .failure(let error) = parse(arguments) else { return XCTFail("accepted \(arguments)") }
+            XCTAssertEqual(error, expected)
         }
+        XCTAssertEqual("\(DirectiveError.notAnInteger("_HLS_msn", "1e3"))", "_HLS_msn must be a decimal integer, got \"1e3\"")
     }
 
     func part(_ sequence: Int, _ index: Int, ends: Bool = false, ms: Int64? = nil) -> PartReport {

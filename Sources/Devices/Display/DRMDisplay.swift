@@ -76,7 +76,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
         self.picture = picture
         self.log = log
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(path, .readWrite) } catch { throw DeviceError("preview.device \(path): \(error)") }
+        do { fd = try FileDescriptor.open(path, .readWrite) } catch { throw DeviceError.setting(key: "preview.device", value: path, reason: "\(error)") }
         self.fd = fd
         var ok = false
         defer { if !ok { fd.close() } }
@@ -109,7 +109,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             try setMode()
         } catch {
             release()
-            throw DeviceError("preview.device \(path): \(error)")
+            throw DeviceError.setting(key: "preview.device", value: path, reason: "\(error)")
         }
         flipDone.pointee = 1
         ok = true
@@ -141,7 +141,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             let result = atomic ? atomicModeset(overlay: overlay) : legacyModeset(overlay: overlay)
             if result == 0 { return }
             guard plan.overlay != nil else {
-                throw DeviceError("setting \(mode) on \(connectorName): \(Errno(rawValue: -result))")
+                throw DeviceError.call("setting \(mode) on \(connectorName)", Errno(rawValue: -result))
             }
             fallBack("the driver refused the overlay (\(Errno(rawValue: -result)))")
         }

@@ -26,7 +26,7 @@ extension DRMDisplay {
     static func findOutput(fd: FileDescriptor, path: String, mode wanted: Mode?) throws
         -> (connector: UInt32, mode: drmModeModeInfo, crtc: UInt32, crtcIndex: Int, name: String) {
         guard let resources = drmModeGetResources(fd.rawValue) else {
-            throw DeviceError("preview.device \(path): not a KMS display (\(Errno.current))")
+            throw DeviceError.setting(key: "preview.device", value: path, reason: "not a KMS display (\(Errno.current))")
         }
         defer { drmModeFreeResources(resources) }
         let crtcs = (0..<Int(resources.pointee.count_crtcs)).map { resources.pointee.crtcs[$0] }
@@ -42,8 +42,8 @@ extension DRMDisplay {
                 let offered = modes.map { Mode(width: Int($0.hdisplay), height: Int($0.vdisplay), refresh: Int($0.vrefresh)) }
                 guard let index = offered.firstIndex(where: { $0.width == wanted.width && $0.height == wanted.height
                     && (wanted.refresh == 0 || $0.refresh == wanted.refresh) }) else {
-                    throw DeviceError("preview.mode \(wanted.width)x\(wanted.height)\(wanted.refresh > 0 ? "@\(wanted.refresh)" : ""): "
-                        + "\(name) on \(path) offers \(Array(Set(offered.map(\.description))).sorted().prefix(12).joined(separator: ", "))")
+                    throw DeviceError.setting(key: "preview.mode", value: "\(wanted.width)x\(wanted.height)\(wanted.refresh > 0 ? "@\(wanted.refresh)" : "")",
+                        reason: "\(name) on \(path) offers \(Array(Set(offered.map(\.description))).sorted().prefix(12).joined(separator: ", "))")
                 }
                 mode = modes[index]
             } else {
@@ -61,7 +61,7 @@ extension DRMDisplay {
             guard crtc != 0, let index = crtcs.firstIndex(of: crtc) else { continue }
             return (connector.pointee.connector_id, mode, crtc, index, name)
         }
-        throw DeviceError("preview.device \(path): no connected display")
+        throw DeviceError.setting(key: "preview.device", value: path, reason: "no connected display")
     }
 
     /// Every plane with its type, CRTCs and formats (DRM_IOCTL_MODE_GETPLANERESOURCES).

@@ -20,10 +20,10 @@ struct Framebuffer {
     /// A dumb buffer for a whole `width`×`height` picture in `format`, mapped and filled
     /// with black.
     static func dumb(fd: FileDescriptor, format: FourCC, width: Int, height: Int) throws -> Framebuffer {
-        guard let shape = dumbBufferShape(format, height: height) else { throw DeviceError("no dumb buffer layout for \(format)") }
+        guard let shape = dumbBufferShape(format, height: height) else { throw DeviceError.noLayout(format) }
         var handle: UInt32 = 0, pitch: UInt32 = 0, size: UInt64 = 0
         let created = onair_drm_create_dumb(fd.rawValue, UInt32(width), UInt32(shape.rows), UInt32(shape.bitsPerPixel), &handle, &pitch, &size)
-        guard created == 0 else { throw DeviceError("dumb buffer \(width)x\(height) \(format): \(Errno(rawValue: created))") }
+        guard created == 0 else { throw DeviceError.call("dumb buffer \(width)x\(height) \(format)", Errno(rawValue: created)) }
         var buffer = Framebuffer(id: 0, handle: handle, format: format, width: width, height: height, pitch: Int(pitch), mapping: nil, size: Int(size))
         do {
             buffer.id = try addFramebuffer(fd: fd, handle: handle, format: format, width: width, height: height, pitch: Int(pitch))
@@ -38,7 +38,7 @@ struct Framebuffer {
             buffer.mapping = try MemoryMap(fd, length: Int(size), offset: Int64(offset), writable: true)
         } catch {
             buffer.destroy(fd: fd)
-            throw DeviceError("mapping a dumb buffer: \(error)")
+            throw DeviceError.call("mapping a dumb buffer", error as? Errno ?? .ioError)
         }
         buffer.fillBlack()
         return buffer
@@ -48,7 +48,7 @@ struct Framebuffer {
     static func imported(fd: FileDescriptor, dmabuf: FileDescriptor, format: FourCC, width: Int, height: Int, pitch: Int) throws -> Framebuffer {
         var handle: UInt32 = 0
         guard drmPrimeFDToHandle(fd.rawValue, dmabuf.rawValue, &handle) == 0 else {
-            throw DeviceError("importing the camera's DMABUF: \(Errno.current)")
+            throw DeviceError.call("importing the camera's DMABUF", Errno.current)
         }
         do {
             let id = try addFramebuffer(fd: fd, handle: handle, format: format, width: width, height: height, pitch: pitch)
@@ -70,7 +70,7 @@ struct Framebuffer {
         }
         var id: UInt32 = 0
         let added = drmModeAddFB2(fd.rawValue, UInt32(width), UInt32(height), format.rawValue, handles, pitches, offsets, &id, 0)
-        guard added == 0 else { throw DeviceError("AddFB2 \(width)x\(height) \(format): \(added < 0 ? Errno(rawValue: -added) : Errno.current)") }
+        guard added == 0 else { throw DeviceError.call("AddFB2 \(width)x\(height) \(format)", added < 0 ? Errno(rawValue: -added) : Errno.current) }
         return id
     }
 

@@ -22,10 +22,10 @@ public struct Debouncer: Sendable {
 enum GPIOChip {
     static func open(_ line: String, key: String) throws -> (fd: FileDescriptor, offset: UInt32, description: String) {
         let parts = line.split(separator: ":")
-        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError("\(key) \(line): expected gpiochipN:LINE") }
+        guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError.setting(key: key, value: line, reason: "expected gpiochipN:LINE") }
         let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
         do { return (try FileDescriptor.open(chip, .readWrite), offset, "\(chip):\(offset)") } catch {
-            throw DeviceError("\(key) \(chip): \(error)")
+            throw DeviceError.setting(key: key, value: chip, reason: "\(error)")
         }
     }
 }
@@ -57,7 +57,7 @@ public final class GPIOButton: Sendable {
                 software = true
             }
         } catch {
-            throw DeviceError("button.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(error)")
+            throw DeviceError.setting(key: "button.gpio", value: description, reason: "GPIO_V2_GET_LINE_IOCTL: \(error)")
         }
         // The kernel's debounce already filtered; onair's own only when it could not.
         debouncer = Debouncer(periodNanoseconds: software ? Int64(debounceMilliseconds) * 1_000_000 : 0)
@@ -100,7 +100,7 @@ public final class EvdevButtons: Sendable {
         self.clock = clock
         self.log = log
         if let device {
-            do { try Path.checkReadable(device) } catch { throw DeviceError("button.input \(device): \(error)") }
+            do { try Path.checkReadable(device) } catch { throw DeviceError.setting(key: "button.input", value: device, reason: "\(error)") }
         }
     }
 

@@ -14,7 +14,7 @@ public final class GPIOOutput: Sendable {
         do {
             lineFD = try FileDescriptor.receiving { onair_gpio_request_output(chipFD.rawValue, offset, activeLow ? 1 : 0, 0, "onair-tally", $0) }
         } catch {
-            throw DeviceError("tally.gpio \(description): GPIO_V2_GET_LINE_IOCTL: \(error)")
+            throw DeviceError.setting(key: "tally.gpio", value: description, reason: "GPIO_V2_GET_LINE_IOCTL: \(error)")
         }
     }
 

@@ -139,7 +139,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             let caps = try device.capabilities()
             guard caps.isCamera else {
                 device.close()
-                throw CameraError("\(path) (\(caps.card), \(caps.driver)) is not a video capture device with streaming I/O")
+                throw CameraError.notACamera(path: path, card: caps.card, driver: caps.driver)
             }
             return (device, caps)
         }
@@ -150,7 +150,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             seen.append(path)
             device.close()
         }
-        throw CameraError(seen.isEmpty ? "no V4L2 device under /dev" : "no camera among \(seen.joined(separator: ", ")) (codec and metadata nodes are skipped)")
+        throw CameraError.noCamera(seen: seen)
     }
 
     private func openAndStream() throws -> Opened {
@@ -160,16 +160,16 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             guard let plan = try FormatNegotiation.plan(formats: formats, wanted: configuration.size, fps: configuration.fps,
                                                         sizes: { try device.frameSizes($0) },
                                                         intervals: { try device.frameIntervals($0, size: $1) }) else {
-                throw CameraError("\(device.path) offers none of NV12, YU12, YUYV, UYVY, MJPG (it has \(formats.map(\.description).joined(separator: ", ")))")
+                throw CameraError.noUsableFormat(path: device.path, offered: formats)
             }
-            if plan.format == .mjpeg && decoder == nil { throw CameraError("\(device.path): MJPEG needs a decoder") }
+            if plan.format == .mjpeg && decoder == nil { throw CameraError.noDecoder(path: device.path) }
             let granted = try device.setFormat(plan.format, size: plan.size)
             guard granted.format == plan.format, granted.width % 2 == 0, granted.height % 2 == 0 else {
-                throw CameraError("\(device.path) granted \(granted.format) \(granted.width)x\(granted.height) for \(plan.format) \(plan.size)")
+                throw CameraError.grantedOther(path: device.path, granted: granted, asked: plan.format, size: plan.size)
             }
             let interval = try? device.setFrameInterval(plan.interval ?? Fraction(1, configuration.fps))
             let count = try device.requestBuffers(configuration.buffers)
-            guard count >= 2 else { throw CameraError("\(device.path) gave \(count) buffers; streaming needs 2 or more") }
+            guard count >= 2 else { throw CameraError.tooFewBuffers(path: device.path, count: count) }
             var maps: [UnsafeRawBufferPointer] = []
             var fds: [FileDescriptor] = []
             for index in 0..<count {
@@ -281,7 +281,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             let again = try openAndStream()
             guard again.granted == format else {
                 teardown()
-                throw CameraError("\(again.path) came back as \(again.granted.format) \(again.granted.width)x\(again.granted.height)")
+                throw CameraError.cameBackDifferent(path: again.path, granted: again.granted)
             }
             state.withLock { $0.stats.reopened += 1 }
             log.emit(.cameraReopened, level: .warn, [("device", again.path), ("after_ms", (now - (loop.lostAt ?? now)) / 1_000_000)])
@@ -385,7 +385,37 @@ public protocol SharedBufferConsumer: AnyObject, Sendable {
     func offer(_ buffer: SharedBuffer) -> Bool
 }
 
-public struct CameraError: Error, CustomStringConvertible, Equatable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+/// Why a camera cannot stream, said with the device node.
+public enum CameraError: Error, CustomStringConvertible, Equatable {
+    /// The node (its card and driver) is not a video capture device with streaming I/O.
+    case notACamera(path: String, card: String, driver: String)
+    /// No node under /dev is a camera: the ones looked at (codecs and metadata nodes).
+    case noCamera(seen: [String])
+    /// None of the formats onair reads is offered (the ones it offers).
+    case noUsableFormat(path: String, offered: [FourCC])
+    /// The camera sends MJPEG and onair has no decoder for it.
+    case noDecoder(path: String)
+    /// S_FMT granted another format, or an odd size, for the one asked.
+    case grantedOther(path: String, granted: GrantedFormat, asked: FourCC, size: Size)
+    /// REQBUFS gave fewer than the two buffers streaming needs.
+    case tooFewBuffers(path: String, count: Int)
+    /// A reopened camera came back with another format than the stream has.
+    case cameBackDifferent(path: String, granted: GrantedFormat)
+
+    public var description: String {
+        switch self {
+        case .notACamera(let path, let card, let driver):
+            return "\(path) (\(card), \(driver)) is not a video capture device with streaming I/O"
+        case .noCamera(let seen):
+            return seen.isEmpty ? "no V4L2 device under /dev" : "no camera among \(seen.joined(separator: ", ")) (codec and metadata nodes are skipped)"
+        case .noUsableFormat(let path, let offered):
+            return "\(path) offers none of NV12, YU12, YUYV, UYVY, MJPG (it has \(offered.map(\.description).joined(separator: ", ")))"
+        case .noDecoder(let path): return "\(path): MJPEG needs a decoder"
+        case .grantedOther(let path, let granted, let asked, let size):
+            return "\(path) granted \(granted.format) \(granted.width)x\(granted.height) for \(asked) \(size)"
+        case .tooFewBuffers(let path, let count): return "\(path) gave \(count) buffers; streaming needs 2 or more"
+        case .cameBackDifferent(let path, let granted):
+            return "\(path) came back as \(granted.format) \(granted.width)x\(granted.height)"
+        }
+    }
 }
