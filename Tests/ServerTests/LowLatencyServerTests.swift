@@ -5,13 +5,11 @@ import Layout
 import Server
 import TestSupport
 import Threading
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Low-latency HLS against the running server, with a client of its own (HLS_RULES LL8,
-/// LL11, LL12): a live stream made by the segmenter from fake samples, a frame every
-/// 10 ms, so a part (10 frames) every 100 ms and a segment (60 frames) every 0.6 s.
+/// LL11, LL12): a live stream made by the segmenter from fake samples, 10 frames a part
+/// and 60 a segment, made when the test says so: a request the server holds is answered
+/// once the test has made what it waits for, with no clock between them.
 final class LowLatencyServerTests: XCTestCase {
     var root = ""
     var edge: LiveEdge!
@@ -33,48 +31,58 @@ final class LowLatencyServerTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// Makes the stream on a thread of its own, as the live output does, a frame every
-    /// `frameMilliseconds` of real time: the server's blocking requests wait for the live
-    /// edge as players do.
-    final class Producer: Sendable {
+    /// Makes the stream as the live output does, on the test's thread, a frame at a time:
+    /// segments and parts go to the live edge, which answers what the server holds.
+    final class Producer {
         let edge: LiveEdge
         let id: String
-        private let made = Locked((parts: [String: [UInt8]](), frames: 0))
-        private let thread = StoppableThread()
         static let timing = PartTiming(ticks: 30_000, targetDuration: 2)
+        private var segmenter: Segmenter
+        private var stopped = false
+        private(set) var parts: [String: [UInt8]] = [:]
+        private(set) var frameCount = 0
+        /// The sequence number of the last segment listed, 0 before the first.
+        private(set) var lastSegment = 0
 
-        init(edge: LiveEdge, id: String, frameMilliseconds: Int = 10) {
+        init(edge: LiveEdge, id: String) {
             self.edge = edge
             self.id = id
             edge.begin(id, targetDuration: 2, timing: Self.timing)
-            thread.start(name: "test-producer") { [self] in
-                let timeline = Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_000_000)
-                var segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 180_000), tracks: .init(audio: nil),
-                                          timeline: timeline, nominalFrameDuration: 3000, partTicks: Self.timing.ticks)
-                var i = 0
-                while !thread.isStopped {
-                    let segments = segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: 100 + i % 13))
-                    let parts = segmenter.takeParts()
-                    made.withLock { made in
-                        for part in parts { made.parts[StreamLayout.part(sequence: part.sequence, index: part.index)] = part.bytes }
-                        made.frames += 1
-                    }
-                    edge.add(id, parts: parts)
-                    for segment in segments {
-                        let entry = MediaPlaylist.Entry(uri: StreamLayout.segment(segment.sequence), duration: segment.durationSeconds,
-                                                        programDateTimeMs: segment.programDateTimeMs)
-                        edge.add(id, segment: segment, entry: entry)
-                    }
-                    i += 1
-                    usleep(useconds_t(frameMilliseconds * 1000))
-                }
+            segmenter = Segmenter(grid: SegmentGrid(start: 900_000, segmentTicks: 180_000), tracks: .init(audio: nil),
+                                  timeline: Timeline(firstVideoCaptureTime: 0, wallClockMs: 1_000_000),
+                                  nominalFrameDuration: 3000, partTicks: Self.timing.ticks)
+        }
+
+        /// One more frame (nothing once stopped): its parts, and a segment when it closes one.
+        func frame() {
+            guard !stopped else { return }
+            let i = frameCount
+            let segments = segmenter.appendVideo(FakeSamples.video(dts: 900_000 + Int64(i) * 3000, idr: i % 60 == 0, size: 100 + i % 13))
+            let made = segmenter.takeParts()
+            for part in made { parts[StreamLayout.part(sequence: part.sequence, index: part.index)] = part.bytes }
+            frameCount += 1
+            edge.add(id, parts: made)
+            for segment in segments {
+                let entry = MediaPlaylist.Entry(uri: StreamLayout.segment(segment.sequence), duration: segment.durationSeconds,
+                                                programDateTimeMs: segment.programDateTimeMs)
+                edge.add(id, segment: segment, entry: entry)
+                lastSegment = segment.sequence
             }
         }
 
-        /// Makes no more frames once the one in hand is done.
-        func stop() { thread.stop() }
-        func part(_ uri: String) -> [UInt8]? { made.withLock { $0.parts[uri] } }
-        var frameCount: Int { made.withLock { $0.frames } }
+        /// Frames until the part at `uri` is made (at most two segments' worth).
+        func make(part uri: String) {
+            for _ in 0..<120 where parts[uri] == nil { frame() }
+        }
+
+        /// Frames until segment `sequence` is listed.
+        func make(segment sequence: Int) {
+            for _ in 0..<(60 * (sequence + 1)) where lastSegment < sequence { frame() }
+        }
+
+        /// Makes no more frames.
+        func stop() { stopped = true }
+        func part(_ uri: String) -> [UInt8]? { parts[uri] }
     }
 
     func get(_ path: String) throws -> HTTPResponse { try HTTPClient.request(port: server.port, path) }
@@ -88,9 +96,18 @@ final class LowLatencyServerTests: XCTestCase {
 
     struct NoHint: Error {}
 
-    /// The live playlist once it lists a segment and hints a part: a blocking reload for
-    /// the first segment, which the server holds until it is made.
+    /// Sends `path` on a connection of its own and waits until the server holds it.
+    func held(_ path: String, heldBefore: Int = 0) throws -> RawSocket {
+        let socket = try XCTUnwrap(RawSocket(port: server.port))
+        XCTAssertTrue(socket.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"))
+        XCTAssertTrue(server.waitForHeldRequests(heldBefore + 1), path)
+        return socket
+    }
+
+    /// The live playlist once it lists a segment and hints a part: the first segment made,
+    /// then the blocking reload for it, which the server answers at once.
     func waitForHint() throws -> String {
+        producer.make(segment: 1)
         let reply = try get("/streams/live/playlist.m3u8?_HLS_msn=1")
         guard reply.status == 200, hint(reply.text) != nil, reply.text.contains("#EXTINF") else { throw NoHint() }
         return reply.text
@@ -103,7 +120,9 @@ final class LowLatencyServerTests: XCTestCase {
         for _ in 0..<12 {
             guard let next = hint(text) else { return XCTFail("no hint in\n\(text)") }
             // The hinted part, asked for before it exists: held, then its bytes.
-            let part = try get("/streams/live/\(next.uri)")
+            let asking = try held("/streams/live/\(next.uri)")
+            producer.make(part: next.uri)
+            let part = try HTTPClient.parse(asking.response(), method: "GET")
             XCTAssertEqual(part.status, 200, next.uri)
             XCTAssertEqual(part.header("Content-Type"), "video/mp4")
             XCTAssertEqual(part.body, producer.part(next.uri), next.uri)
@@ -122,7 +141,9 @@ final class LowLatencyServerTests: XCTestCase {
         }
         // A segment request (MSN only) is held until the segment is listed.
         guard let last = hint(text) else { return XCTFail() }
-        let reload = try get("/streams/live/playlist.m3u8?_HLS_msn=\(last.msn + 1)")
+        let asking = try held("/streams/live/playlist.m3u8?_HLS_msn=\(last.msn + 1)")
+        producer.make(segment: last.msn + 1)
+        let reload = try HTTPClient.parse(asking.response(), method: "GET")
         XCTAssertTrue(reload.text.contains(StreamLayout.segment(last.msn + 1) + "\n"))
     }
 
@@ -135,6 +156,8 @@ final class LowLatencyServerTests: XCTestCase {
             XCTAssertTrue(reply.hasPrefix("HTTP/1.1 200"), reply)
             guard let next = hint(reply) else { return XCTFail() }
             socket.send("GET /streams/live/\(next.uri) HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertTrue(server.waitForHeldRequests(1))
+            producer.make(part: next.uri)
             XCTAssertTrue(String(decoding: socket.response(), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
         }
         XCTAssertFalse(socket.isClosedByPeer)
@@ -189,7 +212,8 @@ final class LowLatencyServerTests: XCTestCase {
     }
 
     /// 500 players waiting at once take no thread each and hold nothing up: the stream
-    /// goes on being made, and every one of them is answered with the part it asked for.
+    /// goes on being made while they wait, and every one of them is answered with the
+    /// part it asked for.
     func testFiveHundredHeldRequests() throws {
         let text = try waitForHint()
         guard let next = hint(text) else { return XCTFail() }
@@ -201,7 +225,8 @@ final class LowLatencyServerTests: XCTestCase {
             XCTAssertTrue(socket.send("GET /streams/live/\(path) HTTP/1.1\r\nHost: x\r\n\r\n"))
             sockets.append(socket)
         }
-        let framesBefore = producer.frameCount
+        XCTAssertTrue(server.waitForHeldRequests(500))
+        producer.make(part: StreamLayout.part(sequence: target.msn, index: target.part))
         for (n, socket) in sockets.enumerated() {
             let reply = socket.response()
             let head = String(decoding: reply.prefix(12), as: UTF8.self)
@@ -211,7 +236,6 @@ final class LowLatencyServerTests: XCTestCase {
                     .contains(StreamLayout.part(sequence: target.msn, index: target.part)), "request \(n)")
             }
         }
-        XCTAssertGreaterThan(producer.frameCount, framesBefore, "the stream went on")
         XCTAssertEqual(server.heldRequests, 0)
         XCTAssertEqual(edge.waiting, 0)
     }
@@ -239,18 +263,17 @@ final class LowLatencyServerTests: XCTestCase {
         server = try WebServer(listen: "127.0.0.1:0", root: root, liveEdge: edge, limits: .init(connections: 8, perAddress: 8, idleSeconds: 30))
         let text = try waitForHint()
         guard let next = hint(text) else { return XCTFail() }
-        let ahead = "playlist.m3u8?_HLS_msn=\(next.msn + 1)&_HLS_part=2"
-        var sockets: [RawSocket] = []
-        for n in 0..<6 {
-            guard let socket = RawSocket(port: server.port, timeoutMilliseconds: 20_000) else { return XCTFail("connection \(n)") }
-            XCTAssertTrue(socket.send("GET /streams/live/\(ahead) HTTP/1.1\r\nHost: x\r\n\r\n"))
-            sockets.append(socket)
+        let ahead = "/streams/live/playlist.m3u8?_HLS_msn=\(next.msn + 1)&_HLS_part=2"
+        // Four are held; the fifth and sixth, while those wait, are refused at once.
+        let held = try (0..<4).map { try self.held(ahead, heldBefore: $0) }
+        for _ in 0..<2 {
+            let refused = try XCTUnwrap(RawSocket(port: server.port))
+            XCTAssertTrue(refused.send("GET \(ahead) HTTP/1.1\r\nHost: x\r\n\r\n"))
+            XCTAssertEqual(String(decoding: refused.response().prefix(12), as: UTF8.self), "HTTP/1.1 503")
         }
-        // All six are in long before the part, about a second ahead, comes: whichever four
-        // the server takes first are held, and the other two are refused at once.
-        let heads = sockets.map { String(decoding: $0.response().prefix(12), as: UTF8.self) }
-        XCTAssertEqual(heads.filter { $0 == "HTTP/1.1 200" }.count, 4, "\(heads)")
-        XCTAssertEqual(heads.filter { $0 == "HTTP/1.1 503" }.count, 2, "\(heads)")
+        XCTAssertEqual(server.heldRequests, 4)
+        producer.make(part: StreamLayout.part(sequence: next.msn + 1, index: 2))
+        for socket in held { XCTAssertEqual(String(decoding: socket.response().prefix(12), as: UTF8.self), "HTTP/1.1 200") }
     }
 
     /// Issue 29: 2,000 held requests from 100 addresses left a viewer 1 answer in 8. The
