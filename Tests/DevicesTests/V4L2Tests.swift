@@ -11,8 +11,8 @@ import XCTest
 /// REQBUFS before QUERYBUF/QBUF, QBUF only of a buffer the application holds, DQBUF only
 /// while streaming and EAGAIN when nothing is filled, every call ENODEV once unplugged.
 /// The test plays the sensor: `deliver` fills the oldest queued buffer.
-final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
-    struct Mode {
+final class FakeVideoDevice: VideoDevice, Sendable {
+    struct Mode: Sendable {
         var formats: [FourCC: (sizes: FrameSizes?, intervals: FrameIntervals?)]
         var capabilities = VideoCapabilities(driver: "fake", card: "Fake Camera",
                                              flags: VideoCapabilities.videoCapture | VideoCapabilities.streaming)
@@ -21,174 +21,190 @@ final class FakeVideoDevice: VideoDevice, @unchecked Sendable {
         var maximumBuffers = 8
     }
 
+    /// What the driver holds, under one condition: the camera's thread and the test's
+    /// (the sensor) both change it and wait for each other.
+    struct Driver {
+        var granted: GrantedFormat?
+        var storage: [UnsafeMutableRawBufferPointer] = []
+        var queued: [Int] = []
+        var filled: [DequeuedBuffer] = []
+        var streaming = false
+        /// The camera waits for a frame with none filled: it is done with the ones before.
+        var idle = false
+        var unplugged = false
+        var closed = false
+        var violations: [String] = []
+        var calls: [String] = []
+
+        mutating func enter(_ call: String, _ path: String) throws {
+            calls.append(call)
+            if closed { violations.append("\(call) after close") }
+            if unplugged { throw VideoDeviceError(path: path, operation: call, code: .noDevice) }
+        }
+
+        mutating func violation(_ text: String, _ call: String, _ path: String) -> VideoDeviceError {
+            violations.append(text)
+            return VideoDeviceError(path: path, operation: call, code: .invalid)
+        }
+    }
+
     let path: String
     let mode: Mode
-    private let lock = NSCondition()
-    private var granted: GrantedFormat?
-    private var storage: [UnsafeMutableRawBufferPointer] = []
-    private var queued: [Int] = []
-    private var filled: [DequeuedBuffer] = []
-    private var streaming = false
-    /// The camera waits for a frame with none filled: it is done with the ones before.
-    private var idle = false
-    private(set) var unplugged = false
-    private(set) var closed = false
-    private(set) var violations: [String] = []
-    private(set) var calls: [String] = []
+    private let driver = Condition(Driver())
+    var unplugged: Bool { driver.withLock { $0.unplugged } }
+    var closed: Bool { driver.withLock { $0.closed } }
+    var violations: [String] { driver.withLock { $0.violations } }
+    var calls: [String] { driver.withLock { $0.calls } }
 
     init(path: String, mode: Mode) {
         self.path = path
         self.mode = mode
     }
 
-    deinit { for buffer in storage { buffer.deallocate() } }
+    deinit { driver.withLock { for buffer in $0.storage { buffer.deallocate() } } }
 
-    private func enter(_ call: String) throws {
-        calls.append(call)
-        if closed { violations.append("\(call) after close") }
-        if unplugged { throw VideoDeviceError(path: path, operation: call, code: .noDevice) }
+    /// A call as the driver takes it: counted, refused once unplugged.
+    private func call<T>(_ name: String, _ body: (inout Driver) throws -> T) throws -> T {
+        try driver.withLock { (state: inout Driver) throws -> T in
+            try state.enter(name, path)
+            return try body(&state)
+        }
     }
 
-    private func violation(_ text: String, _ call: String) -> VideoDeviceError {
-        violations.append(text)
-        return VideoDeviceError(path: path, operation: call, code: .invalid)
-    }
-
-    func capabilities() throws -> VideoCapabilities { try lock.withLock { try enter("QUERYCAP"); return mode.capabilities } }
+    func capabilities() throws -> VideoCapabilities { try call("QUERYCAP") { _ in mode.capabilities } }
     func formats() throws -> [FourCC] {
-        try lock.withLock {
-            try enter("ENUM_FMT")
+        try call("ENUM_FMT") { _ in
             let others = mode.formats.keys.filter { !FormatNegotiation.preference.contains($0) }.sorted { $0.rawValue < $1.rawValue }
             return FormatNegotiation.preference.filter { mode.formats[$0] != nil } + others
         }
     }
-    func frameSizes(_ format: FourCC) throws -> FrameSizes? { try lock.withLock { try enter("ENUM_FRAMESIZES"); return mode.formats[format]?.sizes } }
+    func frameSizes(_ format: FourCC) throws -> FrameSizes? { try call("ENUM_FRAMESIZES") { _ in mode.formats[format]?.sizes } }
     func frameIntervals(_ format: FourCC, size: Size) throws -> FrameIntervals? {
-        try lock.withLock { try enter("ENUM_FRAMEINTERVALS"); return mode.formats[format]?.intervals }
+        try call("ENUM_FRAMEINTERVALS") { _ in mode.formats[format]?.intervals }
     }
 
     func setFormat(_ format: FourCC, size: Size) throws -> GrantedFormat {
-        try lock.withLock {
-            try enter("S_FMT")
-            if streaming || !storage.isEmpty { throw VideoDeviceError(path: path, operation: "S_FMT", code: .busy) }
+        try call("S_FMT") { [path] state in
+            if state.streaming || !state.storage.isEmpty { throw VideoDeviceError(path: path, operation: "S_FMT", code: .busy) }
             // Like a driver, the stride is padded to 64 bytes.
             let stride = format == .yuyv || format == .uyvy ? (2 * size.width + 63) / 64 * 64 : (size.width + 63) / 64 * 64
             let image = format == .yuyv || format == .uyvy ? stride * size.height : stride * size.height * 3 / 2
-            granted = GrantedFormat(format: format, width: size.width, height: size.height, bytesPerLine: stride, imageSize: image)
-            return granted!
+            let granted = GrantedFormat(format: format, width: size.width, height: size.height, bytesPerLine: stride, imageSize: image)
+            state.granted = granted
+            return granted
         }
     }
 
     func setFrameInterval(_ interval: Fraction) throws -> Fraction? {
-        try lock.withLock { try enter("S_PARM"); return mode.grantsFrameInterval ? interval : nil }
+        try call("S_PARM") { _ in mode.grantsFrameInterval ? interval : nil }
     }
 
     func requestBuffers(_ count: Int) throws -> Int {
-        try lock.withLock {
-            try enter("REQBUFS")
-            if streaming { throw VideoDeviceError(path: path, operation: "REQBUFS", code: .busy) }
-            guard let granted else { throw violation("REQBUFS before S_FMT", "REQBUFS") }
+        try call("REQBUFS") { [path, mode] state in
+            if state.streaming { throw VideoDeviceError(path: path, operation: "REQBUFS", code: .busy) }
+            guard let granted = state.granted else { throw state.violation("REQBUFS before S_FMT", "REQBUFS", path) }
             let n = min(count, mode.maximumBuffers)
-            for buffer in storage { buffer.deallocate() }
-            storage = (0..<n).map { _ in
+            for buffer in state.storage { buffer.deallocate() }
+            state.storage = (0..<n).map { _ in
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: granted.imageSize, alignment: 64)
                 buffer.initializeMemory(as: UInt8.self, repeating: 0)
                 return buffer
             }
-            queued = []
-            filled = []
+            state.queued = []
+            state.filled = []
             return n
         }
     }
 
     func mapBuffer(_ index: Int) throws -> UnsafeRawBufferPointer {
-        try lock.withLock {
-            try enter("QUERYBUF")
-            guard storage.indices.contains(index) else { throw violation("QUERYBUF \(index) of \(storage.count)", "QUERYBUF") }
-            return UnsafeRawBufferPointer(storage[index])
+        try call("QUERYBUF") { [path] state in
+            guard state.storage.indices.contains(index) else {
+                throw state.violation("QUERYBUF \(index) of \(state.storage.count)", "QUERYBUF", path)
+            }
+            return UnsafeRawBufferPointer(state.storage[index])
         }
     }
 
     func exportBuffer(_ index: Int) throws -> FileDescriptor {
-        try lock.withLock {
-            try enter("EXPBUF")
+        try call("EXPBUF") { [path, mode] _ in
             guard mode.canExport else { throw VideoDeviceError(path: path, operation: "EXPBUF", code: .notTTY) }
             return try FileDescriptor.open("/dev/null", .readOnly)
         }
     }
 
     func queueBuffer(_ index: Int) throws {
-        try lock.withLock {
-            try enter("QBUF")
-            guard storage.indices.contains(index) else { throw violation("QBUF \(index) of \(storage.count)", "QBUF") }
-            guard !queued.contains(index), !filled.contains(where: { $0.index == index }) else {
-                throw violation("QBUF \(index) while the driver owns it", "QBUF")
+        try call("QBUF") { [path] state in
+            guard state.storage.indices.contains(index) else { throw state.violation("QBUF \(index) of \(state.storage.count)", "QBUF", path) }
+            guard !state.queued.contains(index), !state.filled.contains(where: { $0.index == index }) else {
+                throw state.violation("QBUF \(index) while the driver owns it", "QBUF", path)
             }
-            queued.append(index)
-            lock.broadcast()
+            state.queued.append(index)
         }
+        driver.broadcast()
     }
 
     func dequeueBuffer() throws -> DequeuedBuffer? {
-        try lock.withLock {
-            try enter("DQBUF")
-            guard streaming else { throw violation("DQBUF while not streaming", "DQBUF") }
-            return filled.isEmpty ? nil : filled.removeFirst()
+        try call("DQBUF") { [path] state in
+            guard state.streaming else { throw state.violation("DQBUF while not streaming", "DQBUF", path) }
+            return state.filled.isEmpty ? nil : state.filled.removeFirst()
         }
     }
 
     func waitForFrame(timeoutMilliseconds: Int) throws -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
-        idle = true
-        lock.broadcast()
-        defer { idle = false }
-        while filled.isEmpty && !unplugged {
-            if !lock.wait(until: deadline) { break }
-        }
-        return !filled.isEmpty || unplugged  // POLLERR when unplugged
+        driver.withLock { $0.idle = true }
+        driver.broadcast()
+        let deadline = monotonicNanoseconds() + Int64(timeoutMilliseconds) * 1_000_000
+        let ready = driver.withLock(until: deadline) { state in state.filled.isEmpty && !state.unplugged ? nil : true } ?? false
+        driver.withLock { $0.idle = false }
+        return ready  // POLLERR when unplugged
     }
 
-    func streamOn() throws { try lock.withLock { try enter("STREAMON"); streaming = true; lock.broadcast() } }
+    func streamOn() throws {
+        try call("STREAMON") { $0.streaming = true }
+        driver.broadcast()
+    }
     /// Buffers queued or filled: the ones the driver holds.
-    var ownedByDriver: Int { lock.withLock { queued.count + filled.count } }
+    var ownedByDriver: Int { driver.withLock { $0.queued.count + $0.filled.count } }
 
-    func streamOff() throws { try lock.withLock { try enter("STREAMOFF"); streaming = false; queued = []; filled = [] } }
-    func close() { lock.withLock { closed = true; streaming = false } }
+    func streamOff() throws {
+        try call("STREAMOFF") { state in
+            state.streaming = false
+            state.queued = []
+            state.filled = []
+        }
+    }
+    func close() { driver.withLock { $0.closed = true; $0.streaming = false } }
 
     /// The sensor: fills the oldest queued buffer with `fill` (given the stride and size).
     /// False when the application holds every buffer (the frame is lost, as in a driver).
     @discardableResult
     func deliver(timestamp: Int64?, sequence: UInt32, fill: (UnsafeMutableRawBufferPointer, GrantedFormat) -> Void) -> Bool {
-        lock.withLock {
-            guard streaming, let granted, !queued.isEmpty else { return false }
-            let index = queued.removeFirst()
-            fill(storage[index], granted)
-            filled.append(DequeuedBuffer(index: index, bytesUsed: granted.imageSize, monotonicTimestamp: timestamp, sequence: sequence))
-            lock.broadcast()
+        let delivered = driver.withLock { state -> Bool in
+            guard state.streaming, let granted = state.granted, !state.queued.isEmpty else { return false }
+            let index = state.queued.removeFirst()
+            fill(state.storage[index], granted)
+            state.filled.append(DequeuedBuffer(index: index, bytesUsed: granted.imageSize, monotonicTimestamp: timestamp, sequence: sequence))
             return true
         }
+        driver.broadcast()
+        return delivered
     }
 
-    func unplug() { lock.withLock { unplugged = true; lock.broadcast() } }
+    func unplug() {
+        driver.withLock { $0.unplugged = true }
+        driver.broadcast()
+    }
 
     /// Delivers a frame as soon as the camera has queued a buffer for it (at most 10 s).
     func deliverWhenQueued(timestamp: Int64?, sequence: UInt32, fill: (UnsafeMutableRawBufferPointer, GrantedFormat) -> Void) -> Bool {
-        lock.withLock {
-            let deadline = Date(timeIntervalSinceNow: 10)
-            while !(streaming && !queued.isEmpty) && lock.wait(until: deadline) {}
-        }
+        _ = driver.withLock(until: monotonicNanoseconds() + 10_000_000_000) { $0.streaming && !$0.queued.isEmpty ? true : nil }
         return deliver(timestamp: timestamp, sequence: sequence, fill: fill)
     }
 
     /// Waits (at most 10 s) until the camera has taken every delivered frame and waits for
     /// the next: what it does with a frame (the sink, a loan) is done by then.
     func waitUntilIdle() {
-        lock.withLock {
-            let deadline = Date(timeIntervalSinceNow: 10)
-            while !(idle && filled.isEmpty) && lock.wait(until: deadline) {}
-        }
+        _ = driver.withLock(until: monotonicNanoseconds() + 10_000_000_000) { $0.idle && $0.filled.isEmpty ? true : nil }
     }
 }
 
@@ -411,19 +427,18 @@ final class V4L2CameraTests: XCTestCase {
     /// Unplugged mid-stream: said once, reopened with backoff when the device is back,
     /// and the first frame after is marked as a discontinuity.
     func testUnplugThenReplugReopensAndMarksTheDiscontinuity() throws {
-        final class Devices: @unchecked Sendable {
-            let lock = NSLock()
+        struct Devices {
             var current: FakeVideoDevice?
             var present = true
             var opens = 0
         }
-        let devices = Devices()
+        let devices = Locked(Devices())
         let logs = LogRecorder()
         let mode = camera
         let clock = SteppedClock()
         let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30), clock: clock,
                               openDevice: { path in
-                                  try devices.lock.withLock {
+                                  try devices.withLock { (devices: inout Devices) throws -> FakeVideoDevice in
                                       devices.opens += 1
                                       guard devices.present else { throw VideoDeviceError(path: path, operation: "open", code: .noEntry) }
                                       let made = FakeVideoDevice(path: path, mode: mode)
@@ -434,10 +449,10 @@ final class V4L2CameraTests: XCTestCase {
         try v4l2.open()
         let sink = FrameSink()
         v4l2.start(into: sink)
-        let first = try XCTUnwrap(devices.lock.withLock { devices.current })
+        let first = try XCTUnwrap(devices.withLock { $0.current })
         first.deliver(timestamp: 1_000_000_000, sequence: 0, fill: Self.flat(50))
         _ = sink.wait(for: 1)
-        devices.lock.withLock { devices.present = false }
+        devices.withLock { $0.present = false }
         first.unplug()
         // While it is away, reopening fails for a while (with backoff, not a busy loop):
         // 0.8 s of the camera's clock, a step at a time.
@@ -445,13 +460,13 @@ final class V4L2CameraTests: XCTestCase {
             XCTAssertTrue(clock.waitForSleep(), "the camera waits between attempts")
             clock.advance(by: 50_000_000)
         }
-        let attemptsWhileAway = devices.lock.withLock { devices.opens }
+        let attemptsWhileAway = devices.withLock { $0.opens }
         XCTAssertLessThan(attemptsWhileAway, 6, "backoff between attempts")
         XCTAssertGreaterThan(attemptsWhileAway, 1, "it did try again")
-        devices.lock.withLock { devices.present = true }
+        devices.withLock { $0.present = true }
         var second: FakeVideoDevice?
         for _ in 0..<200 {
-            second = devices.lock.withLock { devices.current !== first ? devices.current : nil }
+            second = devices.withLock { $0.current !== first ? $0.current : nil }
             if second != nil { break }
             // Asleep again (not back yet), or (after a second) opened: either way, on.
             clock.waitForSleep(seconds: 1)
@@ -476,14 +491,14 @@ final class V4L2CameraTests: XCTestCase {
     /// pipeline, never so many that the driver holds fewer than two, and go back to the
     /// driver only when the consumer gives them back (a loan from before a stop is ignored).
     func testBuffersAreLentAndComeBackOnlyWhenReleased() throws {
-        final class Keeper: SharedBufferConsumer, @unchecked Sendable {
-            let lock = NSLock()
-            var kept: [SharedBuffer] = []
-            var accept = true
+        final class Keeper: SharedBufferConsumer, Sendable {
+            let state = Locked((kept: [SharedBuffer](), accept: true))
+            var kept: [SharedBuffer] { state.withLock { $0.kept } }
+            func setAccepting(_ accept: Bool) { state.withLock { $0.accept = accept } }
             func offer(_ buffer: SharedBuffer) -> Bool {
-                lock.withLock {
-                    if accept { kept.append(buffer) }
-                    return accept
+                state.withLock { state in
+                    if state.accept { state.kept.append(buffer) }
+                    return state.accept
                 }
             }
         }
@@ -508,22 +523,22 @@ final class V4L2CameraTests: XCTestCase {
             fake.waitUntilIdle()  // the offer follows the frame
         }
         for n in 0..<3 { deliver(n) }
-        XCTAssertEqual(keeper.lock.withLock { keeper.kept.map(\.frameIndex) }, [0, 1], "the third stays with the driver: two lent of four")
+        XCTAssertEqual(keeper.kept.map(\.frameIndex), [0, 1], "the third stays with the driver: two lent of four")
         XCTAssertEqual(fake.ownedByDriver, 2)
-        let first = keeper.lock.withLock { keeper.kept[0] }
+        let first = keeper.kept[0]
         XCTAssertEqual(first.format.format, .yuyv)
         XCTAssertGreaterThanOrEqual(first.fd.rawValue, 0)
         v4l2.release(first)
         XCTAssertEqual(fake.ownedByDriver, 3, "back to the driver")
         v4l2.release(first)
         XCTAssertEqual(fake.ownedByDriver, 3, "a second release of the same loan does nothing")
-        keeper.lock.withLock { keeper.accept = false }
+        keeper.setAccepting(false)
         deliver(3)
         XCTAssertEqual(fake.ownedByDriver, 3, "refused: queued again at once")
-        keeper.lock.withLock { keeper.accept = true }
+        keeper.setAccepting(true)
         deliver(4)
-        XCTAssertEqual(keeper.lock.withLock { keeper.kept.map(\.frameIndex) }, [0, 1, 4])
-        let late = keeper.lock.withLock { keeper.kept[1] }
+        XCTAssertEqual(keeper.kept.map(\.frameIndex), [0, 1, 4])
+        let late = keeper.kept[1]
         v4l2.stop()
         v4l2.release(late)
         XCTAssertEqual(sink.wait(for: 5).count, 5, "every frame still reached the pipeline")

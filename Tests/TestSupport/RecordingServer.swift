@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import Threading
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for tests: records every request (method, path,
 /// headers, body) and answers as `respond` chooses — a status, a TCP reset, or a stall.
@@ -28,19 +29,32 @@ public final class RecordingServer: @unchecked Sendable {
 
     public private(set) var port: UInt16 = 0
     private let listener: Int32
-    private let lock = NSLock()
-    private var recorded: [Request] = []
-    public var connections = 0
-    public var respond: @Sendable (Request) -> Reply
+    /// What the server's threads share: a stop wakes every stall and throttled transfer.
+    private struct State {
+        var recorded: [Request] = []
+        var connections = 0
+        var readRate: Int?
+        var replyRate: Int?
+        var clients: Set<Int32> = []
+        var threads: [Int: WorkerThread] = [:]
+        /// Connections whose thread has returned (or is returning): joined by the next accept.
+        var finished: [Int] = []
+        var stopped = false
+    }
+    private let state = Condition(State())
+    public let respond: @Sendable (Request) -> Reply
+    public var connections: Int { state.withLock { $0.connections } }
     /// Reads request bodies no faster than this many bytes per second (a slow uplink).
-    public var throttle: Int?
+    public var throttle: Int? {
+        get { state.withLock { $0.readRate } }
+        set { state.withLock { $0.readRate = newValue } }
+    }
     /// Sends answers' bodies no faster than this many bytes per second, from any thread
     /// (a weak downlink, for a player choosing among rungs).
     public var replyThrottle: Int? {
-        get { lock.withLock { replyRate } }
-        set { lock.withLock { replyRate = newValue } }
+        get { state.withLock { $0.replyRate } }
+        set { state.withLock { $0.replyRate = newValue } }
     }
-    private var replyRate: Int?
 
     public convenience init(status: @escaping @Sendable (Request) -> Int = { _ in 201 }) throws {
         try self.init(reply: { .status(status($0)) })
@@ -63,31 +77,69 @@ public final class RecordingServer: @unchecked Sendable {
         }
         guard bound == 0 else { throw HTTPClient.Failure(description: "cannot listen: errno \(errno)") }
         port = UInt16(bigEndian: address.sin_port)
-        Thread { [self] in acceptLoop() }.start()
+        let acceptor = WorkerThread(name: "test-origin") { [self] in acceptLoop() }
+        state.withLock { $0.threads[-1] = acceptor }
     }
 
-    public var requests: [Request] { lock.withLock { recorded } }
+    public var requests: [Request] { state.withLock { $0.recorded } }
 
-    public func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+    /// Stops listening, ends every connection (a stall or a throttled transfer at once)
+    /// and joins the server's threads.
+    public func stop() {
+        let threads = state.withLock { state -> [WorkerThread] in
+            guard !state.stopped else { return [] }
+            state.stopped = true
+            for client in state.clients { shutdown(client, Int32(SHUT_RDWR)) }
+            return Array(state.threads.values)
+        }
+        guard !threads.isEmpty else { return }
+        state.broadcast()
+        shutdown(listener, Int32(SHUT_RDWR))
+        for thread in threads { thread.join() }
+        close(listener)
+    }
+
+    /// Waits `seconds`, or until the server stops: a slow link, a stalled answer.
+    private func pause(_ seconds: Double) {
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        _ = state.withLock(until: deadline) { $0.stopped ? true : nil }
+    }
 
     private func acceptLoop() {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
-            lock.withLock { connections += 1 }
-            Thread { [self] in serve(client) }.start()
+            let (admitted, done) = state.withLock { state -> (Bool, [WorkerThread]) in
+                let done = state.finished.compactMap { state.threads.removeValue(forKey: $0) }
+                state.finished = []
+                guard !state.stopped else { return (false, done) }
+                state.connections += 1
+                state.clients.insert(client)
+                let id = state.connections
+                state.threads[id] = WorkerThread(name: "test-origin-conn") { [self] in serve(client, id: id) }
+                return (true, done)
+            }
+            for thread in done { thread.join() }
+            if !admitted { close(client); return }
         }
     }
 
-    private func serve(_ fd: Int32) {
-        defer { close(fd) }
+    private func serve(_ fd: Int32, id: Int) {
+        defer {
+            state.withLock { state in
+                state.clients.remove(fd)
+                state.finished.append(id)
+            }
+            close(fd)
+        }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         func fill() -> Bool {
+            let throttle = self.throttle
             let n = recv(fd, &chunk, throttle.map { min(chunk.count, max(1, $0 / 20)) } ?? chunk.count, 0)
             if n <= 0 { return false }
             buffer += chunk[0..<n]
-            if let throttle { usleep(UInt32(Double(n) / Double(throttle) * 1_000_000)) }
+            if let throttle { pause(Double(n) / Double(throttle)) }
             return true
         }
         while true {
@@ -109,7 +161,7 @@ public final class RecordingServer: @unchecked Sendable {
             while buffer.count < length { if !fill() { return } }
             let request = Request(method: String(parts[0]), path: String(parts[1]), headers: headers, body: Array(buffer.prefix(length)))
             buffer.removeFirst(length)
-            lock.withLock { recorded.append(request) }
+            state.withLock { $0.recorded.append(request) }
             switch respond(request) {
             case .status(let status):
                 let reply = Array("HTTP/1.1 \(status) Status\r\nContent-Length: 0\r\n\r\n".utf8)
@@ -125,14 +177,14 @@ public final class RecordingServer: @unchecked Sendable {
                     let n = reply[sent..<(sent + size)].withUnsafeBytes { send(fd, $0.baseAddress, size, Int32(MSG_NOSIGNAL)) }
                     guard n > 0 else { return }
                     sent += n
-                    if let rate { usleep(UInt32(Double(n) / Double(rate) * 1_000_000)) }
+                    if let rate { pause(Double(n) / Double(rate)) }
                 }
             case .reset:
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)  // close() then sends RST
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                 return
             case .stall(let seconds):
-                usleep(UInt32(seconds * 1_000_000))
+                pause(seconds)
                 return
             }
         }
@@ -236,16 +288,15 @@ public final class FaultProxy: @unchecked Sendable {
     public enum Fault: Sendable { case pass, status(Int), reset, stall(seconds: Double) }
     public let server: RecordingServer
     public var port: UInt16 { server.port }
-    private let counter = NSLock()
-    private var count = 0
-    public private(set) var faults = 0
+    private let counts = Locked((requests: 0, faults: 0))
+    public var faults: Int { counts.withLock { $0.faults } }
 
     public init(upstream: UInt16, fault: @escaping @Sendable (_ number: Int, _ elapsed: Double) -> Fault) throws {
         let started = Date()
         let box = Box()
         server = try RecordingServer(reply: { request in
             let proxy = box.proxy!
-            let number = proxy.counter.withLock { () -> Int in proxy.count += 1; return proxy.count }
+            let number = proxy.counts.withLock { counts -> Int in counts.requests += 1; return counts.requests }
             let decision = fault(number, Date().timeIntervalSince(started))
             if case .pass = decision {
                 // Every header but the connection's own (S3's signature covers x-amz-*, and
@@ -257,7 +308,7 @@ public final class FaultProxy: @unchecked Sendable {
                 return .answer(answer.status, headers: answer.headers.filter { ["etag", "content-type", "content-range", "accept-ranges", "cache-control", "last-modified"].contains($0.key) },
                                body: answer.body)
             }
-            proxy.counter.withLock { proxy.faults += 1 }
+            proxy.counts.withLock { $0.faults += 1 }
             switch decision {
             case .status(let code): return .status(code)
             case .reset: return .reset
