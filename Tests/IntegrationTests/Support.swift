@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Threading
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -25,8 +26,9 @@ final class Child: @unchecked Sendable {
     let process = Process()
     let stderrPath: String
     private let stdoutPipe = Pipe()
-    private var stdoutData = Data()
-    private let stdoutDone = DispatchSemaphore(value: 0)
+    private let stdoutData = Locked(Data())
+    /// Reads stdout to its end, so a chatty child never blocks on a full pipe.
+    private var stdoutReader: WorkerThread?
     let stdinPipe: Pipe?
 
     init(_ executable: String, _ arguments: [String], stdin: Bool = false, environment: [String: String] = [:]) throws {
@@ -41,9 +43,9 @@ final class Child: @unchecked Sendable {
         process.standardInput = stdinPipe ?? FileHandle.nullDevice
         try process.run()
         let handle = stdoutPipe.fileHandleForReading
-        DispatchQueue.global().async { [self] in
-            stdoutData = handle.readDataToEndOfFile()
-            stdoutDone.signal()
+        stdoutReader = WorkerThread(name: "test-stdout") { [stdoutData] in
+            let data = handle.readDataToEndOfFile()
+            stdoutData.withLock { $0 = data }
         }
     }
 
@@ -70,8 +72,8 @@ final class Child: @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
-        stdoutDone.wait()
-        return (process.terminationStatus, String(decoding: stdoutData, as: UTF8.self))
+        stdoutReader?.join()
+        return (process.terminationStatus, String(decoding: stdoutData.withLock { $0 }, as: UTF8.self))
     }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
