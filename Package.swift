@@ -51,6 +51,9 @@ let package = Package(
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
         .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
+        // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
+        // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
+        .target(name: "RTP", dependencies: ["Media"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
@@ -85,6 +88,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "SystemTests", dependencies: ["System"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
