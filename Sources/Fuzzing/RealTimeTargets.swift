@@ -1,0 +1,46 @@
+import RTP
+import STUN
+
+/// The readers of the real-time outputs' datagrams (issue 31): anyone on the network can
+/// send them to the board's UDP port.
+extension FuzzTargets {
+    /// RTP packets (RFC 3550, RFC 8285 extensions) and their H.264 payloads (RFC 6184): a
+    /// packet that parses writes back to one that parses the same.
+    static let rtp: FuzzTarget = {
+        var stream = RTPStream(ssrc: 0x1234_5678, payloadType: 96, clockRate: 90_000, firstSequence: 65_534, timestampOffset: 7)
+        let idr: [UInt8] = [0x65] + (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let units: [[UInt8]] = [[0x67, 0x42, 0xC0, 0x1F], [0x68, 0xCE, 0x3C, 0x80], idr, [0x41, 1, 2, 3]]
+        let payloads = H264Packetizer().payloads(units.map { $0[...] })
+        let packets = stream.packets(payloads, timestamp: 3000, extensions: [.init(id: 1, data: [0, 0, 0]), .init(id: 15, data: [1, 2])])
+        return FuzzTarget(name: "rtp", seeds: packets.map { $0.serialized() }, textual: false) { bytes in
+            guard let packet = try? RTPPacket(parsing: bytes) else { return }
+            guard (try? RTPPacket(parsing: packet.serialized())) == packet else { broken("an RTP packet that does not write back as it read") }
+            var depacketizer = H264Depacketizer()
+            _ = depacketizer.push(packet)
+        }
+    }()
+
+    /// STUN Binding requests and responses (RFC 8489) as ICE-lite reads them: the
+    /// integrity and fingerprint checks, and a message written back reads the same.
+    static let stun: FuzzTarget = {
+        let id: [UInt8] = Array(1...12)
+        let key = Array("fuzz-password-0123456789".utf8)
+        let request = STUNMessage(messageClass: .request, transactionID: id, attributes: [
+            .init(STUNMessage.AttributeType.username, Array("abcd:efgh".utf8)), .init(STUNMessage.AttributeType.priority, [0x6E, 0, 1, 0xFF]),
+            .init(STUNMessage.AttributeType.iceControlling, Array(repeating: 7, count: 8)), .init(STUNMessage.AttributeType.useCandidate, [])])
+        let response = STUNMessage(messageClass: .success, transactionID: id,
+                                   attributes: [STUNMessage.xorMappedAddress(address: [192, 0, 2, 1], port: 32853, transactionID: id)])
+        let seeds = [request.serialized(integrityKey: key, fingerprint: true), response.serialized(integrityKey: key, fingerprint: true),
+                     request.serialized()]
+        return FuzzTarget(name: "stun", seeds: seeds, textual: false) { bytes in
+            guard let received = try? STUNMessage.parse(bytes) else { return }
+            _ = received.integrityMatches(key: key)
+            _ = received.fingerprintMatches()
+            _ = received.message.mappedAddress
+            _ = (received.message.username, received.message.priority)
+            guard (try? STUNMessage.parse(received.message.serialized()))?.message == received.message else {
+                broken("a STUN message that does not write back as it read")
+            }
+        }
+    }()
+}
