@@ -58,6 +58,8 @@ let package = Package(
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
+        // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
+        .target(name: "SDP"),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL"]),
@@ -87,7 +89,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["System", "RTP", "STUN", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["System", "RTP", "SDP", "STUN", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -97,6 +99,7 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: ["System"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
+        .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),

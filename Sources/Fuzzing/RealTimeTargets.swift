@@ -1,4 +1,5 @@
 import RTP
+import SDP
 import STUN
 
 /// The readers of the real-time outputs' datagrams (issue 31): anyone on the network can
@@ -43,4 +44,18 @@ extension FuzzTargets {
             }
         }
     }()
+
+    /// Session descriptions (RFC 8866) as a WHEP offer brings them: read, written back the
+    /// same, and asked for an H.264 payload type.
+    static let sdp = FuzzTarget(name: "sdp", seeds: [
+        Array("v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 102 39\r\nc=IN IP4 0.0.0.0\r\na=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\na=fingerprint:sha-256 3C:5B:96\r\na=setup:actpass\r\na=mid:0\r\na=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay\r\na=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=rtcp-fb:102 nack pli\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\na=rtpmap:39 H264/90000\r\na=fmtp:39 packetization-mode=1;profile-level-id=640c1f\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n".utf8)
+    ], textual: true) { bytes in
+        guard let offer = try? SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) else { return }
+        guard (try? SessionDescription(parsing: offer.text)) == offer else { broken("an SDP that does not write back as it read") }
+        for media in offer.media {
+            _ = H264Offer.choose(media, stream: H264Offer.Profile(profileIDC: 66, constraints: 0xC0, levelIDC: 31))
+            _ = media.extensionID("http://www.webrtc.org/experiments/rtp-hdrext/playout-delay")
+            _ = media.formats.map { (media.rtpmap($0), media.fmtp($0)) }
+        }
+    }
 }
