@@ -58,4 +58,20 @@ extension FuzzTargets {
             _ = media.formats.map { (media.rtpmap($0), media.fmtp($0)) }
         }
     }
+
+    /// RTCP compounds (RFC 3550 §6, RFC 4585 §6) as viewers send them: reports, NACKs,
+    /// picture loss. A NACK never names more than the packet can.
+    static let rtcp: FuzzTarget = {
+        let report = RTCPPacket.SenderReport(ssrc: 1, ntpTime: RTCPPacket.ntpTime(unixMilliseconds: 1_000), rtpTime: 2, packetCount: 3, octetCount: 4,
+                                             reports: [.init(ssrc: 5, fractionLost: 1, cumulativeLost: -1, highestSequence: 6, jitter: 7,
+                                                             lastSenderReport: 8, delaySinceLastSenderReport: 9)])
+        let feedback: [UInt8] = [0x81, 205, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 100, 0, 5, 0x81, 206, 0, 2, 0, 0, 0, 5, 0, 0, 0, 6,
+                                 0x84, 206, 0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6, 7, 0, 0, 0]
+        return FuzzTarget(name: "rtcp", seeds: [RTCPPacket.senderReportPacket(report, cname: "fuzz"), feedback], textual: false) { bytes in
+            guard let packets = try? RTCPPacket.parse(bytes) else { return }
+            for case .nack(_, _, let lost) in packets where lost.count > 17 * bytes.count / 4 {
+                broken("a NACK of \(lost.count) packets from \(bytes.count) bytes")
+            }
+        }
+    }()
 }
