@@ -63,6 +63,8 @@ let package = Package(
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL"]),
+        // WebRTC's pieces that hold no socket: ICE-lite sessions and the datagram demux.
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
@@ -100,6 +102,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
