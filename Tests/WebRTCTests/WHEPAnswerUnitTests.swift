@@ -1,0 +1,50 @@
+import SDP
+import WebRTC
+import XCTest
+
+final class WHEPAnswerUnitTests: XCTestCase {
+    let local = WHEPAnswer.Local(credentials: ICECredentials(ufrag: "onairABC", password: "0123456789abcdefghijKLMN"),
+                                 fingerprint: "sha-256 AB:CD", candidates: [PeerAddress(address: [192, 168, 1, 2], port: 8189),
+                                                                            PeerAddress(address: [0xfd, 0] + Array(repeating: 0, count: 13) + [2], port: 8189)],
+                                 videoSSRC: 42, cname: "onair", stream: H264Offer.Profile(profileIDC: 0x42, constraints: 0xC0, levelIDC: 0x1F))
+
+    func offer(video: String = "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=rtcp-fb:102 nack\r\na=fmtp:102 packetization-mode=1;profile-level-id=42e01f\r\n",
+               session: String = "a=group:BUNDLE 0 1\r\na=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\na=fingerprint:sha-256 3C:5B\r\n") -> SessionDescription {
+        try! SessionDescription(parsing: "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n" + session
+            + "m=video 9 UDP/TLS/RTP/SAVPF 96 102\r\na=mid:0\r\na=rtpmap:96 VP8/90000\r\n" + video
+            + "a=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay\r\n"
+            + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:1\r\na=rtpmap:111 opus/48000/2\r\n")
+    }
+
+    func testTheAnswerSendsH264FromAnICELitePassiveEndpoint() throws {
+        let answer = try WHEPAnswer(offer: offer(), local: local)
+        XCTAssertEqual(answer.video, .init(mid: "0", payloadType: 102, playoutDelayID: 6, absCaptureTimeID: nil, nack: true))
+        XCTAssertEqual(answer.remote.ufrag, "Z7bS")
+        XCTAssertEqual(answer.remoteFingerprint, "sha-256 3C:5B")
+        let text = answer.sdp.text
+        for line in ["a=group:BUNDLE 0", "a=ice-lite", "m=video 8189 UDP/TLS/RTP/SAVPF 102", "a=sendonly", "a=setup:passive",
+                     "a=ice-ufrag:onairABC", "a=fingerprint:sha-256 AB:CD", "a=rtcp-fb:102 nack pli",
+                     "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42c01f",
+                     "a=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay",
+                     "a=candidate:1 1 udp 2130706431 192.168.1.2 8189 typ host", "a=candidate:2 1 udp 2130706175 fd00:0:0:0:0:0:0:2 8189 typ host",
+                     "a=end-of-candidates", "m=audio 0 UDP/TLS/RTP/SAVPF 111"] {
+            XCTAssertTrue(text.contains(line + "\r\n"), "\(line)\n\(text)")
+        }
+        XCTAssertEqual(try SessionDescription(parsing: text), answer.sdp)
+    }
+
+    func testOffersWithoutWhatWebRTCNeedsAreRefusedInOneLine() {
+        func refused(_ offer: SessionDescription, _ expected: WHEPAnswer.Refusal, line: UInt = #line) {
+            XCTAssertThrowsError(try WHEPAnswer(offer: offer, local: local), line: line) {
+                XCTAssertEqual($0 as? WHEPAnswer.Refusal, expected, line: line)
+                XCTAssertFalse("\($0)".contains("\n"), line: line)
+            }
+        }
+        refused(try! SessionDescription(parsing: "v=0\r\nm=audio 9 RTP/AVP 0\r\n"), .noVideo)
+        refused(offer(video: "a=sendonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=1;profile-level-id=42e01f\r\n"), .notReceiving)
+        refused(offer(video: "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=0\r\n"), .noH264(offered: ["VP8/90000", "H264/90000"]))
+        refused(offer(session: "a=ice-ufrag:Z7bS\r\na=ice-pwd:short\r\na=fingerprint:sha-256 3C:5B\r\n"), .noICE)
+        refused(offer(session: "a=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\n"), .noFingerprint)
+        refused(offer(video: "a=recvonly\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=1;profile-level-id=42e01f\r\n"), .noRTCPMux)
+    }
+}
