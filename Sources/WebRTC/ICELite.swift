@@ -8,10 +8,15 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         self.address = address
         self.port = port
     }
+    /// `192.168.1.20:8189`, `[2001:db8:0:0:0:0:0:1]:8189` (groups uncompressed).
     public var description: String {
-        address.count == 4 ? address.map(String.init).joined(separator: ".") + ":\(port)"
-            : "[" + stride(from: 0, to: address.count, by: 2).map { String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16) }
-                .joined(separator: ":") + "]:\(port)"
+        if address.count == 4 { return address.map { String($0) }.joined(separator: ".") + ":\(port)" }
+        var groups: [String] = []
+        for index in stride(from: 0, to: address.count - 1, by: 2) {
+            let group = UInt16(address[index]) << 8 | UInt16(address[index + 1])
+            groups.append(String(group, radix: 16))
+        }
+        return "[" + groups.joined(separator: ":") + "]:\(port)"
     }
 }
 
