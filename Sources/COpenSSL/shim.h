@@ -8,6 +8,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,3 +80,82 @@ static inline int onair_dtls_certificate_check(const char *pem, size_t length, u
     BIO_free(bio);
     return ok;
 }
+
+/// A DTLS endpoint on memory BIOs (the caller moves datagrams): DTLS 1.2, the board's
+/// certificate and key from PEM, the two SRTP profiles WebRTC uses (RFC 5764 §4.1.2;
+/// AEAD GCM first, RFC 7714), a peer certificate required but accepted whatever it is:
+/// it is checked against the SDP's fingerprint after the handshake (RFC 8827 §6.5).
+static int onair_dtls_accept_any(int ok, X509_STORE_CTX *store) { (void)ok; (void)store; return 1; }
+
+static inline SSL *onair_dtls_new(const char *pem, size_t length, int server) {
+    SSL_CTX *ctx = SSL_CTX_new(DTLS_method());
+    if (ctx == NULL) return NULL;
+    SSL *ssl = NULL;
+    BIO *source = BIO_new_mem_buf(pem, (int)length);
+    X509 *cert = source ? PEM_read_bio_X509(source, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *key = cert ? PEM_read_bio_PrivateKey(source, NULL, NULL, NULL) : NULL;
+    if (key == NULL || SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1
+        || SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION) != 1
+        || SSL_CTX_set_tlsext_use_srtp(ctx, "SRTP_AEAD_AES_128_GCM:SRTP_AES128_CM_SHA1_80") != 0) goto done;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, onair_dtls_accept_any);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_QUERY_MTU);
+    ssl = SSL_new(ctx);
+    if (ssl == NULL) goto done;
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    if (in == NULL || out == NULL) { BIO_free(in); BIO_free(out); SSL_free(ssl); ssl = NULL; goto done; }
+    BIO_set_mem_eof_return(in, -1);  // an empty inbox means "wait", not end of stream
+    SSL_set_bio(ssl, in, out);
+    SSL_set_mtu(ssl, 1200);
+    DTLS_set_link_mtu(ssl, 1200);
+    if (server) SSL_set_accept_state(ssl); else SSL_set_connect_state(ssl);
+done:
+    EVP_PKEY_free(key);
+    X509_free(cert);
+    BIO_free(source);
+    SSL_CTX_free(ctx);  // the SSL holds its own reference
+    return ssl;
+}
+
+static inline void onair_dtls_free(SSL *ssl) { SSL_free(ssl); }
+
+/// Feeds one datagram (may be empty) and advances the handshake: 1 when done, 0 while in
+/// progress, -1 on failure.
+static inline int onair_dtls_step(SSL *ssl, const unsigned char *datagram, size_t length) {
+    if (length > 0 && BIO_write(SSL_get_rbio(ssl), datagram, (int)length) != (int)length) return -1;
+    if (SSL_is_init_finished(ssl)) return 1;
+    int result = SSL_do_handshake(ssl);
+    if (result == 1) return 1;
+    int error = SSL_get_error(ssl, result);
+    return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/// What the endpoint has to send: up to `capacity` bytes of its outbox (0 when empty).
+static inline int onair_dtls_outgoing(SSL *ssl, unsigned char *buffer, size_t capacity) {
+    int pending = (int)BIO_ctrl_pending(SSL_get_wbio(ssl));
+    if (pending <= 0) return 0;
+    return BIO_read(SSL_get_wbio(ssl), buffer, (int)(capacity < (size_t)pending ? capacity : (size_t)pending));
+}
+
+/// The negotiated SRTP profile's id (RFC 5764 §4.1.2: 0x0001, 0x0007), 0 for none.
+static inline int onair_dtls_srtp_profile(SSL *ssl) {
+    SRTP_PROTECTION_PROFILE *profile = SSL_get_selected_srtp_profile(ssl);
+    return profile ? (int)profile->id : 0;
+}
+
+/// RFC 5764 §4.2: the keying material, "EXTRACTOR-dtls_srtp", `length` bytes.
+static inline int onair_dtls_export(SSL *ssl, unsigned char *out, size_t length) {
+    static const char label[] = "EXTRACTOR-dtls_srtp";
+    return SSL_export_keying_material(ssl, out, length, label, sizeof label - 1, NULL, 0, 0);
+}
+
+/// The peer certificate's SHA-256 fingerprint (32 bytes): 1, or 0 without one.
+static inline int onair_dtls_peer_fingerprint(SSL *ssl, unsigned char *out) {
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    unsigned int size = 0;
+    int ok = peer != NULL && X509_digest(peer, EVP_sha256(), out, &size) == 1 && size == 32;
+    X509_free(peer);
+    return ok;
+}
+
+/// DTLS retransmission (RFC 6347 §4.2.4): 1 if a flight was queued again.
+static inline int onair_dtls_timeout(SSL *ssl) { return DTLSv1_handle_timeout(ssl) > 0; }
