@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "SDP"),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
-        .target(name: "STUN", dependencies: ["COpenSSL"]),
+        .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
         // WebRTC's pieces that hold no socket: ICE-lite sessions and the datagram demux.
         .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "SystemTests", dependencies: ["System"]),
-        .testTarget(name: "RTPTests", dependencies: ["RTP", "Media"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN"]),

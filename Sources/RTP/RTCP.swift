@@ -1,3 +1,5 @@
+import Media
+
 /// RTCP (RFC 3550 §6) and the feedback WebRTC viewers send (RFC 4585 §6, RFC 5104 §4.3):
 /// what a sender reads (receiver reports, NACKs, picture loss, full intra requests) and
 /// writes (sender reports with the NTP↔RTP mapping, its CNAME, BYE). A compound packet is
@@ -119,24 +121,24 @@ public enum RTCPPacket: Sendable, Equatable {
             return (0..<Int(count)).map { i in
                 let b = start + 24 * i
                 let lost = Int32(bitPattern: (UInt32(body[b + 5]) << 24 | UInt32(body[b + 6]) << 16 | UInt32(body[b + 7]) << 8)) >> 8
-                return ReportBlock(ssrc: body.word(b), fractionLost: body[b + 4], cumulativeLost: lost, highestSequence: body.word(b + 8),
-                                   jitter: body.word(b + 12), lastSenderReport: body.word(b + 16), delaySinceLastSenderReport: body.word(b + 20))
+                return ReportBlock(ssrc: body.bigEndianUInt32(at: b), fractionLost: body[b + 4], cumulativeLost: lost, highestSequence: body.bigEndianUInt32(at: b + 8),
+                                   jitter: body.bigEndianUInt32(at: b + 12), lastSenderReport: body.bigEndianUInt32(at: b + 16), delaySinceLastSenderReport: body.bigEndianUInt32(at: b + 20))
             }
         }
         switch type {
         case 200:
             try words(6)
-            return .senderReport(SenderReport(ssrc: body.word(0), ntpTime: UInt64(body.word(4)) << 32 | UInt64(body.word(8)),
-                                              rtpTime: body.word(12), packetCount: body.word(16), octetCount: body.word(20),
+            return .senderReport(SenderReport(ssrc: body.bigEndianUInt32(at: 0), ntpTime: UInt64(body.bigEndianUInt32(at: 4)) << 32 | UInt64(body.bigEndianUInt32(at: 8)),
+                                              rtpTime: body.bigEndianUInt32(at: 12), packetCount: body.bigEndianUInt32(at: 16), octetCount: body.bigEndianUInt32(at: 20),
                                               reports: try blocks(at: 24)))
         case 201:
             try words(1)
-            return .receiverReport(ssrc: body.word(0), reports: try blocks(at: 4))
+            return .receiverReport(ssrc: body.bigEndianUInt32(at: 0), reports: try blocks(at: 4))
         case 202:
             return .sourceDescription(try descriptions(count: Int(count), body: body, type: type))
         case 203:
             try words(Int(count))
-            return .bye(ssrcs: (0..<Int(count)).map { body.word(4 * $0) })
+            return .bye(ssrcs: (0..<Int(count)).map { body.bigEndianUInt32(at: 4 * $0) })
         case 205 where count == 1:
             try words(2)
             var lost: [UInt16] = []
@@ -149,14 +151,14 @@ public enum RTCPPacket: Sendable, Equatable {
                 for bit in 0..<16 where mask & (1 << bit) != 0 { lost.append(id &+ UInt16(bit + 1)) }
                 i += 4
             }
-            return .nack(sender: body.word(0), media: body.word(4), lost: lost)
+            return .nack(sender: body.bigEndianUInt32(at: 0), media: body.bigEndianUInt32(at: 4), lost: lost)
         case 206 where count == 1:
             try words(2)
-            return .pictureLoss(sender: body.word(0), media: body.word(4))
+            return .pictureLoss(sender: body.bigEndianUInt32(at: 0), media: body.bigEndianUInt32(at: 4))
         case 206 where count == 4:
             try words(2)
-            let requests = stride(from: 8, to: body.count - 7, by: 8).map { (ssrc: body.word($0), sequence: body[$0 + 4]) }
-            return .fullIntraRequest(sender: body.word(0), requests: requests)
+            let requests = stride(from: 8, to: body.count - 7, by: 8).map { (ssrc: body.bigEndianUInt32(at: $0), sequence: body[$0 + 4]) }
+            return .fullIntraRequest(sender: body.bigEndianUInt32(at: 0), requests: requests)
         default:
             return .other(packetType: type, format: count)
         }
@@ -168,7 +170,7 @@ public enum RTCPPacket: Sendable, Equatable {
         var i = 0
         for _ in 0..<count {
             guard i + 4 <= body.count else { throw ParseError.badCount(packetType: type) }
-            let ssrc = body.word(i)
+            let ssrc = body.bigEndianUInt32(at: i)
             i += 4
             var cname = ""
             while i < body.count, body[i] != 0 {
@@ -223,9 +225,4 @@ public enum RTCPPacket: Sendable, Equatable {
         let fraction = UInt64(ms % 1000) << 32 / 1000
         return seconds << 32 | fraction
     }
-}
-
-extension Array where Element == UInt8 {
-    /// The big-endian word at `offset` (the caller checked the bounds).
-    func word(_ offset: Int) -> UInt32 { bigEndianUInt32(at: offset) }
 }

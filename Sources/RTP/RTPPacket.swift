@@ -1,3 +1,5 @@
+import Media
+
 /// One RTP packet (RFC 3550 §5.1) with RFC 8285 header extensions: what the real-time
 /// outputs (WebRTC, RTSP) send and what their tests read back. Parsing checks every length
 /// against the bytes it has, so a packet from the network cannot make it read past them.
@@ -156,24 +158,5 @@ public struct RTPPacket: Sendable, Equatable {
             i += length
         }
         return found
-    }
-}
-
-extension Array where Element == UInt8 {
-    mutating func appendBigEndian(_ value: UInt16) {
-        append(UInt8(value >> 8))
-        append(UInt8(value & 0xFF))
-    }
-
-    mutating func appendBigEndian(_ value: UInt32) {
-        append(UInt8(value >> 24))
-        append(UInt8((value >> 16) & 0xFF))
-        append(UInt8((value >> 8) & 0xFF))
-        append(UInt8(value & 0xFF))
-    }
-
-    /// The big-endian word at `offset` (the caller checked the bounds).
-    func bigEndianUInt32(at offset: Int) -> UInt32 {
-        UInt32(self[offset]) << 24 | UInt32(self[offset + 1]) << 16 | UInt32(self[offset + 2]) << 8 | UInt32(self[offset + 3])
     }
 }

@@ -1,4 +1,5 @@
 import COpenSSL
+import Media
 
 /// A STUN message (RFC 8489 §5): the Binding requests and responses of ICE-lite
 /// (RFC 8445 §2.5). Parsing checks every length against the bytes and bounds the number
@@ -75,7 +76,7 @@ public struct STUNMessage: Sendable, Equatable {
     /// RFC 7983 §7: a datagram on the shared port whose first byte is 0–3 and that carries
     /// the magic cookie is STUN (DTLS starts 20–63, RTP and RTCP 128–191).
     public static func isSTUN(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 20 && bytes[0] < 4 && bytes.bigEndian32(at: 4) == magicCookie
+        bytes.count >= 20 && bytes[0] < 4 && bytes.bigEndianUInt32(at: 4) == magicCookie
     }
 
     /// What parsing found about the message's own bytes, for `verify`.
@@ -129,7 +130,7 @@ public struct STUNMessage: Sendable, Equatable {
             case AttributeType.messageIntegrity where valueLength == 20 && received.integrity == nil && received.fingerprint == nil:
                 received.integrity = (offset, value)
             case AttributeType.fingerprint where valueLength == 4 && received.fingerprint == nil:
-                received.fingerprint = (offset, bytes.bigEndian32(at: start))
+                received.fingerprint = (offset, bytes.bigEndianUInt32(at: start))
             default:
                 // §14.5: what follows MESSAGE-INTEGRITY (but FINGERPRINT) is not covered
                 // by it and is ignored.
@@ -148,27 +149,27 @@ public struct STUNMessage: Sendable, Equatable {
     public func serialized(integrityKey: [UInt8]? = nil, fingerprint withFingerprint: Bool = false) -> [UInt8] {
         let methodBits = method & 0x000F | (method & 0x0070) << 1 | (method & 0x0F80) << 2
         var out: [UInt8] = []
-        out.appendBigEndian16(methodBits | messageClass.rawValue)
-        out.appendBigEndian16(0)  // the length, filled in below
-        out.appendBigEndian32(Self.magicCookie)
+        out.appendBigEndian(methodBits | messageClass.rawValue)
+        out.appendBigEndian(UInt16(0))  // the length, filled in below
+        out.appendBigEndian(Self.magicCookie)
         out += transactionID.prefix(12) + [UInt8](repeating: 0, count: max(0, 12 - transactionID.count))
         for attribute in attributes {
-            out.appendBigEndian16(attribute.type)
-            out.appendBigEndian16(UInt16(min(attribute.value.count, 0xFFFF)))
+            out.appendBigEndian(attribute.type)
+            out.appendBigEndian(UInt16(min(attribute.value.count, 0xFFFF)))
             out += attribute.value.prefix(0xFFFF)
             while out.count % 4 != 0 { out.append(0) }
         }
         if let integrityKey {
             let mac = Self.hmac(key: integrityKey, over: Self.withLength(out, upTo: out.count + 24))
-            out.appendBigEndian16(AttributeType.messageIntegrity)
-            out.appendBigEndian16(20)
+            out.appendBigEndian(AttributeType.messageIntegrity)
+            out.appendBigEndian(UInt16(20))
             out += mac
         }
         if withFingerprint {
             let crc = Self.fingerprint(Self.withLength(out, upTo: out.count + 8))
-            out.appendBigEndian16(AttributeType.fingerprint)
-            out.appendBigEndian16(4)
-            out.appendBigEndian32(crc)
+            out.appendBigEndian(AttributeType.fingerprint)
+            out.appendBigEndian(UInt16(4))
+            out.appendBigEndian(crc)
         }
         return Self.withLength(out, upTo: out.count)
     }
@@ -200,7 +201,7 @@ extension STUNMessage {
     /// USERNAME as text: `<receiver's ufrag>:<sender's ufrag>` in ICE.
     public var username: String? { attribute(AttributeType.username).map { String(decoding: $0, as: UTF8.self) } }
     public var priority: UInt32? {
-        attribute(AttributeType.priority).flatMap { $0.count == 4 ? $0.bigEndian32(at: 0) : nil }
+        attribute(AttributeType.priority).flatMap { $0.count == 4 ? $0.bigEndianUInt32(at: 0) : nil }
     }
     public var useCandidate: Bool { attribute(AttributeType.useCandidate) != nil }
     public var isControlling: Bool { attribute(AttributeType.iceControlling) != nil }
@@ -210,7 +211,7 @@ extension STUNMessage {
         let cookie: [UInt8] = [0x21, 0x12, 0xA4, 0x42]
         let mask = cookie + transactionID.prefix(12)
         var value: [UInt8] = [0, address.count == 16 ? 0x02 : 0x01]
-        value.appendBigEndian16(port ^ 0x2112)
+        value.appendBigEndian(port ^ 0x2112)
         value += address.enumerated().map { $1 ^ mask[$0 % mask.count] }
         return Attribute(AttributeType.xorMappedAddress, value)
     }
@@ -245,22 +246,4 @@ enum CRC32 {
 func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count, !a.isEmpty else { return false }
     return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-}
-
-extension Array where Element == UInt8 {
-    mutating func appendBigEndian16(_ value: UInt16) {
-        append(UInt8(value >> 8))
-        append(UInt8(value & 0xFF))
-    }
-
-    mutating func appendBigEndian32(_ value: UInt32) {
-        append(UInt8(value >> 24))
-        append(UInt8((value >> 16) & 0xFF))
-        append(UInt8((value >> 8) & 0xFF))
-        append(UInt8(value & 0xFF))
-    }
-
-    func bigEndian32(at offset: Int) -> UInt32 {
-        UInt32(self[offset]) << 24 | UInt32(self[offset + 1]) << 16 | UInt32(self[offset + 2]) << 8 | UInt32(self[offset + 3])
-    }
 }

@@ -55,7 +55,7 @@ final class RTPClientTests: XCTestCase {
         while !Self.udpPortIsBound(port) && Date() < deadline { usleep(20_000) }
         XCTAssertTrue(Self.udpPortIsBound(port), "ffmpeg did not bind \(port)")
 
-        let socket = try XCTUnwrap(UDPSender(port: port))
+        let socket = try XCTUnwrap(UDPServer())
         var stream = RTPStream(ssrc: 0x0A1B_2C3D, payloadType: 96, clockRate: 90_000, firstSequence: 65_000, timestampOffset: 12_345)
         let packetizer = H264Packetizer()
         var sent = 0, fragments = 0, aggregates = 0
@@ -64,7 +64,7 @@ final class RTPClientTests: XCTestCase {
             fragments += payloads.filter { $0[0] & 0x1F == 28 }.count
             aggregates += payloads.filter { $0[0] & 0x1F == 24 }.count
             for packet in stream.packets(payloads, timestamp: stream.timestamp(ticks: Int64(frame) * 3000, timescale: 90_000)) {
-                XCTAssertTrue(socket.send(packet.serialized()))
+                XCTAssertTrue(socket.send(packet.serialized(), toPort: port))
                 sent += 1
             }
         }
@@ -73,7 +73,7 @@ final class RTPClientTests: XCTestCase {
         // FFmpeg's parser ends a unit when the next begins: an access unit delimiter after
         // the last one lets it hand over the 60th picture without waiting for a timeout.
         let delimiter = stream.packets([[0x09, 0xF0]], timestamp: stream.timestamp(ticks: 60 * 3000, timescale: 90_000))
-        XCTAssertTrue(socket.send(delimiter[0].serialized()))
+        XCTAssertTrue(socket.send(delimiter[0].serialized(), toPort: port))
         let end = Date().addingTimeInterval(20)
         while receiver.isRunning && Date() < end { usleep(20_000) }
         XCTAssertFalse(receiver.isRunning, "ffmpeg did not get 60 pictures from \(sent) packets: "
@@ -91,8 +91,8 @@ final class RTPClientTests: XCTestCase {
     /// An even port (RTP's; RTCP takes the next) that nothing holds now.
     static func freeEvenUDPPort() throws -> UInt16 {
         for _ in 0..<50 {
-            guard let probe = UDPSender(port: 9), let port = probe.localPort(bindingAny: true), port % 2 == 0, port < 65_000 else { continue }
-            return port
+            guard let probe = UDPServer(), probe.port % 2 == 0, probe.port < 65_000 else { continue }
+            return probe.port
         }
         throw XCTSkip("no free even UDP port")
     }
@@ -104,45 +104,5 @@ final class RTPClientTests: XCTestCase {
         return table.split(separator: "\n").dropFirst().contains { line in
             line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { ($0 + " ").hasSuffix(hex) } ?? false
         }
-    }
-}
-
-/// A UDP socket that sends datagrams to 127.0.0.1:port.
-final class UDPSender {
-    let fd: Int32
-    let port: UInt16
-
-    init?(port: UInt16) {
-        self.port = port
-        fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-    }
-
-    deinit { close(fd) }
-
-    /// Binds to an ephemeral loopback port and says which (the socket is then closed by
-    /// its owner, freeing the port for the receiver).
-    func localPort(bindingAny: Bool) -> UInt16? {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        return ok ? UInt16(bigEndian: address.sin_port) : nil
-    }
-
-    func send(_ bytes: [UInt8]) -> Bool {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { to in
-                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, bytes.count, 0, to, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        return sent == bytes.count
     }
 }

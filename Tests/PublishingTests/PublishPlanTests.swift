@@ -1,3 +1,4 @@
+import TestSupport
 import XCTest
 @testable import Publishing
 
@@ -153,18 +154,5 @@ final class PublishPlanTests: XCTestCase {
         plan.finish(.segment(3, in: "audio"), succeeded: true, now: 0, jitter: 0)
         plan.finish(.segment(4, in: "audio"), succeeded: true, now: 0, jitter: 0)
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 4), [.playlist("audio/playlist.m3u8", count: 4, ended: true)])
-    }
-}
-
-/// A small deterministic generator (SplitMix64) so failures are random but repeatable.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import Media
 import RTP
+import TestSupport
 import XCTest
 
 final class RTPPacketTests: XCTestCase {
@@ -108,7 +109,7 @@ final class H264PacketizerTests: XCTestCase {
     /// Packetized, numbered, sent as bytes and read back, access units come out as they
     /// went in: whatever the sizes, across FU-A and STAP-A boundaries and sequence wrap.
     func testAccessUnitsRoundTripThroughPacketsAndBytes() throws {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix(seed: 42)
         var stream = RTPStream(ssrc: 0xCAFE, payloadType: 96, clockRate: 90_000, firstSequence: 65_500, timestampOffset: 0xFFFF_FF00)
         let packetizer = H264Packetizer()
         var depacketizer = H264Depacketizer()
@@ -186,18 +187,5 @@ final class RTPStreamTests: XCTestCase {
         XCTAssertEqual(packets.map(\.extensions.count), [1, 0])
         XCTAssertEqual(stream.packetCount, 2)
         XCTAssertEqual(stream.octetCount, 3)
-    }
-}
-
-/// A deterministic generator (SplitMix64), so a failing case can be run again.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
