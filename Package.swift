@@ -64,7 +64,7 @@ let package = Package(
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
         // WebRTC's pieces that hold no socket: ICE-lite sessions and the datagram demux.
-        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL"]),
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "Files"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.

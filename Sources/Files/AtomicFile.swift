@@ -40,17 +40,18 @@ public enum AtomicFile {
         } catch { return "\(reason); \(error)" }
     }
 
-    public static func write(_ bytes: [UInt8], to path: String) throws {
-        try write(to: path) { fd, temporary in try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
+    /// `permissions`: the new file's mode (0o600 for a private key), before the umask.
+    public static func write(_ bytes: [UInt8], to path: String, permissions: UInt32 = 0o644) throws {
+        try write(to: path, permissions: permissions) { fd, temporary in try bytes.withUnsafeBytes { try writeAll(fd, $0, path: temporary) } }
     }
 
     /// The same for content written piece by piece: `body` writes into the temporary
     /// file (its descriptor and path are given), and the rest is as above.
-    public static func write(to path: String, _ body: (FileDescriptor, String) throws -> Void) throws {
+    public static func write(to path: String, permissions: UInt32 = 0o644, _ body: (FileDescriptor, String) throws -> Void) throws {
         let directory = self.directory(of: path)
         let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = directory + "/" + StreamLayout.temporary(name)
-        let fd = try FileError.at(temporary, "create") { try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate]) }
+        let fd = try FileError.at(temporary, "create") { try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate], permissions: permissions) }
         var ok = false
         defer { if !ok { try? Path.unlink(temporary) } }
         do {

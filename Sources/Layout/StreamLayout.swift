@@ -34,6 +34,10 @@ public struct StreamLayout: Sendable, Equatable {
     /// `<root>/published`: per destination, the streams it lists.
     public var published: String { root + "/" + Self.publishedFolder }
 
+    /// `<root>/webrtc-certificate.pem`: the board's DTLS certificate and key (WebRTC), kept
+    /// so browsers see the same fingerprint across restarts; readable by onair alone.
+    public var dtlsCertificate: String { root + "/webrtc-certificate.pem" }
+
     /// The index of the streams one destination lists (`PublishedIndex`), by its key.
     public func publishedIndex(_ key: String) -> String { published + "/" + key + ".json" }
 

@@ -1,4 +1,5 @@
 import COpenSSL
+import Files
 
 /// The board's DTLS certificate (RFC 8827 §6.5, RFC 5763 §5): self-signed ECDSA P-256,
 /// made once and kept, so a viewer's browser sees the same fingerprint across restarts.
@@ -42,5 +43,23 @@ public struct DTLSCertificate: Sendable, Equatable {
     /// `sha-256 AB:CD:…`, as `a=fingerprint` carries it (RFC 8122 §5).
     public var sdpFingerprint: String {
         "sha-256 " + fingerprint.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
+    }
+}
+
+extension DTLSCertificate {
+    /// The certificate kept at `path` (StreamLayout.dtlsCertificate), or a new one written
+    /// there (mode 0600: it holds the private key). One that does not read as a
+    /// certificate and its key is set aside (`.corrupt`, for a person to look at) and
+    /// replaced; `replaced` then says why, for the log.
+    public static func kept(at path: String) throws -> (certificate: DTLSCertificate, created: Bool, replaced: String?) {
+        var replaced: String?
+        if let bytes = FileSystem.read(path, limit: FileSystem.smallLimit, followLinks: false) {
+            if let certificate = try? DTLSCertificate(pem: String(decoding: bytes, as: UTF8.self)) { return (certificate, false, nil) }
+            replaced = AtomicFile.setAside(path, because: "\(path) is not a certificate and its key")
+        }
+        let certificate = try generate()
+        try AtomicFile.makeDirectories(AtomicFile.directory(of: path))
+        try AtomicFile.write(Array(certificate.pem.utf8), to: path, permissions: 0o600)
+        return (certificate, true, replaced)
     }
 }

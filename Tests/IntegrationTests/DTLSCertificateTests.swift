@@ -36,3 +36,25 @@ final class DTLSCertificateTests: XCTestCase {
         XCTAssertThrowsError(try DTLSCertificate(pem: "not PEM")) { XCTAssertEqual($0 as? DTLSCertificate.Failure, .invalid) }
     }
 }
+
+/// The certificate is kept in the data directory: the same across restarts, private to
+/// onair, and a spoiled one is set aside and replaced.
+final class KeptCertificateTests: XCTestCase {
+    func testTheCertificateIsKeptPrivateAndReplacedWhenSpoiled() throws {
+        let path = try temporaryDirectory("kept") + "/data/webrtc-certificate.pem"
+        let first = try DTLSCertificate.kept(at: path)
+        XCTAssertTrue(first.created)
+        XCTAssertNil(first.replaced)
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o077, 0, "the private key is onair's alone")
+        let again = try DTLSCertificate.kept(at: path)
+        XCTAssertFalse(again.created)
+        XCTAssertEqual(again.certificate, first.certificate, "the same fingerprint after a restart")
+        try "spoiled".write(toFile: path, atomically: true, encoding: .utf8)
+        let replaced = try DTLSCertificate.kept(at: path)
+        XCTAssertTrue(replaced.created)
+        XCTAssertNotEqual(replaced.certificate, first.certificate)
+        XCTAssertTrue(replaced.replaced?.contains("is not a certificate and its key") ?? false, "\(replaced.replaced ?? "")")
+        XCTAssertEqual(try String(contentsOfFile: path + ".corrupt", encoding: .utf8), "spoiled", "kept for a person to look at")
+    }
+}
