@@ -59,7 +59,7 @@ let package = Package(
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
-        .target(name: "SDP"),
+        .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),

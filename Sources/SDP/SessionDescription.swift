@@ -1,3 +1,5 @@
+import Media
+
 /// A session description (RFC 8866) as WebRTC and RTSP use it: the session's lines and
 /// one section per `m=` line, attributes kept in order. Parsing is bounded (size, lines,
 /// media sections) and line-oriented, so an offer from anyone costs little; it keeps the
@@ -56,8 +58,8 @@ public struct SessionDescription: Sendable, Equatable {
                 var parameters: [String: String] = [:]
                 for pair in parts[1].split(separator: ";") {
                     let kv = pair.split(separator: "=", maxSplits: 1)
-                    guard let key = kv.first?.trimmingSpaces, !key.isEmpty else { continue }
-                    parameters[key.lowercased()] = kv.count > 1 ? kv[1].trimmingSpaces : ""
+                    guard let key = kv.first?.trimmingWhitespace(), !key.isEmpty else { continue }
+                    parameters[key.lowercased()] = kv.count > 1 ? kv[1].trimmingWhitespace() : ""
                 }
                 return parameters
             }
@@ -175,11 +177,5 @@ public struct SessionDescription: Sendable, Equatable {
 
     private static func line(_ attribute: Attribute) -> String {
         "a=\(attribute.name)" + (attribute.value.map { ":\($0)" } ?? "")
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: String {
-        String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
     }
 }

@@ -8,16 +8,20 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         self.address = address
         self.port = port
     }
-    /// `192.168.1.20:8189`, `[2001:db8:0:0:0:0:0:1]:8189` (groups uncompressed).
-    public var description: String {
-        if address.count == 4 { return address.map { String($0) }.joined(separator: ".") + ":\(port)" }
+    /// The address as text: `192.168.1.20`, `2001:db8:0:0:0:0:0:1` (groups uncompressed),
+    /// as an SDP candidate line carries it.
+    public var host: String {
+        if address.count == 4 { return address.map { String($0) }.joined(separator: ".") }
         var groups: [String] = []
         for index in stride(from: 0, to: address.count - 1, by: 2) {
             let group = UInt16(address[index]) << 8 | UInt16(address[index + 1])
             groups.append(String(group, radix: 16))
         }
-        return "[" + groups.joined(separator: ":") + "]:\(port)"
+        return groups.joined(separator: ":")
     }
+
+    /// `192.168.1.20:8189`, `[2001:db8:0:0:0:0:0:1]:8189`.
+    public var description: String { address.count == 4 ? "\(host):\(port)" : "[\(host)]:\(port)" }
 }
 
 /// One side's ICE username fragment and password (RFC 8445 §5.3): at least 4 and 22
@@ -82,6 +86,11 @@ public struct ICELiteSession: Sendable {
     /// Answers one STUN datagram that came from `address` at `now`.
     public mutating func answer(_ datagram: [UInt8], from address: PeerAddress, now: Int64) -> Answer {
         guard let received = try? STUNMessage.parse(datagram) else { return .ignore("not STUN") }
+        return answer(received, from: address, now: now)
+    }
+
+    /// The same for a message already parsed (by `localUfrag`, to find this session).
+    public mutating func answer(_ received: STUNMessage.Received, from address: PeerAddress, now: Int64) -> Answer {
         let request = received.message
         guard request.method == STUNMessage.binding else { return .ignore("not a Binding") }
         // A Binding indication is the browser's keepalive (RFC 8445 §11): nothing to answer.
@@ -112,9 +121,10 @@ public struct ICELiteSession: Sendable {
     }
 
     /// The local ufrag a request is for: the part of its USERNAME before the colon
-    /// (`<receiver>:<sender>`, RFC 8445 §7.2.2), so one UDP port finds a datagram's session.
-    public static func localUfrag(of datagram: [UInt8]) -> String? {
-        guard let username = (try? STUNMessage.parse(datagram))?.message.username, let colon = username.firstIndex(of: ":") else { return nil }
+    /// (`<receiver>:<sender>`, RFC 8445 §7.2.2), so one UDP port finds a datagram's
+    /// session; the parsed message then goes to that session's `answer`.
+    public static func localUfrag(of received: STUNMessage.Received) -> String? {
+        guard let username = received.message.username, let colon = username.firstIndex(of: ":") else { return nil }
         return String(username[..<colon])
     }
 }

@@ -121,8 +121,7 @@ public struct WHEPAnswer: Sendable {
             // RFC 8445 §5.1.2.1: type preference 126 (host), local preference by order, component 1.
             for (n, candidate) in local.candidates.prefix(16).enumerated() {
                 let priority = (126 << 24) | ((65_535 - n) << 8) | 255
-                let ip = candidate.description.dropLast(":\(candidate.port)".count).trimmingCharacters(in: ["[", "]"])
-                attributes.append(.init("candidate", "\(n + 1) 1 udp \(priority) \(ip) \(candidate.port) typ host"))
+                attributes.append(.init("candidate", "\(n + 1) 1 udp \(priority) \(candidate.host) \(candidate.port) typ host"))
             }
             attributes.append(.init("end-of-candidates"))
             var answer = SessionDescription.Media(kind: "video", port: local.candidates.first.map { Int($0.port) } ?? 9,
@@ -137,14 +136,4 @@ public struct WHEPAnswer: Sendable {
                                                 ("c", "IN IP4 0.0.0.0"), ("t", "0 0")],
                                  attributes: session, media: sections)
     }
-}
-
-extension String {
-    func trimmingCharacters(in set: Set<Character>) -> String {
-        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
-    }
-}
-
-extension Substring {
-    func trimmingCharacters(in set: Set<Character>) -> String { String(self).trimmingCharacters(in: set) }
 }

@@ -34,7 +34,9 @@ final class ICELiteTests: XCTestCase {
         XCTAssertEqual(session.lastConsent, 5 * second)
         _ = session.answer(request(id: 2, nominate: true), from: browser, now: 6 * second)
         XCTAssertEqual(session.selected, browser)
-        XCTAssertEqual(ICELiteSession.localUfrag(of: request()), "onairABC")
+        let parsed = try STUNMessage.parse(request(id: 3))
+        XCTAssertEqual(ICELiteSession.localUfrag(of: parsed), "onairABC")
+        guard case .reply = session.answer(parsed, from: browser, now: 7 * second) else { return XCTFail("the parsed message is answered alike") }
     }
 
     func testWrongCredentialsAndMissingAttributesAreRefused() throws {
