@@ -5,11 +5,11 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-# Build: what toolchain/deps.sh needs to build FFmpeg, libcurl and libmicrohttpd minimal from
+# Build: what toolchain/deps.sh needs to build FFmpeg, libcurl, libmicrohttpd and libsrtp2 minimal from
 # Debian's source packages (dpkg-dev unpacks them, nasm assembles FFmpeg's x86 code), the
-# archives it links as Debian ships them (OpenSSL with zlib and zstd, libdrm), and the headers of the
+# archives it links as Debian ships them (OpenSSL with zlib and zstd, libdrm, libopus), and the headers of the
 # two libraries that stay shared (libasound, libva).
-BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-dev libva-dev libasound2-dev
+BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-dev libopus-dev libva-dev libasound2-dev
 # Tests and benchmark (installed by `make test` and `make bench`, not `make run`): ffmpeg decodes and compares, Chromium plays the stream natively,
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI); GNU time measures the peak memory

@@ -26,6 +26,9 @@ let package = Package(
         // second copy, and the one libcrypto onair already carries for HTTPS.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcurl",
                        providers: [.apt(["libssl-dev"])]),
+        // SRTP for WebRTC: libsrtp2 on the same static libcrypto (toolchain/deps.sh builds it).
+        .systemLibrary(name: "CSRTP", path: "Sources/CSRTP", pkgConfig: "libsrtp2",
+                       providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -63,8 +66,8 @@ let package = Package(
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
-        // WebRTC's pieces that hold no socket: ICE-lite sessions and the datagram demux.
-        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "Files"]),
+        // WebRTC: ICE-lite sessions, DTLS-SRTP, the WHEP answer and the datagram demux.
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
@@ -83,7 +86,7 @@ let package = Package(
         .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -102,7 +105,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),

@@ -12,9 +12,11 @@
 # Built here: x264, 8-bit 4:2:0 only; FFmpeg's libavcodec/libavutil/libswscale with only the
 # encoders onair can select (libx264, h264/hevc VA-API, h264/hevc V4L2 M2M, aac) and the
 # MJPEG decoder; libcurl with HTTP and HTTPS through OpenSSL and nothing else; libmicrohttpd
-# without TLS, auth, upgrade or post processing. Taken as Debian ships them: libssl.a and
-# libcrypto.a (libssl-dev) with libz.a and libzstd.a, and libdrm.a (libdrm-dev). libva and
-# libasound stay shared: they load the board's drivers and plugins themselves.
+# without TLS, auth, upgrade or post processing; libsrtp2 on OpenSSL's ciphers (Debian's
+# libsrtp2.a is built on NSS, which ships no static archives). Taken as Debian ships them:
+# libssl.a and libcrypto.a (libssl-dev) with libz.a and libzstd.a, libdrm.a (libdrm-dev) and
+# libopus.a (libopus-dev). libva and libasound stay shared: they load the board's drivers and
+# plugins themselves.
 #
 # The prefix is $ONAIR_DEPS/ARCH-SUITE-KEY, KEY a hash of every source package version and
 # every configure line below; a changed Debian version (a security update) or recipe makes
@@ -71,17 +73,18 @@ curl_conf=(--enable-static --disable-shared --with-pic --with-openssl --without-
 mhd_conf=(--enable-static --disable-shared --with-pic --disable-https --disable-curl --disable-doc
     --disable-examples --disable-postprocessor --disable-bauth --disable-dauth --disable-httpupgrade
     --disable-nls)
+srtp_conf=(--enable-openssl --disable-pcap)
 # Archives Debian ships that link as they are: package, files.
 # trixie's libcrypto is built with zlib and zstd compression, so their archives come too
 # (a link takes only the members something references: none, where OpenSSL does not).
-archives="libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a"
+archives="libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a libopus-dev:libopus.a"
 # x264 is built too, though Debian ships libx264.a: Debian's holds the 8- and the 10-bit
 # encoders and OpenCL kernels (2.2 MB of the binary; onair encodes 8-bit 4:2:0 only), and its
 # arm64 build is not position-independent (absolute relocations in its assembly), so it
 # cannot go into a PIE.
 x264_conf=(--enable-static --enable-pic --disable-cli --disable-opencl --bit-depth=8 --chroma-format=420 --disable-interlaced
     --disable-lavf --disable-swscale --disable-ffms --disable-gpac --disable-lsmash)
-sources="x264 ffmpeg curl libmicrohttpd"
+sources="x264 ffmpeg curl libmicrohttpd libsrtp2"
 # Every function and object in its own section, so the final link (--gc-sections) keeps only
 # what onair reaches; no unwind tables (C code throws nothing; a crash's backtrace stops at
 # the first C frame instead), which are a tenth of the code's size.
@@ -130,6 +133,7 @@ ffmpeg ${version[ffmpeg]} ${ffmpeg_conf[*]} ${cross_ff[*]}
 curl ${version[curl]} ${curl_conf[*]} ${cross_ac[*]}
 libmicrohttpd ${version[libmicrohttpd]} ${mhd_conf[*]} ${cross_ac[*]}
 x264 ${version[x264]} ${x264_conf[*]} ${cross_ac[*]}
+libsrtp2 ${version[libsrtp2]} ${srtp_conf[*]} ${cross_ac[*]}
 cflags $sections
 $(for a in $archives; do echo "${a%%:*} ${version[${a%%:*}]}"; done)
 pc v1"
@@ -175,6 +179,14 @@ say "libmicrohttpd ${version[libmicrohttpd]}"
  make -j"$jobs" -C src/microhttpd >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
  make -C src/microhttpd install >/dev/null && make -C src/include install >/dev/null)
 
+say "libsrtp2 ${version[libsrtp2]}"
+# Its configure finds OpenSSL through pkg-config (the target's libcrypto.pc).
+(cd libsrtp2 && CC="$cc" AR="$ar" RANLIB="$ranlib" CFLAGS="-O2 -fPIC $sections" ./configure --prefix="$prefix" "${cross_ac[@]}" "${srtp_conf[@]}" >configure.log 2>&1 ||
+    { tail -n 20 configure.log >&2; exit 1; }
+ make -j"$jobs" libsrtp2.a >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
+ mkdir -p "$prefix/include/srtp2" && cp include/srtp.h crypto/include/cipher.h crypto/include/auth.h crypto/include/crypto_types.h "$prefix/include/srtp2/" &&
+ cp libsrtp2.a "$prefix/lib/")
+
 # Debian's archives, and libdrm's headers beside them (onair's preview includes them).
 for a in $archives; do
     for f in $(echo "${a#*:}" | tr , ' '); do cp "${sysroot:-}/usr/lib/$gnu/$f" "$prefix/lib/"; done
@@ -192,11 +204,13 @@ pc libavcodec "${version[ffmpeg]}" "-l:libavcodec.a -l:libswscale.a -l:libavutil
 pc libcurl "${version[curl]}" "-l:libcurl.a -l:libssl.a -l:libcrypto.a -l:libzstd.a -l:libz.a -ldl -lpthread"
 pc libmicrohttpd "${version[libmicrohttpd]}" "-l:libmicrohttpd.a -lpthread"
 pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
+pc libsrtp2 "${version[libsrtp2]}" "-l:libsrtp2.a -l:libcrypto.a -ldl -lpthread"
+pc opus "${version[libopus-dev]}" "-l:libopus.a -lm"
 
 # What `onair version` reports of the libraries linked in: Debian's package versions.
 {
     echo "/* Written by toolchain/deps.sh: the Debian source versions linked into onair. */"
-    for p in ffmpeg curl libmicrohttpd x264 libssl-dev libdrm-dev; do
+    for p in ffmpeg curl libmicrohttpd x264 libsrtp2 libssl-dev libdrm-dev libopus-dev; do
         n=$(echo "${p%-dev}" | tr 'a-z0-9-' 'A-Z0-9_')
         v=${version[$p]:-${version[${p%-dev}]:-}}
         echo "#define ONAIR_DEBIAN_${n} \"$v\""

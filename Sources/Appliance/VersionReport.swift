@@ -4,6 +4,7 @@ import Media
 import HTTP
 import Publishing
 import Server
+import WebRTC
 
 /// `onair version`: onair's own version and the Swift that built it, each C library in the
 /// binary with the Debian package it came from, and the codecs its libavcodec has.
@@ -13,7 +14,7 @@ enum VersionReport {
         let suite = CodecLibrary.debianSuite
         var lines = ["onair \(CommandLineParser.version) (Swift \(swiftVersion), static runtime\(suite.isEmpty ? "" : "; libraries from Debian \(suite)"))"]
         let libraries = CodecLibrary.versions + CurlClient.libraryVersions
-            + [WebServer.libraryVersion, DRMDisplay.libraryVersion, ALSAMicrophone.libraryVersion]
+            + [WebServer.libraryVersion, SRTPSession.libraryVersion, DRMDisplay.libraryVersion, ALSAMicrophone.libraryVersion]
         lines += libraries.map { "  " + $0.line }
         lines.append("codecs: " + CodecLibrary.requiredEncoders.joined(separator: " ") + " encoders, mjpeg decoder")
         let missing = CodecLibrary.missing

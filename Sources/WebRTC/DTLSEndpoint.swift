@@ -22,6 +22,13 @@ public final class DTLSEndpoint {
     public struct Keys: Sendable, Equatable {
         public var profile: SRTPProfile
         public var clientKey: [UInt8], serverKey: [UInt8], clientSalt: [UInt8], serverSalt: [UInt8]
+        public init(profile: SRTPProfile, clientKey: [UInt8], serverKey: [UInt8], clientSalt: [UInt8], serverSalt: [UInt8]) {
+            self.profile = profile
+            self.clientKey = clientKey
+            self.serverKey = serverKey
+            self.clientSalt = clientSalt
+            self.serverSalt = serverSalt
+        }
     }
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
