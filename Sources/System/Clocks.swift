@@ -19,6 +19,13 @@ public enum KernelClock {
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
+    /// CLOCK_REALTIME in ns since the Unix epoch.
+    public static func realtime() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     /// Sleeps until `deadline` on CLOCK_MONOTONIC (absolute, so no drift from the time spent
     /// before the call); a signal does not cut it short.
     public static func sleepMonotonic(until deadline: Int64) {

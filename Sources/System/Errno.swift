@@ -47,6 +47,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let addressInUse = Errno(rawValue: EADDRINUSE)
     public static let addressNotAvailable = Errno(rawValue: EADDRNOTAVAIL)
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+    public static let noBufferSpace = Errno(rawValue: ENOBUFS)
 
     /// The file system (or the user's quota) is full.
     public var isNoSpace: Bool { self == .noSpace || self == .quota }

@@ -26,6 +26,10 @@ public struct SocketAddress: Sendable {
             }
         }
         guard parsed else { return nil }
+        self.init(storage: storage, ipv6: ipv6)
+    }
+
+    init(storage: sockaddr_storage, ipv6: Bool) {
         self.storage = storage
         isIPv6 = ipv6
     }

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension SocketAddress {
+    /// The address's bytes (4 for IPv4, 16 for IPv6) and port, as a datagram's sender is
+    /// told apart by; an IPv4-mapped IPv6 address (::ffff:a.b.c.d, what a dual-stack socket
+    /// reports for an IPv4 peer) is given as the IPv4 one.
+    public var bytes: [UInt8] {
+        withRawPointer { raw in
+            if isIPv6 {
+                let address = raw.assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_addr
+                let all = withUnsafeBytes(of: address) { Array($0) }
+                return all.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] ? Array(all.suffix(4)) : all
+            }
+            return withUnsafeBytes(of: raw.assumingMemoryBound(to: sockaddr_in.self).pointee.sin_addr) { Array($0) }
+        }
+    }
+
+    public var port: UInt16 {
+        withRawPointer { raw in
+            isIPv6 ? UInt16(bigEndian: raw.assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_port)
+                : UInt16(bigEndian: raw.assumingMemoryBound(to: sockaddr_in.self).pointee.sin_port)
+        }
+    }
+
+    /// An address from its bytes (4: IPv4, 16: IPv6) and port; nil for any other length.
+    public init?(bytes: [UInt8], port: UInt16) {
+        var storage = sockaddr_storage()
+        switch bytes.count {
+        case 4:
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
+                    a.pointee.sin_family = sa_family_t(AF_INET)
+                    a.pointee.sin_port = port.bigEndian
+                    withUnsafeMutableBytes(of: &a.pointee.sin_addr) { $0.copyBytes(from: bytes) }
+                }
+            }
+            self.init(storage: storage, ipv6: false)
+        case 16:
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
+                    a.pointee.sin6_family = sa_family_t(AF_INET6)
+                    a.pointee.sin6_port = port.bigEndian
+                    withUnsafeMutableBytes(of: &a.pointee.sin6_addr) { $0.copyBytes(from: bytes) }
+                }
+            }
+            self.init(storage: storage, ipv6: true)
+        default:
+            return nil
+        }
+    }
+
+    /// The kernel's size of this family's sockaddr.
+    var length: socklen_t { socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size) }
+}
+
+extension FileDescriptor {
+    /// A UDP socket bound to `address` (port 0: any), non-blocking, close-on-exec. An IPv6
+    /// wildcard takes IPv4 too (IPV6_V6ONLY off), as one port for every peer needs.
+    /// `bufferBytes` asks for send and receive buffers of that size (the kernel may give
+    /// less: net.core.wmem_max).
+    public static func datagramSocket(bound address: SocketAddress, bufferBytes: Int32 = 0) throws -> FileDescriptor {
+        let family = address.isIPv6 ? AF_INET6 : AF_INET
+        let socket = FileDescriptor(adopting: try once {
+            Glibc.socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        })
+        if address.isIPv6 { try socket.setOption(Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
+        if bufferBytes > 0 {
+            try socket.setOption(SOL_SOCKET, SO_SNDBUF, bufferBytes)
+            try socket.setOption(SOL_SOCKET, SO_RCVBUF, bufferBytes)
+        }
+        _ = try address.withRawPointer { raw in
+            try once { bind(socket.rawValue, raw.assumingMemoryBound(to: sockaddr.self), address.length) }
+        }
+        return socket
+    }
+
+    private func setOption(_ level: Int32, _ name: Int32, _ value: Int32) throws {
+        var value = value
+        _ = try once { setsockopt(rawValue, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) }
+    }
+
+    /// The address a socket is bound to (getsockname(2)): the port the kernel chose.
+    public func boundAddress() throws -> SocketAddress {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try withUnsafeMutablePointer(to: &storage) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                try once { getsockname(rawValue, address, &length) }
+            }
+        }
+        return SocketAddress(storage: storage, ipv6: Int32(storage.ss_family) == AF_INET6)
+    }
+
+    /// One datagram into `buffer` (a longer one is cut to its size): how many bytes, and
+    /// from where; nil when none is waiting (the socket is non-blocking).
+    public func receiveDatagram(into buffer: inout [UInt8]) throws -> (count: Int, from: SocketAddress)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rawValue, bytes.baseAddress, bytes.count, 0, $0, &length) }
+            }
+        }
+        if count < 0 {
+            let error = Errno.current
+            if error == .again || error == .interrupted || error == .connectionRefused { return nil }
+            throw error
+        }
+        return (count, SocketAddress(storage: storage, ipv6: Int32(storage.ss_family) == AF_INET6))
+    }
+
+    /// Sends one datagram to `address` (of the socket's family: the address a datagram
+    /// came from); false when it could not go now — the socket's buffer is full, or the
+    /// peer's host said the port is closed — and it is dropped, as the network might have.
+    @discardableResult
+    public func sendDatagram(_ bytes: [UInt8], to address: SocketAddress) throws -> Bool {
+        let sent = bytes.withUnsafeBytes { raw in
+            address.withRawPointer { sendto(rawValue, raw.baseAddress, raw.count, 0, $0.assumingMemoryBound(to: sockaddr.self), address.length) }
+        }
+        if sent < 0 {
+            let error = Errno.current
+            if [.again, .interrupted, .noBufferSpace, .connectionRefused].contains(error) { return false }
+            throw error
+        }
+        return true
+    }
+}
+
+/// The machine's own addresses (getifaddrs(3)): those of interfaces that are up, by family,
+/// link-local IPv6 left out (a host candidate there needs a zone, which SDP cannot carry).
+public enum NetworkInterfaces {
+    public static func addresses(ipv6: Bool, loopback: Bool) -> [SocketAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [SocketAddress] = []
+        var entry = list
+        while let current = entry?.pointee {
+            defer { entry = current.ifa_next }
+            guard let address = current.ifa_addr, current.ifa_flags & UInt32(IFF_UP) != 0,
+                  loopback || current.ifa_flags & UInt32(IFF_LOOPBACK) == 0 else { continue }
+            let family = Int32(address.pointee.sa_family)
+            if family == AF_INET && !ipv6 {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: MemoryLayout<sockaddr_in>.size)) }
+                found.append(SocketAddress(storage: storage, ipv6: false))
+            } else if family == AF_INET6 && ipv6 {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: MemoryLayout<sockaddr_in6>.size)) }
+                let candidate = SocketAddress(storage: storage, ipv6: true)
+                if !(candidate.bytes.count == 16 && candidate.bytes[0] == 0xFE && candidate.bytes[1] & 0xC0 == 0x80) { found.append(candidate) }
+            }
+        }
+        return found
+    }
+}
