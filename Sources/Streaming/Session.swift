@@ -51,12 +51,15 @@ public final class Session: Sendable {
     private let names: StreamNames
     /// The live stream's parts, for the built-in server's low-latency playlist.
     private let liveEdge: LiveEdge?
+    /// The real-time viewers' sender (WebRTC), fed the live stream as it is encoded.
+    private let realTime: RealTimeOutput?
 
     public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(), liveEdge: LiveEdge? = nil,
-                makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
+                realTime: RealTimeOutput? = nil, makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
         self.liveEdge = liveEdge
+        self.realTime = realTime
         self.clock = clock
         names = StreamNames(root: profile.dataDirectory, device: profile.device)
         self.profile = profile
@@ -141,7 +144,8 @@ public final class Session: Sendable {
         let preroll = profile.prerollSeconds
         let makeRoom: SpaceRetry.MakeRoom = { [weak self, makeRoom] in makeRoom(self?.currentStream) }
         var outputs: [(StreamOutput, seconds: Double)] = [
-            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, edge: liveEdge, observer: observer), 0.2)]
+            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, edge: liveEdge, realTime: realTime,
+                                 observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
         if let recording {
             outputs.append((EncodingOutput.recording(recording, prerollSeconds: preroll, log: log, makeRoom: makeRoom), 0.5))

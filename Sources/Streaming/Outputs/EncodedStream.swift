@@ -18,6 +18,13 @@ protocol EncodedSink: AnyObject {
     func discontinuity(_ change: StreamChange) throws
     /// The stream has ended: every sample is appended.
     func finish(_ totals: StreamTotals) throws
+    /// The microphone's sound as captured, before it is encoded (for an output with an
+    /// encoder of its own); most sinks take only what is encoded.
+    func captured(_ chunk: AudioChunk)
+}
+
+extension EncodedSink {
+    func captured(_ chunk: AudioChunk) {}
 }
 
 /// Why a discontinuity, and what the stream is from there on.
@@ -106,7 +113,10 @@ final class EncodedStream {
         }
     }
 
-    func encode(_ chunk: AudioChunk) throws { try append(audio: try encoder.encode(chunk)) }
+    func encode(_ chunk: AudioChunk) throws {
+        for sink in sinks { sink.captured(chunk) }
+        try append(audio: try encoder.encode(chunk))
+    }
 
     /// The thermal ladder's new rate, from the next keyframe boundary on.
     func setRate(_ fps: Int) { encoder.setRate(fps) }

@@ -1,0 +1,42 @@
+import HLS
+import Media
+import System
+
+/// The live stream's samples to a real-time output (WebRTC): the top rung encoded now,
+/// each picture with its capture time and the parameter sets a viewer who joins at its
+/// IDR needs, and the microphone's sound as captured. Pictures more than a second old
+/// (the pre-roll, held since before the press) are not real time and are left out.
+final class RealTimeSink: EncodedSink {
+    private let output: RealTimeOutput
+    private let origin: StreamOrigin
+    private var topRung: Int
+    private let id: String
+
+    /// Older than this, a picture has no place in a real-time view.
+    static let staleNanoseconds: Int64 = 1_000_000_000
+
+    init(output: RealTimeOutput, origin: StreamOrigin, id: String) {
+        self.output = output
+        self.origin = origin
+        self.id = id
+        topRung = origin.encoder.topRung
+        output.began(stream: id)
+    }
+
+    func append(video sample: EncodedSample) throws {
+        guard sample.rung == topRung else { return }
+        let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Timescale.video)
+        guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
+        let encoder = origin.encoder.videos[topRung]
+        output.picture(RealTimePicture(accessUnit: sample.data, captureTime: captured, isSync: sample.isSync,
+                                       sps: encoder.sps, pps: encoder.pps))
+    }
+
+    func append(audio sample: EncodedSample) throws {}
+
+    func captured(_ chunk: AudioChunk) { output.sound(chunk) }
+
+    func discontinuity(_ change: StreamChange) throws { topRung = change.topRung }
+
+    func finish(_ totals: StreamTotals) throws { output.ended(stream: id) }
+}
