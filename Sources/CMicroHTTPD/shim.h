@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 
 /// Where libmicrohttpd's own messages go: one formatted line at a time, to the caller's
@@ -73,6 +74,23 @@ static inline uint16_t onair_mhd_port(struct MHD_Daemon *daemon) {
 static inline int onair_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
+}
+
+/// The client's address as text (`192.168.1.20`, `2001:db8::1`; an IPv4-mapped IPv6
+/// address as its IPv4 form) into `out`; 0 on success.
+static inline int onair_mhd_client_address(struct MHD_Connection *connection, char *out, socklen_t size) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return -1;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, out, size) ? 0 : -1;
+    }
+    if (address->sa_family == AF_INET6) {
+        const struct in6_addr *v6 = &((const struct sockaddr_in6 *)address)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(v6)) return inet_ntop(AF_INET, &v6->s6_addr[12], out, size) ? 0 : -1;
+        return inet_ntop(AF_INET6, v6, out, size) ? 0 : -1;
+    }
+    return -1;
 }
 
 // The Debian source versions toolchain/deps.sh built or took the static libraries from;

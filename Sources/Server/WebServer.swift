@@ -70,6 +70,8 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     let token: String?
     /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
     let liveEdge: LiveEdge?
+    /// Requests with a body for another module (WHEP).
+    let bodyRoutes: [BodyRoute]
     /// Ends the requests held for a part that has not come in time.
     let heldTimer = Scheduler(name: "onair-http-held")
     /// Requests suspended now, and whether `stop` has begun (no more are held then);
@@ -120,7 +122,9 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
-                liveEdge: LiveEdge? = nil, device: String? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], device: String? = nil, limits: Limits = .forThisProcess,
+                log: Log = .silent()) throws {
+        self.bodyRoutes = bodyRoutes
         self.root = root
         self.device = device
         self.log = log
@@ -188,17 +192,19 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
 
     private static let completionNotice: MHD_RequestCompletedCallback = { cls, connection, state, _ in
         guard let connection else { return }
-        // A held request whose connection ended before it was answered.
-        if let state, let held = state.pointee, isHeld(held) {
+        // A held request whose connection ended before it was answered, or a body that
+        // was still coming.
+        if let state, let pointer = state.pointee, let kept = request(pointer) {
             state.pointee = nil
-            server(cls).release(Unmanaged<Held>.fromOpaque(held).takeRetainedValue())
+            if let held = kept.takeRetainedValue() as? Held { server(cls).release(held) }
         }
         server(cls).guard_.responded(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))))
     }
 
-    /// The per-request pointer holds a `Held` rather than one of the markers.
-    private static func isHeld(_ pointer: UnsafeMutableRawPointer) -> Bool {
-        ![freshRequest, nulInPath, headAccepted].contains(pointer)
+    /// What the per-request pointer holds when it is not one of the markers: a `Held`
+    /// request or an `Upload` (retained).
+    private static func request(_ pointer: UnsafeMutableRawPointer) -> Unmanaged<AnyObject>? {
+        [freshRequest, nulInPath, headAccepted].contains(pointer) ? nil : Unmanaged<AnyObject>.fromOpaque(pointer)
     }
 
     /// A held request is resumed (or its connection ended).
@@ -239,14 +245,25 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// empty). A response queued at the first call closes the connection, so answers are
     /// given at the second and players keep their connection; what is refused is refused
     /// at the first, before a body is read or `100 Continue` invites one (RFC 9110 §10.1.1).
-    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, _, uploadSize, state in
+    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadSize, state in
         let server = server(cls)
         guard let connection, let state else { return .NO }
         let method = String(cString: method!)
-        if let pointer = state.pointee, isHeld(pointer) {
+        if let pointer = state.pointee, let kept = request(pointer) {
+            if let upload = kept.takeUnretainedValue() as? Upload {
+                // A body route's request: its body piece by piece, then its answer.
+                if let uploadSize, uploadSize.pointee != 0 {
+                    server.receive(upload, data: uploadData, size: uploadSize.pointee)
+                    uploadSize.pointee = 0
+                    return .YES
+                }
+                state.pointee = nil
+                kept.release()
+                return server.send(server.finish(upload, url: String(cString: url!), method: method, connection: connection), on: connection)
+            }
             // A held request, resumed: answer it now, or hold it again.
             state.pointee = nil
-            let held = Unmanaged<Held>.fromOpaque(pointer).takeRetainedValue()
+            let held = kept.takeRetainedValue() as! Held
             server.release(held)
             return server.handle(connection, url: String(cString: url!), method: method, held: held, state: state)
         }
@@ -262,6 +279,16 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                 state.pointee = nil
                 return server.send(Reply(status: 400, body: .bytes(Array("an HTTP/1.1 request needs a Host header\n".utf8)),
                                          headers: [("Content-Type", "text/plain")]), on: connection)
+            }
+            switch server.bodyRoute(String(cString: url!), method: method, header: server.headerReader(connection)) {
+            case .success(let upload)?:
+                state.pointee = Unmanaged<AnyObject>.passRetained(upload).toOpaque()
+                return .YES
+            case .failure(let refusal)?:
+                state.pointee = nil
+                return server.send(refusal.reply, on: connection)
+            case nil:
+                break
             }
             if method == "POST", let refusal = server.refusal(String(cString: url!), header: server.headerReader(connection)) {
                 state.pointee = nil
