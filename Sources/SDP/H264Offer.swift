@@ -40,12 +40,20 @@ public enum H264Offer {
         }
 
         /// A receiver of `offered` decodes a stream of this profile: a Constrained Baseline
-        /// stream by any of the profiles that contain it, otherwise one of the same
-        /// profile_idc. The offer's constraint flags (Chrome's `640c1f`, Constrained High)
-        /// rule out interlace and B-frames, which onair's live encodes never use.
+        /// stream by any of the profiles that contain it, a Main stream by Main's and the
+        /// High profiles', a High stream by High's and those above it (ITU-T H.264 A.2.4–
+        /// A.2.7: a High 10, High 4:2:2 or High 4:4:4 Predictive decoder decodes High
+        /// bitstreams — Chromium without its High profile offers `f4001f`). The offer's
+        /// constraint flags (Chrome's `640c1f`, Constrained High) rule out interlace and
+        /// B-frames, which onair's live encodes never use.
         func decodable(by offered: Profile) -> Bool {
-            if isConstrainedBaseline && (offered.isConstrainedBaseline || [66, 77, 100].contains(offered.profileIDC)) { return true }
-            return profileIDC == offered.profileIDC
+            let high: [UInt8] = [100, 110, 122, 244]
+            if isConstrainedBaseline && (offered.isConstrainedBaseline || ([66, 77] + high).contains(offered.profileIDC)) { return true }
+            switch profileIDC {
+            case 77: return ([77] + high).contains(offered.profileIDC)
+            case 100: return high.contains(offered.profileIDC)
+            default: return profileIDC == offered.profileIDC
+            }
         }
     }
 

@@ -57,7 +57,8 @@ public struct WHEPAnswer: Sendable {
     public enum Refusal: Error, Equatable, CustomStringConvertible {
         case noVideo
         case notReceiving
-        case noH264(offered: [String])
+        /// What was offered: each format's encoding, and an H.264's profile and mode.
+        case noH264(stream: String, offered: [String])
         case noICE
         case noFingerprint
         case noRTCPMux
@@ -66,8 +67,8 @@ public struct WHEPAnswer: Sendable {
             switch self {
             case .noVideo: return "the offer has no video section"
             case .notReceiving: return "the offer's video does not receive (recvonly or sendrecv)"
-            case .noH264(let offered):
-                return "the offer has no H.264 with packetization-mode=1 that decodes the stream (offered: \(offered.prefix(8).joined(separator: ", ")))"
+            case .noH264(let stream, let offered):
+                return "the offer has no H.264 with packetization-mode=1 that decodes the stream's \(stream) (offered: \(offered.prefix(12).joined(separator: ", ")))"
             case .noICE: return "the offer has no valid ice-ufrag and ice-pwd"
             case .noFingerprint: return "the offer has no DTLS fingerprint"
             case .noRTCPMux: return "the offer does not multiplex RTCP (rtcp-mux, RFC 8829 §5.1.1)"
@@ -83,12 +84,27 @@ public struct WHEPAnswer: Sendable {
         let offered = offer.media[videoIndex]
         guard ["recvonly", "sendrecv"].contains(offered.direction) else { throw Refusal.notReceiving }
         guard let payloadType = H264Offer.choose(offered, stream: local.stream), let pt = UInt8(payloadType) else {
-            throw Refusal.noH264(offered: offered.formats.compactMap { offered.rtpmap($0).map { "\($0.encoding)/\($0.clockRate)" } })
+            // Distinct encodings, an H.264 with its profile-level-id and mode (what decides).
+            var seen: [String] = []
+            for format in offered.formats {
+                guard let map = offered.rtpmap(format), map.encoding.lowercased() != "rtx" else { continue }
+                let fmtp = offered.fmtp(format)
+                let name = map.encoding.uppercased() == "H264"
+                    ? "H264 \(fmtp["profile-level-id"] ?? "42000a") mode \(fmtp["packetization-mode"] ?? "0")" : map.encoding
+                if !seen.contains(name) { seen.append(name) }
+            }
+            throw Refusal.noH264(stream: local.stream.hex, offered: seen)
         }
         guard let ufrag = offer.value("ice-ufrag", in: offered), let password = offer.value("ice-pwd", in: offered),
               let remote = ICECredentials(offeredUfrag: ufrag, password: password) else { throw Refusal.noICE }
         guard let fingerprint = offer.value("fingerprint", in: offered) else { throw Refusal.noFingerprint }
         guard offered.has("rtcp-mux") else { throw Refusal.noRTCPMux }
+        // RFC 6184 §8.2.2: the answer names the profile offered (one whose decoders decode
+        // the stream, H264Offer.choose); with level-asymmetry-allowed, the level is the
+        // stream's own.
+        let chosen = offered.fmtp(payloadType)["profile-level-id"].flatMap(H264Offer.Profile.init(hex:))
+            ?? H264Offer.Profile(profileIDC: 66, constraints: 0, levelIDC: 10)
+        let answered = H264Offer.Profile(profileIDC: chosen.profileIDC, constraints: chosen.constraints, levelIDC: local.stream.levelIDC)
         let mid = offered.value("mid") ?? "0"
         let nack = offered.values("rtcp-fb").contains("\(payloadType) nack")
         let playout = offered.extensionID(Self.playoutDelay).flatMap(UInt8.init(exactly:))
@@ -113,7 +129,7 @@ public struct WHEPAnswer: Sendable {
             if offered.has("rtcp-rsize") { attributes.append(.init("rtcp-rsize")) }
             attributes += [
                 .init("rtpmap", "\(payloadType) H264/90000"),
-                .init("fmtp", "\(payloadType) level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=\(local.stream.hex)")]
+                .init("fmtp", "\(payloadType) level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=\(answered.hex)")]
             if nack { attributes += [.init("rtcp-fb", "\(payloadType) nack"), .init("rtcp-fb", "\(payloadType) nack pli")] }
             if let playout { attributes.append(.init("extmap", "\(playout) \(Self.playoutDelay)")) }
             if let capture { attributes.append(.init("extmap", "\(capture) \(Self.absCaptureTime)")) }

@@ -24,13 +24,30 @@ final class WHEPAnswerUnitTests: XCTestCase {
         let text = answer.sdp.text
         for line in ["a=group:BUNDLE 0", "a=ice-lite", "m=video 8189 UDP/TLS/RTP/SAVPF 102", "a=sendonly", "a=setup:passive",
                      "a=ice-ufrag:onairABC", "a=fingerprint:sha-256 AB:CD", "a=rtcp-fb:102 nack pli",
-                     "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42c01f",
+                     "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f",
                      "a=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay",
                      "a=candidate:1 1 udp 2130706431 192.168.1.2 8189 typ host", "a=candidate:2 1 udp 2130706175 fd00:0:0:0:0:0:0:2 8189 typ host",
                      "a=end-of-candidates", "m=audio 0 UDP/TLS/RTP/SAVPF 111"] {
             XCTAssertTrue(text.contains(line + "\r\n"), "\(line)\n\(text)")
         }
         XCTAssertEqual(try SessionDescription(parsing: text), answer.sdp)
+    }
+
+    /// A High-profile stream goes to a browser that offers no High but High 4:4:4
+    /// Predictive (Debian's Chromium: `f4001f`), whose decoders decode High; the answer
+    /// names the offered profile at the stream's level. Main alone would not do.
+    func testAHighStreamIsAnsweredWithAProfileWhoseDecodersDecodeIt() throws {
+        var high = local
+        high.stream = H264Offer.Profile(profileIDC: 100, constraints: 0, levelIDC: 0x28)
+        let video = "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=4d001f\r\n"
+            + "a=rtpmap:104 H264/90000\r\na=fmtp:104 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=f4001f\r\n"
+        var offered = offer(video: video)
+        offered.media[0].formats = ["96", "102", "104"]
+        let answer = try WHEPAnswer(offer: offered, local: high)
+        XCTAssertEqual(answer.video.payloadType, 104)
+        XCTAssertTrue(answer.sdp.text.contains("a=fmtp:104 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=f40028\r\n"), answer.sdp.text)
+        offered.media[0].formats = ["96", "102"]
+        XCTAssertThrowsError(try WHEPAnswer(offer: offered, local: high))
     }
 
     func testOffersWithoutWhatWebRTCNeedsAreRefusedInOneLine() {
@@ -42,7 +59,7 @@ final class WHEPAnswerUnitTests: XCTestCase {
         }
         refused(try! SessionDescription(parsing: "v=0\r\nm=audio 9 RTP/AVP 0\r\n"), .noVideo)
         refused(offer(video: "a=sendonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=1;profile-level-id=42e01f\r\n"), .notReceiving)
-        refused(offer(video: "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=0\r\n"), .noH264(offered: ["VP8/90000", "H264/90000"]))
+        refused(offer(video: "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=0\r\n"), .noH264(stream: "42c01f", offered: ["VP8", "H264 42000a mode 0"]))
         refused(offer(session: "a=ice-ufrag:Z7bS\r\na=ice-pwd:short\r\na=fingerprint:sha-256 3C:5B\r\n"), .noICE)
         refused(offer(session: "a=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\n"), .noFingerprint)
         refused(offer(video: "a=recvonly\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 packetization-mode=1;profile-level-id=42e01f\r\n"), .noRTCPMux)
