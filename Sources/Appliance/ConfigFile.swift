@@ -191,6 +191,8 @@ public enum ConfigFile {
         "console.device": { $0.consoleDevice = DeviceChoice(orOff: $1) },
         "console.interval_s": { $0.consoleIntervalSeconds = Double(try milliseconds($1, 1000...3_600_000)) / 1000 },
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
+        "webrtc.port": { $0.webrtcPort = $1 == "off" ? nil : UInt16(try integer($1, 0...65_535)) },
+        "webrtc.max_viewers": { $0.webrtcMaxViewers = $1 == "auto" ? nil : try integer($1, 1...200) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
         "log.format": { $0.logFormat = try choice($1, Log.Format.self) },

@@ -36,6 +36,7 @@ extension Event {
     static let publishInsecure = Event("publish.insecure")
     static let publishResumed = Event("publish.resumed")
     static let serverListening = Event("server.listening")
+    static let webrtcUnavailable = Event("webrtc.unavailable", console: true)
     static let signalReceived = Event("signal.received")
     static let sourceSelected = Event("source.selected")
     static let sourceStarted = Event("source.started")

@@ -3,6 +3,7 @@ import Export
 import Fetch
 import Files
 import HLS
+import Layout
 import Logging
 import Media
 import Publishing
@@ -11,6 +12,7 @@ import Server
 import Spool
 import Streaming
 import Threading
+import WebRTC
 
 /// Everything after the preview: what the deferred start brings up once the first frame
 /// is on screen (the microphone, crash recovery, the publisher, storage keeping, the
@@ -33,6 +35,8 @@ final class Pipeline: Sendable {
     /// The live stream's parts, from the session to the web server's low-latency
     /// playlist (only when there is a web server to serve them).
     let liveEdge: LiveEdge?
+    /// WHEP viewers of the live stream (only with a web server to take their offers).
+    let webrtc: WebRTCServer?
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
@@ -62,8 +66,9 @@ final class Pipeline: Sendable {
         let storage = Self.keepStorage(settings, publisher: publisher, recordings: recordings, log: log)
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
+        webrtc = Self.openWebRTC(settings, log: log)
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
-                                   liveEdge: liveEdge, log: log)
+                                   liveEdge: liveEdge, realTime: webrtc, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -166,8 +171,9 @@ final class Pipeline: Sendable {
     /// The session on the settings' profiles; what it stores goes to the publisher, the
     /// storage keeper and the live bit rate.
     private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
-                                    clock: any WallClock, liveEdge: LiveEdge?, log: Log) -> Session {
-        Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
+                                    clock: any WallClock, liveEdge: LiveEdge?, realTime: RealTimeOutput?, log: Log) -> Session {
+        Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, realTime: realTime,
+                makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
             guard case .segmentStored(let id, _, let bytes, _) = event else { return }
             // The stream that stored it is the one being recorded: spared.
@@ -194,12 +200,38 @@ final class Pipeline: Sendable {
         ], control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, device: settings.deviceName, log: log)
+           liveEdge: liveEdge, bodyRoutes: webrtc.map { [Self.whep($0)] } ?? [], device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
             ("url", address.browserURL(port: port)))
         return server
+    }
+
+    /// The WebRTC server on the web server's address, its certificate kept in the data
+    /// directory. One that cannot be had (the port taken, the certificate unwritable)
+    /// does not stop the appliance: it says why once, and the viewer plays LL-HLS.
+    private static func openWebRTC(_ settings: Settings, log: Log) -> WebRTCServer? {
+        guard let listen = settings.listen, let port = settings.webrtcPort, let address = try? ListenAddress(listen) else { return nil }
+        do {
+            let kept = try DTLSCertificate.kept(at: StreamLayout(root: settings.dataDirectory).dtlsCertificate)
+            if let replaced = kept.replaced { log(.webrtcUnavailable, level: .warn, ("problem", replaced), ("action", "made a new certificate")) }
+            return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers),
+                                    certificate: kept.certificate, log: log)
+        } catch {
+            log(.webrtcUnavailable, level: .error, ("problem", "\(error)"), ("action", "viewers play LL-HLS; WHEP answers 404"))
+            return nil
+        }
+    }
+
+    /// `POST /whep`, `DELETE /whep/session/<id>`, … on the web server.
+    private static func whep(_ webrtc: WebRTCServer) -> WebServer.BodyRoute {
+        WebServer.BodyRoute(prefix: WHEPResource.prefix, maximumBody: WHEPResource.maximumOffer, methods: WHEPResource.methods) { request in
+            let reply = WHEPResource.respond(method: request.method, path: request.path, contentType: request.contentType,
+                                             body: request.body, client: request.client, server: webrtc)
+            return WebServer.BodyReply(status: reply.status, headers: reply.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                                       body: reply.body)
+        }
     }
 
     /// `POST /api/forget?stream=ID`: the owner deleted a published stream at the
@@ -263,7 +295,10 @@ final class Pipeline: Sendable {
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
             cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
             publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
-            ladder: ladder)
+            ladder: ladder, webrtc: webrtc.map {
+                StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,
+                                            sessions: $0.sessions)
+            })
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.
@@ -295,6 +330,7 @@ final class Pipeline: Sendable {
             publisher.stop()
         }
         server?.stop()
+        webrtc?.stop()
         return session.error
     }
 }

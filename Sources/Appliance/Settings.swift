@@ -6,6 +6,7 @@ import Publishing
 import Recording
 import Spool
 import Streaming
+import System
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
@@ -62,6 +63,13 @@ public struct Settings: Sendable, Equatable {
     /// How much of the data file system stays free; the oldest published streams go first.
     public var minimumFree: MinimumFree = .automatic
     public var listen: String? = "127.0.0.1:8080"
+    /// `webrtc.port`: the one UDP port every WebRTC viewer's media use, on the web
+    /// server's address (0: any; nil: WebRTC off).
+    public var webrtcPort: UInt16? = 8189
+    /// `webrtc.max_viewers`; nil (`auto`): five per core, at least four — the encryption
+    /// and sending of one 720p30 viewer costs a few per cent of a Pi 4's core.
+    public var webrtcMaxViewers: Int?
+    public var webrtcViewers: Int { webrtcMaxViewers ?? max(4, 5 * ThisProcess.processorCount) }
     /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
     public var deviceName: String?
     /// `server.token`: the bearer token the control API wants; none: control is off.

@@ -34,9 +34,18 @@ enum StatusPage {
             ("segments stored", "\(status.segmentsStored)"),
             ("upload queue", status.publish.map { "\($0.pendingSegments) segments" } ?? "no destination"),
             ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
+            ("WebRTC viewers", status.webrtc.map { "\($0.sessions.count) of \($0.maxViewers)" } ?? "off"),
             ("last error", status.lastError ?? "none")
         ]
         let table = rows.map { "<tr><th>\(escape($0.0))</th><td>\(escape($0.1))</td></tr>" }.joined()
+        let viewers = (status.webrtc?.sessions ?? []).map { session -> String in
+            let rtt = session.roundTripMs.map { $0.fixed(1) + " ms" } ?? "-"
+            let cells = [session.client, session.media ?? "connecting", "\(session.ageMs / 1000) s", "\(session.bytes / 1024) KiB",
+                         "\(session.nacks)", rtt]
+            return "<tr>" + cells.map { "<td>\(escape($0))</td>" }.joined() + "</tr>"
+        }.joined()
+        let sessions = viewers.isEmpty ? "" : "<table id=\"webrtc\"><tr><th>viewer</th><th>media</th><th>since</th><th>sent</th>"
+            + "<th>NACKs</th><th>RTT</th></tr>\(viewers)</table>"
         // The stream being recorded, as one MP4: all of it, or its last ten minutes.
         let downloads = status.stream.map { id in
             let export = escape("/api/export?stream=\(id)")
@@ -49,7 +58,7 @@ enum StatusPage {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <style>body{font:14px system-ui,sans-serif;margin:1em;background:#111;color:#eee}th{text-align:left;padding-right:1em;color:#aaa}
         iframe{border:0;width:100%;max-width:640px;aspect-ratio:16/9}img{width:100%;max-width:640px;display:block;margin-top:1em}</style>
-        </head><body><h1>\(name)</h1><table id="status">\(table)</table>
+        </head><body><h1>\(name)</h1><table id="status">\(table)</table>\(sessions)
         \(downloads)<iframe src="/" title="live stream"></iframe>
         <img id="plots" src="/status/plots.svg" alt="frame rate, temperature, bit rate and upload queue over the last ten minutes">
         <script>setInterval(function(){document.getElementById('plots').src='/status/plots.svg?'+Date.now();

@@ -3,6 +3,7 @@ import Media
 import Publishing
 import Recording
 import Threading
+import WebRTC
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
 /// the console line. Counters only grow; rates are over the last ten seconds.
@@ -85,6 +86,27 @@ struct StatusSnapshot {
     /// A quality ladder's rungs (`WxH@RATE`, top first): those encoded now, and those the
     /// heat left out.
     var ladder: (live: [String], dropped: [String])? = nil
+    /// WebRTC: the port, the certificate's fingerprint, the limit and the sessions now.
+    var webrtc: WebRTCStatus? = nil
+
+    struct WebRTCStatus {
+        var port: UInt16
+        var fingerprint: String
+        var maxViewers: Int
+        var sessions: [WebRTCServer.SessionStatus]
+
+        var json: JSON {
+            JSON.fields(["port": Int(port), "fingerprint": fingerprint, "max_viewers": maxViewers,
+                         "sessions": sessions.map { session in
+                             JSON.fields(["id": session.id, "client": session.client, "media": session.media,
+                                          "age_seconds": Double(session.ageMs / 100) / 10, "connected": session.connected,
+                                          "packets": session.packets, "bytes": session.bytes, "nacks": session.nacks,
+                                          "retransmitted": session.retransmitted, "picture_losses": session.pictureLosses,
+                                          "rtt_ms": session.roundTripMs.map { ($0 * 10).rounded() / 10 },
+                                          "first_picture_ms": session.firstPictureMs.map(Int.init)])
+                         }])
+        }
+    }
 
     /// `GET /api/status`.
     var json: [UInt8] {
@@ -96,7 +118,7 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "last_error": lastError, "temperature_c": temperatureC,
-            "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) },
+            "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json,
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes
@@ -122,6 +144,7 @@ struct StatusSnapshot {
                ladder.map { Double($0.live.count) })
         metric("clock_synchronized", "gauge", "1 while an NTP daemon keeps the wall clock synchronised.",
                clock.map { $0.synchronized ? 1 : 0 })
+        metric("webrtc_viewers", "gauge", "WebRTC (WHEP) sessions now.", webrtc.map { Double($0.sessions.count) })
         metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
         metric("segments_stored_total", "counter", "Live media segments stored.", Double(segmentsStored))
         metric("segment_bytes_total", "counter", "Bytes of live media segments stored.", Double(segmentBytes))

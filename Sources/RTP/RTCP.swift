@@ -225,4 +225,12 @@ public enum RTCPPacket: Sendable, Equatable {
         let fraction = UInt64(ms % 1000) << 32 / 1000
         return seconds << 32 | fraction
     }
+
+    /// The same of a time in ns since 1970.
+    public static func ntpTime(unixNanoseconds: Int64) -> UInt64 {
+        let ns = max(0, unixNanoseconds)
+        let seconds = UInt64(ns / 1_000_000_000) &+ 2_208_988_800
+        let fraction = UInt64(ns % 1_000_000_000) << 32 / 1_000_000_000
+        return seconds << 32 | fraction
+    }
 }

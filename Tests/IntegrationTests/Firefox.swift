@@ -26,7 +26,11 @@ final class Firefox: Browser {
         let preferences = [("marionette.port", "0"), ("media.autoplay.default", "0"), ("media.autoplay.blocking_policy", "0"),
                            ("browser.shell.checkDefaultBrowser", "false"), ("browser.startup.homepage_override.mstone", "\"ignore\""),
                            ("datareporting.policy.dataSubmissionEnabled", "false"), ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
-                           ("app.update.disabledForTesting", "true"), ("network.captive-portal-service.enabled", "false")]
+                           ("app.update.disabledForTesting", "true"), ("network.captive-portal-service.enabled", "false"),
+                           // WebRTC to a server on this machine: loopback candidates, addresses as they are.
+                           ("media.peerconnection.ice.loopback", "true"), ("media.peerconnection.ice.obfuscate_host_addresses", "false"),
+                           ("media.webrtc.hw.h264.enabled", "true"), ("media.navigator.mediadatadecoder_h264_enabled", "true"),
+                           ("media.webrtc.encoder_creation_strategy", "1")]
         try preferences.map { "user_pref(\"\($0.0)\", \($0.1));\n" }.joined().write(toFile: profile + "/user.js", atomically: true, encoding: .utf8)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -1,0 +1,223 @@
+import RTP
+import STUN
+import System
+
+/// One WHEP viewer as the UDP thread keeps it: ICE-lite consent, the DTLS handshake, the
+/// SRTP sessions it gives, and the video sender's state for this viewer — its sequence
+/// numbers, where it may begin (the next IDR), the last second of packets for NACKs, and
+/// what it has cost. Owned by that one thread; time is given (CLOCK_MONOTONIC ns), so
+/// every rule here runs on virtual time in the tests.
+final class Peer {
+    let id: String
+    /// The HTTP client that opened it (the per-address limit counts these).
+    let client: String
+    let created: Int64
+    var ice: ICELiteSession
+    let video: WHEPAnswer.Video
+    let ssrc: UInt32
+    let cname: String
+    /// SHA-256 of the certificate the browser must show (from its offer's a=fingerprint).
+    let expectedFingerprint: [UInt8]
+    let dtls: DTLSEndpoint
+    /// Where media go: the address that nominated the pair (USE-CANDIDATE), as the socket
+    /// reported it.
+    var media: SocketAddress?
+    /// When the first DTLS record came: the handshake must finish 10 s after.
+    var handshakeStarted: Int64?
+    private(set) var srtp: (send: SRTPSession, receive: SRTPSession)?
+    var connected: Bool { srtp != nil }
+
+    // The sender's side.
+    private var nextSequence: UInt16
+    /// Nothing is sent until an IDR: a decoder can begin nowhere else.
+    private(set) var waitingForSync = true
+    private var history: PacketHistory
+    var stats = Stats()
+
+    struct Stats {
+        var packets = 0, bytes = 0, nacks = 0, retransmitted = 0, pictureLosses = 0
+        /// Round trip from the last receiver report (RFC 3550 §6.4.1), milliseconds.
+        var roundTripMs: Double?
+        /// The first picture sent, CLOCK_MONOTONIC ns.
+        var firstPicture: Int64?
+    }
+
+    /// The DTLS handshake must finish this long after its first record.
+    static let handshakeNanoseconds: Int64 = 10_000_000_000
+    /// A viewer whose browser never checks connectivity is gone after this long.
+    static let connectNanoseconds: Int64 = 30_000_000_000
+
+    init(id: String, client: String, now: Int64, ice: ICELiteSession, video: WHEPAnswer.Video, ssrc: UInt32, cname: String,
+         expectedFingerprint: [UInt8], certificate: DTLSCertificate) throws {
+        self.id = id
+        self.client = client
+        created = now
+        self.ice = ice
+        self.video = video
+        self.ssrc = ssrc
+        self.cname = cname
+        self.expectedFingerprint = expectedFingerprint
+        dtls = try DTLSEndpoint(certificate: certificate, server: true)
+        var generator = SystemRandomNumberGenerator()
+        nextSequence = generator.next()
+        history = PacketHistory(capacity: 512, maximumAge: 1_000_000_000)
+    }
+
+    // MARK: Arrivals
+
+    /// A DTLS record from the media address: the flight to answer with. Once the handshake
+    /// is done, the browser's certificate must be the one its offer named (RFC 8842 §5),
+    /// or the session ends.
+    func receiveDTLS(_ datagram: [UInt8], now: Int64) throws -> [[UInt8]] {
+        if handshakeStarted == nil { handshakeStarted = now }
+        let answer = try dtls.receive(datagram)
+        if dtls.isConnected && srtp == nil {
+            guard dtls.peerFingerprint == expectedFingerprint else { throw Failure.fingerprint }
+            guard let keys = dtls.keys else { throw Failure.noSRTPProfile }
+            srtp = try SRTPSession.server(keys)
+        }
+        return answer
+    }
+
+    /// SRTCP from the viewer: NACKs answered from the history (protected again), picture
+    /// loss counted, the round trip taken from receiver reports. `ntpMiddle` is the
+    /// middle 32 bits of the NTP time now (what LSR and DLSR are measured in).
+    func receiveRTCP(_ datagram: [UInt8], now: Int64, ntpMiddle: UInt32) -> [[UInt8]] {
+        guard let srtp, let plain = try? srtp.receive.unprotect(rtcp: datagram), let packets = try? RTCPPacket.parse(plain) else { return [] }
+        var out: [[UInt8]] = []
+        for packet in packets {
+            switch packet {
+            case .nack(_, let media, let lost) where media == ssrc:
+                stats.nacks += 1
+                for sequence in lost {
+                    guard let kept = history.packet(sequence, now: now), let protected = try? srtp.send.protect(rtp: kept) else { continue }
+                    stats.retransmitted += 1
+                    out.append(protected)
+                }
+            case .pictureLoss(_, let media) where media == ssrc:
+                // The next IDR is on the segment grid; one out of turn would break the
+                // HLS segments' alignment, so the viewer waits for it.
+                stats.pictureLosses += 1
+            case .fullIntraRequest:
+                stats.pictureLosses += 1
+            case .receiverReport(_, let reports):
+                measureRoundTrip(reports, ntpMiddle: ntpMiddle)
+            case .senderReport(let report):
+                measureRoundTrip(report.reports, ntpMiddle: ntpMiddle)
+            default:
+                continue
+            }
+        }
+        return out
+    }
+
+    private func measureRoundTrip(_ reports: [RTCPPacket.ReportBlock], ntpMiddle: UInt32) {
+        if let block = reports.first(where: { $0.ssrc == ssrc }), let rtt = block.roundTrip(arrival: ntpMiddle) {
+            stats.roundTripMs = Double(rtt) * 1000 / 65_536
+        }
+    }
+
+    // MARK: Sending
+
+    /// One packetized picture for this viewer: its RTP headers (its sequence numbers, its
+    /// browser's extension ids) around the payloads made once for everyone, protected.
+    /// Nothing until the first IDR.
+    func send(_ frame: OutgoingFrame, now: Int64) -> [[UInt8]] {
+        guard let srtp else { return [] }
+        if waitingForSync {
+            guard frame.isSync else { return [] }
+            waitingForSync = false
+        }
+        var extensions: [RTPPacket.Extension] = []
+        // draft playout-delay: 12-bit minimum and maximum in 10 ms units, both 0: render
+        // each picture as soon as it is decoded.
+        if let id = video.playoutDelayID { extensions.append(.init(id: id, data: [0, 0, 0])) }
+        // abs-capture-time: the capture time as a 64-bit NTP timestamp.
+        if let id = video.absCaptureTimeID {
+            var data: [UInt8] = []
+            data.appendBigEndian(UInt32(frame.captureNTP >> 32))
+            data.appendBigEndian(UInt32(frame.captureNTP & 0xFFFF_FFFF))
+            extensions.append(.init(id: id, data: data))
+        }
+        var out: [[UInt8]] = []
+        out.reserveCapacity(frame.payloads.count)
+        for (index, payload) in frame.payloads.enumerated() {
+            let packet = RTPPacket(marker: index == frame.payloads.count - 1, payloadType: video.payloadType, sequenceNumber: nextSequence,
+                                   timestamp: frame.rtpTimestamp, ssrc: ssrc, extensions: index == 0 ? extensions : [], payload: payload).serialized()
+            history.keep(packet, sequence: nextSequence, now: now)
+            nextSequence &+= 1
+            guard let protected = try? srtp.send.protect(rtp: packet) else { continue }
+            stats.packets += 1
+            stats.bytes += payload.count
+            out.append(protected)
+        }
+        if stats.firstPicture == nil { stats.firstPicture = now }
+        return out
+    }
+
+    /// The viewer fell behind (the sender's queue overflowed): it begins again at the
+    /// next IDR rather than decoding around holes.
+    func resynchronize() { waitingForSync = true }
+
+    /// A sender report (RFC 3550 §6.4.1) with this viewer's counts and the NTP↔RTP
+    /// mapping of now, and the CNAME; nil before SRTP is keyed.
+    func senderReport(ntpTime: UInt64, rtpTime: UInt32) -> [UInt8]? {
+        guard let srtp else { return nil }
+        let report = RTCPPacket.SenderReport(ssrc: ssrc, ntpTime: ntpTime, rtpTime: rtpTime,
+                                             packetCount: UInt32(truncatingIfNeeded: stats.packets), octetCount: UInt32(truncatingIfNeeded: stats.bytes))
+        return try? srtp.send.protect(rtcp: RTCPPacket.senderReportPacket(report, cname: cname))
+    }
+
+    // MARK: Ending
+
+    enum Failure: Error, CustomStringConvertible {
+        case fingerprint, noSRTPProfile
+        var description: String {
+            switch self {
+            case .fingerprint: return "the browser's DTLS certificate is not the one its offer named"
+            case .noSRTPProfile: return "DTLS finished without an SRTP profile"
+            }
+        }
+    }
+
+    /// Why the session is over at `now`, if it is: no connectivity check 30 s after the
+    /// offer, a handshake not done 10 s after it began, or consent lapsed (RFC 7675 §5.1).
+    func expired(now: Int64) -> String? {
+        if media == nil && now - created > Self.connectNanoseconds { return "no ICE connectivity check in 30 s" }
+        if let started = handshakeStarted, !connected, now - started > Self.handshakeNanoseconds { return "DTLS handshake not done in 10 s" }
+        if ice.consentExpired(now: now) { return "consent expired (no STUN check in 30 s)" }
+        return nil
+    }
+}
+
+/// A picture packetized once for every viewer (RFC 6184 payloads), with its timestamp
+/// and capture time.
+struct OutgoingFrame {
+    var payloads: [[UInt8]]
+    var rtpTimestamp: UInt32
+    var isSync: Bool
+    /// The capture time as NTP (abs-capture-time).
+    var captureNTP: UInt64
+}
+
+/// The packets sent to one viewer in the last second, by sequence number, for NACKs
+/// (RFC 4585 §6.2.1): a ring, so memory is bounded whatever the rate.
+struct PacketHistory {
+    private var slots: [(sequence: UInt16, sent: Int64, packet: [UInt8])?]
+    let maximumAge: Int64
+
+    init(capacity: Int, maximumAge: Int64) {
+        slots = Array(repeating: nil, count: max(1, capacity))
+        self.maximumAge = maximumAge
+    }
+
+    mutating func keep(_ packet: [UInt8], sequence: UInt16, now: Int64) {
+        slots[Int(sequence) % slots.count] = (sequence, now, packet)
+    }
+
+    /// The packet sent as `sequence`, if it is still kept and not older than a second.
+    func packet(_ sequence: UInt16, now: Int64) -> [UInt8]? {
+        guard let slot = slots[Int(sequence) % slots.count], slot.sequence == sequence, now - slot.sent <= maximumAge else { return nil }
+        return slot.packet
+    }
+}

@@ -1,0 +1,168 @@
+import Logging
+import Media
+import RTP
+import STUN
+import System
+import Threading
+
+/// The one UDP thread: every datagram on the port, every viewer's timers, and the
+/// pictures the live output queued, sent to each viewer in turn.
+extension WebRTCServer {
+    /// What only this thread touches.
+    final class Viewers {
+        var peers: [String: Peer] = [:]
+        var byUfrag: [String: Peer] = [:]
+        var byAddress: [PeerAddress: Peer] = [:]
+        var nextReports: Int64 = 0
+    }
+
+    func run() {
+        let viewers = Viewers()
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var drain = [UInt8](repeating: 0, count: 64)
+        while !threadStopped {
+            _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 100)
+            while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
+            let now = monotonicNanoseconds()
+            take(into: viewers, now: now)
+            // A bounded batch, so a flood of datagrams cannot starve the pictures.
+            for _ in 0..<512 {
+                guard let (count, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
+                receive(Array(buffer[0..<count]), from: from, viewers: viewers, now: now)
+            }
+            sendFrames(to: viewers, now: now)
+            tick(viewers, now: now)
+        }
+        for peer in viewers.peers.values { close(peer, viewers: viewers, reason: "the server stopped") }
+    }
+
+    /// New sessions, ended ones, and the pictures queued since the last turn.
+    private func take(into viewers: Viewers, now: Int64) {
+        let (arriving, ending) = shared.withLock { shared -> ([Peer], [String]) in
+            defer { shared.arriving = []; shared.ending = [] }
+            return (shared.arriving, shared.ending)
+        }
+        for peer in arriving {
+            viewers.peers[peer.id] = peer
+            viewers.byUfrag[peer.ice.local.ufrag] = peer
+        }
+        for id in ending {
+            if let peer = viewers.peers[id] { close(peer, viewers: viewers, reason: "DELETE") }
+        }
+        if !arriving.isEmpty || !ending.isEmpty { publish(viewers, now: now) }
+    }
+
+    private func receive(_ datagram: [UInt8], from source: SocketAddress, viewers: Viewers, now: Int64) {
+        let address = PeerAddress(address: source.bytes, port: source.port)
+        switch DatagramKind(datagram) {
+        case .stun:
+            guard let received = try? STUNMessage.parse(datagram), let ufrag = ICELiteSession.localUfrag(of: received),
+                  let peer = viewers.byUfrag[ufrag] else { return }
+            let answer = peer.ice.answer(received, from: address, now: now)
+            switch answer {
+            case .reply(let bytes):
+                send(bytes, to: source)
+                if peer.ice.selected == address && peer.media == nil {
+                    peer.media = source
+                    viewers.byAddress[address] = peer
+                }
+            case .error(let bytes, _):
+                send(bytes, to: source)
+            case .ignore:
+                break
+            }
+        case .dtls:
+            guard let peer = viewers.byAddress[address] else { return }
+            do {
+                let wasConnected = peer.connected
+                for flight in try peer.receiveDTLS(datagram, now: now) { send(flight, to: source) }
+                if peer.connected && !wasConnected {
+                    log.emit(.webrtcConnected, level: .info, [("session", peer.id), ("media", address.description),
+                                                             ("handshake_ms", (now - (peer.handshakeStarted ?? now)) / 1_000_000)])
+                    publish(viewers, now: now)
+                }
+            } catch {
+                close(peer, viewers: viewers, reason: "\(error)")
+            }
+        case .rtp:
+            guard let peer = viewers.byAddress[address] else { return }
+            for packet in peer.receiveRTCP(datagram, now: now, ntpMiddle: Self.ntpMiddle(now: now)) { send(packet, to: source) }
+        case .unknown:
+            return
+        }
+    }
+
+    /// Each queued picture to every viewer that has its keys. A viewer whose datagrams the
+    /// socket cannot take now waits for the next IDR.
+    private func sendFrames(to viewers: Viewers, now: Int64) {
+        let (frames, overflowed) = shared.withLock { shared -> ([OutgoingFrame], Bool) in
+            defer { shared.frames = []; shared.overflowed = false }
+            return (shared.frames, shared.overflowed)
+        }
+        if overflowed { for peer in viewers.peers.values { peer.resynchronize() } }
+        for frame in frames {
+            for peer in viewers.peers.values where peer.connected {
+                guard let target = peer.media else { continue }
+                for packet in peer.send(frame, now: now) where !send(packet, to: target) {
+                    peer.resynchronize()
+                    break
+                }
+            }
+        }
+    }
+
+    /// Every 100 ms: DTLS retransmissions, sessions that have expired; every second, a
+    /// sender report to each viewer and the sessions' figures for /api/status.
+    private func tick(_ viewers: Viewers, now: Int64) {
+        for peer in viewers.peers.values {
+            if let reason = peer.expired(now: now) {
+                close(peer, viewers: viewers, reason: reason)
+                continue
+            }
+            if !peer.connected, peer.handshakeStarted != nil, let target = peer.media {
+                for flight in peer.dtls.retransmit() { send(flight, to: target) }
+            }
+        }
+        guard now >= viewers.nextReports else { return }
+        viewers.nextReports = now + 1_000_000_000
+        let ntp = RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime())
+        let rtp = Self.rtpTimestamp(now)
+        for peer in viewers.peers.values {
+            if let target = peer.media, let report = peer.senderReport(ntpTime: ntp, rtpTime: rtp) { send(report, to: target) }
+        }
+        publish(viewers, now: now)
+    }
+
+    private func close(_ peer: Peer, viewers: Viewers, reason: String) {
+        viewers.peers[peer.id] = nil
+        viewers.byUfrag[peer.ice.local.ufrag] = nil
+        if let media = peer.media { viewers.byAddress[PeerAddress(address: media.bytes, port: media.port)] = nil }
+        log.emit(.webrtcEnded, level: .info, [("session", peer.id), ("reason", reason), ("packets", peer.stats.packets),
+                                              ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)])
+        publish(viewers, now: monotonicNanoseconds())
+    }
+
+    /// The sessions as the web server's thread reads them.
+    private func publish(_ viewers: Viewers, now: Int64) {
+        var table: [String: SessionStatus] = [:]
+        for peer in viewers.peers.values {
+            let media = peer.media.map { PeerAddress(address: $0.bytes, port: $0.port).description }
+            table[peer.id] = SessionStatus(id: peer.id, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
+                                           connected: peer.connected, packets: peer.stats.packets, bytes: peer.stats.bytes,
+                                           nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
+                                           pictureLosses: peer.stats.pictureLosses, roundTripMs: peer.stats.roundTripMs,
+                                           firstPictureMs: peer.stats.firstPicture.map { ($0 - peer.created) / 1_000_000 })
+        }
+        shared.withLock { $0.sessions = table }
+    }
+
+    @discardableResult
+    private func send(_ datagram: [UInt8], to address: SocketAddress) -> Bool {
+        (try? socket.sendDatagram(datagram, to: address)) ?? false
+    }
+
+    /// The middle 32 bits of the NTP time now (RFC 3550 §6.4.1's unit for LSR and DLSR).
+    static func ntpMiddle(now: Int64) -> UInt32 {
+        UInt32(truncatingIfNeeded: RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime()) >> 16)
+    }
+}

@@ -1,0 +1,255 @@
+import Logging
+import Media
+import RTP
+import SDP
+import STUN
+import System
+import Threading
+
+/// WHEP viewers of the live stream (draft-ietf-wish-whep) on one UDP port: offers come
+/// from the web server's thread, pictures from the live output's, and one thread of its
+/// own does every viewer's ICE-lite, DTLS and SRTP. Each picture is packetized once (on
+/// the live output's thread, RFC 6184) and only its headers and encryption are made per
+/// viewer; no viewer has a thread, a socket or a copy of the stream.
+public final class WebRTCServer: RealTimeOutput, Sendable {
+    public struct Settings: Sendable {
+        /// The address to bind (the web server's): a wildcard offers every interface's.
+        public var host: String
+        public var port: UInt16
+        public var maxViewers: Int
+        /// Sessions one HTTP client address may hold.
+        public var perAddress: Int
+
+        public init(host: String, port: UInt16, maxViewers: Int, perAddress: Int = 4) {
+            self.host = host
+            self.port = port
+            self.maxViewers = max(1, maxViewers)
+            self.perAddress = max(1, perAddress)
+        }
+    }
+
+    /// What `offer` gives: the answer and the session's id, or why not (an HTTP status, a
+    /// line, and when to try again).
+    public enum OfferResult: Sendable, Equatable {
+        case answer(sdp: String, id: String)
+        case refused(status: Int, message: String, retryAfter: Int?)
+    }
+
+    public struct SessionStatus: Sendable, Equatable {
+        public var id: String
+        public var client: String
+        /// Where the media go, once the browser nominated a pair.
+        public var media: String?
+        public var ageMs: Int64
+        public var connected: Bool
+        public var packets: Int, bytes: Int, nacks: Int, retransmitted: Int, pictureLosses: Int
+        public var roundTripMs: Double?
+        /// Offer to first picture sent.
+        public var firstPictureMs: Int64?
+    }
+
+    public let port: UInt16
+    public let certificate: DTLSCertificate
+    let settings: Settings
+    let socket: FileDescriptor
+    let wake: (read: FileDescriptor, write: FileDescriptor)
+    let candidates: [PeerAddress]
+    private let thread = StoppableThread()
+    var threadStopped: Bool { thread.isStopped }
+    let log: Log
+    let cname: String
+    let ssrc: UInt32
+    let packetizer = H264Packetizer()
+    let shared = Locked(Shared())
+
+    /// What the three threads hand each other.
+    struct Shared {
+        /// The live stream and the H.264 profile of its parameter sets (nil until its
+        /// first IDR).
+        var stream: (id: String, profile: H264Offer.Profile?)?
+        var arriving: [Peer] = []
+        var ending: [String] = []
+        var frames: [OutgoingFrame] = []
+        /// Frames were dropped: every viewer begins again at the next IDR.
+        var overflowed = false
+        /// Sessions by id with the client that opened them (for the limits), as the UDP
+        /// thread last saw them.
+        var sessions: [String: SessionStatus] = [:]
+    }
+
+    /// About a second of pictures; a sender further behind drops them (and its viewers
+    /// wait for the next IDR) rather than holding the encoder.
+    static let queuedFrames = 30
+
+    public init(settings: Settings, certificate: DTLSCertificate, log: Log) throws {
+        let ipv6 = settings.host.contains(":")
+        guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
+            throw ServerSetupError.badHost(settings.host)
+        }
+        do {
+            socket = try FileDescriptor.datagramSocket(bound: address, bufferBytes: 1 << 20)
+            port = try socket.boundAddress().port
+        } catch let error as Errno {
+            throw ServerSetupError.cannotBind("\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
+        }
+        wake = try makePipe(nonBlocking: true)
+        self.settings = settings
+        self.certificate = certificate
+        self.log = log
+        let wildcard = settings.host == "0.0.0.0" || settings.host == "::"
+        let own = wildcard ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: false) : [address]
+        // No interface but loopback (a test machine): the loopback address, so a browser
+        // on the board itself still connects.
+        let listed = own.isEmpty ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: true) : own
+        let bound = port
+        candidates = listed.map { PeerAddress(address: $0.bytes, port: bound) }
+        var generator = SystemRandomNumberGenerator()
+        ssrc = generator.next()
+        cname = ICECredentials.random().ufrag
+        thread.start(name: "onair-webrtc") { [self] in run() }
+        log.emit(.webrtcListening, level: .info, [("port", Int(port)), ("candidates", candidates.map(\.description).joined(separator: " ")),
+                                                 ("fingerprint", certificate.sdpFingerprint)])
+    }
+
+    public enum ServerSetupError: Error, CustomStringConvertible {
+        case badHost(String)
+        case cannotBind(String, Errno)
+        public var description: String {
+            switch self {
+            case .badHost(let host): return "webrtc: \(host) is not a numeric address"
+            case .cannotBind(let address, let error): return "webrtc: cannot bind UDP \(address): \(error)"
+            }
+        }
+    }
+
+    public func stop() {
+        thread.stop { poke() }
+    }
+
+    deinit { stop() }
+
+    /// Wakes the UDP thread (a byte down its pipe; a full pipe wakes it as well).
+    func poke() {
+        _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) }
+    }
+
+    // MARK: WHEP (the web server's thread)
+
+    /// A browser's offer (`POST /whep`, or `/whep/<id>` for `stream`): an answer and a
+    /// new session, or why not.
+    public func offer(_ text: String, client: String, stream requested: String? = nil, now: Int64 = monotonicNanoseconds()) -> OfferResult {
+        let offer: SessionDescription
+        do { offer = try SessionDescription(parsing: text) } catch {
+            return refuse(400, "\(error)", client: client)
+        }
+        let (live, count, fromClient) = shared.withLock { shared in
+            (shared.stream, shared.sessions.count + shared.arriving.count,
+             shared.sessions.values.filter { $0.client == client }.count + shared.arriving.filter { $0.client == client }.count)
+        }
+        guard let live else { return refuse(503, "no stream is live", client: client, retryAfter: 5) }
+        if let requested, requested != live.id { return refuse(404, "stream \(requested) is not live", client: client) }
+        guard let profile = live.profile else { return refuse(503, "the live stream has not made its first picture yet", client: client, retryAfter: 1) }
+        guard count < settings.maxViewers else {
+            return refuse(503, "\(settings.maxViewers) WebRTC viewers already (webrtc.max_viewers)", client: client, retryAfter: 10)
+        }
+        guard fromClient < settings.perAddress else {
+            return refuse(503, "\(settings.perAddress) WebRTC viewers from \(client) already", client: client, retryAfter: 10)
+        }
+        let local = WHEPAnswer.Local(credentials: .random(), fingerprint: certificate.sdpFingerprint, candidates: candidates,
+                                     videoSSRC: ssrc, cname: cname, stream: profile)
+        let answer: WHEPAnswer
+        do { answer = try WHEPAnswer(offer: offer, local: local) } catch let refusal as WHEPAnswer.Refusal {
+            switch refusal {
+            case .noVideo, .noH264, .notReceiving: return refuse(406, refusal.description, client: client)
+            default: return refuse(400, refusal.description, client: client)
+            }
+        } catch {
+            return refuse(400, "\(error)", client: client)
+        }
+        guard let expected = Self.sha256(answer.remoteFingerprint) else {
+            return refuse(400, "the offer's fingerprint is not sha-256 (RFC 8122): \(answer.remoteFingerprint.prefix(80))", client: client)
+        }
+        let id = ICECredentials.random().password.filter { $0.isLetter || $0.isNumber }
+        let peer: Peer
+        do {
+            peer = try Peer(id: id, client: client, now: now, ice: ICELiteSession(local: local.credentials, remote: answer.remote, started: now),
+                            video: answer.video, ssrc: ssrc, cname: cname, expectedFingerprint: expected, certificate: certificate)
+        } catch {
+            return refuse(500, "\(error)", client: client)
+        }
+        shared.withLock { $0.arriving.append(peer) }
+        poke()
+        log.emit(.webrtcOffered, level: .info, [("session", id), ("client", client)])
+        return .answer(sdp: answer.sdp.text, id: id)
+    }
+
+    private func refuse(_ status: Int, _ message: String, client: String, retryAfter: Int? = nil) -> OfferResult {
+        log.emit(.webrtcRefused, level: .warn, [("client", client), ("status", status), ("reason", message)])
+        return .refused(status: status, message: message, retryAfter: retryAfter)
+    }
+
+    /// `DELETE` on a session's resource: true if there was one.
+    public func end(_ id: String) -> Bool {
+        let known = shared.withLock { shared -> Bool in
+            let known = shared.sessions[id] != nil || shared.arriving.contains { $0.id == id }
+            if known { shared.ending.append(id) }
+            return known
+        }
+        if known { poke() }
+        return known
+    }
+
+    public var sessions: [SessionStatus] { shared.withLock { Array($0.sessions.values) }.sorted { $0.ageMs > $1.ageMs } }
+
+    /// The H.264 profile of an SPS (RFC 6184 §8.1: its second to fourth bytes).
+    static func profile(sps: [UInt8]) -> H264Offer.Profile? {
+        sps.count >= 4 ? H264Offer.Profile(profileIDC: sps[1], constraints: sps[2], levelIDC: sps[3]) : nil
+    }
+
+    /// `sha-256 AB:CD:…` → the 32 bytes; nil for another hash or a malformed one.
+    static func sha256(_ fingerprint: String) -> [UInt8]? {
+        let parts = fingerprint.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "sha-256" else { return nil }
+        let bytes = parts[1].split(separator: ":").compactMap { $0.count == 2 ? UInt8($0, radix: 16) : nil }
+        return bytes.count == 32 ? bytes : nil
+    }
+
+    // MARK: The live stream (the live output's thread)
+
+    public func began(stream id: String) {
+        shared.withLock { $0.stream = (id, nil) }
+    }
+
+    public func picture(_ picture: RealTimePicture) {
+        let viewers = shared.withLock { $0.sessions.count + $0.arriving.count }
+        if picture.isSync, let profile = Self.profile(sps: picture.sps) {
+            shared.withLock { if let id = $0.stream?.id { $0.stream = (id, profile) } }
+        }
+        guard viewers > 0, let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
+        let payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
+        let wallOffset = KernelClock.realtime() - KernelClock.monotonic()
+        let frame = OutgoingFrame(payloads: payloads, rtpTimestamp: Self.rtpTimestamp(picture.captureTime), isSync: picture.isSync,
+                                  captureNTP: RTCPPacket.ntpTime(unixNanoseconds: picture.captureTime + wallOffset))
+        shared.withLock { shared in
+            if shared.frames.count >= Self.queuedFrames {
+                shared.frames.removeAll()
+                shared.overflowed = true
+            }
+            shared.frames.append(frame)
+        }
+        poke()
+    }
+
+    public func sound(_ chunk: AudioChunk) {}
+
+    public func ended(stream id: String) {
+        shared.withLock { if $0.stream?.id == id { $0.stream = nil } }
+    }
+
+    /// The 90 kHz RTP clock of a CLOCK_MONOTONIC time (RFC 3550 §5.1: a timestamp from
+    /// the sampling instant), wrapping modulo 2³²; split so no product overflows.
+    static func rtpTimestamp(_ nanoseconds: Int64) -> UInt32 {
+        let ticks = (nanoseconds / 100_000) &* 9 &+ (nanoseconds % 100_000) * 9 / 100_000
+        return UInt32(truncatingIfNeeded: ticks)
+    }
+}

@@ -1,0 +1,108 @@
+import Logging
+import Media
+import XCTest
+@testable import WebRTC
+
+/// The WHEP side of the server (offers, limits, the HTTP answers) on a real socket bound
+/// to loopback; the media side is played by a browser in the integration tests.
+final class WebRTCServerTests: XCTestCase {
+    static let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1F, 0x8C, 0x8D, 0x40]
+
+    func offer(fingerprint: String = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")) -> String {
+        "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\na=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\n"
+            + "a=fingerprint:\(fingerprint)\r\nm=video 9 UDP/TLS/RTP/SAVPF 102\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\n"
+            + "a=rtpmap:102 H264/90000\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n"
+    }
+
+    func server(maxViewers: Int = 8, perAddress: Int = 4) throws -> WebRTCServer {
+        let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: maxViewers, perAddress: perAddress),
+                                      certificate: try DTLSCertificate.generate(), log: .silent())
+        addTeardownBlock { server.stop() }
+        return server
+    }
+
+    func live(_ server: WebRTCServer, id: String = "boot-1") {
+        server.began(stream: id)
+        server.picture(RealTimePicture(accessUnit: [0, 0, 0, 2, 0x65, 0x88], captureTime: 0, isSync: true, sps: Self.sps, pps: [0x68, 0xCE]))
+    }
+
+    func status(_ result: WebRTCServer.OfferResult) -> Int? {
+        if case .refused(let status, _, _) = result { return status }
+        return nil
+    }
+
+    func testOffersWaitForALiveStreamWithItsFirstPicture() throws {
+        let server = try server()
+        XCTAssertEqual(server.offer(offer(), client: "10.0.0.1"), .refused(status: 503, message: "no stream is live", retryAfter: 5))
+        server.began(stream: "boot-1")
+        XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1")), 503, "no parameter sets yet")
+        live(server)
+        guard case .answer(let sdp, let id) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("no answer") }
+        XCTAssertTrue(sdp.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 \(server.port) typ host\r\n"), sdp)
+        XCTAssertTrue(sdp.contains("profile-level-id=42e01f"), sdp)
+        XCTAssertFalse(id.isEmpty)
+        XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1", stream: "boot-2")), 404)
+        server.ended(stream: "boot-1")
+        XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1")), 503)
+    }
+
+    func testViewersAreLimitedInAllAndPerAddress() throws {
+        let server = try server(maxViewers: 2, perAddress: 1)
+        live(server)
+        guard case .answer(_, let first) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("no answer") }
+        guard case .refused(503, let message, 10) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("a second from one address") }
+        XCTAssertTrue(message.contains("from 10.0.0.1"), message)
+        guard case .answer = server.offer(offer(), client: "10.0.0.2") else { return XCTFail("another address") }
+        guard case .refused(503, let full, 10) = server.offer(offer(), client: "10.0.0.3") else { return XCTFail("over max_viewers") }
+        XCTAssertTrue(full.contains("webrtc.max_viewers"), full)
+        XCTAssertTrue(server.end(first))
+        XCTAssertFalse(server.end("no-such-session"))
+    }
+
+    func testBadOffersAreRefusedInOneLine() throws {
+        let server = try server()
+        live(server)
+        for (text, expected) in [("not sdp", 400), (offer(fingerprint: "sha-1 AB:CD"), 400),
+                                 (offer().replacingOccurrences(of: "H264", with: "VP8"), 406),
+                                 (String(repeating: "a=x\r\n", count: 20_000), 400)] {
+            guard case .refused(let status, let message, _) = server.offer(text, client: "10.0.0.9") else { return XCTFail(text) }
+            XCTAssertEqual(status, expected, message)
+            XCTAssertFalse(message.contains("\n"))
+        }
+    }
+
+    func testTheResourceAnswersAsWHEPSays() throws {
+        let server = try server()
+        live(server)
+        func respond(_ method: String, _ path: String, type: String? = "application/sdp", body: String = "") -> WHEPResource.Reply {
+            WHEPResource.respond(method: method, path: path, contentType: type, body: Array(body.utf8), client: "10.0.0.1", server: server)
+        }
+        let created = respond("POST", "", body: offer())
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created.headers["Content-Type"], "application/sdp")
+        let location = try XCTUnwrap(created.headers["Location"])
+        XCTAssertTrue(location.hasPrefix("/whep/session/"))
+        XCTAssertEqual(created.headers["Access-Control-Expose-Headers"], "Location, Retry-After")
+        XCTAssertEqual(respond("POST", "/boot-1", body: offer()).status, 201, "the live stream by its id")
+        XCTAssertEqual(respond("POST", "/boot-2", body: offer()).status, 404)
+        XCTAssertEqual(respond("POST", "", type: "text/plain", body: offer()).status, 415)
+        XCTAssertEqual(respond("POST", "", type: "application/sdp; charset=utf-8", body: offer()).status, 201)
+        let preflight = respond("OPTIONS", "")
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertEqual(preflight.headers["Access-Control-Allow-Headers"], "Content-Type, Authorization")
+        let session = String(location.dropFirst(WHEPResource.prefix.count))
+        XCTAssertEqual(respond("PATCH", session, type: "application/trickle-ice-sdpfrag").status, 405)
+        XCTAssertEqual(respond("GET", session).status, 405)
+        XCTAssertEqual(respond("DELETE", session).status, 200)
+        XCTAssertEqual(respond("DELETE", "/session/nothing").status, 404)
+        XCTAssertEqual(respond("DELETE", "").status, 405)
+    }
+
+    func testTimestampsAreTheCaptureClockAt90kHz() {
+        XCTAssertEqual(WebRTCServer.rtpTimestamp(0), 0)
+        XCTAssertEqual(WebRTCServer.rtpTimestamp(1_000_000_000), 90_000)
+        XCTAssertEqual(WebRTCServer.rtpTimestamp(33_333_333), 2_999)
+        // Years of uptime: no overflow, wrapped modulo 2^32.
+        XCTAssertEqual(WebRTCServer.rtpTimestamp(Int64.max), UInt32(truncatingIfNeeded: (Int64.max / 100_000) * 9 + (Int64.max % 100_000) * 9 / 100_000))
+    }
+}
