@@ -40,10 +40,11 @@ struct SiteUploads {
 
     static let heartbeatMilliseconds: Int64 = 60_000
 
-    /// devices.json does not say yet what it should (the confirming write a few seconds
-    /// later is not waited for).
+    /// devices.json does not say yet what it should. The confirming write a few seconds
+    /// later is not waited for, unless it has failed: then another board's write may have
+    /// landed over this one's, and what devices.json says of this board is not known.
     func fleetPending(isLive: Bool) -> Bool {
-        hasFolder && ((fleet.wanted && !fleetConfirming) || fleet.inFlight || fleetLive != isLive)
+        hasFolder && ((fleet.wanted && (!fleetConfirming || fleet.failures > 0)) || fleet.inFlight || fleetLive != isLive)
     }
 
     /// Anything of the site still to send (a drain waits for it).

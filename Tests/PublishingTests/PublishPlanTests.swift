@@ -156,3 +156,28 @@ final class PublishPlanTests: XCTestCase {
         XCTAssertEqual(plan.start(now: 0, segmentSlots: 4), [.playlist("audio/playlist.m3u8", count: 4, ended: true)])
     }
 }
+
+/// What a drain waits for of devices.json: the board's entry saying what it should, and a
+/// confirming write only once that write has failed (another board's may have landed).
+final class SiteUploadsTests: XCTestCase {
+    func testADrainWaitsForAFailedConfirmingWriteOfDevicesJSON() {
+        var site = SiteUploads(files: [:], hasFolder: true)
+        XCTAssertTrue(site.fleetPending(isLive: false), "not written yet")
+        XCTAssertTrue(site.fleet.start(now: 0))
+        // Written, saying the board is off air; a confirming write is due in a few seconds.
+        site.fleet.succeeded()
+        site.fleetLive = false
+        site.fleetConfirming = true
+        site.fleet.again(now: 0, after: 3000)
+        XCTAssertFalse(site.fleetPending(isLive: false), "the confirming write is not waited for")
+        XCTAssertTrue(site.fleetPending(isLive: true), "the board went on air since")
+        // The confirming write fails: devices.json may say anything of this board now.
+        XCTAssertTrue(site.fleet.start(now: 3000))
+        site.fleet.failed(now: 3000, retry: RetryPolicy(), jitter: 0)
+        XCTAssertTrue(site.fleetPending(isLive: false))
+        XCTAssertTrue(site.fleet.start(now: 3250))
+        site.fleet.succeeded()
+        site.fleetConfirming = false
+        XCTAssertFalse(site.fleetPending(isLive: false))
+    }
+}
