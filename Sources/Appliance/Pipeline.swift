@@ -200,7 +200,8 @@ final class Pipeline: Sendable {
         ], control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, bodyRoutes: webrtc.map { [Self.whep($0)] } ?? [], device: settings.deviceName, log: log)
+           liveEdge: liveEdge, bodyRoutes: webrtc.map { [Self.whep($0)] } ?? [],
+           whep: webrtc == nil ? nil : WHEPResource.prefix, device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),

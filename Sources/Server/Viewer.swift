@@ -1,22 +1,26 @@
 
 /// The viewer page served at `/`: finds the newest stream by polling /api/streams once a
-/// second (as the source talk's viewer does) and plays it. A live stream with parts (the
+/// second (as the source talk's viewer does) and plays it. On the board, a live stream
+/// plays over WebRTC (WHEP) where the browser has RTCPeerConnection: a network hop behind
+/// the camera; when the offer is refused or no picture comes in time, it falls back to
+/// low-latency HLS and says why. A live stream with parts (the
 /// built-in server's low-latency playlist) plays through Media Source Extensions, one
 /// hinted part at a time: Chromium's native HLS (156) reads such a playlist as regular
 /// HLS, without parts or blocking reloads, a few seconds behind, and Firefox has none.
 /// Otherwise the browser's native HLS plays it, or MSE segment by segment where there is
-/// none. `/?ll=0` asks for regular HLS, `/?mse=1` for MSE. Everything is inline: no
-/// script is fetched at run time.
+/// none. `/?mode=webrtc|ll|hls` forces one (`/?ll=0` is `mode=hls`), `/?mse=1` asks for
+/// MSE. Everything is inline: no script is fetched at run time.
 public enum Viewer {
     /// The page, reading its list of streams from `streams` (`/api/streams` here,
     /// `streams.json` beside the page at a destination); playlist URLs come from the list.
-    /// `device` (the board's `device.name`) titles it.
-    public static func page(streams: String, device: String? = nil) -> String {
+    /// `device` (the board's `device.name`) titles it; `whep` is where live streams are
+    /// offered over WebRTC (`/whep` on the board; none at a destination).
+    public static func page(streams: String, device: String? = nil, whep: String? = nil) -> String {
         // device.name is letters, digits and ._- only; escaped all the same, as any text
         // put into HTML.
         let title = device.map { "onair · " + $0.replacing("&", with: "&amp;").replacing("<", with: "&lt;") } ?? "onair"
-        return html.replacing("__LADDER_PLAYER__", with: ladderPlayer).replacing("__STREAMS_URL__", with: streams)
-            .replacing("__TITLE__", with: title)
+        return html.replacing("__LADDER_PLAYER__", with: ladderPlayer).replacing("__WEBRTC_PLAYER__", with: webrtcPlayer)
+            .replacing("__STREAMS_URL__", with: streams).replacing("__WHEP_URL__", with: whep ?? "").replacing("__TITLE__", with: title)
     }
 
     /// The start of each page onair makes (this one, and the fleet's), up to the page's own
@@ -44,7 +48,7 @@ public enum Viewer {
     </style>
     </head>
     <body>
-    <header><h1>__TITLE__</h1><span id="state">waiting for a stream</span><span id="rung"></span><span id="info"></span></header>
+    <header><h1>__TITLE__</h1><span id="state">waiting for a stream</span><span id="mode"></span><span id="rung"></span><span id="info"></span></header>
     <video id="video" controls autoplay muted playsinline></video>
     <ul id="streams"></ul>
     <script>
@@ -56,16 +60,38 @@ public enum Viewer {
     const nativeHLS = video.canPlayType("application/vnd.apple.mpegurl") !== "";
     const query = new URLSearchParams(location.search);
     const haveMSE = "MediaSource" in window;
-    // Low latency (parts) through MSE unless ?ll=0; regular HLS natively, or through MSE
-    // without native HLS (Firefox) or with ?mse=1.
-    const lowLatency = haveMSE && query.get("ll") !== "0";
+    const whepURL = "__WHEP_URL__";
+    // ?mode=webrtc|ll|hls, else WebRTC where the board offers it and the browser has it,
+    // else low latency (parts) through MSE; ?ll=0 is mode=hls. Regular HLS plays natively,
+    // or through MSE without native HLS (Firefox) or with ?mse=1.
+    const mode = query.get("mode") || (query.get("ll") === "0" ? "hls" : whepURL && "RTCPeerConnection" in window ? "webrtc" : "ll");
+    const lowLatency = haveMSE && mode !== "hls";
     const useMSE = (!nativeHLS || query.has("mse")) && haveMSE;
+    const modeLabel = document.getElementById("mode");
     let current = null;
     let generation = 0;
+    // Streams WebRTC failed for: they play as HLS from then on.
+    const notWebRTC = new Set();
 
     function play(stream) {
       current = stream.id;
       generation += 1;
+      closePeer();
+      if (mode === "webrtc" && whepURL && stream.state === "live" && !notWebRTC.has(stream.id)) {
+        const mine = generation;
+        video.dataset.player = "webrtc";
+        modeLabel.textContent = "WebRTC";
+        playWebRTC(stream, mine).catch(e => {
+          if (mine !== generation) return;
+          closePeer();
+          notWebRTC.add(stream.id);
+          info.textContent = "WebRTC: " + e.message + "; playing LL-HLS";
+          play(stream);
+        });
+        return;
+      }
+      video.srcObject = null;
+      modeLabel.textContent = lowLatency && stream.state === "live" ? "LL-HLS" : "HLS";
       if (lowLatency && stream.state === "live") {
         video.dataset.player = "mse-ll";
         playWithMSE(stream.playlist, generation, true).catch(e => { info.textContent = "MSE: " + e.message; current = null; });
@@ -163,6 +189,8 @@ public enum Viewer {
 
     __LADDER_PLAYER__
 
+    __WEBRTC_PLAYER__
+
     // Low-latency HLS (RFC 8216bis §6.3.8): start at the last independent part at least
     // PART-HOLD-BACK from the live end, then ask for the hinted part (the server holds the
     // request until it is made) and, once it is in, for the playlist that lists it
@@ -232,7 +260,8 @@ public enum Viewer {
       info.textContent = "playback error " + (video.error && video.error.code) + ", retrying";
       current = null;
     });
-    video.addEventListener("playing", () => { info.textContent = ""; });
+    // Why WebRTC gave way stays in view; other notes go once the picture plays.
+    video.addEventListener("playing", () => { if (!info.textContent.startsWith("WebRTC")) info.textContent = ""; });
     // Which rung plays: its picture size, as the decoder reports it.
     const rungLabel = document.getElementById("rung");
     video.addEventListener("resize", () => {
@@ -297,5 +326,47 @@ public enum Viewer {
     </script>
     </body>
     </html>
+    """#
+
+    /// WHEP (draft-ietf-wish-whep): a receive-only offer, the board's answer with every
+    /// candidate (ICE-lite, no trickle), the picture as soon as it is decoded. The first
+    /// picture comes at the stream's next IDR: within 3 s, or a segment and a half where
+    /// IDRs are further apart; otherwise this throws and the page plays LL-HLS.
+    static let webrtcPlayer = #"""
+    let peer = null;
+    function closePeer() {
+      if (!peer) return;
+      const { pc, resource } = peer;
+      peer = null;
+      pc.close();
+      if (resource) fetch(resource, { method: "DELETE", keepalive: true }).catch(() => {});
+    }
+    window.addEventListener("pagehide", closePeer);
+    async function playWebRTC(stream, mine) {
+      const pc = new RTCPeerConnection();
+      peer = { pc, resource: null };
+      pc.addTransceiver("video", { direction: "recvonly" });
+      pc.addTransceiver("audio", { direction: "recvonly" });
+      const media = new MediaStream();
+      pc.ontrack = e => {
+        media.addTrack(e.track);
+        video.srcObject = media;
+        video.play().catch(() => {});
+      };
+      await pc.setLocalDescription(await pc.createOffer());
+      const response = await fetch(whepURL + "/" + encodeURIComponent(stream.id), {
+        method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });
+      const answer = await response.text();
+      if (response.status !== 201) throw new Error(response.status + " " + answer.trim());
+      if (peer && peer.pc === pc) peer.resource = new URL(response.headers.get("Location"), response.url).href;
+      await pc.setRemoteDescription({ type: "answer", sdp: answer });
+      const seconds = Math.max(3, 1.5 * (stream.target_duration || 2));
+      const deadline = Date.now() + 1000 * seconds;
+      while (mine === generation && Date.now() < deadline) {
+        if (video.readyState >= 2 && video.videoWidth > 0) return;
+        await sleep(100);
+      }
+      if (mine === generation) throw new Error("no picture within " + seconds + " s");
+    }
     """#
 }

@@ -72,6 +72,8 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     let liveEdge: LiveEdge?
     /// Requests with a body for another module (WHEP).
     let bodyRoutes: [BodyRoute]
+    /// Where the viewer page offers live streams over WebRTC (`/whep`); nil: it does not.
+    let whep: String?
     /// Ends the requests held for a part that has not come in time.
     let heldTimer = Scheduler(name: "onair-http-held")
     /// Requests suspended now, and whether `stop` has begun (no more are held then);
@@ -122,9 +124,10 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
-                liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], device: String? = nil, limits: Limits = .forThisProcess,
-                log: Log = .silent()) throws {
+                liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], whep: String? = nil, device: String? = nil,
+                limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.bodyRoutes = bodyRoutes
+        self.whep = whep
         self.root = root
         self.device = device
         self.log = log
@@ -384,7 +387,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
 
     func route(_ url: String, header: (String) -> String?) -> Reply {
         if url == "/" || url == "/index.html" {
-            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device).utf8)),
+            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device, whep: whep).utf8)),
                          headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/streams" {

@@ -59,7 +59,7 @@ final class LadderTests: XCTestCase {
         let (onair, port, _) = try serveSynthetic("ladder-viewer", ["video.ladder=auto"])
         _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 3 }
         let chromium = try Chromium()
-        let native = try watchViewer(chromium, "http://127.0.0.1:\(port)/", player: "native")
+        let native = try watchViewer(chromium, "http://127.0.0.1:\(port)/?mode=ll", player: "native")
         let size = "\(native["w"] as? Int ?? 0)x" + "\(try XCTUnwrap(chromium.evaluate("video.videoHeight") as? Int))"
         XCTAssertTrue(["854x480", "640x360"].contains(size), size)
         XCTAssertEqual(try chromium.evaluate("document.getElementById('rung').textContent") as? String, size, "the page says which rung plays")

@@ -35,12 +35,12 @@ final class LiveTests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request(port: port, base + "/../../../etc/passwd").status / 100, 4)
         XCTAssertEqual(try HTTPClient.request(port: port, "/streams/%2e%2e/%2e%2e/etc/passwd").status / 100, 4)
 
-        // Chromium plays it as low-latency HLS through MSE, part by part (the viewer's
-        // default), as regular HLS natively (?ll=0), and segment by segment through MSE
-        // (what Firefox gets without parts): each way the media clock advances with no
-        // player error.
+        // Chromium plays it over WebRTC (the viewer's default on the board), as low-latency
+        // HLS through MSE, part by part (?mode=ll), as regular HLS natively (?ll=0), and
+        // segment by segment through MSE (what Firefox gets without parts): each way the
+        // media clock advances with no player error.
         let browser = try Chromium()
-        for (page, player) in [("/", "mse-ll"), ("/?ll=0", "native"), ("/?ll=0&mse=1", "mse")] {
+        for (page, player) in [("/", "webrtc"), ("/?mode=ll", "mse-ll"), ("/?ll=0", "native"), ("/?ll=0&mse=1", "mse")] {
             let last = try watchViewer(browser, "http://127.0.0.1:\(port)\(page)", player: player)
             XCTAssertEqual(last["hls"] as? String, "maybe", "native HLS is there")
             XCTAssertEqual(last["w"] as? Int, 854, player)
@@ -57,7 +57,9 @@ final class LiveTests: XCTestCase {
     }
 
     /// Firefox (no native HLS) gets the viewer's MSE player: part by part by default, whole
-    /// segments with ?ll=0; in both the media clock advances with no player error.
+    /// segments with ?ll=0; in both the media clock advances with no player error. Its
+    /// WebRTC has no H.264 here (no OpenH264 plugin offline): the viewer falls back to
+    /// LL-HLS and says why.
     func testTheViewerPlaysInFirefox() throws {
         let (onair, port, _) = try serveSynthetic("firefox")
         _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
@@ -66,6 +68,10 @@ final class LiveTests: XCTestCase {
             let last = try watchViewer(browser, "http://127.0.0.1:\(port)\(page)", player: player)
             XCTAssertEqual(last["hls"] as? String, "", "Firefox has no native HLS")
             XCTAssertEqual(last["w"] as? Int, 854, player)
+            if page == "/" {
+                XCTAssertTrue((last["info"] as? String ?? "").hasPrefix("WebRTC: 406 the offer has no H.264"), "\(last)")
+                XCTAssertEqual(try browser.evaluate("document.getElementById('mode').textContent") as? String, "LL-HLS")
+            }
         }
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
