@@ -29,6 +29,9 @@ let package = Package(
         // SRTP for WebRTC: libsrtp2 on the same static libcrypto (toolchain/deps.sh builds it).
         .systemLibrary(name: "CSRTP", path: "Sources/CSRTP", pkgConfig: "libsrtp2",
                        providers: [.apt(["libsrtp2-dev"])]),
+        // Opus for WebRTC's sound: Debian's libopus.a.
+        .systemLibrary(name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
+                       providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -56,7 +59,7 @@ let package = Package(
         .target(name: "HLS", dependencies: ["Media", "MP4", "Threading", "Layout"]),
 
         // Hardware and libraries.
-        .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg"]),
+        .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg", "COpus"]),
         .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
@@ -67,7 +70,8 @@ let package = Package(
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
         // WebRTC: ICE-lite sessions, DTLS-SRTP, the WHEP answer and the datagram demux.
-        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media"]),
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media",
+                                               "Codecs"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
@@ -105,7 +109,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),

@@ -217,7 +217,7 @@ final class Pipeline: Sendable {
         do {
             let kept = try DTLSCertificate.kept(at: StreamLayout(root: settings.dataDirectory).dtlsCertificate)
             if let replaced = kept.replaced { log(.webrtcUnavailable, level: .warn, ("problem", replaced), ("action", "made a new certificate")) }
-            return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers),
+            return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers, audioBitrate: settings.audioBitrate),
                                     certificate: kept.certificate, log: log)
         } catch {
             log(.webrtcUnavailable, level: .error, ("problem", "\(error)"), ("action", "viewers play LL-HLS; WHEP answers 404"))

@@ -100,7 +100,7 @@ struct StatusSnapshot {
                          "sessions": sessions.map { session in
                              JSON.fields(["id": session.id, "client": session.client, "media": session.media,
                                           "age_seconds": Double(session.ageMs / 100) / 10, "connected": session.connected,
-                                          "packets": session.packets, "bytes": session.bytes, "nacks": session.nacks,
+                                          "packets": session.packets, "bytes": session.bytes, "audio_packets": session.audioPackets, "nacks": session.nacks,
                                           "retransmitted": session.retransmitted, "picture_losses": session.pictureLosses,
                                           "rtt_ms": session.roundTripMs.map { ($0 * 10).rounded() / 10 },
                                           "first_picture_ms": session.firstPictureMs.map(Int.init)])

@@ -7,4 +7,5 @@ extension Event {
     public static let webrtcRefused = Event("webrtc.refused")
     public static let webrtcConnected = Event("webrtc.connected")
     public static let webrtcEnded = Event("webrtc.ended")
+    public static let webrtcNoSound = Event("webrtc.no_sound")
 }

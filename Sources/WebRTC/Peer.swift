@@ -15,6 +15,8 @@ final class Peer {
     var ice: ICELiteSession
     let video: WHEPAnswer.Video
     let ssrc: UInt32
+    /// The sound, when the answer took it: its payload type and SSRC.
+    let audio: (answer: WHEPAnswer.Audio, ssrc: UInt32)?
     let cname: String
     /// SHA-256 of the certificate the browser must show (from its offer's a=fingerprint).
     let expectedFingerprint: [UInt8]
@@ -29,6 +31,7 @@ final class Peer {
 
     // The sender's side.
     private var nextSequence: UInt16
+    private var nextAudioSequence: UInt16
     /// Nothing is sent until an IDR: a decoder can begin nowhere else.
     private(set) var waitingForSync = true
     private var history: PacketHistory
@@ -36,6 +39,7 @@ final class Peer {
 
     struct Stats {
         var packets = 0, bytes = 0, nacks = 0, retransmitted = 0, pictureLosses = 0
+        var audioPackets = 0, audioBytes = 0
         /// Round trip from the last receiver report (RFC 3550 §6.4.1), milliseconds.
         var roundTripMs: Double?
         /// The first picture sent, CLOCK_MONOTONIC ns.
@@ -47,8 +51,9 @@ final class Peer {
     /// A viewer whose browser never checks connectivity is gone after this long.
     static let connectNanoseconds: Int64 = 30_000_000_000
 
-    init(id: String, client: String, now: Int64, ice: ICELiteSession, video: WHEPAnswer.Video, ssrc: UInt32, cname: String,
-         expectedFingerprint: [UInt8], certificate: DTLSCertificate) throws {
+    init(id: String, client: String, now: Int64, ice: ICELiteSession, video: WHEPAnswer.Video, ssrc: UInt32,
+         audio: (answer: WHEPAnswer.Audio, ssrc: UInt32)? = nil, cname: String, expectedFingerprint: [UInt8], certificate: DTLSCertificate) throws {
+        self.audio = audio
         self.id = id
         self.client = client
         created = now
@@ -60,6 +65,7 @@ final class Peer {
         dtls = try DTLSEndpoint(certificate: certificate, server: true)
         var generator = SystemRandomNumberGenerator()
         nextSequence = generator.next()
+        nextAudioSequence = generator.next()
         history = PacketHistory(capacity: 512, maximumAge: 1_000_000_000)
     }
 
@@ -159,13 +165,32 @@ final class Peer {
     /// next IDR rather than decoding around holes.
     func resynchronize() { waitingForSync = true }
 
-    /// A sender report (RFC 3550 §6.4.1) with this viewer's counts and the NTP↔RTP
-    /// mapping of now, and the CNAME; nil before SRTP is keyed.
-    func senderReport(ntpTime: UInt64, rtpTime: UInt32) -> [UInt8]? {
-        guard let srtp else { return nil }
-        let report = RTCPPacket.SenderReport(ssrc: ssrc, ntpTime: ntpTime, rtpTime: rtpTime,
-                                             packetCount: UInt32(truncatingIfNeeded: stats.packets), octetCount: UInt32(truncatingIfNeeded: stats.bytes))
-        return try? srtp.send.protect(rtcp: RTCPPacket.senderReportPacket(report, cname: cname))
+    /// One 20 ms Opus packet (RFC 7587 §4.2: one frame per packet), once keyed; sound
+    /// needs no IDR to begin.
+    func send(audio frame: OutgoingAudio) -> [UInt8]? {
+        guard let srtp, let audio else { return nil }
+        let packet = RTPPacket(payloadType: audio.answer.payloadType, sequenceNumber: nextAudioSequence, timestamp: frame.rtpTimestamp,
+                               ssrc: audio.ssrc, payload: frame.payload).serialized()
+        nextAudioSequence &+= 1
+        guard let protected = try? srtp.send.protect(rtp: packet) else { return nil }
+        stats.audioPackets += 1
+        stats.audioBytes += frame.payload.count
+        return protected
+    }
+
+    /// Sender reports (RFC 3550 §6.4.1) with this viewer's counts, the NTP↔RTP mapping of
+    /// now on each clock (the picture's 90 kHz, the sound's 48 kHz: one wall clock, so the
+    /// browser lines them up), and the CNAME; none before SRTP is keyed.
+    func senderReports(ntpTime: UInt64, videoTime: UInt32, audioTime: UInt32) -> [[UInt8]] {
+        guard let srtp else { return [] }
+        var reports = [RTCPPacket.SenderReport(ssrc: ssrc, ntpTime: ntpTime, rtpTime: videoTime, packetCount: UInt32(truncatingIfNeeded: stats.packets),
+                                               octetCount: UInt32(truncatingIfNeeded: stats.bytes))]
+        if let audio {
+            reports.append(RTCPPacket.SenderReport(ssrc: audio.ssrc, ntpTime: ntpTime, rtpTime: audioTime,
+                                                   packetCount: UInt32(truncatingIfNeeded: stats.audioPackets),
+                                                   octetCount: UInt32(truncatingIfNeeded: stats.audioBytes)))
+        }
+        return reports.compactMap { try? srtp.send.protect(rtcp: RTCPPacket.senderReportPacket($0, cname: cname)) }
     }
 
     // MARK: Ending
@@ -198,6 +223,12 @@ struct OutgoingFrame {
     var isSync: Bool
     /// The capture time as NTP (abs-capture-time).
     var captureNTP: UInt64
+}
+
+/// A 20 ms Opus packet for every viewer, with its 48 kHz timestamp.
+struct OutgoingAudio {
+    var payload: [UInt8]
+    var rtpTimestamp: UInt32
 }
 
 /// The packets sent to one viewer in the last second, by sequence number, for NACKs

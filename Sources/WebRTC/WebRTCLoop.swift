@@ -95,11 +95,16 @@ extension WebRTCServer {
     /// Each queued picture to every viewer that has its keys. A viewer whose datagrams the
     /// socket cannot take now waits for the next IDR.
     private func sendFrames(to viewers: Viewers, now: Int64) {
-        let (frames, overflowed) = shared.withLock { shared -> ([OutgoingFrame], Bool) in
-            defer { shared.frames = []; shared.overflowed = false }
-            return (shared.frames, shared.overflowed)
+        let (frames, sound, overflowed) = shared.withLock { shared -> ([OutgoingFrame], [OutgoingAudio], Bool) in
+            defer { shared.frames = []; shared.sound = []; shared.overflowed = false }
+            return (shared.frames, shared.sound, shared.overflowed)
         }
         if overflowed { for peer in viewers.peers.values { peer.resynchronize() } }
+        for packet in sound {
+            for peer in viewers.peers.values where peer.connected {
+                if let target = peer.media, let protected = peer.send(audio: packet) { send(protected, to: target) }
+            }
+        }
         for frame in frames {
             for peer in viewers.peers.values where peer.connected {
                 guard let target = peer.media else { continue }
@@ -126,9 +131,10 @@ extension WebRTCServer {
         guard now >= viewers.nextReports else { return }
         viewers.nextReports = now + 1_000_000_000
         let ntp = RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime())
-        let rtp = Self.rtpTimestamp(now)
+        let (video, audio) = (Self.rtpTimestamp(now), Self.opusTimestamp(now))
         for peer in viewers.peers.values {
-            if let target = peer.media, let report = peer.senderReport(ntpTime: ntp, rtpTime: rtp) { send(report, to: target) }
+            guard let target = peer.media else { continue }
+            for report in peer.senderReports(ntpTime: ntp, videoTime: video, audioTime: audio) { send(report, to: target) }
         }
         publish(viewers, now: now)
     }
@@ -149,7 +155,7 @@ extension WebRTCServer {
             let media = peer.media.map { PeerAddress(address: $0.bytes, port: $0.port).description }
             table[peer.id] = SessionStatus(id: peer.id, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
                                            connected: peer.connected, packets: peer.stats.packets, bytes: peer.stats.bytes,
-                                           nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
+                                           audioPackets: peer.stats.audioPackets, nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
                                            pictureLosses: peer.stats.pictureLosses, roundTripMs: peer.stats.roundTripMs,
                                            firstPictureMs: peer.stats.firstPicture.map { ($0 - peer.created) / 1_000_000 })
         }

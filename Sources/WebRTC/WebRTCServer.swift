@@ -1,3 +1,4 @@
+import Codecs
 import Logging
 import Media
 import RTP
@@ -19,8 +20,11 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         public var maxViewers: Int
         /// Sessions one HTTP client address may hold.
         public var perAddress: Int
+        /// Opus's bit rate (the live AAC's: `audio.bitrate`).
+        public var audioBitrate: Int
 
-        public init(host: String, port: UInt16, maxViewers: Int, perAddress: Int = 4) {
+        public init(host: String, port: UInt16, maxViewers: Int, perAddress: Int = 4, audioBitrate: Int = 64_000) {
+            self.audioBitrate = audioBitrate
             self.host = host
             self.port = port
             self.maxViewers = max(1, maxViewers)
@@ -42,7 +46,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         public var media: String?
         public var ageMs: Int64
         public var connected: Bool
-        public var packets: Int, bytes: Int, nacks: Int, retransmitted: Int, pictureLosses: Int
+        public var packets: Int, bytes: Int, audioPackets: Int, nacks: Int, retransmitted: Int, pictureLosses: Int
         public var roundTripMs: Double?
         /// Offer to first picture sent.
         public var firstPictureMs: Int64?
@@ -61,6 +65,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     let ssrc: UInt32
     let packetizer = H264Packetizer()
     let shared = Locked(Shared())
+    let opus: Locked<OpusState>
+    let audioSSRC: UInt32
 
     /// What the three threads hand each other.
     struct Shared {
@@ -70,6 +76,10 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         var arriving: [Peer] = []
         var ending: [String] = []
         var frames: [OutgoingFrame] = []
+        var sound: [OutgoingAudio] = []
+        /// The microphone's sound as it last came (rate and channels), if it comes at a
+        /// rate Opus takes: offers are answered with sound then.
+        var microphone: (rate: Int, channels: Int)?
         /// Frames were dropped: every viewer begins again at the next IDR.
         var overflowed = false
         /// Sessions by id with the client that opened them (for the limits), as the UDP
@@ -105,6 +115,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         candidates = listed.map { PeerAddress(address: $0.bytes, port: bound) }
         var generator = SystemRandomNumberGenerator()
         ssrc = generator.next()
+        audioSSRC = generator.next()
+        opus = Locked(OpusState(bitrate: settings.audioBitrate))
         cname = ICECredentials.random().ufrag
         thread.start(name: "onair-webrtc") { [self] in run() }
         log.emit(.webrtcListening, level: .info, [("port", Int(port)), ("candidates", candidates.map(\.description).joined(separator: " ")),
@@ -142,9 +154,10 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         do { offer = try SessionDescription(parsing: text) } catch {
             return refuse(400, "\(error)", client: client)
         }
-        let (live, count, fromClient) = shared.withLock { shared in
+        let (live, count, fromClient, microphone) = shared.withLock { shared in
             (shared.stream, shared.sessions.count + shared.arriving.count,
-             shared.sessions.values.filter { $0.client == client }.count + shared.arriving.filter { $0.client == client }.count)
+             shared.sessions.values.filter { $0.client == client }.count + shared.arriving.filter { $0.client == client }.count,
+             shared.microphone)
         }
         guard let live else { return refuse(503, "no stream is live", client: client, retryAfter: 5) }
         if let requested, requested != live.id { return refuse(404, "stream \(requested) is not live", client: client) }
@@ -156,7 +169,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
             return refuse(503, "\(settings.perAddress) WebRTC viewers from \(client) already", client: client, retryAfter: 10)
         }
         let local = WHEPAnswer.Local(credentials: .random(), fingerprint: certificate.sdpFingerprint, candidates: candidates,
-                                     videoSSRC: ssrc, cname: cname, stream: profile)
+                                     videoSSRC: ssrc, cname: cname, stream: profile, audioSSRC: microphone == nil ? nil : audioSSRC)
         let answer: WHEPAnswer
         do { answer = try WHEPAnswer(offer: offer, local: local) } catch let refusal as WHEPAnswer.Refusal {
             switch refusal {
@@ -173,7 +186,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         let peer: Peer
         do {
             peer = try Peer(id: id, client: client, now: now, ice: ICELiteSession(local: local.credentials, remote: answer.remote, started: now),
-                            video: answer.video, ssrc: ssrc, cname: cname, expectedFingerprint: expected, certificate: certificate)
+                            video: answer.video, ssrc: ssrc, audio: answer.audio.map { ($0, audioSSRC) }, cname: cname,
+                            expectedFingerprint: expected, certificate: certificate)
         } catch {
             return refuse(500, "\(error)", client: client)
         }
@@ -240,10 +254,36 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         poke()
     }
 
-    public func sound(_ chunk: AudioChunk) {}
+    /// The microphone's sound, encoded as Opus only while someone watches: 20 ms frames
+    /// on the capture clock (a gap in the capture starts the frames again at the chunk's
+    /// own time), queued like the pictures.
+    public func sound(_ chunk: AudioChunk) {
+        let usable = OpusEncoder.rates.contains(chunk.sampleRate) && (1...2).contains(chunk.channels)
+        let viewers = shared.withLock { shared -> Int in
+            shared.microphone = usable ? (chunk.sampleRate, chunk.channels) : nil
+            return shared.sessions.count + shared.arriving.count
+        }
+        guard viewers > 0, usable else {
+            opus.withLock { $0.stop() }
+            return
+        }
+        let packets = opus.withLock { $0.encode(chunk, log: log) }
+        guard !packets.isEmpty else { return }
+        shared.withLock { shared in
+            shared.sound += packets
+            if shared.sound.count > 50 { shared.sound.removeFirst(shared.sound.count - 50) }
+        }
+        poke()
+    }
 
     public func ended(stream id: String) {
         shared.withLock { if $0.stream?.id == id { $0.stream = nil } }
+    }
+
+    /// The 48 kHz RTP clock of Opus (RFC 7587 §4.1, whatever the rate encoded).
+    static func opusTimestamp(_ nanoseconds: Int64) -> UInt32 {
+        let ticks = (nanoseconds / 125_000) &* 6 &+ (nanoseconds % 125_000) * 6 / 125_000
+        return UInt32(truncatingIfNeeded: ticks)
     }
 
     /// The 90 kHz RTP clock of a CLOCK_MONOTONIC time (RFC 3550 §5.1: a timestamp from

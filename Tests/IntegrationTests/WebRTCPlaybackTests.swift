@@ -36,6 +36,10 @@ final class WebRTCPlaybackTests: XCTestCase {
               out.codec = (report.get(s.codecId) || {}).mimeType;
               out.freezeCount = s.freezeCount || 0; out.width = s.frameWidth; out.height = s.frameHeight;
             }
+            if (s.type == 'inbound-rtp' && s.kind == 'audio') {
+              out.audioCodec = (report.get(s.codecId) || {}).mimeType;
+              out.samples = s.totalSamplesReceived || 0; out.concealed = s.concealedSamples || 0;
+            }
           });
           out.videoTime = window.video.currentTime;
           return JSON.stringify(out);
@@ -100,6 +104,11 @@ final class WebRTCPlaybackTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(last["framesDecoded"] as? Int ?? 0, 60, "\(last)")
         XCTAssertEqual(last["codec"] as? String, "video/H264")
         XCTAssertEqual(last["state"] as? String, "connected")
+        // The sound, as Opus from the same microphone: at 48 kHz, two seconds' worth and
+        // more (the picture's 60 frames), little of it made up by the browser.
+        XCTAssertEqual(last["audioCodec"] as? String, "audio/opus", "\(last)")
+        XCTAssertGreaterThan(last["samples"] as? Int ?? 0, 48_000, "\(last)")
+        XCTAssertLessThan(Double(last["concealed"] as? Int ?? 0), 0.2 * Double(last["samples"] as? Int ?? 1), "\(last)")
 
         // onair lists the session: connected, its media address, what it sent.
         let sessions = try webrtcSessions(port)
@@ -108,6 +117,7 @@ final class WebRTCPlaybackTests: XCTestCase {
         XCTAssertEqual(session["connected"] as? Bool, true)
         XCTAssertEqual(session["client"] as? String, "127.0.0.1")
         XCTAssertGreaterThan(session["packets"] as? Int ?? 0, 60)
+        XCTAssertGreaterThan(session["audio_packets"] as? Int ?? 0, 50)
         XCTAssertNotNil(session["first_picture_ms"] as? Int)
 
         // The resource: a CORS preflight, no trickle, and DELETE ends it (once).

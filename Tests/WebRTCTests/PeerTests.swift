@@ -90,7 +90,7 @@ final class PeerTests: XCTestCase {
     func testTheRoundTripComesFromReceiverReports() throws {
         let peer = try peer()
         let browser = try connect(peer)
-        XCTAssertNotNil(peer.senderReport(ntpTime: 0x1234_5678_0000_0000, rtpTime: 1))
+        XCTAssertEqual(peer.senderReports(ntpTime: 0x1234_5678_0000_0000, videoTime: 1, audioTime: 2).count, 1, "the picture's only")
         var report: [UInt8] = [0x81, 201, 0, 7, 0, 0, 0, 1]
         report.appendBigEndian(UInt32(0xABCD))
         report += [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]

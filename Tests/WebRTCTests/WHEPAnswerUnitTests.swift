@@ -50,6 +50,25 @@ final class WHEPAnswerUnitTests: XCTestCase {
         XCTAssertThrowsError(try WHEPAnswer(offer: offered, local: high))
     }
 
+    /// Sound goes as Opus in the picture's BUNDLE when the board has a microphone; without
+    /// one, or outside the BUNDLE, its section is rejected.
+    func testSoundIsAnsweredInOpusWithinTheBundle() throws {
+        var board = local
+        board.audioSSRC = 77
+        var offered = offer()
+        offered.media[1].attributes += [.init("recvonly"), .init("rtcp-mux")]
+        let answer = try WHEPAnswer(offer: offered, local: board)
+        XCTAssertEqual(answer.audio, .init(mid: "1", payloadType: 111))
+        let text = answer.sdp.text
+        for line in ["a=group:BUNDLE 0 1", "m=audio 8189 UDP/TLS/RTP/SAVPF 111", "a=rtpmap:111 opus/48000/2",
+                     "a=fmtp:111 minptime=10;useinbandfec=1", "a=ssrc:77 cname:onair", "a=msid:onair audio"] {
+            XCTAssertTrue(text.contains(line + "\r\n"), "\(line)\n\(text)")
+        }
+        XCTAssertNil(try WHEPAnswer(offer: offered, local: local).audio, "no microphone")
+        offered.attributes = offered.attributes.filter { $0.name != "group" } + [.init("group", "BUNDLE 0")]
+        XCTAssertNil(try WHEPAnswer(offer: offered, local: board).audio, "not in the BUNDLE")
+    }
+
     func testOffersWithoutWhatWebRTCNeedsAreRefusedInOneLine() {
         func refused(_ offer: SessionDescription, _ expected: WHEPAnswer.Refusal, line: UInt = #line) {
             XCTAssertThrowsError(try WHEPAnswer(offer: offer, local: local), line: line) {
