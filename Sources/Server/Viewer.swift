@@ -346,7 +346,9 @@ public enum Viewer {
       const pc = new RTCPeerConnection();
       peer = { pc, resource: null };
       pc.addTransceiver("video", { direction: "recvonly" });
-      pc.addTransceiver("audio", { direction: "recvonly" });
+      // ?audio=0: the picture alone, shown the moment it is decoded (with sound, the
+      // browser holds it as long as it holds the sound, to keep them together).
+      if (query.get("audio") !== "0") pc.addTransceiver("audio", { direction: "recvonly" });
       const media = new MediaStream();
       pc.ontrack = e => {
         media.addTrack(e.track);

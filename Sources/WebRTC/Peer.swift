@@ -46,6 +46,9 @@ final class Peer {
         var firstPicture: Int64?
     }
 
+    /// The playout-delay maximum with sound, in 10 ms units.
+    static let playoutMaximumWithSound: UInt8 = 10
+
     /// The DTLS handshake must finish this long after its first record.
     static let handshakeNanoseconds: Int64 = 10_000_000_000
     /// A viewer whose browser never checks connectivity is gone after this long.
@@ -135,9 +138,12 @@ final class Peer {
             waitingForSync = false
         }
         var extensions: [RTPPacket.Extension] = []
-        // draft playout-delay: 12-bit minimum and maximum in 10 ms units, both 0: render
-        // each picture as soon as it is decoded.
-        if let id = video.playoutDelayID { extensions.append(.init(id: id, data: [0, 0, 0])) }
+        // playout-delay: a 12-bit minimum and maximum in 10 ms units. Picture only: 0/0,
+        // each picture shown as soon as it is decoded. With sound, 0/100 ms: the browser
+        // keeps sound and picture together by holding the picture as long as its audio
+        // buffer holds the sound (about 65 ms in Chromium), which a maximum of 0 forbids
+        // (measured: the picture then leads the sound by that much).
+        if let id = video.playoutDelayID { extensions.append(.init(id: id, data: [0, 0, audio == nil ? 0 : Self.playoutMaximumWithSound])) }
         // abs-capture-time: the capture time as a 64-bit NTP timestamp.
         if let id = video.absCaptureTimeID {
             var data: [UInt8] = []

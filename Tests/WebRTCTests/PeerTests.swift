@@ -12,11 +12,26 @@ final class PeerTests: XCTestCase {
     let browserCertificate = try! DTLSCertificate.generate(commonName: "browser")
     let boardCertificate = try! DTLSCertificate.generate()
 
-    func peer(expecting fingerprint: [UInt8]? = nil, now: Int64 = 0) throws -> Peer {
+    func peer(expecting fingerprint: [UInt8]? = nil, now: Int64 = 0, sound: Bool = false) throws -> Peer {
         let board = ICECredentials.random(), browser = ICECredentials.random()
         return try Peer(id: "p", client: "127.0.0.1", now: now, ice: ICELiteSession(local: board, remote: browser, started: now),
                         video: .init(mid: "0", payloadType: 102, playoutDelayID: 6, absCaptureTimeID: 7, nack: true), ssrc: 0xABCD,
+                        audio: sound ? (WHEPAnswer.Audio(mid: "1", payloadType: 111), 0x5555) : nil,
                         cname: "onair", expectedFingerprint: fingerprint ?? browserCertificate.fingerprint, certificate: boardCertificate)
+    }
+
+    /// With sound the picture may be held up to 100 ms (to stay with it); the sound goes
+    /// one Opus frame a packet, with its own SSRC and sender report.
+    func testWithSoundThePictureMayWaitForItAndTheSoundGoesAsItComes() throws {
+        let peer = try peer(sound: true)
+        let browser = try connect(peer)
+        let sent = peer.send(frame(sync: true, payloads: [[0x65, 1]]), now: 0)
+        XCTAssertEqual(try RTPPacket(parsing: try browser.receive.unprotect(rtp: sent[0])).extensions.first, .init(id: 6, data: [0, 0, 10]))
+        let sound = try XCTUnwrap(peer.send(audio: OutgoingAudio(payload: [0xFC, 1, 2], rtpTimestamp: 4800)))
+        let packet = try RTPPacket(parsing: try browser.receive.unprotect(rtp: sound))
+        XCTAssertEqual([packet.ssrc, packet.timestamp, UInt32(packet.payloadType)], [0x5555, 4800, 111])
+        XCTAssertEqual(packet.payload, [0xFC, 1, 2])
+        XCTAssertEqual(peer.senderReports(ntpTime: 1 << 32, videoTime: 90_000, audioTime: 48_000).count, 2)
     }
 
     /// The handshake carried by hand; the browser's SRTP sessions.
