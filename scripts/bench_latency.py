@@ -9,6 +9,16 @@ time. Reported, median and 95th percentile over SECONDS each:
   (a) regular HLS from the built-in server (the viewer's /?ll=0: Chromium's native HLS),
   (b) low-latency HLS (the viewer's default: MSE, part by part),
   (b') the same in headless Firefox (Debian's firefox-esr, over Marionette),
+  (d) WebRTC (the viewer's default on the board, WHEP) in Chromium, with sound (the
+      browser holds the picture to keep it with the sound) and (d'') picture only
+      (/?audio=0: each picture shown when decoded), with onair's own share
+      beside it: capture to the picture's packets being handed to the sender (the
+      encoder's time; /api/status webrtc.picture_after_capture_ms), and the time to first
+      frame (the page opened to the first picture shown) over a few openings. Firefox
+      here has no H.264 for WebRTC (no OpenH264 plugin offline): not measured.
+  (e) onair's CPU with 0, 1 and 10 WebRTC viewers (one Chromium page holding the
+      connections), 20 s each: the cost of packetizing, encrypting and sending, and of Opus
+      while anyone watches (goal: 10 viewers at most 15 % over none).
   (c) from a part's last frame being captured to its bytes arriving at a client on the
       board that asks for each hinted part (the server's X-Onair-Captured-Ns against
       CLOCK_MONOTONIC), and the frame time beside it, which the goal allows on top of the
@@ -171,6 +181,7 @@ PROBE = """(() => {
       let index = 0;
       for (let k = 0; k < 32; k++) index = index * 2 + (pixels[4 * Math.floor((k + 0.5) * w / 32)] > 128 ? 1 : 0);
       window.__frames.push([performance.timeOrigin + meta.expectedDisplayTime, index]);
+      if (window.__first === undefined) window.__first = meta.expectedDisplayTime;
     }
     video.requestVideoFrameCallback(step);
   };
@@ -202,6 +213,86 @@ def glass_to_glass(browser, url, frame0_ms, fps):
     return player, latencies
 
 
+def first_frames(port, runs):
+    """Seconds from opening the viewer (WebRTC) to its first picture shown, `runs` times."""
+    out = []
+    work = tempfile.mkdtemp(prefix="onair-ttff-")
+    browser = Chromium(os.path.join(work, "chromium"))
+    try:
+        for _ in range(runs):
+            browser.open(f"http://127.0.0.1:{port}/?mode=webrtc")
+            deadline = time.time() + 15
+            while not browser.evaluate(PROBE) and time.time() < deadline:
+                time.sleep(0.05)
+            first = None
+            while first is None and time.time() < deadline:
+                first = browser.evaluate("window.__first === undefined ? null : window.__first")
+                time.sleep(0.05)
+            if first is not None and browser.evaluate("video.dataset.player") == "webrtc":
+                out.append(first / 1000)
+            browser.open("about:blank")
+            time.sleep(0.5)
+    finally:
+        browser.close()
+        subprocess.run(["rm", "-rf", work])
+    return out
+
+
+VIEWERS_PAGE = """<!doctype html><body><script>
+window.many = async function(base, n) {
+  window.viewers = [];
+  for (let i = 0; i < n; i++) {
+    const pc = new RTCPeerConnection();
+    pc.addTransceiver('video', {direction: 'recvonly'});
+    pc.addTransceiver('audio', {direction: 'recvonly'});
+    await pc.setLocalDescription(await pc.createOffer());
+    const r = await fetch(base + '/whep', {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: pc.localDescription.sdp});
+    await pc.setRemoteDescription({type: 'answer', sdp: await r.text()});
+    window.viewers.push(pc);
+  }
+  window.ready = n;
+};
+</script></body>"""
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_with_viewers(onair, port, seconds=20):
+    """onair's CPU seconds per second with 0, 1 and 10 WebRTC viewers."""
+    work = tempfile.mkdtemp(prefix="onair-viewers-")
+    page = os.path.join(work, "viewers.html")
+    with open(page, "w") as f:
+        f.write(VIEWERS_PAGE)
+    out = {}
+    try:
+        for count in (0, 1, 10):
+            browser = None
+            if count:
+                browser = Chromium(os.path.join(work, f"chromium{count}"))
+                browser.open("file://" + page)
+                time.sleep(1)
+                browser.evaluate(f"window.many('http://127.0.0.1:{port}', {count}), 0")
+                deadline = time.time() + 30
+                while browser.evaluate("window.ready || 0") != count and time.time() < deadline:
+                    time.sleep(0.2)
+                time.sleep(4)  # connected, and past the next IDR
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status").read())
+            connected = sum(1 for s in (status.get("webrtc") or {}).get("sessions", []) if s.get("connected"))
+            start = cpu_seconds(onair.pid)
+            time.sleep(seconds)
+            out[count] = ((cpu_seconds(onair.pid) - start) / seconds, connected)
+            if browser:
+                browser.close()
+                time.sleep(2)
+    finally:
+        subprocess.run(["rm", "-rf", work])
+    return out
+
+
 def part_delays(port, stream, seconds):
     """Asks for each hinted part as a player does; seconds from capture to arrival."""
     base = f"http://127.0.0.1:{port}/streams/{stream}/"
@@ -225,7 +316,7 @@ def part_delays(port, stream, seconds):
 def report(binary=ONAIR):
     work = tempfile.mkdtemp(prefix="onair-latency-")
     onair = subprocess.Popen([binary, "run", "--source", "synthetic", "--out", os.path.join(work, "out"),
-                              "--listen", "127.0.0.1:0", "--log-format", "json"] + EXTRA,
+                              "--listen", "127.0.0.1:0", "--log-format", "json", "--set", "webrtc.port=0"] + EXTRA,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     browser = None
     try:
@@ -248,8 +339,9 @@ def report(binary=ONAIR):
         stream = streams[0]["id"]
         print(f"glass-to-glass on loopback, 720p{fps} synthetic camera, headless browsers, {SECONDS} s each (after {WARMUP} s)")
         medians = {}
-        for label, make, page in [("(a) regular HLS", Chromium, "/?ll=0"), ("(b) low-latency HLS", Chromium, "/"),
-                                  ("(b') low-latency HLS in Firefox", Firefox, "/")]:
+        for label, make, page in [("(a) regular HLS", Chromium, "/?ll=0"), ("(b) low-latency HLS", Chromium, "/?mode=ll"),
+                                  ("(b') low-latency HLS in Firefox", Firefox, "/?mode=ll"), ("(d) WebRTC", Chromium, "/?mode=webrtc"),
+                                  ("(d'') WebRTC, picture only", Chromium, "/?mode=webrtc&audio=0")]:
             # One browser at a time: the viewer is on another machine in real use, and its
             # decoding must not slow the board's encoders (nor those of the next run).
             browser = make(os.path.join(work, make.__name__.lower()))
@@ -264,6 +356,26 @@ def report(binary=ONAIR):
             print(f"  {label} [{player}]: median {median:.2f} s, 95th percentile {p95:.2f} s ({len(latencies)} frames)")
         if "(a) regular HLS" in medians and "(b) low-latency HLS" in medians:
             print(f"  ratio low-latency/regular: {medians['(b) low-latency HLS'] / medians['(a) regular HLS']:.2f}")
+        if "(d) WebRTC" in medians and "(b) low-latency HLS" in medians:
+            print(f"  ratio WebRTC/low-latency: {medians['(d) WebRTC'] / medians['(b) low-latency HLS']:.2f} (goal: WebRTC median <= 0.150 s, p95 <= 0.200 s)")
+        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status").read())
+        sender = (status.get("webrtc") or {}).get("picture_after_capture_ms")
+        if sender is not None:
+            print(f"  (d) onair's share: capture to the picture's packets at the sender, median {sender:.0f} ms "
+                  f"(one frame is {1000 / fps:.0f} ms); the rest is the network hop, the browser's jitter buffer, decoding and paint")
+        print("  (d') WebRTC in Firefox: not measured (Debian's Firefox has H.264 for WebRTC only through Cisco's OpenH264 plugin, "
+              "downloaded at its first run; offline it is refused and the viewer plays LL-HLS)")
+        firsts = first_frames(port, 5)
+        if firsts:
+            median, p95 = percentiles(firsts)
+            print(f"  (d) WebRTC time to first frame (page opened to first picture shown): median {median:.2f} s, "
+                  f"worst {max(firsts):.2f} s over {len(firsts)} openings (a viewer begins at the next IDR: "
+                  f"hls.segment_seconds apart)")
+        cpu = cpu_with_viewers(onair, port)
+        if 0 in cpu and cpu[0][0] > 0:
+            print("  (e) onair's CPU with WebRTC viewers (cores busy): " + ", ".join(
+                f"{count} viewers ({connected} connected) {used:.2f}" for count, (used, connected) in cpu.items()))
+            print(f"      ratio 1/0 viewers {cpu[1][0] / cpu[0][0]:.2f}, 10/0 viewers {cpu[10][0] / cpu[0][0]:.2f} (goal <= 1.15)")
         delays = part_delays(port, stream, SECONDS)
         if delays:
             median, p95 = percentiles(delays)

@@ -193,6 +193,7 @@ public enum ConfigFile {
         "server.listen": { $0.listen = $1 == "off" ? nil : try listenAddress($1) },
         "webrtc.port": { $0.webrtcPort = $1 == "off" ? nil : UInt16(try integer($1, 0...65_535)) },
         "webrtc.max_viewers": { $0.webrtcMaxViewers = $1 == "auto" ? nil : try integer($1, 1...200) },
+        "webrtc.max_viewers_per_address": { $0.webrtcViewersPerAddress = try integer($1, 1...200) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
         "log.format": { $0.logFormat = try choice($1, Log.Format.self) },

@@ -217,7 +217,8 @@ final class Pipeline: Sendable {
         do {
             let kept = try DTLSCertificate.kept(at: StreamLayout(root: settings.dataDirectory).dtlsCertificate)
             if let replaced = kept.replaced { log(.webrtcUnavailable, level: .warn, ("problem", replaced), ("action", "made a new certificate")) }
-            return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers, audioBitrate: settings.audioBitrate),
+            return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers,
+                                                    perAddress: settings.webrtcViewersPerAddress, audioBitrate: settings.audioBitrate),
                                     certificate: kept.certificate, log: log)
         } catch {
             log(.webrtcUnavailable, level: .error, ("problem", "\(error)"), ("action", "viewers play LL-HLS; WHEP answers 404"))
@@ -298,7 +299,7 @@ final class Pipeline: Sendable {
             publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
             ladder: ladder, webrtc: webrtc.map {
                 StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,
-                                            sessions: $0.sessions)
+                                            sessions: $0.sessions, pictureAfterCaptureMs: $0.pictureAfterCaptureMs)
             })
     }
 

@@ -70,6 +70,9 @@ public struct Settings: Sendable, Equatable {
     /// and sending of one 720p30 viewer costs a few per cent of a Pi 4's core.
     public var webrtcMaxViewers: Int?
     public var webrtcViewers: Int { webrtcMaxViewers ?? max(4, 5 * ThisProcess.processorCount) }
+    /// `webrtc.max_viewers_per_address`: what one address (a household behind one router)
+    /// may hold, so one client cannot lock the others out.
+    public var webrtcViewersPerAddress = 4
     /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
     public var deviceName: String?
     /// `server.token`: the bearer token the control API wants; none: control is off.

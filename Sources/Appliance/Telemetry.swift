@@ -94,9 +94,11 @@ struct StatusSnapshot {
         var fingerprint: String
         var maxViewers: Int
         var sessions: [WebRTCServer.SessionStatus]
+        var pictureAfterCaptureMs: Double?
 
         var json: JSON {
             JSON.fields(["port": Int(port), "fingerprint": fingerprint, "max_viewers": maxViewers,
+                         "picture_after_capture_ms": pictureAfterCaptureMs.map { ($0 * 10).rounded() / 10 },
                          "sessions": sessions.map { session in
                              JSON.fields(["id": session.id, "client": session.client, "media": session.media,
                                           "age_seconds": Double(session.ageMs / 100) / 10, "connected": session.connected,

@@ -65,6 +65,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     let ssrc: UInt32
     let packetizer = H264Packetizer()
     let shared = Locked(Shared())
+    private let refusals = Locked((minute: Int64(0), count: 0, suppressed: 0))
     let opus: Locked<OpusState>
     let audioSSRC: UInt32
 
@@ -80,6 +81,9 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         /// The microphone's sound as it last came (rate and channels), if it comes at a
         /// rate Opus takes: offers are answered with sound then.
         var microphone: (rate: Int, channels: Int)?
+        /// How long after its capture each of the last pictures reached the sender (ns):
+        /// the encoder's share of the glass-to-glass time.
+        var senderDelays: [Int64] = []
         /// Frames were dropped: every viewer begins again at the next IDR.
         var overflowed = false
         /// Sessions by id with the client that opened them (for the limits), as the UDP
@@ -197,10 +201,24 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         return .answer(sdp: answer.sdp.text, id: id)
     }
 
+    /// One line per refusal, at most `refusalsPerMinute` a minute: thousands of offers
+    /// thrown at the board must not flood its log (the rest are counted in the next line).
     private func refuse(_ status: Int, _ message: String, client: String, retryAfter: Int? = nil) -> OfferResult {
-        log.emit(.webrtcRefused, level: .warn, [("client", client), ("status", status), ("reason", message)])
+        let minute = monotonicNanoseconds() / 60_000_000_000
+        let (emit, suppressed) = refusals.withLock { refusals -> (Bool, Int) in
+            if refusals.minute != minute { refusals = (minute, 0, refusals.suppressed) }
+            refusals.count += 1
+            guard refusals.count <= Self.refusalsPerMinute else { refusals.suppressed += 1; return (false, 0) }
+            defer { refusals.suppressed = 0 }
+            return (true, refusals.suppressed)
+        }
+        if emit {
+            log.emit(.webrtcRefused, level: .warn, [("client", client), ("status", status), ("reason", message), ("suppressed_before", suppressed)])
+        }
         return .refused(status: status, message: message, retryAfter: retryAfter)
     }
+
+    static let refusalsPerMinute = 20
 
     /// `DELETE` on a session's resource: true if there was one.
     public func end(_ id: String) -> Bool {
@@ -211,6 +229,13 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         }
         if known { poke() }
         return known
+    }
+
+    /// The median time from a picture's capture to its reaching the sender, over the last
+    /// 128 pictures, in ms; nil before any.
+    public var pictureAfterCaptureMs: Double? {
+        let delays = shared.withLock { $0.senderDelays }.sorted()
+        return delays.isEmpty ? nil : Double(delays[delays.count / 2]) / 1e6
     }
 
     public var sessions: [SessionStatus] { shared.withLock { Array($0.sessions.values) }.sorted { $0.ageMs > $1.ageMs } }
@@ -235,7 +260,12 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     }
 
     public func picture(_ picture: RealTimePicture) {
-        let viewers = shared.withLock { $0.sessions.count + $0.arriving.count }
+        let delay = KernelClock.monotonic() - picture.captureTime
+        let viewers = shared.withLock { shared -> Int in
+            shared.senderDelays.append(delay)
+            if shared.senderDelays.count > 128 { shared.senderDelays.removeFirst() }
+            return shared.sessions.count + shared.arriving.count
+        }
         if picture.isSync, let profile = Self.profile(sps: picture.sps) {
             shared.withLock { if let id = $0.stream?.id { $0.stream = (id, profile) } }
         }

@@ -118,7 +118,7 @@ final class LadderTests: XCTestCase {
         let proxy = try FaultProxy(upstream: port) { _, _ in .pass }
         defer { proxy.stop() }
         let chromium = try Chromium()
-        try chromium.open("http://127.0.0.1:\(proxy.port)/")
+        try chromium.open("http://127.0.0.1:\(proxy.port)/?mode=hls")
         var heights: [Int] = []
         /// Watches for up to two minutes until rung `height` has played two seconds of media.
         func watch(until height: Int) throws -> Bool {
@@ -160,7 +160,7 @@ final class LadderTests: XCTestCase {
         let (onair, port, out) = try serveSynthetic("ladder-heat", ["video.ladder=auto", "thermal.sensor=\(sensor)", "thermal.dwell_s=1"])
         _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
         let chromium = try Chromium()
-        try chromium.open("http://127.0.0.1:\(port)/")
+        try chromium.open("http://127.0.0.1:\(port)/?mode=ll")
         let firefox = try Firefox()
         try firefox.open("http://127.0.0.1:\(port)/")
         /// Firefox's media time, and whether its player failed.

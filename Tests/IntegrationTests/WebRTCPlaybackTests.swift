@@ -1,6 +1,9 @@
 import Foundation
 import TestSupport
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A real onair's live stream in a real browser over WHEP: Chromium offers, onair answers,
 /// ICE-lite, DTLS and SRTP come up, and the pictures decode as H.264.
@@ -10,7 +13,8 @@ final class WebRTCPlaybackTests: XCTestCase {
     static let page = """
         <!doctype html><body><script>
         window.state = null;
-        window.play = async function(base) {
+        // relay: a UDP port to reach onair through instead of its own (the test's lossy relay).
+        window.play = async function(base, relay) {
           const pc = new RTCPeerConnection();
           pc.addTransceiver('video', {direction: 'recvonly'});
           pc.addTransceiver('audio', {direction: 'recvonly'});
@@ -23,7 +27,8 @@ final class WebRTCPlaybackTests: XCTestCase {
           const text = await r.text();
           if (r.status != 201) throw new Error('POST /whep: ' + r.status + ' ' + text);
           window.resource = base + r.headers.get('Location');
-          await pc.setRemoteDescription({type: 'answer', sdp: text});
+          const sdp = relay ? text.replace(/ udp (\\d+) (\\S+) \\d+ typ host/g, (_, p, a) => ' udp ' + p + ' ' + a + ' ' + relay + ' typ host') : text;
+          await pc.setRemoteDescription({type: 'answer', sdp: sdp});
           window.pc = pc; window.video = video;
           return 'offered';
         };
@@ -35,14 +40,40 @@ final class WebRTCPlaybackTests: XCTestCase {
               out.framesDecoded = s.framesDecoded || 0; out.nackCount = s.nackCount || 0; out.packetsLost = s.packetsLost || 0;
               out.codec = (report.get(s.codecId) || {}).mimeType;
               out.freezeCount = s.freezeCount || 0; out.width = s.frameWidth; out.height = s.frameHeight;
+              out.packetsReceived = s.packetsReceived || 0; out.keyFramesDecoded = s.keyFramesDecoded || 0;
+              out.videoPlayout = s.estimatedPlayoutTimestamp;
             }
             if (s.type == 'inbound-rtp' && s.kind == 'audio') {
               out.audioCodec = (report.get(s.codecId) || {}).mimeType;
               out.samples = s.totalSamplesReceived || 0; out.concealed = s.concealedSamples || 0;
+              out.audioPlayout = s.estimatedPlayoutTimestamp;
             }
           });
           out.videoTime = window.video.currentTime;
           return JSON.stringify(out);
+        };
+        // n viewers in one page, each its own connection; how many pictures each decoded.
+        window.many = async function(base, n) {
+          window.viewers = [];
+          for (let i = 0; i < n; i++) {
+            const pc = new RTCPeerConnection();
+            pc.addTransceiver('video', {direction: 'recvonly'});
+            await pc.setLocalDescription(await pc.createOffer());
+            const r = await fetch(base + '/whep', {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: pc.localDescription.sdp});
+            if (r.status != 201) throw new Error('viewer ' + i + ': POST /whep: ' + r.status + ' ' + await r.text());
+            await pc.setRemoteDescription({type: 'answer', sdp: await r.text()});
+            window.viewers.push(pc);
+          }
+          return 'offered ' + n;
+        };
+        window.decodedByEach = async function() {
+          const counts = [];
+          for (const pc of window.viewers) {
+            let decoded = 0;
+            (await pc.getStats()).forEach(s => { if (s.type == 'inbound-rtp' && s.kind == 'video') decoded = s.framesDecoded || 0; });
+            counts.push(decoded);
+          }
+          return JSON.stringify(counts);
         };
         window.run = function(f, ...args) {
           window.state = null;
@@ -68,9 +99,64 @@ final class WebRTCPlaybackTests: XCTestCase {
         }
     }
 
+    /// Through a relay that loses 5 % of what onair sends and swaps some packets: Chromium
+    /// asks again (NACK), onair answers from its history, and the picture goes on.
+    func testNACKsRecoverFromLossAndReordering() throws {
+        let port = try startLive()
+        let status = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+        let webrtcPort = try XCTUnwrap((status?["webrtc"] as? [String: Any])?["port"] as? Int)
+        let relay = try LossyRelay(to: UInt16(webrtcPort), lossPercent: 5, reorderPercent: 3)
+        defer { relay.stop() }
+        let browser = try Chromium()
+        try browser.open("file://" + (try pageFile()))
+        XCTAssertEqual(try browser.evaluate("window.run(window.play, 'http://127.0.0.1:\(port)', \(relay.port))") as? String, "started")
+        XCTAssertEqual(try waitFor(browser, "window.state"), "offered")
+        var last: [String: Any] = [:]
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            _ = try browser.evaluate("window.run(window.stats)")
+            last = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [String: Any] ?? [:]
+            if (last["framesDecoded"] as? Int ?? 0) >= 150 && (last["nackCount"] as? Int ?? 0) > 0 { break }
+            usleep(250_000)
+        }
+        XCTAssertGreaterThanOrEqual(last["framesDecoded"] as? Int ?? 0, 150, "the picture goes on: \(last); relay \(relay.counts)")
+        XCTAssertGreaterThan(last["nackCount"] as? Int ?? 0, 0, "\(last)")
+        XCTAssertGreaterThan(relay.counts.dropped, 20, "\(relay.counts)")
+        XCTAssertGreaterThan(relay.counts.reordered, 5, "\(relay.counts)")
+        let session = try XCTUnwrap(try webrtcSessions(port).first)
+        XCTAssertGreaterThan(session["retransmitted"] as? Int ?? 0, 0, "\(session)")
+        XCTAssertGreaterThan(session["nacks"] as? Int ?? 0, 0, "\(session)")
+        XCTAssertNotNil(session["rtt_ms"] as? Double, "the round trip, from the browser's receiver reports: \(session)")
+    }
+
+    /// Twenty viewers at once (one page, twenty connections): every one gets pictures.
+    func testTwentyViewersAtOnce() throws {
+        let port = try startLive(["webrtc.max_viewers=20", "webrtc.max_viewers_per_address=20"])
+        let browser = try Chromium()
+        try browser.open("file://" + (try pageFile()))
+        XCTAssertEqual(try browser.evaluate("window.run(window.many, 'http://127.0.0.1:\(port)', 20)") as? String, "started")
+        XCTAssertEqual(try waitFor(browser, "window.state", seconds: 30), "offered 20")
+        var counts: [Int] = []
+        let deadline = Date().addingTimeInterval(40)
+        while Date() < deadline {
+            _ = try browser.evaluate("window.run(window.decodedByEach)")
+            counts = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [Int] ?? []
+            if counts.count == 20 && counts.allSatisfy({ $0 >= 30 }) { break }
+            usleep(500_000)
+        }
+        XCTAssertEqual(counts.count, 20)
+        XCTAssertTrue(counts.allSatisfy { $0 >= 30 }, "pictures decoded by each: \(counts)")
+        XCTAssertEqual(try webrtcSessions(port).filter { $0["connected"] as? Bool == true }.count, 20)
+        // The 21st is told to come back later.
+        let refused = try HTTPClient.request(port: port, "/whep", method: "POST", headers: ["Content-Type": "application/sdp"],
+                                             body: Array("v=0\r\n".utf8))
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertNotNil(refused.header("Retry-After"))
+    }
+
     /// A live synthetic stream with WebRTC on any port; its web server's port.
-    func startLive() throws -> UInt16 {
-        let (onair, port, _) = try serveSynthetic("webrtc", ["webrtc.port=0"])
+    func startLive(_ settings: [String] = []) throws -> UInt16 {
+        let (onair, port, _) = try serveSynthetic("webrtc", ["webrtc.port=0"] + settings)
         addTeardownBlock { _ = onair }
         var live = false
         for _ in 0..<120 where !live {
@@ -109,6 +195,23 @@ final class WebRTCPlaybackTests: XCTestCase {
         XCTAssertEqual(last["audioCodec"] as? String, "audio/opus", "\(last)")
         XCTAssertGreaterThan(last["samples"] as? Int ?? 0, 48_000, "\(last)")
         XCTAssertLessThan(Double(last["concealed"] as? Int ?? 0), 0.2 * Double(last["samples"] as? Int ?? 1), "\(last)")
+        // Lip sync: what plays now of each, on the board's capture clock (the browser's
+        // estimatedPlayoutTimestamp, through the sender reports' NTP↔RTP mapping), within
+        // 40 ms of each other.
+        // (The browser's synchronisation moves the picture's delay a step at a time: a few
+        // seconds in, it has settled.)
+        usleep(5_000_000)
+        var offsets: [Double] = []
+        for _ in 0..<20 {
+            _ = try browser.evaluate("window.run(window.stats)")
+            let now = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [String: Any] ?? [:]
+            if let video = now["videoPlayout"] as? Double, let audio = now["audioPlayout"] as? Double { offsets.append(video - audio) }
+            usleep(100_000)
+        }
+        XCTAssertGreaterThanOrEqual(offsets.count, 10, "estimatedPlayoutTimestamp of both tracks: \(last)")
+        let offset = offsets.sorted()[offsets.count / 2]
+        print("WebRTC lip sync: the picture plays \(offset) ms after the sound (median of \(offsets.count)): \(offsets)")
+        XCTAssertLessThanOrEqual(abs(offset), 40, "\(offsets)")
 
         // onair lists the session: connected, its media address, what it sent.
         let sessions = try webrtcSessions(port)
@@ -144,8 +247,8 @@ final class WebRTCPlaybackTests: XCTestCase {
     }
 
     /// A value the page sets when its promise settles (at most 10 s).
-    func waitFor(_ browser: Browser, _ expression: String) throws -> String {
-        let deadline = Date().addingTimeInterval(10)
+    func waitFor(_ browser: Browser, _ expression: String, seconds: Double = 10) throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let value = try browser.evaluate(expression) as? String {
                 if value.hasPrefix("error ") { throw Chromium.Failure(description: value) }
@@ -155,4 +258,54 @@ final class WebRTCPlaybackTests: XCTestCase {
         }
         throw Chromium.Failure(description: "\(expression) was never set")
     }
+}
+
+/// A UDP relay on loopback between a browser and onair's WebRTC port that loses and
+/// reorders some of what onair sends (RTP and RTCP; STUN and DTLS pass, so the session
+/// comes up as it would on a lossy link whose handshake got through), from a fixed seed.
+final class LossyRelay: @unchecked Sendable {  // the counts are read after the relay thread has been joined, or racily for a message
+    private let socket: UDPServer
+    let port: UInt16
+    private let onair: UInt16
+    private var stopped = false
+    private var thread: Thread?
+    private(set) var counts = (relayed: 0, dropped: 0, reordered: 0)
+
+    init(to onair: UInt16, lossPercent: UInt64, reorderPercent: UInt64) throws {
+        guard let socket = UDPServer() else { throw Chromium.Failure(description: "no UDP socket for the relay") }
+        self.socket = socket
+        port = socket.port
+        self.onair = onair
+        let thread = Thread { [self] in
+            let socket = self.socket
+            var random = SplitMix(seed: 31)
+            var browser: sockaddr_in?
+            var held: [UInt8]?
+            while !stopped {
+                guard let (bytes, from) = socket.receive() else { continue }
+                guard UInt16(bigEndian: from.sin_port) == onair else {
+                    browser = from
+                    _ = socket.send(bytes, toPort: onair)
+                    continue
+                }
+                guard let browser else { continue }
+                let media = (128...191).contains(bytes.first ?? 0)
+                let roll = random.next() % 100
+                if media && roll < lossPercent {
+                    counts.dropped += 1
+                } else if media && roll < lossPercent + reorderPercent && held == nil {
+                    held = bytes
+                    counts.reordered += 1
+                } else {
+                    socket.send(bytes, to: browser)
+                    if let earlier = held { socket.send(earlier, to: browser); held = nil }
+                    counts.relayed += 1
+                }
+            }
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    func stop() { stopped = true }
 }

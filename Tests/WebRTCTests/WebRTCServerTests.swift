@@ -1,5 +1,6 @@
 import Logging
 import Media
+import Threading
 import XCTest
 @testable import WebRTC
 
@@ -57,6 +58,29 @@ final class WebRTCServerTests: XCTestCase {
         XCTAssertTrue(full.contains("webrtc.max_viewers"), full)
         XCTAssertTrue(server.end(first))
         XCTAssertFalse(server.end("no-such-session"))
+    }
+
+    /// Thousands of offers from as many addresses: the places fill, the rest are refused,
+    /// and the log gets at most 20 lines a minute of it.
+    func testAFloodOfOffersIsRefusedWithoutFloodingTheLog() throws {
+        let lines = Locked(0)
+        let log = Log.silent { _, _, _ in lines.withLock { $0 += 1 } }
+        let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: 8, perAddress: 1),
+                                      certificate: try DTLSCertificate.generate(), log: log)
+        defer { server.stop() }
+        live(server)
+        let before = lines.withLock { $0 }
+        var accepted = 0, refused = 0
+        for n in 0..<2000 {
+            switch server.offer(offer(), client: "10.\(n / 65_536).\(n / 256 % 256).\(n % 256)") {
+            case .answer: accepted += 1
+            case .refused(503, _, 10): refused += 1
+            case .refused(let status, let message, _): XCTFail("\(status) \(message)")
+            }
+        }
+        XCTAssertEqual(accepted, 8)
+        XCTAssertEqual(refused, 1992)
+        XCTAssertLessThanOrEqual(lines.withLock { $0 } - before, 8 + WebRTCServer.refusalsPerMinute + 1, "offers logged, refusals capped")
     }
 
     func testBadOffersAreRefusedInOneLine() throws {
