@@ -71,9 +71,6 @@ public final class OpusEncoder {
 extension OpusEncoder {
     /// libopus, for `onair version`.
     public static var libraryVersion: LibraryVersion {
-        // "libopus 1.3.1": the number after the name.
-        let text = String(cString: opus_get_version_string())
-        return LibraryVersion("libopus", String(text.split(separator: " ").last ?? Substring(text)),
-                              debianSource: debianSource("opus", onair_debian_libopus()))
+        LibraryVersion("libopus", versionString: String(cString: opus_get_version_string()), debianSource: debianSource("opus", onair_debian_libopus()))
     }
 }

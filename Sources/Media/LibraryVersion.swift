@@ -14,6 +14,12 @@ public struct LibraryVersion: Sendable, Equatable {
         self.debianSource = debianSource
     }
 
+    /// A library whose version string names it first ("libopus 1.3.1", "libsrtp2 2.5.0"):
+    /// the number after the name.
+    public init(_ name: String, versionString: String, debianSource: String) {
+        self.init(name, String(versionString.split(separator: " ").last ?? Substring(versionString)), debianSource: debianSource)
+    }
+
     /// `libavcodec 59.37.100 (static, Debian ffmpeg 5.1.9-0+deb12u1)`.
     public var line: String {
         let origin = debianSource.isEmpty ? "shared" : "static, Debian \(debianSource)"

@@ -75,9 +75,7 @@ public final class SRTPSession {
 extension SRTPSession {
     /// libsrtp2, for `onair version`.
     public static var libraryVersion: LibraryVersion {
-        // "libsrtp2 2.5.0": the number after the name.
-        let text = String(cString: srtp_get_version_string())
-        return LibraryVersion("libsrtp2", String(text.split(separator: " ").last ?? Substring(text)),
-                              debianSource: debianSource("libsrtp2", onair_debian_libsrtp2()))
+        LibraryVersion("libsrtp2", versionString: String(cString: srtp_get_version_string()),
+                       debianSource: debianSource("libsrtp2", onair_debian_libsrtp2()))
     }
 }

@@ -17,6 +17,22 @@ protocol Browser: AnyObject {
     var playerLog: String { get }
 }
 
+extension Browser {
+    /// A value the page sets when its promise settles (at most `seconds`); one that says
+    /// "error …" is thrown.
+    func settled(_ expression: String, seconds: Double = 10) throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let value = try evaluate(expression) as? String {
+                if value.hasPrefix("error ") { throw Chromium.Failure(description: value) }
+                return value
+            }
+            usleep(20_000)
+        }
+        throw Chromium.Failure(description: "\(expression) was never set")
+    }
+}
+
 final class Chromium: Browser {
     struct Failure: Error, CustomStringConvertible { var description: String }
 

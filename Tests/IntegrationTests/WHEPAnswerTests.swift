@@ -22,7 +22,7 @@ final class WHEPAnswerTests: XCTestCase {
             </script>
             """.write(toFile: page, atomically: true, encoding: .utf8)
         try browser.open("file://" + page)
-        let offerText = try waitFor(browser, "window.step")
+        let offerText = try browser.settled("window.step")
         let offer = try SessionDescription(parsing: offerText)
         let local = WHEPAnswer.Local(credentials: .random(),
                                      fingerprint: "sha-256 " + (0..<32).map { String(format: "%02X", $0 * 7 % 256) }.joined(separator: ":"),
@@ -45,7 +45,7 @@ final class WHEPAnswerTests: XCTestCase {
             } catch (e) { 'thrown ' + e }
             """)
         XCTAssertEqual(started as? String, "started")
-        let result = try waitFor(browser, "window.step")
+        let result = try browser.settled("window.step")
         XCTAssertEqual(result, "stable | recvonly | 1", "negotiated; the rejected audio transceiver is stopped and gone\n\(text)")
         // The type chosen is one Chromium offered as H.264 in packetization-mode 1.
         let offered = offer.media[0]
@@ -53,16 +53,4 @@ final class WHEPAnswerTests: XCTestCase {
         XCTAssertEqual(offered.fmtp(String(answer.video.payloadType))["packetization-mode"], "1")
     }
 
-    /// A value the page sets when its promise settles (at most 10 s).
-    func waitFor(_ browser: Chromium, _ expression: String) throws -> String {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if let value = try browser.evaluate(expression) as? String {
-                if value.hasPrefix("error ") { throw Chromium.Failure(description: value) }
-                return value
-            }
-            usleep(20_000)
-        }
-        throw Chromium.Failure(description: "\(expression) was never set")
-    }
 }
