@@ -1,6 +1,7 @@
 import RTP
 import SDP
 import STUN
+import WebRTC
 
 /// The readers of the real-time outputs' datagrams (issue 31): anyone on the network can
 /// send them to the board's UDP port.
@@ -46,7 +47,7 @@ extension FuzzTargets {
     }()
 
     /// Session descriptions (RFC 8866) as a WHEP offer brings them: read, written back the
-    /// same, and asked for an H.264 payload type.
+    /// same, asked for an H.264 payload type, and answered (the answer reads back as written).
     static let sdp = FuzzTarget(name: "sdp", seeds: [
         Array("v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 102 39\r\nc=IN IP4 0.0.0.0\r\na=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\na=fingerprint:sha-256 3C:5B:96\r\na=setup:actpass\r\na=mid:0\r\na=extmap:6 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay\r\na=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=rtcp-fb:102 nack pli\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\na=rtpmap:39 H264/90000\r\na=fmtp:39 packetization-mode=1;profile-level-id=640c1f\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n".utf8)
     ], textual: true) { bytes in
@@ -57,7 +58,15 @@ extension FuzzTargets {
             _ = media.extensionID("http://www.webrtc.org/experiments/rtp-hdrext/playout-delay")
             _ = media.formats.map { (media.rtpmap($0), media.fmtp($0)) }
         }
+        if let answer = try? WHEPAnswer(offer: offer, local: whepLocal) {
+            guard (try? SessionDescription(parsing: answer.sdp.text)) == answer.sdp else { broken("a WHEP answer that does not read back as written") }
+        }
     }
+
+    static let whepLocal = WHEPAnswer.Local(credentials: ICECredentials(ufrag: "fuzzUFRG", password: "0123456789abcdefghijKLMN"),
+                                            fingerprint: "sha-256 AB:CD", candidates: [PeerAddress(address: [192, 0, 2, 1], port: 8189)],
+                                            videoSSRC: 1, cname: "fuzz", stream: H264Offer.Profile(profileIDC: 100, constraints: 0, levelIDC: 31),
+                                            audioSSRC: 2)
 
     /// RTCP compounds (RFC 3550 §6, RFC 4585 §6) as viewers send them: reports, NACKs,
     /// picture loss. A NACK never names more than the packet can.

@@ -94,7 +94,7 @@ final class WebRTCPlaybackTests: XCTestCase {
         let port = try startLive()
         try browser.open("file://" + (try pageFile()))
         XCTAssertEqual(try browser.evaluate("window.run(window.play, 'http://127.0.0.1:\(port)')") as? String, "started")
-        XCTAssertThrowsError(try waitFor(browser, "window.state")) { error in
+        XCTAssertThrowsError(try browser.settled("window.state")) { error in
             XCTAssertTrue("\(error)".contains("POST /whep: 406 the offer has no H.264"), "\(error)")
         }
     }
@@ -110,15 +110,8 @@ final class WebRTCPlaybackTests: XCTestCase {
         let browser = try Chromium()
         try browser.open("file://" + (try pageFile()))
         XCTAssertEqual(try browser.evaluate("window.run(window.play, 'http://127.0.0.1:\(port)', \(relay.port))") as? String, "started")
-        XCTAssertEqual(try waitFor(browser, "window.state"), "offered")
-        var last: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            _ = try browser.evaluate("window.run(window.stats)")
-            last = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [String: Any] ?? [:]
-            if (last["framesDecoded"] as? Int ?? 0) >= 150 && (last["nackCount"] as? Int ?? 0) > 0 { break }
-            usleep(250_000)
-        }
+        XCTAssertEqual(try browser.settled("window.state"), "offered")
+        let last = try stats(browser, seconds: 30) { ($0["framesDecoded"] as? Int ?? 0) >= 150 && ($0["nackCount"] as? Int ?? 0) > 0 }
         XCTAssertGreaterThanOrEqual(last["framesDecoded"] as? Int ?? 0, 150, "the picture goes on: \(last); relay \(relay.counts)")
         XCTAssertGreaterThan(last["nackCount"] as? Int ?? 0, 0, "\(last)")
         XCTAssertGreaterThan(relay.counts.dropped, 20, "\(relay.counts)")
@@ -129,18 +122,54 @@ final class WebRTCPlaybackTests: XCTestCase {
         XCTAssertNotNil(session["rtt_ms"] as? Double, "the round trip, from the browser's receiver reports: \(session)")
     }
 
+    /// Garbage on the WebRTC port while a viewer watches — STUN for sessions that do not
+    /// exist or with a forged integrity, DTLS records and RTP from strangers — is dropped
+    /// without an answer: the viewer's picture goes on, and so does the live stream.
+    func testGarbageOnThePortStopsNobody() throws {
+        let port = try startLive()
+        let status = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+        let webrtcPort = try XCTUnwrap((status?["webrtc"] as? [String: Any])?["port"] as? Int)
+        let browser = try Chromium()
+        try browser.open("file://" + (try pageFile()))
+        XCTAssertEqual(try browser.evaluate("window.run(window.play, 'http://127.0.0.1:\(port)')") as? String, "started")
+        XCTAssertEqual(try browser.settled("window.state"), "offered")
+        let before = try stats(browser, seconds: 20) { ($0["framesDecoded"] as? Int ?? 0) >= 30 }
+        let flood = try XCTUnwrap(UDPServer())
+        var random = SplitMix(seed: 5)
+        let stun: [UInt8] = [0, 1, 0, 8, 0x21, 0x12, 0xA4, 0x42] + Array(repeating: 9, count: 12) + [0, 6, 0, 4] + Array("ab:c".utf8)
+        var answered = 0
+        for n in 0..<20_000 {
+            var datagram: [UInt8]
+            switch n % 4 {
+            case 0: datagram = stun
+            case 1: datagram = [22, 0xFE, 0xFD] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &random) }
+            case 2: datagram = [0x80, 96] + (0..<200).map { _ in UInt8.random(in: 0...255, using: &random) }
+            default: datagram = (0..<Int(random.next() % 1400 + 1)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            }
+            flood.send(datagram, toPort: UInt16(webrtcPort))
+            if n % 1000 == 999, flood.receive() != nil { answered += 1 }
+        }
+        XCTAssertEqual(answered, 0, "nothing is answered to a stranger")
+        let decoded = before["framesDecoded"] as? Int ?? 0
+        let after = try stats(browser, seconds: 20) { ($0["framesDecoded"] as? Int ?? 0) >= decoded + 60 }
+        XCTAssertGreaterThanOrEqual(after["framesDecoded"] as? Int ?? 0, decoded + 60, "the picture went on: \(after)")
+        XCTAssertEqual(after["state"] as? String, "connected")
+        let streams = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
+        XCTAssertEqual(streams?["dropped_video_frames"] as? Int, 0, "the live stream dropped nothing")
+    }
+
     /// Twenty viewers at once (one page, twenty connections): every one gets pictures.
     func testTwentyViewersAtOnce() throws {
         let port = try startLive(["webrtc.max_viewers=20", "webrtc.max_viewers_per_address=20"])
         let browser = try Chromium()
         try browser.open("file://" + (try pageFile()))
         XCTAssertEqual(try browser.evaluate("window.run(window.many, 'http://127.0.0.1:\(port)', 20)") as? String, "started")
-        XCTAssertEqual(try waitFor(browser, "window.state", seconds: 30), "offered 20")
+        XCTAssertEqual(try browser.settled("window.state", seconds: 30), "offered 20")
         var counts: [Int] = []
         let deadline = Date().addingTimeInterval(40)
         while Date() < deadline {
             _ = try browser.evaluate("window.run(window.decodedByEach)")
-            counts = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [Int] ?? []
+            counts = try JSONSerialization.jsonObject(with: Data(try browser.settled("window.state").utf8)) as? [Int] ?? []
             if counts.count == 20 && counts.allSatisfy({ $0 >= 30 }) { break }
             usleep(500_000)
         }
@@ -178,15 +207,8 @@ final class WebRTCPlaybackTests: XCTestCase {
         let base = "http://127.0.0.1:\(port)"
         try browser.open("file://" + (try pageFile()))
         XCTAssertEqual(try browser.evaluate("window.run(window.play, '\(base)')") as? String, "started")
-        XCTAssertEqual(try waitFor(browser, "window.state"), "offered")
-        var last: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            _ = try browser.evaluate("window.run(window.stats)")
-            last = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [String: Any] ?? [:]
-            if (last["framesDecoded"] as? Int ?? 0) >= 60 { break }
-            usleep(250_000)
-        }
+        XCTAssertEqual(try browser.settled("window.state"), "offered")
+        let last = try stats(browser, seconds: 20) { ($0["framesDecoded"] as? Int ?? 0) >= 60 }
         XCTAssertGreaterThanOrEqual(last["framesDecoded"] as? Int ?? 0, 60, "\(last)")
         XCTAssertEqual(last["codec"] as? String, "video/H264")
         XCTAssertEqual(last["state"] as? String, "connected")
@@ -203,8 +225,7 @@ final class WebRTCPlaybackTests: XCTestCase {
         usleep(5_000_000)
         var offsets: [Double] = []
         for _ in 0..<20 {
-            _ = try browser.evaluate("window.run(window.stats)")
-            let now = try JSONSerialization.jsonObject(with: Data(try waitFor(browser, "window.state").utf8)) as? [String: Any] ?? [:]
+            let now = try stats(browser, seconds: 0) { _ in true }
             if let video = now["videoPlayout"] as? Double, let audio = now["audioPlayout"] as? Double { offsets.append(video - audio) }
             usleep(100_000)
         }
@@ -241,23 +262,23 @@ final class WebRTCPlaybackTests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request(port: port, resource, method: "DELETE").status, 404)
     }
 
+    /// The page's figures (window.stats), again every 250 ms until `done` or `seconds`
+    /// have passed: the last ones.
+    func stats(_ browser: Browser, seconds: Double, until done: ([String: Any]) -> Bool) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            _ = try browser.evaluate("window.run(window.stats)")
+            let last = try JSONSerialization.jsonObject(with: Data(try browser.settled("window.state").utf8)) as? [String: Any] ?? [:]
+            if done(last) || Date() >= deadline { return last }
+            usleep(250_000)
+        }
+    }
+
     func webrtcSessions(_ port: UInt16) throws -> [[String: Any]] {
         let status = try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any]
         return (status?["webrtc"] as? [String: Any])?["sessions"] as? [[String: Any]] ?? []
     }
 
-    /// A value the page sets when its promise settles (at most 10 s).
-    func waitFor(_ browser: Browser, _ expression: String, seconds: Double = 10) throws -> String {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let value = try browser.evaluate(expression) as? String {
-                if value.hasPrefix("error ") { throw Chromium.Failure(description: value) }
-                return value
-            }
-            usleep(20_000)
-        }
-        throw Chromium.Failure(description: "\(expression) was never set")
-    }
 }
 
 /// A UDP relay on loopback between a browser and onair's WebRTC port that loses and
