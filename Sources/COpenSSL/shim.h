@@ -3,6 +3,7 @@
 // built with --with-openssl and lists -l:libssl.a -l:libcrypto.a), the headers are
 // libssl-dev's.
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/opensslv.h>
@@ -122,11 +123,26 @@ static inline void onair_dtls_free(SSL *ssl) { SSL_free(ssl); }
 /// progress, -1 on failure.
 static inline int onair_dtls_step(SSL *ssl, const unsigned char *datagram, size_t length) {
     if (length > 0 && BIO_write(SSL_get_rbio(ssl), datagram, (int)length) != (int)length) return -1;
-    if (SSL_is_init_finished(ssl)) return 1;
+    if (SSL_is_init_finished(ssl)) {
+        // After the handshake DTLS-SRTP carries no data: whatever comes is read and
+        // dropped, so nothing piles up in the memory BIO; a close_notify ends the session.
+        unsigned char sink[2048];
+        int n;
+        while ((n = SSL_read(ssl, sink, sizeof sink)) > 0) {}
+        ERR_clear_error();
+        return SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN ? 2 : 1;
+    }
     int result = SSL_do_handshake(ssl);
     if (result == 1) return 1;
     int error = SSL_get_error(ssl, result);
     return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/// A close_notify alert into the outbox (RFC 6347 §4.2.7 via TLS's closure alerts): the
+/// peer learns at once that the session is over.
+static inline void onair_dtls_shutdown(SSL *ssl) {
+    if (SSL_is_init_finished(ssl)) SSL_shutdown(ssl);
+    ERR_clear_error();
 }
 
 /// What the endpoint has to send: up to `capacity` bytes of its outbox (0 when empty).

@@ -62,7 +62,17 @@ public final class DTLSEndpoint {
     public func receive(_ datagram: [UInt8] = []) throws -> [[UInt8]] {
         let result = datagram.withUnsafeBufferPointer { onair_dtls_step(ssl, $0.baseAddress, $0.count) }
         guard result >= 0 else { throw Failure.handshake }
-        if result == 1 { isConnected = true }
+        if result >= 1 { isConnected = true }
+        if result == 2 { isClosed = true }
+        return outgoing()
+    }
+
+    /// The peer sent close_notify: the session is over.
+    public private(set) var isClosed = false
+
+    /// A close_notify for the peer (nothing before the handshake is done).
+    public func close() -> [[UInt8]] {
+        onair_dtls_shutdown(ssl)
         return outgoing()
     }
 

@@ -80,6 +80,7 @@ final class Peer {
     func receiveDTLS(_ datagram: [UInt8], now: Int64) throws -> [[UInt8]] {
         if handshakeStarted == nil { handshakeStarted = now }
         let answer = try dtls.receive(datagram)
+        if dtls.isClosed { throw Failure.closed }
         if dtls.isConnected && srtp == nil {
             guard dtls.peerFingerprint == expectedFingerprint else { throw Failure.fingerprint }
             guard let keys = dtls.keys else { throw Failure.noSRTPProfile }
@@ -202,9 +203,10 @@ final class Peer {
     // MARK: Ending
 
     enum Failure: Error, CustomStringConvertible {
-        case fingerprint, noSRTPProfile
+        case fingerprint, noSRTPProfile, closed
         var description: String {
             switch self {
+            case .closed: return "the browser closed the session (DTLS close_notify)"
             case .fingerprint: return "the browser's DTLS certificate is not the one its offer named"
             case .noSRTPProfile: return "DTLS finished without an SRTP profile"
             }

@@ -140,6 +140,10 @@ extension WebRTCServer {
     }
 
     private func close(_ peer: Peer, viewers: Viewers, reason: String) {
+        // Told at once (a close_notify), rather than left to notice the silence.
+        if let media = peer.media, peer.connected, !peer.dtls.isClosed {
+            for datagram in peer.dtls.close() { send(datagram, to: media) }
+        }
         viewers.peers[peer.id] = nil
         viewers.byUfrag[peer.ice.local.ufrag] = nil
         if let media = peer.media { viewers.byAddress[PeerAddress(address: media.bytes, port: media.port)] = nil }

@@ -259,6 +259,10 @@ final class WebRTCPlaybackTests: XCTestCase {
             if remaining > 0 { usleep(100_000) }
         }
         XCTAssertEqual(remaining, 0, "DELETE ended the session")
+        // The browser notices: onair sent a close_notify and answers its checks no more
+        // (Chromium goes by the checks: "disconnected" about 7 s later).
+        let closed = try stats(browser, seconds: 15) { ($0["state"] as? String) != "connected" }
+        XCTAssertNotEqual(closed["state"] as? String, "connected", "\(closed)")
         XCTAssertEqual(try HTTPClient.request(port: port, resource, method: "DELETE").status, 404)
     }
 

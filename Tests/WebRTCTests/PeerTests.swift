@@ -116,6 +116,33 @@ final class PeerTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(peer.stats.roundTripMs), 100, accuracy: 0.1)
     }
 
+    /// After the handshake DTLS carries nothing: records are read and dropped (nothing
+    /// piles up), a close_notify from the browser ends the session, and the board sends
+    /// one when it ends a session.
+    func testCloseNotifyEndsTheSessionBothWays() throws {
+        let peer = try peer()
+        let browser = try DTLSEndpoint(certificate: browserCertificate, server: false)
+        var toBoard = try browser.receive()
+        for _ in 0..<10 where !(peer.connected && browser.isConnected) {
+            toBoard = try toBoard.flatMap { try peer.receiveDTLS($0, now: 0) }.flatMap { try browser.receive($0) }
+        }
+        XCTAssertTrue(peer.connected)
+        for _ in 0..<1000 { XCTAssertEqual(try peer.receiveDTLS([23, 0xFE, 0xFD] + Array(repeating: 0x5A, count: 1100), now: 0), []) }
+        let alert = browser.close()
+        XCTAssertFalse(alert.isEmpty)
+        XCTAssertThrowsError(try alert.flatMap { try peer.receiveDTLS($0, now: 0) }) {
+            XCTAssertEqual("\($0)", "the browser closed the session (DTLS close_notify)")
+        }
+        let other = try self.peer()
+        let second = try DTLSEndpoint(certificate: browserCertificate, server: false)
+        var flight = try second.receive()
+        for _ in 0..<10 where !(other.connected && second.isConnected) {
+            flight = try flight.flatMap { try other.receiveDTLS($0, now: 0) }.flatMap { try second.receive($0) }
+        }
+        _ = try other.dtls.close().flatMap { try second.receive($0) }
+        XCTAssertTrue(second.isClosed, "the browser hears the board close")
+    }
+
     func testABrowserWhoseCertificateIsNotTheOneItsOfferNamedIsDropped() throws {
         let peer = try peer(expecting: Array(repeating: 7, count: 32))
         XCTAssertThrowsError(try connect(peer)) { XCTAssertEqual("\($0)", "the browser's DTLS certificate is not the one its offer named") }
