@@ -26,6 +26,7 @@ time. Reported, median and 95th percentile over SECONDS each:
 """
 import json
 import os
+import random
 import re
 import socket
 import statistics
@@ -231,7 +232,9 @@ def first_frames(port, runs):
             if first is not None and browser.evaluate("video.dataset.player") == "webrtc":
                 out.append(first / 1000)
             browser.open("about:blank")
-            time.sleep(0.5)
+            # A random moment of the IDR period for the next opening: where in it a viewer
+            # arrives is what its wait for the next IDR depends on.
+            time.sleep(0.5 + random.random() * 2)
     finally:
         browser.close()
         subprocess.run(["rm", "-rf", work])
