@@ -50,22 +50,27 @@ extension WebServer {
         init(route: BodyRoute) { self.route = route }
     }
 
-    /// At the head: the route's upload, or the refusal it gets at once (a method the
-    /// route does not take, a body announced too large); nil when no route takes `url`.
-    func bodyRoute(_ url: String, method: String, header: (String) -> String?) -> Result<Upload, ReplyRefusal>? {
-        guard let route = bodyRoutes.first(where: { $0.takes(url) }) else { return nil }
-        guard route.methods.contains(method) else {
-            return .failure(ReplyRefusal(Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)),
-                                               headers: [("Allow", route.methods.joined(separator: ", "))])))
-        }
-        if let length = header("Content-Length"), Int(length).map({ $0 > route.maximumBody }) ?? true {
-            return .failure(ReplyRefusal(Reply(status: 413, body: .bytes(Array("a body of at most \(route.maximumBody) bytes\n".utf8)),
-                                               headers: [("Content-Type", "text/plain")])))
-        }
-        return .success(Upload(route: route))
+    /// What a body route makes of a request's head.
+    enum BodyHead {
+        case take(Upload)
+        /// Refused at once: a method the route does not take, a body announced too large.
+        case refuse(Reply)
     }
 
-    struct ReplyRefusal: Error { let reply: Reply; init(_ reply: Reply) { self.reply = reply } }
+    /// At the head: the route's upload, or the refusal it gets at once; nil when no route
+    /// takes `url`.
+    func bodyRoute(_ url: String, method: String, header: (String) -> String?) -> BodyHead? {
+        guard let route = bodyRoutes.first(where: { $0.takes(url) }) else { return nil }
+        guard route.methods.contains(method) else {
+            return .refuse(Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)),
+                                 headers: [("Allow", route.methods.joined(separator: ", "))]))
+        }
+        if let length = header("Content-Length"), Int(length).map({ $0 > route.maximumBody }) ?? true {
+            return .refuse(Reply(status: 413, body: .bytes(Array("a body of at most \(route.maximumBody) bytes\n".utf8)),
+                                 headers: [("Content-Type", "text/plain")]))
+        }
+        return .take(Upload(route: route))
+    }
 
     /// A piece of the body: kept while it fits the route's bound.
     func receive(_ upload: Upload, data: UnsafePointer<CChar>?, size: Int) {

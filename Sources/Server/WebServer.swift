@@ -250,12 +250,12 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                                          headers: [("Content-Type", "text/plain")]), on: connection)
             }
             switch server.bodyRoute(String(cString: url!), method: method, header: server.headerReader(connection)) {
-            case .success(let upload)?:
+            case .take(let upload)?:
                 state.pointee = Unmanaged<AnyObject>.passRetained(upload).toOpaque()
                 return .YES
-            case .failure(let refusal)?:
+            case .refuse(let reply)?:
                 state.pointee = nil
-                return server.send(refusal.reply, on: connection)
+                return server.send(reply, on: connection)
             case nil:
                 break
             }
