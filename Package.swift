@@ -64,6 +64,9 @@ let package = Package(
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
+        // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
+        // transports. Pure: no I/O.
+        .target(name: "RTSP", dependencies: ["Media"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
         .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
@@ -98,7 +101,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["System", "RTP", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["System", "RTP", "RTSP", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -109,6 +112,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),

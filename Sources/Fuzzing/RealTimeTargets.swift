@@ -1,4 +1,5 @@
 import RTP
+import RTSP
 import SDP
 import STUN
 import WebRTC
@@ -83,4 +84,27 @@ extension FuzzTargets {
             }
         }
     }()
+
+    /// RTSP requests (RFC 2326) from a connection, split at every byte count the fuzzer
+    /// picks: the same messages as the whole; every Transport header taken or refused.
+    static let rtsp = FuzzTarget(name: "rtsp", seeds: [
+        Array("OPTIONS rtsp://192.168.1.20:8554/live RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: Lavf59.27.100\r\n\r\n".utf8),
+        Array("SETUP rtsp://h/live/trackID=0 RTSP/1.0\r\nTransport: RTP/AVP;unicast;client_port=5000-5001,RTP/AVP/TCP;interleaved=0-1\r\nCSeq: 3\r\n\r\n$\u{1}\0\u{3}abc".utf8),
+        Array("SET_PARAMETER rtsp://h/live RTSP/1.0\r\nCSeq: 4\r\nContent-Length: 5\r\n\r\nhello".utf8),
+    ], textual: true) { bytes in
+        var whole = RTSPParser()
+        guard let all = try? whole.feed(bytes) else { return }
+        var pieces = RTSPParser()
+        var split: [RTSPMessage] = []
+        let step = max(1, bytes.count / 3)
+        for start in stride(from: 0, to: bytes.count, by: step) {
+            guard let some = try? pieces.feed(Array(bytes[start..<min(bytes.count, start + step)])) else { broken("RTSP split refused what whole was taken") }
+            split += some
+        }
+        guard split == all else { broken("RTSP messages differ when the bytes come in pieces") }
+        for case .request(let request) in all {
+            _ = request.cseq
+            _ = try? RTSPTransport.choose(request.header("Transport"))
+        }
+    }
 }
