@@ -53,7 +53,7 @@ extension WebRTCServer {
     }
 
     private func receive(_ datagram: [UInt8], from source: SocketAddress, viewers: Viewers, now: Int64) {
-        let address = PeerAddress(address: source.bytes, port: source.port)
+        let address = PeerAddress(source)
         switch DatagramKind(datagram) {
         case .stun:
             guard let received = try? STUNMessage.parse(datagram), let ufrag = ICELiteSession.localUfrag(of: received),
@@ -146,7 +146,7 @@ extension WebRTCServer {
         }
         viewers.peers[peer.id] = nil
         viewers.byUfrag[peer.ice.local.ufrag] = nil
-        if let media = peer.media { viewers.byAddress[PeerAddress(address: media.bytes, port: media.port)] = nil }
+        if let media = peer.media { viewers.byAddress[PeerAddress(media)] = nil }
         log.emit(.webrtcEnded, level: .info, [("session", peer.id), ("reason", reason), ("packets", peer.stats.packets),
                                               ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)])
         publish(viewers, now: monotonicNanoseconds())
@@ -156,7 +156,7 @@ extension WebRTCServer {
     private func publish(_ viewers: Viewers, now: Int64) {
         var table: [String: SessionStatus] = [:]
         for peer in viewers.peers.values {
-            let media = peer.media.map { PeerAddress(address: $0.bytes, port: $0.port).description }
+            let media = peer.media.map { PeerAddress($0).description }
             table[peer.id] = SessionStatus(id: peer.id, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
                                            connected: peer.connected, packets: peer.stats.packets, bytes: peer.stats.bytes,
                                            audioPackets: peer.stats.audioPackets, nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
@@ -175,4 +175,9 @@ extension WebRTCServer {
     static func ntpMiddle(now: Int64) -> UInt32 {
         UInt32(truncatingIfNeeded: RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime()) >> 16)
     }
+}
+
+extension PeerAddress {
+    /// A datagram's sender as the socket reported it (an IPv4-mapped address as IPv4).
+    init(_ socket: SocketAddress) { self.init(address: socket.bytes, port: socket.port) }
 }

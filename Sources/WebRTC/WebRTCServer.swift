@@ -261,13 +261,12 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
 
     public func picture(_ picture: RealTimePicture) {
         let delay = KernelClock.monotonic() - picture.captureTime
+        let profile = picture.isSync ? Self.profile(sps: picture.sps) : nil
         let viewers = shared.withLock { shared -> Int in
             shared.senderDelays.append(delay)
             if shared.senderDelays.count > 128 { shared.senderDelays.removeFirst() }
+            if let profile, let id = shared.stream?.id { shared.stream = (id, profile) }
             return shared.sessions.count + shared.arriving.count
-        }
-        if picture.isSync, let profile = Self.profile(sps: picture.sps) {
-            shared.withLock { if let id = $0.stream?.id { $0.stream = (id, profile) } }
         }
         guard viewers > 0, let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
         let payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
