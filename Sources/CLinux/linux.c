@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/timex.h>
 #include <linux/falloc.h>
 #include "onair_linux.h"
@@ -18,6 +19,13 @@ int onair_reserve(int fd, int64_t offset, int64_t length) {
 
 int onair_pipe(int ends[2], int nonblocking) {
     return pipe2(ends, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
+}
+
+int onair_accept(int socket, void *address, unsigned int *length) {
+    socklen_t size = *length;
+    int fd = accept4(socket, (struct sockaddr *)address, &size, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    *length = size;
+    return fd;
 }
 
 int onair_mkostemp(char *name_template) {

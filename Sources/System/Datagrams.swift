@@ -76,7 +76,7 @@ extension FileDescriptor {
         return socket
     }
 
-    private func setOption(_ level: Int32, _ name: Int32, _ value: Int32) throws {
+    func setOption(_ level: Int32, _ name: Int32, _ value: Int32) throws {
         var value = value
         _ = try once { setsockopt(rawValue, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) }
     }

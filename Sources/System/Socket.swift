@@ -6,7 +6,7 @@ import Glibc
 /// what the web server binds.
 public struct SocketAddress: Sendable {
     public let isIPv6: Bool
-    private let storage: sockaddr_storage
+    let storage: sockaddr_storage
 
     /// nil when `host` is not a numeric address of its family (no name is looked up).
     public init?(numeric host: String, port: UInt16, ipv6: Bool) {

@@ -1,4 +1,5 @@
 import STUN
+import System
 
 /// Where a datagram came from: an IPv4 (4 bytes) or IPv6 (16 bytes) address and a port.
 public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
@@ -10,15 +11,7 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     }
     /// The address as text: `192.168.1.20`, `2001:db8:0:0:0:0:0:1` (groups uncompressed),
     /// as an SDP candidate line carries it.
-    public var host: String {
-        if address.count == 4 { return address.map { String($0) }.joined(separator: ".") }
-        var groups: [String] = []
-        for index in stride(from: 0, to: address.count - 1, by: 2) {
-            let group = UInt16(address[index]) << 8 | UInt16(address[index + 1])
-            groups.append(String(group, radix: 16))
-        }
-        return groups.joined(separator: ":")
-    }
+    public var host: String { SocketAddress.host(address) }
 
     /// `192.168.1.20:8189`, `[2001:db8:0:0:0:0:0:1]:8189`.
     public var description: String { address.count == 4 ? "\(host):\(port)" : "[\(host)]:\(port)" }

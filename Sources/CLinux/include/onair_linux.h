@@ -16,6 +16,10 @@ int onair_reserve(int fd, int64_t offset, int64_t length);
 /// pipe2(2) (GNU): both ends O_CLOEXEC, and O_NONBLOCK when `nonblocking`. 0 or -1 (errno).
 int onair_pipe(int ends[2], int nonblocking);
 
+/// accept4(2) (GNU) with SOCK_NONBLOCK and SOCK_CLOEXEC: the connection, or -1 (errno).
+/// `address` takes a struct sockaddr_storage; `length` its size in, the address's out.
+int onair_accept(int socket, void *address, unsigned int *length);
+
 /// mkostemp(3) (GNU) with O_CLOEXEC: the descriptor, or -1 (errno).
 int onair_mkostemp(char *name_template);
 
