@@ -68,7 +68,7 @@ final class Pipeline: Sendable {
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
         webrtc = Self.openWebRTC(settings, log: log)
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
-                                   liveEdge: liveEdge, realTime: webrtc, log: log)
+                                   liveEdge: liveEdge, realTime: webrtc.map { [$0] } ?? [], log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -171,7 +171,7 @@ final class Pipeline: Sendable {
     /// The session on the settings' profiles; what it stores goes to the publisher, the
     /// storage keeper and the live bit rate.
     private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
-                                    clock: any WallClock, liveEdge: LiveEdge?, realTime: RealTimeOutput?, log: Log) -> Session {
+                                    clock: any WallClock, liveEdge: LiveEdge?, realTime: [RealTimeOutput], log: Log) -> Session {
         Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, realTime: realTime,
                 makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)

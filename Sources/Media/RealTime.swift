@@ -1,4 +1,4 @@
-/// An encoded picture on its way to a real-time output (WebRTC now, RTSP next): the live
+/// An encoded picture on its way to the real-time outputs (WebRTC, RTSP): the live
 /// stream's access unit as its encoder made it — no copy, no second encoder — with the
 /// capture time RTP's timestamps and abs-capture-time come from.
 public struct RealTimePicture: Sendable {
@@ -22,14 +22,61 @@ public struct RealTimePicture: Sendable {
     }
 }
 
+/// A live stream as a real-time output learns of it when it begins.
+public struct RealTimeStream: Sendable, Equatable {
+    public var id: String
+    /// The live AAC's AudioSpecificConfig (ISO/IEC 14496-3 §1.6.2.1), rate and channels;
+    /// nil for a stream without sound.
+    public var audio: Audio?
+
+    public struct Audio: Sendable, Equatable {
+        public var config: [UInt8]
+        public var sampleRate: Int
+        public var channels: Int
+        public init(config: [UInt8], sampleRate: Int, channels: Int) {
+            self.config = config
+            self.sampleRate = sampleRate
+            self.channels = channels
+        }
+    }
+
+    public init(id: String, audio: Audio? = nil) {
+        self.id = id
+        self.audio = audio
+    }
+}
+
+/// One AAC access unit of the live stream (raw, no ADTS header) and when its first
+/// sample was captured: the same sound HLS carries, for an output that sends AAC (RTSP).
+public struct RealTimeSound: Sendable {
+    public var accessUnit: [UInt8]
+    /// CLOCK_MONOTONIC ns.
+    public var captureTime: Int64
+
+    public init(accessUnit: [UInt8], captureTime: Int64) {
+        self.accessUnit = accessUnit
+        self.captureTime = captureTime
+    }
+}
+
 /// What consumes the live stream as it is encoded, sample by sample, on the live output's
-/// thread: each call must return at once (hand the work to a thread of its own).
+/// thread: each call must return at once (hand the work to a thread of its own). The live
+/// stream feeds every output it is given the same access units (no second encoder).
 public protocol RealTimeOutput: AnyObject, Sendable {
-    /// A live stream began: pictures that follow are `id`'s.
-    func began(stream id: String)
+    /// A live stream began: what follows is `stream`'s.
+    func began(_ stream: RealTimeStream)
     func picture(_ picture: RealTimePicture)
+    /// The live stream's AAC as encoded (RTSP).
+    func encodedSound(_ sound: RealTimeSound)
     /// The microphone's sound as captured, for an output with an encoder of its own (Opus).
     func sound(_ chunk: AudioChunk)
     /// The stream ended (ENDLIST): nothing comes until the next `began`.
     func ended(stream id: String)
+}
+
+extension RealTimeOutput {
+    /// An output that sends no AAC ignores it.
+    public func encodedSound(_ sound: RealTimeSound) {}
+    /// An output without an encoder of its own ignores the captured sound.
+    public func sound(_ chunk: AudioChunk) {}
 }

@@ -51,11 +51,11 @@ public final class Session: Sendable {
     private let names: StreamNames
     /// The live stream's parts, for the built-in server's low-latency playlist.
     private let liveEdge: LiveEdge?
-    /// The real-time viewers' sender (WebRTC), fed the live stream as it is encoded.
-    private let realTime: RealTimeOutput?
+    /// The real-time senders (WebRTC, RTSP), each fed the live stream as it is encoded.
+    private let realTime: [RealTimeOutput]
 
     public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(), liveEdge: LiveEdge? = nil,
-                realTime: RealTimeOutput? = nil, makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
+                realTime: [RealTimeOutput] = [], makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
         self.liveEdge = liveEdge

@@ -1,6 +1,7 @@
 import Codecs
 import Logging
 import Media
+import RTP
 
 /// The Opus encoder of WebRTC's sound and the samples not yet a whole 20 ms frame, on the
 /// live output's thread (inside a lock the UDP thread never takes). It exists only while
@@ -49,7 +50,7 @@ struct OpusState {
         var offset = 0
         while pending.count - offset >= frame {
             if let packet = try? encoder.encode(pending[offset..<(offset + frame)]) {
-                out.append(OutgoingAudio(payload: packet, rtpTimestamp: WebRTCServer.opusTimestamp(pendingStart - lookahead)))
+                out.append(OutgoingAudio(payload: packet, rtpTimestamp: RTPClock.timestamp(pendingStart - lookahead, rate: 48_000)))
             }
             offset += frame
             pendingStart += 20_000_000

@@ -131,7 +131,7 @@ extension WebRTCServer {
         guard now >= viewers.nextReports else { return }
         viewers.nextReports = now + 1_000_000_000
         let ntp = RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime())
-        let (video, audio) = (Self.rtpTimestamp(now), Self.opusTimestamp(now))
+        let (video, audio) = (RTPClock.video(now), RTPClock.timestamp(now, rate: 48_000))
         for peer in viewers.peers.values {
             guard let target = peer.media else { continue }
             for report in peer.senderReports(ntpTime: ntp, videoTime: video, audioTime: audio) { send(report, to: target) }

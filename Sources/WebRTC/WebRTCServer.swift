@@ -65,7 +65,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     let ssrc: UInt32
     let packetizer = H264Packetizer()
     let shared = Locked(Shared())
-    private let refusals = Locked((minute: Int64(0), count: 0, suppressed: 0))
+    private let refusals = RefusalLog(perMinute: WebRTCServer.refusalsPerMinute)
     let opus: Locked<OpusState>
     let audioSSRC: UInt32
 
@@ -204,17 +204,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     /// One line per refusal, at most `refusalsPerMinute` a minute: thousands of offers
     /// thrown at the board must not flood its log (the rest are counted in the next line).
     private func refuse(_ status: Int, _ message: String, client: String, retryAfter: Int? = nil) -> OfferResult {
-        let minute = monotonicNanoseconds() / 60_000_000_000
-        let (emit, suppressed) = refusals.withLock { refusals -> (Bool, Int) in
-            if refusals.minute != minute { refusals = (minute, 0, refusals.suppressed) }
-            refusals.count += 1
-            guard refusals.count <= Self.refusalsPerMinute else { refusals.suppressed += 1; return (false, 0) }
-            defer { refusals.suppressed = 0 }
-            return (true, refusals.suppressed)
-        }
-        if emit {
-            log.emit(.webrtcRefused, level: .warn, [("client", client), ("status", status), ("reason", message), ("suppressed_before", suppressed)])
-        }
+        refusals.emit(.webrtcRefused, to: log, [("client", client), ("status", status), ("reason", message)])
         return .refused(status: status, message: message, retryAfter: retryAfter)
     }
 
@@ -255,8 +245,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
 
     // MARK: The live stream (the live output's thread)
 
-    public func began(stream id: String) {
-        shared.withLock { $0.stream = (id, nil) }
+    public func began(_ stream: RealTimeStream) {
+        shared.withLock { $0.stream = (stream.id, nil) }
     }
 
     public func picture(_ picture: RealTimePicture) {
@@ -271,7 +261,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         guard viewers > 0, let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
         let payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
         let wallOffset = KernelClock.realtime() - KernelClock.monotonic()
-        let frame = OutgoingFrame(payloads: payloads, rtpTimestamp: Self.rtpTimestamp(picture.captureTime), isSync: picture.isSync,
+        let frame = OutgoingFrame(payloads: payloads, rtpTimestamp: RTPClock.video(picture.captureTime), isSync: picture.isSync,
                                   captureNTP: RTCPPacket.ntpTime(unixNanoseconds: picture.captureTime + wallOffset))
         shared.withLock { shared in
             if shared.frames.count >= Self.queuedFrames {
@@ -307,18 +297,5 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
 
     public func ended(stream id: String) {
         shared.withLock { if $0.stream?.id == id { $0.stream = nil } }
-    }
-
-    /// The 48 kHz RTP clock of Opus (RFC 7587 §4.1, whatever the rate encoded).
-    static func opusTimestamp(_ nanoseconds: Int64) -> UInt32 {
-        let ticks = (nanoseconds / 125_000) &* 6 &+ (nanoseconds % 125_000) * 6 / 125_000
-        return UInt32(truncatingIfNeeded: ticks)
-    }
-
-    /// The 90 kHz RTP clock of a CLOCK_MONOTONIC time (RFC 3550 §5.1: a timestamp from
-    /// the sampling instant), wrapping modulo 2³²; split so no product overflows.
-    static func rtpTimestamp(_ nanoseconds: Int64) -> UInt32 {
-        let ticks = (nanoseconds / 100_000) &* 9 &+ (nanoseconds % 100_000) * 9 / 100_000
-        return UInt32(truncatingIfNeeded: ticks)
     }
 }

@@ -1,6 +1,7 @@
 import Codecs
 import Logging
 import Media
+import RTP
 import XCTest
 @testable import WebRTC
 
@@ -22,10 +23,10 @@ final class OpusStateTests: XCTestCase {
         XCTAssertTrue(packets.allSatisfy { !$0.payload.isEmpty && $0.payload.count < 400 })
         // 960 ticks of the 48 kHz clock apart, the first at the capture time less the look-ahead.
         XCTAssertEqual(packets.map { $0.rtpTimestamp &- packets[0].rtpTimestamp }, [0, 960, 1920, 2880, 3840])
-        XCTAssertEqual(packets[0].rtpTimestamp, WebRTCServer.opusTimestamp(start - lookahead))
+        XCTAssertEqual(packets[0].rtpTimestamp, RTPClock.timestamp(start - lookahead, rate: 48_000))
         // A chunk a second later (the microphone was away): frames start at its own time.
         let later = state.encode(chunk(960, at: start + 2_000_000_000), log: .silent())
-        XCTAssertEqual(later.map(\.rtpTimestamp), [WebRTCServer.opusTimestamp(start + 2_000_000_000 - lookahead)])
+        XCTAssertEqual(later.map(\.rtpTimestamp), [RTPClock.timestamp(start + 2_000_000_000 - lookahead, rate: 48_000)])
     }
 
     /// 16 kHz is encoded as it is; RTP's clock stays 48 kHz (RFC 7587 §4.1).
@@ -36,11 +37,5 @@ final class OpusStateTests: XCTestCase {
         XCTAssertEqual(packets[1].rtpTimestamp &- packets[0].rtpTimestamp, 960)
         // 44.1 kHz is not a rate Opus takes: nothing, and one warning.
         XCTAssertEqual(state.encode(chunk(882, at: 0, rate: 44_100), log: .silent()).count, 0)
-    }
-
-    func testTheClocksAreTheCaptureTimeAt90And48kHz() {
-        XCTAssertEqual(WebRTCServer.opusTimestamp(1_000_000_000), 48_000)
-        XCTAssertEqual(WebRTCServer.opusTimestamp(20_000_000), 960)
-        XCTAssertEqual(WebRTCServer.opusTimestamp(Int64.max), UInt32(truncatingIfNeeded: (Int64.max / 125_000) * 6 + (Int64.max % 125_000) * 6 / 125_000))
     }
 }

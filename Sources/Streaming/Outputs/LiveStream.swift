@@ -25,9 +25,9 @@ final class LiveStream {
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
     /// `edge` gets the parts for the built-in server's low-latency playlist.
-    /// `realTime` gets the top rung's pictures and the captured sound as they come.
+    /// Each of `realTime` gets the top rung's pictures and the sound as they come.
     init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
-         edge: LiveEdge? = nil, realTime: RealTimeOutput? = nil, observer: @escaping (StreamEvent) -> Void) throws {
+         edge: LiveEdge? = nil, realTime: [RealTimeOutput] = [], observer: @escaping (StreamEvent) -> Void) throws {
         let encoder = origin.encoder
         let rate = Int64(profile.output.sampleRate)
         let ladder = encoder.videos.count > 1
@@ -65,7 +65,7 @@ final class LiveStream {
         // microphone that stopped delivering it would stop, and players with it. Sound a
         // whole segment late is made up with silence (the muxed segmenter writes its
         // pictures without it instead).
-        let sinks: [EncodedSink] = [packager] + (realTime.map { [RealTimeSink(output: $0, origin: origin, id: start.id)] } ?? [])
+        let sinks: [EncodedSink] = [packager] + realTime.map { RealTimeSink(output: $0, origin: origin, id: start.id) }
         stream = EncodedStream(origin: origin, sinks: sinks, marksDiscontinuities: true,
                                silenceAfterTicks: ladder ? profile.segmentTicks : nil)
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),

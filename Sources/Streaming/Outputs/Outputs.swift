@@ -125,7 +125,7 @@ final class EncodingOutput: StreamOutput {
 
     /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
     static func live(_ profile: LiveProfile, prerollSeconds: Double, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
-                     edge: LiveEdge?, realTime: RealTimeOutput? = nil, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
+                     edge: LiveEdge?, realTime: [RealTimeOutput] = [], observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         EncodingOutput(
             name: "live", output: profile.output, rungs: profile.rungSettings, prerollSeconds: prerollSeconds, log: log,
             makeEncoder: { frame, dating, opened in

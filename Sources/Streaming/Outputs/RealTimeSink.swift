@@ -2,10 +2,11 @@ import HLS
 import Media
 import System
 
-/// The live stream's samples to a real-time output (WebRTC): the top rung encoded now,
-/// each picture with its capture time and the parameter sets a viewer who joins at its
-/// IDR needs, and the microphone's sound as captured. Pictures more than a second old
-/// (the pre-roll, held since before the press) are not real time and are left out.
+/// The live stream's samples to a real-time output (WebRTC, RTSP): the top rung encoded
+/// now, each picture with its capture time and the parameter sets a viewer who joins at
+/// its IDR needs, the AAC as encoded, and the microphone's sound as captured. Samples
+/// more than a second old (the pre-roll, held since before the press) are not real time
+/// and are left out.
 final class RealTimeSink: EncodedSink {
     private let output: RealTimeOutput
     private let origin: StreamOrigin
@@ -20,7 +21,10 @@ final class RealTimeSink: EncodedSink {
         self.origin = origin
         self.id = id
         topRung = origin.encoder.topRung
-        output.began(stream: id)
+        let audio = origin.encoder.audio.map {
+            RealTimeStream.Audio(config: $0.audioSpecificConfig, sampleRate: $0.settings.sampleRate, channels: $0.settings.channels)
+        }
+        output.began(RealTimeStream(id: id, audio: audio))
     }
 
     func append(video sample: EncodedSample) throws {
@@ -32,7 +36,12 @@ final class RealTimeSink: EncodedSink {
                                        sps: encoder.sps, pps: encoder.pps))
     }
 
-    func append(audio sample: EncodedSample) throws {}
+    func append(audio sample: EncodedSample) throws {
+        guard let rate = origin.encoder.audio?.settings.sampleRate else { return }
+        let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Int64(rate))
+        guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
+        output.encodedSound(RealTimeSound(accessUnit: sample.data, captureTime: captured))
+    }
 
     func captured(_ chunk: AudioChunk) { output.sound(chunk) }
 
