@@ -65,8 +65,8 @@ let package = Package(
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
-        // transports. Pure: no I/O.
-        .target(name: "RTSP", dependencies: ["Media"]),
+        // transports, and the server (one thread for every client).
+        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
         .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
@@ -112,7 +112,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Media"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),

@@ -7,19 +7,23 @@ import WebRTC
 /// The readers of the real-time outputs' datagrams (issue 31): anyone on the network can
 /// send them to the board's UDP port.
 extension FuzzTargets {
-    /// RTP packets (RFC 3550, RFC 8285 extensions) and their H.264 payloads (RFC 6184): a
-    /// packet that parses writes back to one that parses the same.
+    /// RTP packets (RFC 3550, RFC 8285 extensions) and their H.264 (RFC 6184) and AAC
+    /// (RFC 3640) payloads: a packet that parses writes back to one that parses the same.
     static let rtp: FuzzTarget = {
         var stream = RTPStream(ssrc: 0x1234_5678, payloadType: 96, clockRate: 90_000, firstSequence: 65_534, timestampOffset: 7)
         let idr: [UInt8] = [0x65] + (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let units: [[UInt8]] = [[0x67, 0x42, 0xC0, 0x1F], [0x68, 0xCE, 0x3C, 0x80], idr, [0x41, 1, 2, 3]]
         let payloads = H264Packetizer().payloads(units.map { $0[...] })
         let packets = stream.packets(payloads, timestamp: 3000, extensions: [.init(id: 1, data: [0, 0, 0]), .init(id: 15, data: [1, 2])])
-        return FuzzTarget(name: "rtp", seeds: packets.map { $0.serialized() }, textual: false) { bytes in
+        let sound = stream.packets(AACPacketizer().payloads([0x21, 0x10, 0x05, 0x40]), timestamp: 1024)
+        return FuzzTarget(name: "rtp", seeds: (packets + sound).map { $0.serialized() }, textual: false) { bytes in
             guard let packet = try? RTPPacket(parsing: bytes) else { return }
             guard (try? RTPPacket(parsing: packet.serialized())) == packet else { broken("an RTP packet that does not write back as it read") }
             var depacketizer = H264Depacketizer()
             _ = depacketizer.push(packet)
+            if let units = AACPacketizer.accessUnits(packet.payload), units.reduce(0, { $0 + $1.count }) > packet.payload.count {
+                broken("RFC 3640 access units longer than their payload")
+            }
         }
     }()
 
@@ -86,7 +90,8 @@ extension FuzzTargets {
     }()
 
     /// RTSP requests (RFC 2326) from a connection, split at every byte count the fuzzer
-    /// picks: the same messages as the whole; every Transport header taken or refused.
+    /// picks: the same messages as the whole; every Transport header taken or refused;
+    /// every URL read as an rtsp:// base, a path and a track of two digits at most.
     static let rtsp = FuzzTarget(name: "rtsp", seeds: [
         Array("OPTIONS rtsp://192.168.1.20:8554/live RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: Lavf59.27.100\r\n\r\n".utf8),
         Array("SETUP rtsp://h/live/trackID=0 RTSP/1.0\r\nTransport: RTP/AVP;unicast;client_port=5000-5001,RTP/AVP/TCP;interleaved=0-1\r\nCSeq: 3\r\n\r\n$\u{1}\0\u{3}abc".utf8),
@@ -105,6 +110,11 @@ extension FuzzTargets {
         for case .request(let request) in all {
             _ = request.cseq
             _ = try? RTSPTransport.choose(request.header("Transport"))
+            if let target = RTSPTarget(request.uri) {
+                guard target.base.lowercased().hasPrefix("rtsp://"), target.path.hasPrefix("/"), (0...99).contains(target.track ?? 0) else {
+                    broken("RTSP URL \(request.uri.prefix(80)) read as \(target.base) \(target.path) \(target.track ?? -1)")
+                }
+            }
         }
     }
 }

@@ -1,0 +1,283 @@
+import Foundation
+import Logging
+import Media
+import RTP
+import System
+import TestSupport
+import Threading
+import XCTest
+@testable import RTSP
+
+/// The server as a client on a socket sees it: every method, its order, its refusals, the
+/// media that follow PLAY. The pictures are fed as the live output would feed them.
+final class RTSPServerTests: XCTestCase {
+    static let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1F, 0x8C, 0x8D, 0x40]
+    static let pps: [UInt8] = [0x68, 0xCE, 0x3C, 0x80]
+    static let audio = RealTimeStream.Audio(config: [0x11, 0x90], sampleRate: 48_000, channels: 2)
+
+    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, log: Log = .silent()) throws -> RTSPServer {
+        let server = try RTSPServer(settings: .init(host: "127.0.0.1", port: 0, maxClients: maxClients, perAddress: perAddress,
+                                                    sessionTimeoutSeconds: timeout), log: log)
+        addTeardownBlock { server.stop() }
+        return server
+    }
+
+    func live(_ server: RTSPServer, id: String = "boot-1", audio: Bool = true) {
+        server.began(RealTimeStream(id: id, audio: audio ? Self.audio : nil))
+        picture(server, sync: true)
+    }
+
+    func picture(_ server: RTSPServer, sync: Bool, at time: Int64 = KernelClock.monotonic()) {
+        let unit: [UInt8] = sync ? [0x65, 0x88, 0x84, 0x00] : [0x41, 0x9A, 0x02]
+        server.picture(RealTimePicture(accessUnit: [0, 0, 0, UInt8(unit.count)] + unit, captureTime: time, isSync: sync, sps: Self.sps, pps: Self.pps))
+    }
+
+    func testAClientDescribesSetsUpPlaysAndGetsMediaFromTheNextIDR() throws {
+        let server = try server()
+        live(server)
+        let client = try XCTUnwrap(Client(port: server.port))
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        XCTAssertEqual(client.request("OPTIONS", base).headers["public"], "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER")
+        let described = client.request("DESCRIBE", base, ["Accept": "application/sdp"])
+        XCTAssertEqual(described.status, 200)
+        XCTAssertEqual(described.headers["content-base"], base + "/")
+        XCTAssertEqual(described.headers["content-type"], "application/sdp")
+        XCTAssertTrue(described.body.contains("sprop-parameter-sets=\(Base64.encode(Self.sps)),\(Base64.encode(Self.pps))"), described.body)
+        XCTAssertTrue(described.body.contains("a=rtpmap:97 mpeg4-generic/48000/2"), described.body)
+        let video = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"])
+        XCTAssertEqual(video.status, 200)
+        XCTAssertTrue(video.headers["transport"]?.hasPrefix("RTP/AVP/TCP;unicast;interleaved=0-1;ssrc=") ?? false)
+        let session = try XCTUnwrap(video.headers["session"]?.split(separator: ";").first.map(String.init))
+        XCTAssertEqual(video.headers["session"], "\(session);timeout=60")
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=1", ["Transport": "RTP/AVP/TCP;unicast;interleaved=2-3", "Session": session]).status, 200)
+        let played = client.request("PLAY", base + "/", ["Session": session, "Range": "npt=0.000-"])
+        XCTAssertEqual(played.status, 200)
+        let info = try XCTUnwrap(played.headers["rtp-info"])
+        XCTAssertTrue(info.hasPrefix("url=\(base)/trackID=0;seq="), info)
+        let firstSequence = try XCTUnwrap(info.split(separator: ",")[0].split(separator: ";")[1].split(separator: "=").last.flatMap { UInt16($0) })
+
+        // A picture that is not an IDR, and sound before the IDR, are not sent; the IDR
+        // comes after a sender report on each track, numbered from RTP-Info's seq.
+        try waitUntil { server.sessions.first?.playing == true }
+        picture(server, sync: false)
+        server.encodedSound(RealTimeSound(accessUnit: [0x21, 0x10, 0x05], captureTime: KernelClock.monotonic()))
+        let time = KernelClock.monotonic()
+        picture(server, sync: true, at: time)
+        server.encodedSound(RealTimeSound(accessUnit: [0x21, 0x10, 0x06], captureTime: time))
+        var received: [(UInt8, [UInt8])] = []
+        while received.filter({ $0.0 == 0 || $0.0 == 2 }).count < 2, let next = client.interleaved() { received.append(next) }
+        XCTAssertEqual(received.prefix(3).map(\.0), [1, 3, 0], "reports on 1 and 3, then the IDR on 0")
+        XCTAssertEqual(received.map(\.0).filter { $0 % 2 == 0 }, [0, 2], "then the sound on 2")
+        let reports = try received.filter { $0.0 == 1 || $0.0 == 3 }.map { try RTCPPacket.parse($0.1) }
+        guard case .senderReport(let report) = reports[0].first else { return XCTFail("\(reports)") }
+        XCTAssertEqual(report.packetCount, 0)
+        let idr = try RTPPacket(parsing: received[2].1)
+        XCTAssertEqual(idr.sequenceNumber, firstSequence)
+        XCTAssertEqual(idr.payloadType, 96)
+        XCTAssertEqual(idr.timestamp, RTPClock.video(time))
+        XCTAssertTrue(idr.marker)
+        XCTAssertEqual(idr.payload.first.map { $0 & 0x1F }, 24, "SPS, PPS and the IDR in one STAP-A")
+        let sound = try RTPPacket(parsing: try XCTUnwrap(received.last { $0.0 == 2 }).1)
+        XCTAssertEqual(sound.payloadType, 97)
+        XCTAssertEqual(sound.timestamp, RTPClock.timestamp(time, rate: 48_000))
+        XCTAssertEqual(AACPacketizer.accessUnits(sound.payload), [[0x21, 0x10, 0x06]])
+
+        XCTAssertEqual(client.request("GET_PARAMETER", base + "/", ["Session": session]).status, 200)
+        XCTAssertEqual(client.request("PAUSE", base + "/", ["Session": session]).status, 200)
+        XCTAssertEqual(client.request("TEARDOWN", base + "/", ["Session": session]).status, 200)
+        XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 454, "the session is gone")
+        try waitUntil { server.sessions.isEmpty }
+    }
+
+    func testUDPClientsGetPacketsAtTheirPortsFromTheServersPair() throws {
+        let server = try server()
+        live(server, audio: false)
+        XCTAssertEqual(server.mediaPorts.rtp % 2, 0)
+        XCTAssertEqual(server.mediaPorts.rtcp, server.mediaPorts.rtp + 1)
+        let rtp = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)))
+        let rtcp = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)))
+        let ports = (try rtp.boundAddress().port, try rtcp.boundAddress().port)
+        let client = try XCTUnwrap(Client(port: server.port))
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=1", ["Transport": "RTP/AVP;unicast;client_port=5000-5001"]).status, 404,
+                       "no sound in this stream")
+        let setUp = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP;multicast,RTP/AVP;unicast;client_port=\(ports.0)-\(ports.1)"])
+        XCTAssertEqual(setUp.status, 200)
+        XCTAssertTrue(setUp.headers["transport"]?.contains("server_port=\(server.mediaPorts.rtp)-\(server.mediaPorts.rtcp)") ?? false)
+        let session = try XCTUnwrap(setUp.headers["session"]?.split(separator: ";").first.map(String.init))
+        XCTAssertEqual(client.request("PLAY", base, ["Session": session]).status, 200)
+        try waitUntil { server.sessions.first?.playing == true }
+        picture(server, sync: true)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        let packet = try XCTUnwrap(receive(on: rtp, &buffer))
+        XCTAssertEqual(packet.from.port, server.mediaPorts.rtp)
+        XCTAssertEqual(try RTPPacket(parsing: packet.bytes).payloadType, 96)
+        let report = try XCTUnwrap(receive(on: rtcp, &buffer))
+        XCTAssertEqual(report.from.port, server.mediaPorts.rtcp)
+        XCTAssertEqual(server.sessions.first?.transport, "udp")
+        // The client goes (killed: its connection closes): its session ends at once.
+        client.close()
+        try waitUntil { server.sessions.isEmpty }
+    }
+
+    func testRequestsOutOfOrderOrMalformedGetTheirStatus() throws {
+        let server = try server()
+        let base = { (port: UInt16) in "rtsp://127.0.0.1:\(port)/live" }(server.port)
+        let client = try XCTUnwrap(Client(port: server.port))
+        XCTAssertEqual(client.request("DESCRIBE", base).status, 503, "nothing live yet")
+        live(server, audio: false)
+        XCTAssertEqual(client.request("DESCRIBE", "rtsp://127.0.0.1/elsewhere").status, 404)
+        XCTAssertEqual(client.request("DESCRIBE", "rtsp://127.0.0.1/streams/boot-1").status, 200)
+        XCTAssertEqual(client.request("DESCRIBE", "rtsp://127.0.0.1/streams/boot-2").status, 404)
+        XCTAssertEqual(client.request("PLAY", base, [:]).status, 454, "PLAY before SETUP")
+        XCTAssertEqual(client.request("PLAY", base, ["Session": "12345"]).status, 454)
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=7", ["Transport": "RTP/AVP/TCP;interleaved=0-1"]).status, 404)
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP;multicast"]).status, 461)
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;interleaved=300-301"]).status, 461)
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", [:]).status, 461)
+        XCTAssertEqual(client.request("ANNOUNCE", base).status, 405)
+        XCTAssertEqual(client.request("FROBNICATE", base).status, 501)
+        XCTAssertEqual(client.request("OPTIONS", "*").status, 200)
+        // No CSeq: 400, and the connection stays.
+        client.socket.send("OPTIONS \(base) RTSP/1.0\r\n\r\n")
+        XCTAssertEqual(client.response()?.status, 400)
+        XCTAssertEqual(client.request("OPTIONS", base).status, 200)
+        // HTTP on the RTSP port: 505, then the connection is closed.
+        client.socket.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(client.response()?.status, 505)
+        try waitUntil { client.socket.isClosedByPeer }
+        // A head past 8 KiB: 413, closed.
+        let other = try XCTUnwrap(Client(port: server.port))
+        other.socket.send("OPTIONS \(base) RTSP/1.0\r\nCSeq: 1\r\nX: " + String(repeating: "a", count: 10_000))
+        XCTAssertEqual(other.response()?.status, 413)
+        try waitUntil { other.socket.isClosedByPeer }
+    }
+
+    /// Connections over the limit — in all, or from one address — are told 503 at once and
+    /// closed; another address is still served.
+    func testClientsAreLimitedInAllAndPerAddress() throws {
+        let server = try server(maxClients: 3, perAddress: 2)
+        live(server)
+        let first = try XCTUnwrap(Client(port: server.port)), second = try XCTUnwrap(Client(port: server.port))
+        XCTAssertEqual(first.request("OPTIONS", "*").status, 200)
+        XCTAssertEqual(second.request("OPTIONS", "*").status, 200)
+        let third = try XCTUnwrap(Client(port: server.port))
+        XCTAssertEqual(third.response()?.status, 503)
+        try waitUntil { third.socket.isClosedByPeer }
+        let elsewhere = try XCTUnwrap(Client(port: server.port, from: "127.0.0.2"))
+        XCTAssertEqual(elsewhere.request("OPTIONS", "*").status, 200)
+        let fourth = try XCTUnwrap(Client(port: server.port, from: "127.0.0.3"))
+        XCTAssertEqual(fourth.response()?.status, 503, "three in all")
+    }
+
+    /// Nothing heard for the session timeout: the connection and its session are ended.
+    func testASilentClientIsEndedAfterTheTimeout() throws {
+        let ended = Locked<[String]>([])
+        let server = try server(timeout: 1, log: .silent { event, _, fields in
+            if event == .rtspEnded { ended.withLock { $0.append("\(fields.first { $0.0 == "reason" }?.1 ?? "")") } }
+        })
+        live(server)
+        let client = try XCTUnwrap(Client(port: server.port))
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;interleaved=0-1"]).status, 200)
+        try waitUntil { client.socket.isClosedByPeer }
+        XCTAssertEqual(ended.withLock { $0 }, ["nothing heard for 1 s"])
+        XCTAssertTrue(server.sessions.isEmpty)
+    }
+
+    private func receive(on socket: FileDescriptor, _ buffer: inout [UInt8]) throws -> (bytes: [UInt8], from: SocketAddress)? {
+        let deadline = KernelClock.monotonic() + 10_000_000_000
+        while KernelClock.monotonic() < deadline {
+            if let (count, from) = try socket.receiveDatagram(into: &buffer) { return (Array(buffer[0..<count]), from) }
+            _ = try Poll.wait(socket, for: .readable, timeoutMs: 100)
+        }
+        return nil
+    }
+
+    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) throws {
+        let deadline = KernelClock.monotonic() + 15_000_000_000
+        while !condition() {
+            guard KernelClock.monotonic() < deadline else { return XCTFail("not within 15 s", file: file, line: line) }
+            _ = try? Poll.wait([], timeoutMs: 20)
+        }
+    }
+}
+
+/// An RTSP client as plain as a test needs: requests with CSeq, responses and
+/// interleaved frames read from one buffer in the order they come.
+final class Client {
+    let socket: RawSocket
+    private var buffer: [UInt8] = []
+    private var cseq = 0
+
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+    }
+
+    init?(port: UInt16, from source: String = "127.0.0.1") {
+        guard let socket = RawSocket(port: port, from: source, timeoutMilliseconds: 5000) else { return nil }
+        self.socket = socket
+    }
+
+    func close() { shutdown(socket.fd, Int32(SHUT_RDWR)) }
+
+    func request(_ method: String, _ uri: String, _ headers: [String: String] = [:]) -> Response {
+        cseq += 1
+        var text = "\(method) \(uri) RTSP/1.0\r\nCSeq: \(cseq)\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
+        socket.send(text + "\r\n")
+        return response() ?? Response(status: 0, headers: [:], body: "")
+    }
+
+    /// The next response (interleaved frames before it are skipped).
+    func response() -> Response? {
+        while true {
+            while buffer.first == UInt8(ascii: "$") {
+                guard let frame = takeFrame() else { break }
+                _ = frame
+            }
+            if buffer.first != UInt8(ascii: "$"), let end = buffer.firstRange(of: [13, 10, 13, 10]) {
+                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+                var headers: [String: String] = [:]
+                for line in head.dropFirst() {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                let length = Int(headers["content-length"] ?? "0") ?? 0
+                if buffer.count >= end.upperBound + length {
+                    let body = String(decoding: buffer[end.upperBound..<(end.upperBound + length)], as: UTF8.self)
+                    buffer.removeFirst(end.upperBound + length)
+                    let status = head[0].split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+                    return Response(status: status, headers: headers, body: body)
+                }
+            }
+            guard fill() else { return nil }
+        }
+    }
+
+    /// The next interleaved frame: its channel and payload.
+    func interleaved() -> (UInt8, [UInt8])? {
+        while true {
+            if let frame = takeFrame() { return frame }
+            guard fill() else { return nil }
+        }
+    }
+
+    private func takeFrame() -> (UInt8, [UInt8])? {
+        guard buffer.count >= 4, buffer[0] == UInt8(ascii: "$") else { return nil }
+        let length = Int(buffer[2]) << 8 | Int(buffer[3])
+        guard buffer.count >= 4 + length else { return nil }
+        defer { buffer.removeFirst(4 + length) }
+        return (buffer[1], Array(buffer[4..<(4 + length)]))
+    }
+
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = chunk.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[..<n]
+        return true
+    }
+}
