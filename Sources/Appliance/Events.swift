@@ -37,6 +37,7 @@ extension Event {
     static let publishResumed = Event("publish.resumed")
     static let serverListening = Event("server.listening")
     static let webrtcUnavailable = Event("webrtc.unavailable", console: true)
+    static let rtspUnavailable = Event("rtsp.unavailable", console: true)
     static let signalReceived = Event("signal.received")
     static let sourceSelected = Event("source.selected")
     static let sourceStarted = Event("source.started")

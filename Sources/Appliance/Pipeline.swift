@@ -12,6 +12,7 @@ import Server
 import Spool
 import Streaming
 import Threading
+import RTSP
 import WebRTC
 
 /// Everything after the preview: what the deferred start brings up once the first frame
@@ -37,6 +38,7 @@ final class Pipeline: Sendable {
     let liveEdge: LiveEdge?
     /// WHEP viewers of the live stream (only with a web server to take their offers).
     let webrtc: WebRTCServer?
+    let rtsp: RTSPServer?
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
@@ -67,8 +69,10 @@ final class Pipeline: Sendable {
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
         webrtc = Self.openWebRTC(settings, log: log)
+        rtsp = Self.openRTSP(settings, log: log)
+        let realTime: [RealTimeOutput] = [webrtc as RealTimeOutput?, rtsp].compactMap { $0 }
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
-                                   liveEdge: liveEdge, realTime: webrtc.map { [$0] } ?? [], log: log)
+                                   liveEdge: liveEdge, realTime: realTime, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -226,6 +230,19 @@ final class Pipeline: Sendable {
         }
     }
 
+    /// The RTSP server on the web server's address; one that cannot be had (the port
+    /// taken) does not stop the appliance: it says why once.
+    private static func openRTSP(_ settings: Settings, log: Log) -> RTSPServer? {
+        guard let listen = settings.listen, let port = settings.rtspPort, let address = try? ListenAddress(listen) else { return nil }
+        do {
+            return try RTSPServer(settings: .init(host: address.host, port: port, maxClients: settings.rtspClients,
+                                                  perAddress: settings.rtspClientsPerAddress), log: log)
+        } catch {
+            log(.rtspUnavailable, level: .error, ("problem", "\(error)"), ("action", "no RTSP; HLS and WebRTC are served"))
+            return nil
+        }
+    }
+
     /// `POST /whep`, `DELETE /whep/session/<id>`, … on the web server.
     private static func whep(_ webrtc: WebRTCServer) -> WebServer.BodyRoute {
         WebServer.BodyRoute(prefix: WHEPResource.prefix, maximumBody: WHEPResource.maximumOffer, methods: WHEPResource.methods) { request in
@@ -300,6 +317,9 @@ final class Pipeline: Sendable {
             ladder: ladder, webrtc: webrtc.map {
                 StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,
                                             sessions: $0.sessions, pictureAfterCaptureMs: $0.pictureAfterCaptureMs)
+            }, rtsp: rtsp.map {
+                StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
+                                          sessions: $0.sessions)
             })
     }
 
@@ -333,6 +353,7 @@ final class Pipeline: Sendable {
         }
         server?.stop()
         webrtc?.stop()
+        rtsp?.stop()
         return session.error
     }
 }

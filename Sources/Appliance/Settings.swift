@@ -73,6 +73,15 @@ public struct Settings: Sendable, Equatable {
     /// `webrtc.max_viewers_per_address`: what one address (a household behind one router)
     /// may hold, so one client cannot lock the others out.
     public var webrtcViewersPerAddress = 4
+    /// `rtsp.port`: RTSP (TCP) on the web server's address (0: any; nil: RTSP off).
+    public var rtspPort: UInt16? = 8554
+    /// `rtsp.max_clients`; nil (`auto`): five per core, at least ten — a client costs
+    /// the RTP headers of its packets, no thread and no encryption.
+    public var rtspMaxClients: Int?
+    public var rtspClients: Int { rtspMaxClients ?? max(10, 5 * ThisProcess.processorCount) }
+    /// `rtsp.max_clients_per_address`: an NVR opens a few (record, detect); far more from
+    /// one address is one client locking the others out.
+    public var rtspClientsPerAddress = 8
     /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
     public var deviceName: String?
     /// `server.token`: the bearer token the control API wants; none: control is off.

@@ -35,6 +35,7 @@ enum StatusPage {
             ("upload queue", status.publish.map { "\($0.pendingSegments) segments" } ?? "no destination"),
             ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
             ("WebRTC viewers", status.webrtc.map { "\($0.sessions.count) of \($0.maxViewers)" } ?? "off"),
+            ("RTSP clients", status.rtsp.map { "\($0.sessions.count) of \($0.maxClients) (port \($0.port))" } ?? "off"),
             ("last error", status.lastError ?? "none")
         ]
         let table = rows.map { "<tr><th>\(escape($0.0))</th><td>\(escape($0.1))</td></tr>" }.joined()

@@ -3,6 +3,7 @@ import Media
 import Publishing
 import Recording
 import Threading
+import RTSP
 import WebRTC
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and
@@ -88,6 +89,24 @@ struct StatusSnapshot {
     var ladder: (live: [String], dropped: [String])? = nil
     /// WebRTC: the port, the certificate's fingerprint, the limit and the sessions now.
     var webrtc: WebRTCStatus? = nil
+    /// RTSP: the ports, the limit and the sessions now.
+    var rtsp: RTSPStatus? = nil
+
+    struct RTSPStatus {
+        var port: UInt16
+        var mediaPorts: [UInt16]
+        var maxClients: Int
+        var sessions: [RTSPServer.SessionStatus]
+
+        var json: JSON {
+            JSON.fields(["port": Int(port), "rtp_ports": mediaPorts.map(Int.init), "max_clients": maxClients,
+                         "sessions": sessions.map { session in
+                             JSON.fields(["id": session.id, "client": session.client, "transport": session.transport, "playing": session.playing,
+                                          "age_seconds": Double(session.ageMs / 100) / 10, "packets": session.packets, "bytes": session.bytes,
+                                          "dropped_pictures": session.dropped])
+                         }])
+        }
+    }
 
     struct WebRTCStatus {
         var port: UInt16
@@ -120,7 +139,7 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "last_error": lastError, "temperature_c": temperatureC,
-            "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json,
+            "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes
@@ -147,6 +166,7 @@ struct StatusSnapshot {
         metric("clock_synchronized", "gauge", "1 while an NTP daemon keeps the wall clock synchronised.",
                clock.map { $0.synchronized ? 1 : 0 })
         metric("webrtc_viewers", "gauge", "WebRTC (WHEP) sessions now.", webrtc.map { Double($0.sessions.count) })
+        metric("rtsp_clients", "gauge", "RTSP sessions now.", rtsp.map { Double($0.sessions.count) })
         metric("frames_in_total", "counter", "Frames handed to the outputs.", Double(framesIn))
         metric("segments_stored_total", "counter", "Live media segments stored.", Double(segmentsStored))
         metric("segment_bytes_total", "counter", "Bytes of live media segments stored.", Double(segmentBytes))

@@ -8,6 +8,7 @@ import Codecs
 import Media
 import Spool
 import Streaming
+import System
 
 final class ConfigTests: XCTestCase {
     func settings(_ text: String) throws -> Settings {
@@ -79,6 +80,20 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(set.thermal.sensor?.name, "/sys/class/thermal/thermal_zone3/temp")
         XCTAssertEqual(try settings("[thermal]\nsensor = off").thermal.sensor, nil)
         XCTAssertEqual(DeviceChoice.auto.name, nil)
+    }
+
+    /// RTSP's port (any, off), its limits (auto: five per core, at least ten), and a port
+    /// out of range named by its key.
+    func testRTSPKeys() throws {
+        XCTAssertEqual(Settings().rtspPort, 8554)
+        XCTAssertEqual(Settings().rtspClients, max(10, 5 * ThisProcess.processorCount))
+        let s = try settings("[rtsp]\nport = 0\nmax_clients = 3\nmax_clients_per_address = 2\n")
+        XCTAssertEqual(s.rtspPort, 0)
+        XCTAssertEqual(s.rtspClients, 3)
+        XCTAssertEqual(s.rtspClientsPerAddress, 2)
+        XCTAssertNil(try settings("rtsp.port = off\n").rtspPort)
+        XCTAssertThrowsError(try settings("rtsp.port = 70000\n")) { XCTAssertEqual("\($0)", "onair.conf:1: rtsp.port: expected an integer in 0…65535, got '70000'") }
+        XCTAssertThrowsError(try settings("rtsp.max_clients = 0\n")) { XCTAssertTrue("\($0)".hasPrefix("onair.conf:1: rtsp.max_clients:"), "\($0)") }
     }
 
     func testMinimumFreeForms() throws {

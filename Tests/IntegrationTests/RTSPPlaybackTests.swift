@@ -1,0 +1,112 @@
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real onair's live stream read over RTSP by the clients NVRs and hubs are built on:
+/// FFmpeg (Frigate, Home Assistant) over TCP and UDP, GStreamer's rtspsrc, many at once.
+final class RTSPPlaybackTests: XCTestCase {
+    /// onair on the synthetic camera and microphone, and its RTSP URL.
+    func serve(_ name: String, _ settings: [String] = []) throws -> (onair: Child, port: UInt16, url: String, stream: String) {
+        let (onair, port, _) = try serveSynthetic(name, settings)
+        let line = try XCTUnwrap(onair.waitForLog("event=rtsp.listening"), onair.stderr)
+        let rtsp = try XCTUnwrap(logValue(line, "port"))
+        let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        let stream = try XCTUnwrap(streams.first?["id"] as? String)
+        return (onair, port, "rtsp://127.0.0.1:\(rtsp)/live", stream)
+    }
+
+    /// ffmpeg copies 6 s (180 pictures) of the stream over each transport; decoded back, every picture's
+    /// index band follows the one before (nothing lost or repeated), and each second's
+    /// flash and beep are within a frame of each other — the sender reports put sound and
+    /// picture on one clock. (`-copyts` keeps the stream's own times: ffmpeg's parser gives
+    /// the first picture from any RTSP source no time — its "Timestamps are unset" warning
+    /// — and shifting the rest to it would misplace the sound.)
+    func testFFmpegGetsEveryFrameAndTheSoundInSyncOverTCPAndUDP() throws {
+        let (onair, _, url, _) = try serve("rtsp-ffmpeg", ["video.quality=high"])
+        defer { onair.signal(SIGTERM); onair.wait() }
+        let scratch = try temporaryDirectory("rtsp-ffmpeg-out")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for transport in ["tcp", "udp"] {
+            let file = "\(scratch)/\(transport).mkv"
+            let copied = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-copyts", "-rtsp_transport", transport, "-i", url, "-frames:v", "180", "-c", "copy", "-y", file])
+            XCTAssertEqual(copied.status, 0, copied.stderr)
+            XCTAssertEqual(copied.stderr, "", "\(transport): ffmpeg said nothing was wrong")
+            let m = try measure(file, scratch: "\(scratch)/\(transport)", firstAudioFrame: nil)
+            XCTAssertEqual(m.indices.count, 180, transport)
+            XCTAssertEqual(Array(m.indices.dropFirst()), m.indices.dropLast().map { $0 &+ 1 }, "\(transport): consecutive pictures")
+            XCTAssertGreaterThanOrEqual(m.flashFrames.count, 4, transport)
+            let flashes = m.flashFrames.filter { $0 > 0 }.map { m.pts[$0] }
+            // Each flash has its beep (a beep cut at the start of the copy has no flash).
+            for flash in flashes {
+                let onset = try XCTUnwrap(m.onsets.min { abs($0 - flash) < abs($1 - flash) }, transport)
+                XCTAssertEqual(onset, flash, accuracy: 1.0 / 30, "\(transport): A/V within one frame")
+            }
+        }
+    }
+
+    func testGStreamersRTSPSourcePlaysPictureAndSound() throws {
+        let (onair, _, url, _) = try serve("rtsp-gstreamer")
+        defer { onair.signal(SIGTERM); onair.wait() }
+        for transport in ["tcp", "udp"] {
+            let played = try runTool("/usr/bin/gst-launch-1.0", [
+                "rtspsrc", "location=\(url)", "protocols=\(transport)", "name=s",
+                "s.", "!", "rtph264depay", "!", "avdec_h264", "!", "fakesink", "num-buffers=90",
+                "s.", "!", "rtpmp4gdepay", "!", "avdec_aac", "!", "fakesink", "num-buffers=120",
+            ], seconds: 60)
+            let output = String(decoding: played.stdout, as: UTF8.self)
+            XCTAssertEqual(played.status, 0, output + played.stderr)
+            XCTAssertTrue(output.contains("Got EOS from element"), "\(transport): both sinks had their buffers\n" + output + played.stderr)
+            XCTAssertFalse(output.contains("ERROR"), output)
+        }
+    }
+
+    /// Ten RTSP clients at once (TCP and UDP) while two HLS viewers read the playlist: each
+    /// gets the stream, and /api/status shows all ten.
+    func testTenClientsAtOnceWhileHLSViewersWatch() throws {
+        let (onair, port, url, stream) = try serve("rtsp-ten", ["rtsp.max_clients_per_address=16"])
+        defer { onair.signal(SIGTERM); onair.wait() }
+        let scratch = try temporaryDirectory("rtsp-ten-out")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let hls = try (0..<2).map { n in
+            try Child("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/streams/\(stream)/index.m3u8", "-t", "8", "-c", "copy", "-y", "\(scratch)/hls\(n).ts"])
+        }
+        let clients = try (0..<10).map { n in
+            try Child("/usr/bin/ffmpeg", ["-v", "error", "-rtsp_transport", n % 2 == 0 ? "tcp" : "udp", "-i", url, "-t", "5", "-c", "copy", "-y",
+                                          "\(scratch)/client\(n).mkv"])
+        }
+        var most = 0
+        let deadline = Date().addingTimeInterval(30)
+        while clients.contains(where: { $0.process.isRunning }) && Date() < deadline {
+            let sessions = (try apiStatus(port: port)["rtsp"] as? [String: Any])?["sessions"] as? [[String: Any]] ?? []
+            most = max(most, sessions.filter { $0["playing"] as? Bool == true }.count)
+            usleep(200_000)
+        }
+        XCTAssertEqual(most, 10, "ten playing at once")
+        for (n, client) in clients.enumerated() {
+            XCTAssertEqual(client.wait(seconds: 60).status, 0, client.stderr)
+            let packets = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
+                                                           "stream=nb_read_packets", "-of", "csv=p=0", "\(scratch)/client\(n).mkv"])
+            XCTAssertGreaterThanOrEqual(Int(String(decoding: packets.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 120,
+                                        "client \(n)")
+        }
+        for viewer in hls { XCTAssertEqual(viewer.wait(seconds: 60).status, 0, viewer.stderr) }
+    }
+
+    /// A client killed mid-stream (no TEARDOWN) is reaped at once: its connection closed.
+    func testAClientKilledMidStreamIsReaped() throws {
+        let (onair, port, url, _) = try serve("rtsp-killed")
+        defer { onair.signal(SIGTERM); onair.wait() }
+        let client = try Child("/usr/bin/ffmpeg", ["-v", "error", "-rtsp_transport", "udp", "-i", url, "-f", "null", "-"])
+        func sessions() throws -> [[String: Any]] { (try apiStatus(port: port)["rtsp"] as? [String: Any])?["sessions"] as? [[String: Any]] ?? [] }
+        let deadline = Date().addingTimeInterval(30)
+        while try sessions().first?["playing"] as? Bool != true && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(try sessions().count, 1)
+        client.signal(SIGKILL)
+        client.wait()
+        XCTAssertNotNil(onair.waitForLog("event=rtsp.ended", seconds: 10), onair.stderr)
+        XCTAssertEqual(try sessions().count, 0)
+    }
+}
