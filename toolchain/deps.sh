@@ -56,7 +56,7 @@ ffmpeg_conf=(--enable-static --disable-shared --enable-pic --disable-debug
     --disable-programs --disable-doc --disable-network --disable-autodetect --disable-everything
     --disable-avformat --disable-avdevice --disable-avfilter --disable-swresample --disable-postproc
     --enable-gpl --enable-libx264 --enable-vaapi --enable-v4l2-m2m
-    --enable-encoder=libx264,h264_vaapi,hevc_vaapi,h264_v4l2m2m,hevc_v4l2m2m,aac
+    --enable-encoder=libx264,h264_vaapi,hevc_vaapi,h264_v4l2m2m,hevc_v4l2m2m,aac,mjpeg
     --enable-decoder=mjpeg --pkg-config-flags=--static)
 curl_conf=(--enable-static --disable-shared --with-pic --with-openssl --without-libpsl
     --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp

@@ -38,6 +38,7 @@ extension Event {
     static let serverListening = Event("server.listening")
     static let webrtcUnavailable = Event("webrtc.unavailable", console: true)
     static let rtspUnavailable = Event("rtsp.unavailable", console: true)
+    static let snapshotFailed = Event("snapshot.failed")
     static let signalReceived = Event("signal.received")
     static let sourceSelected = Event("source.selected")
     static let sourceStarted = Event("source.started")

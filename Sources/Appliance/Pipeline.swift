@@ -42,17 +42,20 @@ final class Pipeline: Sendable {
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
+    /// The newest frame as JPEG (`/api/snapshot.jpg`), when frames are kept for it.
+    private let snapshots: Snapshots?
     private let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
     init(_ requested: Settings, audioDevice: DeviceChoice, publisher: Publisher?, scheduler: Scheduler, log: Log,
          clock: any WallClock = SystemWallClock(), camera: (@Sendable () -> V4L2Camera.Statistics)? = nil,
-         onIdle: @escaping @Sendable (Session) -> Void) throws {
+         snapshots: Snapshots? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
         self.log = log
         for problem in requested.time.problems { log(.configIgnored, level: .warn, ("problem", problem)) }
         clockWatch = ClockWatch(clock: clock, servers: requested.time.usable, log: log)
         self.scheduler = scheduler
         self.camera = camera
+        self.snapshots = snapshots
         let telemetry = self.telemetry
         log.listen { event, level, fields in
             if level == .error { telemetry.error("\(event) " + fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ")) }
@@ -195,17 +198,19 @@ final class Pipeline: Sendable {
             log(.buttonPressed, ("source", "api"), ("action", start ? "start" : "stop"))
             return Array("{\"accepted\":\"\(start ? "start" : "stop")\"}".utf8)
         }
-        let server = try WebServer(listen: listen, root: settings.dataDirectory, api: [
+        var api: [String: WebServer.Endpoint] = [
             "/api/status": .json { snapshot().json },
             "/api/recordings": .json { recordings.json },
             "/metrics": .init(contentType: "text/plain; version=0.0.4; charset=utf-8") { Array(snapshot().metrics.utf8) },
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
-        ], control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
+        ]
+        if let snapshots { api[Self.snapshotPath] = .init(contentType: "image/jpeg", whenReady: { snapshots.jpeg() }) }
+        let server = try WebServer(listen: listen, root: settings.dataDirectory, api: api, control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
            liveEdge: liveEdge, bodyRoutes: webrtc.map { [Self.whep($0)] } ?? [],
-           whep: webrtc == nil ? nil : WHEPResource.prefix, device: settings.deviceName, log: log)
+           whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
@@ -229,6 +234,9 @@ final class Pipeline: Sendable {
             return nil
         }
     }
+
+    /// Where the newest picture is served as JPEG.
+    static let snapshotPath = "/api/snapshot.jpg"
 
     /// The RTSP server on the web server's address; one that cannot be had (the port
     /// taken) does not stop the appliance: it says why once.

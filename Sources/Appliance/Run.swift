@@ -33,11 +33,14 @@ final class Run {
     private var audioDevice = DeviceChoice.auto
     /// Where a stream is published, if anywhere; the publisher is made in phase 3.
     private let destination: Destination?
+    /// The newest frame, for `GET /api/snapshot.jpg`.
+    private let snapshots: Snapshots
 
     init(_ settings: Settings, destination: Destination?, log: Log, signals: SignalSet) {
         self.settings = settings
         self.destination = destination
         self.log = log
+        snapshots = Snapshots(rotation: settings.rotation, log: log)
         self.signals = signals
     }
 
@@ -149,7 +152,7 @@ final class Run {
         // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
         let fast = settings.pace == .fast
         let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
-                               blocking: fast, preview: preview, log: log)
+                               blocking: fast, preview: preview, snapshots: settings.listen == nil ? nil : snapshots, log: log)
         if let source { teardown.add("capture") { gate.close(); source.stop() } }
         if settings.startup.deferred != .off { startSource(into: gate) }
         return (gate, preview)
@@ -229,7 +232,7 @@ final class Run {
             if let camera { statistics = { camera.statistics } }
             let (done, oneShot) = (self.done, settings.durationMilliseconds != nil)
             pipeline = try Pipeline(settings, audioDevice: audioDevice, publisher: publisher, scheduler: scheduler, log: log,
-                                    camera: statistics) { session in
+                                    camera: statistics, snapshots: snapshots) { session in
                 if session.error != nil || oneShot { done.signal() }
             }
         } catch {

@@ -47,6 +47,8 @@ final class FirstFramePreview: PreviewSink, Sendable {
 /// the queue drops none of them) and then the gate passes everything straight through.
 final class StartupGate: CaptureSink, Sendable {
     private let preview: PreviewSink
+    /// Each frame is kept for `GET /api/snapshot.jpg` too.
+    private let snapshots: Snapshots?
     private struct State {
         /// Up to `capacity` frames; the sound rides along with them (before the oldest
         /// frame there is none), bounded only by their number.
@@ -66,7 +68,8 @@ final class StartupGate: CaptureSink, Sendable {
     var droppedWhileHeld: Int { state.withLock { $0.held.dropped.video } }
 
     /// `capacity`: how many frames may be held (sound rides along with them).
-    init(capacity: Int, blocking: Bool, preview: PreviewSink, log: Log) {
+    init(capacity: Int, blocking: Bool, preview: PreviewSink, snapshots: Snapshots? = nil, log: Log) {
+        self.snapshots = snapshots
         self.capacity = max(1, capacity)
         state = Condition(State(held: MediaBuffer(videoCapacity: self.capacity, audioCapacity: .max)))
         self.blocking = blocking
@@ -79,6 +82,7 @@ final class StartupGate: CaptureSink, Sendable {
             log(.cameraFirstFrame, ("frame", frame.index))
         }
         preview.present(frame)
+        snapshots?.keep(frame)
         forward(.video(frame))
     }
 

@@ -6,11 +6,11 @@ import Media
 /// feature silently on some board; `onair version` reports this and the build checks it.
 public enum CodecLibrary {
     /// Every encoder a setting can select (`video.encoder`, `record.encoder`, `record.codec`),
-    /// and AAC.
+    /// AAC, and MJPEG (snapshots).
     public static let requiredEncoders: [String] =
         [VideoEncoderKind.x264, .vaapi, .v4l2m2m].flatMap { kind in
             VideoCodec.allCases.filter(kind.encodes).map(kind.codecName)
-        } + ["aac"]
+        } + ["aac", "mjpeg"]
 
     /// The required codecs this libavcodec lacks: encoder names, and "mjpeg decoder".
     public static var missing: [String] {

@@ -14,13 +14,16 @@ public enum Viewer {
     /// The page, reading its list of streams from `streams` (`/api/streams` here,
     /// `streams.json` beside the page at a destination); playlist URLs come from the list.
     /// `device` (the board's `device.name`) titles it; `whep` is where live streams are
-    /// offered over WebRTC (`/whep` on the board; none at a destination).
-    public static func page(streams: String, device: String? = nil, whep: String? = nil) -> String {
+    /// offered over WebRTC (`/whep` on the board; none at a destination); `poster` is the
+    /// newest picture as JPEG, shown until a live stream's first frame plays (the board's
+    /// `/api/snapshot.jpg`; none at a destination).
+    public static func page(streams: String, device: String? = nil, whep: String? = nil, poster: String? = nil) -> String {
         // device.name is letters, digits and ._- only; escaped all the same, as any text
         // put into HTML.
         let title = device.map { "onair · " + $0.replacing("&", with: "&amp;").replacing("<", with: "&lt;") } ?? "onair"
         return html.replacing("__LADDER_PLAYER__", with: ladderPlayer).replacing("__WEBRTC_PLAYER__", with: webrtcPlayer)
             .replacing("__STREAMS_URL__", with: streams).replacing("__WHEP_URL__", with: whep ?? "").replacing("__TITLE__", with: title)
+            .replacing("__POSTER_URL__", with: poster ?? "")
     }
 
     /// The start of each page onair makes (this one, and the fleet's), up to the page's own
@@ -61,6 +64,7 @@ public enum Viewer {
     const query = new URLSearchParams(location.search);
     const haveMSE = "MediaSource" in window;
     const whepURL = "__WHEP_URL__";
+    const posterURL = "__POSTER_URL__";
     // ?mode=webrtc|ll|hls, else WebRTC where the board offers it and the browser has it,
     // else low latency (parts) through MSE; ?ll=0 is mode=hls. Regular HLS plays natively,
     // or through MSE without native HLS (Firefox) or with ?mse=1.
@@ -77,6 +81,8 @@ public enum Viewer {
       current = stream.id;
       generation += 1;
       closePeer();
+      // The board's newest picture until the stream's own first frame is shown.
+      video.poster = posterURL && stream.state === "live" ? posterURL + "?at=" + Date.now() : "";
       if (mode === "webrtc" && whepURL && stream.state === "live" && !notWebRTC.has(stream.id)) {
         const mine = generation;
         video.dataset.player = "webrtc";

@@ -31,11 +31,16 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
 
-    /// A document composed by whoever runs the server, fresh at each request.
+    /// A document composed by whoever runs the server, fresh at each request; one that
+    /// may not exist yet (a snapshot before the first frame) answers 503 until it does.
     public struct Endpoint: Sendable {
         public var contentType: String
-        public var body: @Sendable () -> [UInt8]
+        public var body: @Sendable () -> [UInt8]?
         public init(contentType: String, body: @escaping @Sendable () -> [UInt8]) {
+            self.contentType = contentType
+            self.body = { body() }
+        }
+        public init(contentType: String, whenReady body: @escaping @Sendable () -> [UInt8]?) {
             self.contentType = contentType
             self.body = body
         }
@@ -74,6 +79,8 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     let bodyRoutes: [BodyRoute]
     /// Where the viewer page offers live streams over WebRTC (`/whep`); nil: it does not.
     let whep: String?
+    /// The newest picture the viewer shows before a live stream plays; nil: none.
+    let poster: String?
     /// Ends the requests held for a part that has not come in time.
     let heldTimer = Scheduler(name: "onair-http-held")
     /// Requests suspended now, and whether `stop` has begun (no more are held then);
@@ -90,10 +97,11 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// Listens on `address` ("127.0.0.1:8080", "[::1]:8080", "0.0.0.0:0" for any port).
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
-                liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], whep: String? = nil, device: String? = nil,
-                limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], whep: String? = nil, poster: String? = nil,
+                device: String? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.bodyRoutes = bodyRoutes
         self.whep = whep
+        self.poster = poster
         self.root = root
         self.device = device
         self.log = log
@@ -353,7 +361,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
 
     func route(_ url: String, header: (String) -> String?) -> Reply {
         if url == "/" || url == "/index.html" {
-            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device, whep: whep).utf8)),
+            return Reply(status: 200, body: .bytes(Array(Viewer.page(streams: "/api/streams", device: device, whep: whep, poster: poster).utf8)),
                          headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")])
         }
         if url == "/api/streams" {
@@ -361,7 +369,10 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                          headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")])
         }
         if let endpoint = api[url] {
-            return Reply(status: 200, body: .bytes(endpoint.body()), headers: [("Content-Type", endpoint.contentType), ("Cache-Control", "no-cache")])
+            guard let body = endpoint.body() else {
+                return Reply(status: 503, body: .bytes(Array("not ready yet\n".utf8)), headers: [("Content-Type", "text/plain"), ("Retry-After", "1")])
+            }
+            return Reply(status: 200, body: .bytes(body), headers: [("Content-Type", endpoint.contentType), ("Cache-Control", "no-cache")])
         }
         // Finished recordings only: a `.part` is still being written.
         if url.hasPrefix(StreamLayout.streamsURL) || url.hasPrefix(StreamLayout.recordingsURL) && url.hasSuffix(StreamLayout.recordingSuffix) {

@@ -79,7 +79,7 @@ final class VideoEncoderTests: XCTestCase {
     /// The static libavcodec has every encoder onair can select and the MJPEG decoder, asked
     /// by name; `onair version` reports the same list (toolchain/check-binary.sh reads it).
     func testTheLinkedLibavcodecHasEveryCodecOnairSelects() {
-        XCTAssertEqual(CodecLibrary.requiredEncoders, ["libx264", "h264_vaapi", "hevc_vaapi", "h264_v4l2m2m", "hevc_v4l2m2m", "aac"])
+        XCTAssertEqual(CodecLibrary.requiredEncoders, ["libx264", "h264_vaapi", "hevc_vaapi", "h264_v4l2m2m", "hevc_v4l2m2m", "aac", "mjpeg"])
         XCTAssertEqual(CodecLibrary.missing, [])
         XCTAssertTrue(CodecLibrary.versions.contains { $0.name == "libavcodec" })
     }
@@ -191,5 +191,29 @@ final class PictureConverterTests: XCTestCase {
         func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(pixels[(y * pitch + x * 4)..<(y * pitch + x * 4 + 3)]) }
         XCTAssertTrue(pixel(31 * 20 + 10, 5).allSatisfy { $0 > 240 }, "white: \(pixel(31 * 20 + 10, 5))")
         XCTAssertTrue(pixel(30 * 20 + 10, 5).allSatisfy { $0 < 20 }, "black: \(pixel(30 * 20 + 10, 5))")
+    }
+}
+
+/// Snapshots: libavcodec's MJPEG encoder, the camera's video-range I420 stretched to JFIF's
+/// full range first.
+final class JPEGEncoderTests: XCTestCase {
+    func testAPictureBecomesAFullRangeJPEG() throws {
+        let (width, height) = (64, 32)
+        var planes = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: width, height: height))
+        // Video black (16) on the top half, video white (235) below.
+        for row in 0..<height { for x in 0..<width { planes[row * width + x] = row < height / 2 ? 16 : 235 } }
+        let encoder = try JPEGEncoder(width: width, height: height)
+        let jpeg = try encoder.encode(VideoFrame(width: width, height: height, planes: planes, captureTime: 0, index: 0))
+        XCTAssertEqual(Array(jpeg.prefix(2)), [0xFF, 0xD8], "SOI")
+        XCTAssertEqual(Array(jpeg.suffix(2)), [0xFF, 0xD9], "EOI")
+        // The decoder hands the JPEG's samples over as they are: black is 0 and white 255 now.
+        let decoded = try jpeg.withUnsafeBytes { try MJPEGDecoder().decode($0, width: width, height: height) }
+        XCTAssertLessThanOrEqual(Int(decoded[4 * width + 8]), 3)
+        XCTAssertGreaterThanOrEqual(Int(decoded[(height - 4) * width + 8]), 252)
+        XCTAssertEqual(Int(decoded[width * height + 5]), 128, accuracy: 2, "grey chroma stays grey")
+        // The same encoder makes the next picture too (a snapshot is asked for again and again).
+        XCTAssertEqual(try encoder.encode(VideoFrame(width: width, height: height, planes: planes, captureTime: 1, index: 1)).prefix(2), [0xFF, 0xD8])
+        XCTAssertThrowsError(try encoder.encode(VideoFrame(width: 32, height: 32, planes: [UInt8](repeating: 0, count: VideoFrame.byteCount(width: 32, height: 32)),
+                                                           captureTime: 0, index: 1)))
     }
 }
