@@ -90,13 +90,13 @@ public final class RTSPServer: RealTimeOutput, Sendable {
     public init(settings: Settings, log: Log) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
-            throw SetupError.badHost(settings.host)
+            throw ListenError.badHost(service: "rtsp", host: settings.host)
         }
         do {
             listener = try FileDescriptor.listeningSocket(bound: address)
             port = try listener.boundAddress().port
         } catch let error as Errno {
-            throw SetupError.cannotBind("TCP \(ipv6 ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
+            throw ListenError.cannotBind(service: "rtsp", address: "TCP \(ipv6 ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
         }
         (rtpSocket, rtcpSocket) = try Self.portPair(host: address)
         mediaPorts = (try rtpSocket.boundAddress().port, try rtcpSocket.boundAddress().port)
@@ -125,18 +125,7 @@ public final class RTSPServer: RealTimeOutput, Sendable {
                 lastError = error
             }
         }
-        throw SetupError.cannotBind("a UDP port pair on \(host.host)", lastError)
-    }
-
-    public enum SetupError: Error, CustomStringConvertible {
-        case badHost(String)
-        case cannotBind(String, Errno)
-        public var description: String {
-            switch self {
-            case .badHost(let host): return "rtsp: \(host) is not a numeric address"
-            case .cannotBind(let address, let error): return "rtsp: cannot bind \(address): \(error)"
-            }
-        }
+        throw ListenError.cannotBind(service: "rtsp", address: "a UDP port pair on \(host.host)", lastError)
     }
 
     public func stop() { thread.stop { poke() } }

@@ -89,3 +89,18 @@ extension SocketAddress {
             .joined(separator: ":")
     }
 }
+
+/// Why a server of the appliance's (WebRTC's UDP port, RTSP's TCP port) could not listen:
+/// one line naming the service and the address.
+public enum ListenError: Error, CustomStringConvertible {
+    /// The address to bind is not a numeric IPv4 or IPv6 address.
+    case badHost(service: String, host: String)
+    case cannotBind(service: String, address: String, Errno)
+
+    public var description: String {
+        switch self {
+        case .badHost(let service, let host): return "\(service): \(host) is not a numeric address"
+        case .cannotBind(let service, let address, let error): return "\(service): cannot bind \(address): \(error)"
+        }
+    }
+}

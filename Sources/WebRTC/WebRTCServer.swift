@@ -98,13 +98,13 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     public init(settings: Settings, certificate: DTLSCertificate, log: Log) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
-            throw ServerSetupError.badHost(settings.host)
+            throw ListenError.badHost(service: "webrtc", host: settings.host)
         }
         do {
             socket = try FileDescriptor.datagramSocket(bound: address, bufferBytes: 1 << 20)
             port = try socket.boundAddress().port
         } catch let error as Errno {
-            throw ServerSetupError.cannotBind("\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
+            throw ListenError.cannotBind(service: "webrtc", address: "UDP \(ipv6 ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
         }
         wake = try makePipe(nonBlocking: true)
         self.settings = settings
@@ -125,17 +125,6 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         thread.start(name: "onair-webrtc") { [self] in run() }
         log.emit(.webrtcListening, level: .info, [("port", Int(port)), ("candidates", candidates.map(\.description).joined(separator: " ")),
                                                  ("fingerprint", certificate.sdpFingerprint)])
-    }
-
-    public enum ServerSetupError: Error, CustomStringConvertible {
-        case badHost(String)
-        case cannotBind(String, Errno)
-        public var description: String {
-            switch self {
-            case .badHost(let host): return "webrtc: \(host) is not a numeric address"
-            case .cannotBind(let address, let error): return "webrtc: cannot bind UDP \(address): \(error)"
-            }
-        }
     }
 
     public func stop() {
