@@ -43,8 +43,11 @@ struct SiteUploads {
     /// devices.json does not say yet what it should. The confirming write a few seconds
     /// later is not waited for, unless it has failed: then another board's write may have
     /// landed over this one's, and what devices.json says of this board is not known.
+    /// Off air, it is waited for all the same: that is what devices.json keeps saying of
+    /// the board once it has stopped, and a write of another board's that landed over it
+    /// (nginx ignores If-Match) would leave the board "live" there for good.
     func fleetPending(isLive: Bool) -> Bool {
-        hasFolder && ((fleet.wanted && (!fleetConfirming || fleet.failures > 0)) || fleet.inFlight || fleetLive != isLive)
+        hasFolder && ((fleet.wanted && (!fleetConfirming || fleet.failures > 0 || !isLive)) || fleet.inFlight || fleetLive != isLive)
     }
 
     /// Anything of the site still to send (a drain waits for it).

@@ -158,26 +158,40 @@ final class PublishPlanTests: XCTestCase {
 }
 
 /// What a drain waits for of devices.json: the board's entry saying what it should, and a
-/// confirming write only once that write has failed (another board's may have landed).
+/// confirming write once that write has failed (another board's may have landed), or when
+/// the board is off air (what devices.json keeps saying of it once it has stopped).
 final class SiteUploadsTests: XCTestCase {
-    func testADrainWaitsForAFailedConfirmingWriteOfDevicesJSON() {
+    func testADrainWaitsForTheConfirmingWriteOfDevicesJSONWhenItMatters() {
         var site = SiteUploads(files: [:], hasFolder: true)
-        XCTAssertTrue(site.fleetPending(isLive: false), "not written yet")
+        XCTAssertTrue(site.fleetPending(isLive: true), "not written yet")
         XCTAssertTrue(site.fleet.start(now: 0))
-        // Written, saying the board is off air; a confirming write is due in a few seconds.
+        // Written, saying the board is live; a confirming write is due in a few seconds.
         site.fleet.succeeded()
-        site.fleetLive = false
+        site.fleetLive = true
         site.fleetConfirming = true
         site.fleet.again(now: 0, after: 3000)
-        XCTAssertFalse(site.fleetPending(isLive: false), "the confirming write is not waited for")
-        XCTAssertTrue(site.fleetPending(isLive: true), "the board went on air since")
+        XCTAssertFalse(site.fleetPending(isLive: true), "a live board's confirming write is not waited for")
+        XCTAssertTrue(site.fleetPending(isLive: false), "the board went off air since")
         // The confirming write fails: devices.json may say anything of this board now.
         XCTAssertTrue(site.fleet.start(now: 3000))
         site.fleet.failed(now: 3000, retry: RetryPolicy(), jitter: 0)
-        XCTAssertTrue(site.fleetPending(isLive: false))
+        XCTAssertTrue(site.fleetPending(isLive: true))
         XCTAssertTrue(site.fleet.start(now: 3250))
         site.fleet.succeeded()
         site.fleetConfirming = false
-        XCTAssertFalse(site.fleetPending(isLive: false))
+        XCTAssertFalse(site.fleetPending(isLive: true))
+
+        // Off air: written, and the confirming write waited for — a board's last word.
+        var ended = SiteUploads(files: [:], hasFolder: true)
+        XCTAssertTrue(ended.fleet.start(now: 0))
+        ended.fleet.succeeded()
+        ended.fleetLive = false
+        ended.fleetConfirming = true
+        ended.fleet.again(now: 0, after: 3000)
+        XCTAssertTrue(ended.fleetPending(isLive: false), "off air, the confirming write is waited for")
+        XCTAssertTrue(ended.fleet.start(now: 3000))
+        ended.fleet.succeeded()
+        ended.fleetConfirming = false
+        XCTAssertFalse(ended.fleetPending(isLive: false))
     }
 }
