@@ -38,12 +38,10 @@ final class RTSPPlaybackTests: XCTestCase {
             XCTAssertEqual(m.indices.count, 180, transport)
             XCTAssertEqual(Array(m.indices.dropFirst()), m.indices.dropLast().map { $0 &+ 1 }, "\(transport): consecutive pictures")
             XCTAssertGreaterThanOrEqual(m.flashFrames.count, 4, transport)
-            let flashes = m.flashFrames.filter { $0 > 0 }.map { m.pts[$0] }
-            // Each flash has its beep (a beep cut at the start of the copy has no flash).
-            for flash in flashes {
-                let onset = try XCTUnwrap(m.onsets.min { abs($0 - flash) < abs($1 - flash) }, transport)
-                XCTAssertEqual(onset, flash, accuracy: 1.0 / 30, "\(transport): A/V within one frame")
-            }
+            // The first picture has no time of its own (above): its flash is not compared.
+            var timed = m
+            timed.flashFrames.removeAll { $0 == 0 }
+            assertEveryFlashHasItsBeep(timed, transport)
         }
     }
 
