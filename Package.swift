@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "RTP", dependencies: ["Media"]),
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
         // transports, and the server (one thread for every client).
-        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging"]),
+        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
         .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,

@@ -1,3 +1,4 @@
+import Layout
 import Media
 import RTP
 import System
@@ -178,6 +179,7 @@ public struct RTSPTarget: Sendable {
         base = "rtsp://" + authority + path
     }
 
-    /// Whether the path names the live stream `id`: `/live`, or `/streams/<id>`.
-    public func names(_ id: String) -> Bool { path == "/live" || path == "/streams/" + id }
+    /// Whether the path names the live stream `id`: `/live`, or `/streams/<id>` (the
+    /// path of its HTTP folder, so one name serves both).
+    public func names(_ id: String) -> Bool { path == "/live" || path == StreamLayout.streamsURL + id }
 }
