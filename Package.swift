@@ -67,6 +67,9 @@ let package = Package(
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
         // transports, and the server (one thread for every client).
         .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout"]),
+        // ONVIF Profile S for NVRs and hubs: the SOAP reader (no DTD), the Device and Media
+        // services, WS-Security's UsernameToken, WS-Discovery.
+        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
         .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
@@ -101,7 +104,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["System", "RTP", "RTSP", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -112,6 +115,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media", "Logging", "System"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),

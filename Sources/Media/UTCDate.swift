@@ -24,18 +24,24 @@ public enum UTCDate {
         return era * 146_097 + doe - 719_468
     }
 
-    public static func iso8601(milliseconds: Int64) -> String {
+    /// The UTC calendar date and time of day of a Unix time in ms.
+    public static func components(milliseconds: Int64) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, millisecond: Int64) {
         let ms = ((milliseconds % 1000) + 1000) % 1000
         let seconds = (milliseconds - ms) / 1000
         let secondOfDay = ((seconds % 86400) + 86400) % 86400
         let (y, mo, d) = civil(days: (seconds - secondOfDay) / 86400)
+        return (y, mo, d, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60, ms)
+    }
+
+    public static func iso8601(milliseconds: Int64) -> String {
+        let c = components(milliseconds: milliseconds)
         func pad(_ v: Int64, _ n: Int) -> String {
             var s = String(v)
             while s.count < n { s = "0" + s }
             return s
         }
-        return "\(pad(y, 4))-\(pad(mo, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(ms, 3))Z"
+        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):"
+            + "\(pad(c.minute, 2)):\(pad(c.second, 2)).\(pad(c.millisecond, 3))Z"
     }
 
     /// Compact form for stream ids: `20261202T164233Z`.

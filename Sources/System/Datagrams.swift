@@ -156,3 +156,62 @@ public enum NetworkInterfaces {
         return found
     }
 }
+
+extension NetworkInterfaces {
+    /// The up, non-loopback interfaces with IPv4 addresses: name, address and prefix
+    /// length (from the netmask), as ONVIF's GetNetworkInterfaces and WS-Discovery's
+    /// multicast membership need them.
+    public static func ipv4() -> [(name: String, address: [UInt8], prefixLength: Int)] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [(name: String, address: [UInt8], prefixLength: Int)] = []
+        var entry = list
+        while let current = entry?.pointee {
+            defer { entry = current.ifa_next }
+            guard let address = current.ifa_addr, Int32(address.pointee.sa_family) == AF_INET, current.ifa_flags & UInt32(IFF_UP) != 0,
+                  current.ifa_flags & UInt32(IFF_LOOPBACK) == 0 else { continue }
+            let bytes = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
+            let mask = current.ifa_netmask.map { netmask in
+                netmask.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+            } ?? 0
+            found.append((String(cString: current.ifa_name), bytes, mask.nonzeroBitCount))
+        }
+        return found
+    }
+}
+
+extension FileDescriptor {
+    /// Joins an IPv4 multicast group (IP_ADD_MEMBERSHIP) on the interface with `interface`'s
+    /// address: datagrams to the group arriving there are delivered to this socket.
+    public func joinMulticast(group: [UInt8], interface: [UInt8]) throws {
+        guard group.count == 4, interface.count == 4 else { throw Errno.invalid }
+        var request = ip_mreq()
+        withUnsafeMutableBytes(of: &request.imr_multiaddr) { $0.copyBytes(from: group) }
+        withUnsafeMutableBytes(of: &request.imr_interface) { $0.copyBytes(from: interface) }
+        _ = try once { setsockopt(rawValue, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size)) }
+    }
+
+    /// Where this socket's multicast datagrams leave (IP_MULTICAST_IF): the interface with
+    /// `interface`'s address; they go one hop (TTL 1, WS-Discovery §3.1.1's scope).
+    public func sendMulticast(from interface: [UInt8]) throws {
+        guard interface.count == 4 else { throw Errno.invalid }
+        var address = in_addr()
+        withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: interface) }
+        _ = try once { setsockopt(rawValue, Int32(IPPROTO_IP), IP_MULTICAST_IF, &address, socklen_t(MemoryLayout<in_addr>.size)) }
+        try setOption(Int32(IPPROTO_IP), IP_MULTICAST_TTL, 1)
+    }
+
+    /// SO_REUSEADDR before binding: another discovery listener on the same port (another
+    /// ONVIF service on the board) does not keep this one out.
+    public static func sharedDatagramSocket(bound address: SocketAddress) throws -> FileDescriptor {
+        let socket = FileDescriptor(adopting: try once {
+            Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        })
+        try socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1)
+        _ = try address.withRawPointer { raw in
+            try once { bind(socket.rawValue, raw.assumingMemoryBound(to: sockaddr.self), address.length) }
+        }
+        return socket
+    }
+}

@@ -1,0 +1,163 @@
+import Logging
+import Media
+import System
+import Threading
+
+/// WS-Discovery (2005/04, as ONVIF Core §7.3 uses it) on UDP 3702: a Hello to
+/// 239.255.255.250 on each LAN interface at start, a Bye at stop, and a ProbeMatches to
+/// whoever sends a Probe the device matches — by multicast on the LAN interfaces it joined
+/// the group on, or sent straight to one of the board's addresses (a directed probe, §4.2).
+/// One thread; probes are answered at most `answersPerSecond` a second, so a flood costs a
+/// bounded share of one core and never touches the stream.
+public final class Discovery: Sendable {
+    public static let group: [UInt8] = [239, 255, 255, 250]
+    public static let defaultPort: UInt16 = 3702
+    static let namespace = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
+    static let addressing = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
+    static let answersPerSecond = 50
+
+    public let port: UInt16
+    let device: ONVIFDevice
+    /// The device service's URL at each of the board's addresses (`http://a.b.c.d:port/…`).
+    let xaddrs: @Sendable (_ forLoopback: Bool) -> [String]
+    let socket: FileDescriptor
+    let interfaces: [[UInt8]]
+    let log: Log
+    let refusals = RefusalLog(perMinute: 20)
+    private let thread = StoppableThread()
+    private let wake: (read: FileDescriptor, write: FileDescriptor)
+    /// WS-Discovery §7's AppSequence: an instance id that grows with each start (the start
+    /// time in seconds) and a message number that grows with each message.
+    private let instance: Int64
+    private let messages = Locked<Int>(0)
+
+    /// `interfaces`: the IPv4 addresses of the LAN interfaces to join the group on and
+    /// announce from.
+    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: [[UInt8]],
+                xaddrs: @escaping @Sendable (_ forLoopback: Bool) -> [String], log: Log) throws {
+        self.device = device
+        self.xaddrs = xaddrs
+        self.log = log
+        socket = try FileDescriptor.sharedDatagramSocket(bound: SocketAddress(bytes: [0, 0, 0, 0], port: port)!)
+        self.port = try socket.boundAddress().port
+        self.interfaces = interfaces
+        instance = max(1, KernelClock.realtime() / 1_000_000_000)
+        for interface in interfaces { try? socket.joinMulticast(group: Self.group, interface: interface) }
+        wake = try makePipe(nonBlocking: true)
+        announce(Self.hello)
+        thread.start(name: "onair-discovery") { [self] in run() }
+        log.emit(.discoveryListening, level: .info, [("port", Int(self.port)), ("interfaces", interfaces.map { SocketAddress.host($0) }.joined(separator: " "))])
+    }
+
+    /// Says Bye on the LAN, then stops.
+    public func stop() {
+        guard !thread.isStopped else { return }
+        thread.stop { _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) } }
+        announce(Self.bye)
+    }
+
+    deinit { stop() }
+
+    private func run() {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var drain = [UInt8](repeating: 0, count: 16)
+        var second: Int64 = 0
+        var answered = 0
+        while !thread.isStopped {
+            _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
+            while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
+            for _ in 0..<64 {
+                guard let (count, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
+                let now = monotonicNanoseconds() / 1_000_000_000
+                if now != second { (second, answered) = (now, 0) }
+                guard answered < Self.answersPerSecond else {
+                    refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", "more than \(Self.answersPerSecond) probes a second")])
+                    continue
+                }
+                if let reply = answer(Array(buffer[0..<count]), from: from) {
+                    answered += 1
+                    _ = try? socket.sendDatagram(Array(reply.utf8), to: from)
+                }
+            }
+        }
+    }
+
+    /// The ProbeMatches for a datagram that is a Probe this device matches; nil for
+    /// anything else (a Hello, another device's answer, garbage: all ignored, one line
+    /// for what is not XML).
+    func answer(_ datagram: [UInt8], from: SocketAddress) -> String? {
+        let root: XMLElement
+        do { root = try XMLReader.parse(datagram) } catch {
+            refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", "\(error)")])
+            return nil
+        }
+        guard root.name == "Envelope", let probe = root.child("Body")?.child("Probe"), probe.namespace == Self.namespace else { return nil }
+        guard matches(types: probe.child("Types")?.text ?? "", scopes: probe.child("Scopes")?.text ?? "") else { return nil }
+        let relatesTo = root.find("Header", "MessageID")?.text ?? ""
+        let loopback = from.bytes.first == 127
+        let match = "<d:ProbeMatches><d:ProbeMatch>\(endpoint)<d:Types>dn:NetworkVideoTransmitter tds:Device</d:Types>"
+            + "<d:Scopes>\(SOAP.escape(device.scopes.joined(separator: " ")))</d:Scopes>"
+            + "<d:XAddrs>\(SOAP.escape(xaddrs(loopback).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>"
+            + "</d:ProbeMatch></d:ProbeMatches>"
+        return message(action: "ProbeMatches", body: match, extraHeader: "<wsa:RelatesTo>\(SOAP.escape(relatesTo))</wsa:RelatesTo>",
+                       to: "http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous")
+    }
+
+    /// WS-Discovery §5.1: every type asked for is one of the device's (by local name: a
+    /// client's prefixes are its own), and every scope asked for is one of its scopes or
+    /// a path prefix of one (RFC 3986 matching, the default rule).
+    func matches(types: String, scopes: String) -> Bool {
+        let offered = ["NetworkVideoTransmitter", "Device"]
+        for type in types.split(whereSeparator: \.isWhitespace) {
+            let local = type.split(separator: ":").last.map(String.init) ?? ""
+            guard offered.contains(local) else { return false }
+        }
+        for scope in scopes.split(whereSeparator: \.isWhitespace) {
+            let wanted = String(scope).hasSuffix("/") ? String(scope.dropLast()) : String(scope)
+            guard device.scopes.contains(where: { $0 == wanted || $0.hasPrefix(wanted + "/") }) else { return false }
+        }
+        return true
+    }
+
+    var endpoint: String { "<wsa:EndpointReference><wsa:Address>urn:uuid:\(device.uuid)</wsa:Address></wsa:EndpointReference>" }
+
+    static let hello = "Hello", bye = "Bye"
+
+    /// Hello (§4.1) or Bye (§4.2) to the group on every LAN interface.
+    private func announce(_ kind: String) {
+        let body = kind == Self.hello
+            ? "<d:Hello>\(endpoint)<d:Types>dn:NetworkVideoTransmitter tds:Device</d:Types><d:Scopes>\(SOAP.escape(device.scopes.joined(separator: " ")))</d:Scopes>"
+                + "<d:XAddrs>\(SOAP.escape(xaddrs(false).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion></d:Hello>"
+            : "<d:Bye>\(endpoint)</d:Bye>"
+        let text = message(action: kind, body: body, extraHeader: "", to: "urn:schemas-xmlsoap-org:ws:2005:04:discovery")
+        guard let group = SocketAddress(bytes: Self.group, port: Self.defaultPort) else { return }
+        for interface in interfaces {
+            guard (try? socket.sendMulticast(from: interface)) != nil else { continue }
+            _ = try? socket.sendDatagram(Array(text.utf8), to: group)
+        }
+    }
+
+    private func message(action: String, body: String, extraHeader: String, to: String) -> String {
+        let number = messages.withLock { number -> Int in number += 1; return number }
+        let header = "<wsa:MessageID>urn:uuid:\(Self.randomUUID())</wsa:MessageID>\(extraHeader)<wsa:To>\(to)</wsa:To>"
+            + "<wsa:Action>\(Self.namespace)/\(action)</wsa:Action><d:AppSequence InstanceId=\"\(instance)\" MessageNumber=\"\(number)\"/>"
+        return SOAP.envelope(body, header: header, namespaces: [("wsa", Self.addressing), ("d", Self.namespace),
+                                                                ("dn", "http://www.onvif.org/ver10/network/wsdl")])
+    }
+
+    /// A random (version 4) UUID, RFC 9562 §5.4.
+    public static func randomUUID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return uuid((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }, version: 4)
+    }
+
+    /// 16 bytes as a UUID of `version` (RFC 9562 §4: its version and variant bits set),
+    /// in the 8-4-4-4-12 text form.
+    public static func uuid(_ bytes: [UInt8], version: UInt8) -> String {
+        var bytes = Array(bytes.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - bytes.count))
+        bytes[6] = bytes[6] & 0x0F | version << 4
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let characters = Array(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+    }
+}

@@ -1,0 +1,155 @@
+import COpenSSL
+import Logging
+import Media
+import Threading
+
+/// ONVIF Profile S, minimal and correct: the Device service (`/onvif/device_service`) and
+/// the Media service (`/onvif/media_service`) over SOAP 1.2, on the web server's port.
+/// What the board is comes from `ONVIFDevice`; the stream, the clock and the interfaces
+/// are read at each request. With viewer users set, every operation but those a client
+/// needs before it can authenticate (ONVIF Core §5.9.4.3's pre-auth class: the time, the
+/// capabilities, the services) wants a WS-Security UsernameToken.
+public final class ONVIFService: Sendable {
+    public static let devicePath = "/onvif/device_service"
+    public static let mediaPath = "/onvif/media_service"
+    public static let paths = [devicePath, mediaPath]
+    /// A SOAP request is a few kilobytes; anything past this is refused before it is read.
+    public static let maximumRequest = XMLReader.byteLimit
+
+    public struct Environment: Sendable {
+        public var live: @Sendable () -> ONVIFStream?
+        public var clock: @Sendable () -> ONVIFClock
+        public var interfaces: @Sendable () -> [ONVIFInterface]
+        /// The RTSP port (nil: RTSP is off, and GetStreamUri says so) and the snapshot's path.
+        public var rtspPort: UInt16?
+        public var snapshotPath: String?
+        /// A user's password, for checking a UsernameToken; nil for no such user. With
+        /// `requiresAuthentication` false (no viewer users set) nothing is checked.
+        public var password: @Sendable (String) -> String?
+        public var requiresAuthentication: Bool
+
+        public init(live: @escaping @Sendable () -> ONVIFStream?, clock: @escaping @Sendable () -> ONVIFClock,
+                    interfaces: @escaping @Sendable () -> [ONVIFInterface], rtspPort: UInt16?, snapshotPath: String?,
+                    password: @escaping @Sendable (String) -> String? = { _ in nil }, requiresAuthentication: Bool = false) {
+            self.live = live
+            self.clock = clock
+            self.interfaces = interfaces
+            self.rtspPort = rtspPort
+            self.snapshotPath = snapshotPath
+            self.password = password
+            self.requiresAuthentication = requiresAuthentication
+        }
+    }
+
+    public let device: ONVIFDevice
+    let environment: Environment
+    let log: Log
+    let refusals = RefusalLog(perMinute: 20)
+    /// Nonces of accepted digests, so one cannot be replayed (a bounded set: the oldest go).
+    private let nonces = Locked<(set: Set<[UInt8]>, order: [[UInt8]])>(([], []))
+
+    public init(device: ONVIFDevice, environment: Environment, log: Log) {
+        self.device = device
+        self.environment = environment
+        self.log = log
+    }
+
+    /// The answer to a POST on `path`: an HTTP status and the SOAP envelope. `host` is the
+    /// request's Host header (the address the client reached the board at, which the URIs
+    /// it is given must use), `port` the web server's.
+    public func respond(path: String, body: [UInt8], host: String?, port: UInt16, client: String) -> (status: Int, xml: String) {
+        let request: SOAP.Request
+        do { request = try SOAP.parse(body) } catch {
+            return refuse(.wellFormed("\(error)"), client: client)
+        }
+        let operation = request.operation
+        let service = path == Self.mediaPath ? "media" : "device"
+        let name = operation.name
+        if environment.requiresAuthentication && !Self.preAuthentication.contains(name) {
+            if let problem = authenticate(request.token) { return refuse(.notAuthorized(problem), client: client) }
+        }
+        let address = Address(host: Self.hostName(host), httpPort: port, rtspPort: environment.rtspPort)
+        let answer: String?
+        if service == "device" && operation.namespace == Self.deviceNamespace {
+            answer = deviceOperation(name, operation, address: address)
+        } else if service == "media" && operation.namespace == Self.mediaNamespace {
+            answer = mediaOperation(name, operation, address: address)
+        } else {
+            answer = nil
+        }
+        guard let answer else { return refuse(.actionNotSupported(name), client: client) }
+        return (200, SOAP.envelope(answer))
+    }
+
+    static let deviceNamespace = "http://www.onvif.org/ver10/device/wsdl"
+    static let mediaNamespace = "http://www.onvif.org/ver10/media/wsdl"
+    /// What a client may ask before it has credentials (ONVIF Core §5.9.4.3 PRE_AUTH).
+    static let preAuthentication: Set<String> = ["GetSystemDateAndTime", "GetCapabilities", "GetServices", "GetServiceCapabilities"]
+
+    /// Where the client reached the board: the URIs it is given point there.
+    struct Address {
+        var host: String
+        var httpPort: UInt16
+        var rtspPort: UInt16?
+        var http: String { "http://\(host):\(httpPort)" }
+    }
+
+    /// The host part of a Host header (`[::1]:8080` → `[::1]`); a missing or odd one is
+    /// the loopback address, which at least names this device.
+    static func hostName(_ header: String?) -> String {
+        guard let header, !header.isEmpty, header.count <= 255,
+              header.allSatisfy({ $0.isLetter || $0.isNumber || ".-:[]".contains($0) }), header.allSatisfy(\.isASCII) else { return "127.0.0.1" }
+        if header.hasPrefix("["), let end = header.firstIndex(of: "]") { return String(header[...end]) }
+        return String(header.split(separator: ":", maxSplits: 1).first ?? "127.0.0.1")
+    }
+
+    /// Why a token is refused, or nil when it is good: a known user, the password (or the
+    /// digest of nonce, creation time and password, OASIS UsernameToken Profile §3.1), a
+    /// nonce not seen before. The creation time is not held against the board's clock,
+    /// which may not be synchronised.
+    func authenticate(_ token: UsernameToken?) -> String? {
+        guard let token else { return "no WS-Security UsernameToken" }
+        guard let password = environment.password(token.username) else { return "no viewer \(token.username.prefix(40))" }
+        if token.isDigest {
+            guard !token.nonce.isEmpty, token.nonce.count <= 64 else { return "a PasswordDigest without a nonce" }
+            guard Self.digest(nonce: token.nonce, created: token.created, password: password) == Base64.decode(token.password) else {
+                return "a wrong password for \(token.username.prefix(40))"
+            }
+            let fresh = nonces.withLock { nonces -> Bool in
+                guard !nonces.set.contains(token.nonce) else { return false }
+                nonces.set.insert(token.nonce)
+                nonces.order.append(token.nonce)
+                if nonces.order.count > 4096 { nonces.set.remove(nonces.order.removeFirst()) }
+                return true
+            }
+            return fresh ? nil : "a nonce used before (a replayed request)"
+        }
+        return constantTimeEqual(Array(token.password.utf8), Array(password.utf8)) ? nil : "a wrong password for \(token.username.prefix(40))"
+    }
+
+    /// SHA-1(nonce + created + password).
+    static func digest(nonce: [UInt8], created: String, password: String) -> [UInt8] {
+        let input = nonce + Array(created.utf8) + Array(password.utf8)
+        var out = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        _ = input.withUnsafeBytes { bytes in EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, EVP_sha1(), nil) }
+        return out
+    }
+
+    func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// A fault, and one line about it (at most 20 a minute).
+    func refuse(_ fault: SOAP.Fault, client: String) -> (status: Int, xml: String) {
+        refusals.emit(.onvifRefused, to: log, [("client", client), ("fault", fault.subcodes.last ?? fault.code), ("reason", fault.reason)])
+        return (fault.httpStatus, fault.xml)
+    }
+}
+
+extension Event {
+    public static let onvifRefused = Event("onvif.refused")
+    public static let discoveryListening = Event("onvif.discovery")
+    public static let discoveryRefused = Event("onvif.discovery_refused")
+}

@@ -1,0 +1,224 @@
+import Logging
+import Media
+import System
+import XCTest
+@testable import ONVIF
+
+final class XMLReaderTests: XCTestCase {
+    func testElementsNamespacesAttributesAndText() throws {
+        let root = try XMLReader.parse(Array("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!-- a comment -->
+            <s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns="urn:default">
+              <s:Body><Op a='1' b="x &amp; y">text &lt;here&gt; &#65;&#x42;<![CDATA[<raw>]]></Op><Empty/></s:Body>
+            </s:Envelope>
+            """.utf8))
+        XCTAssertEqual(root.name, "Envelope")
+        XCTAssertEqual(root.namespace, "http://www.w3.org/2003/05/soap-envelope")
+        let op = try XCTUnwrap(root.find("Body", "Op"))
+        XCTAssertEqual(op.namespace, "urn:default")
+        XCTAssertEqual(op.attributes, ["a": "1", "b": "x & y"])
+        XCTAssertEqual(op.text, "text <here> AB<raw>")
+        XCTAssertEqual(root.find("Body", "Empty")?.children, [])
+    }
+
+    /// No DTD is processed: a document type, and so every entity declaration — the billion
+    /// laughs, an external entity — is refused before anything is expanded.
+    func testDTDsAndEntitiesAreRefused() {
+        let bomb = """
+            <?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>
+            <lolz>&lol2;</lolz>
+            """
+        XCTAssertThrowsError(try XMLReader.parse(Array(bomb.utf8))) { XCTAssertEqual($0 as? XMLError, .documentType) }
+        let external = "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><x>&e;</x>"
+        XCTAssertThrowsError(try XMLReader.parse(Array(external.utf8))) { XCTAssertEqual($0 as? XMLError, .documentType) }
+        XCTAssertThrowsError(try XMLReader.parse(Array("<x>&e;</x>".utf8))) { XCTAssertEqual($0 as? XMLError, .entity("e")) }
+        XCTAssertThrowsError(try XMLReader.parse(Array("<x>&#0;</x>".utf8)))
+        XCTAssertThrowsError(try XMLReader.parse(Array("<x>&#x110000;</x>".utf8)))
+    }
+
+    func testSizeDepthAndCountAreBounded() {
+        XCTAssertThrowsError(try XMLReader.parse([UInt8](repeating: 0x20, count: XMLReader.byteLimit + 1))) {
+            XCTAssertEqual($0 as? XMLError, .tooLarge(XMLReader.byteLimit + 1))
+        }
+        let deep = String(repeating: "<a>", count: 40) + String(repeating: "</a>", count: 40)
+        XCTAssertThrowsError(try XMLReader.parse(Array(deep.utf8))) { XCTAssertEqual($0 as? XMLError, .tooDeep) }
+        let many = "<r>" + String(repeating: "<a/>", count: 2_100) + "</r>"
+        XCTAssertThrowsError(try XMLReader.parse(Array(many.utf8))) { XCTAssertEqual($0 as? XMLError, .tooManyElements) }
+    }
+
+    func testMalformedDocumentsSayWhere() {
+        for text in ["", "<a>", "<a></b>", "<a b=1/>", "<a/><b/>", "text<a/>", "<p:a/>", "<a b=\"<\"/>", "<a/>trailing", "<!-- open"] {
+            XCTAssertThrowsError(try XMLReader.parse(Array(text.utf8)), text) { error in
+                XCTAssertFalse("\(error)".contains("\n"), text)
+            }
+        }
+    }
+}
+
+final class ONVIFServiceTests: XCTestCase {
+    static let device = ONVIFDevice(name: "porch cam", hardware: "rpi4", firmware: "0.1.0", serial: "0123abcd", uuid: "6f1d3c1e-0000-4000-8000-000000000001")
+
+    func service(users: [String: String]? = nil, rtsp: UInt16? = 8554) -> ONVIFService {
+        let environment = ONVIFService.Environment(
+            live: { ONVIFStream(width: 1280, height: 720, fps: 30, bitrate: 3_000_000, govLength: 60, h264Profile: "High",
+                                audio: .init(sampleRate: 48_000, bitrate: 64_000, channels: 1)) },
+            clock: { ONVIFClock(unixMilliseconds: 1_796_000_000_000, synchronized: false) },
+            interfaces: { [ONVIFInterface(name: "eth0", hardwareAddress: "dc:a6:32:01:02:03", mtu: 1500, ipv4: [("192.168.1.20", 24)], dhcp: true)] },
+            rtspPort: rtsp, snapshotPath: "/api/snapshot.jpg",
+            password: { users?[$0] }, requiresAuthentication: users != nil)
+        return ONVIFService(device: Self.device, environment: environment, log: .silent())
+    }
+
+    static func request(_ operation: String, service: String = "device", header: String = "") -> [UInt8] {
+        let namespace = service == "device" ? "http://www.onvif.org/ver10/device/wsdl" : "http://www.onvif.org/ver10/media/wsdl"
+        return Array("""
+            <s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope"><s:Header>\(header)</s:Header>
+            <s:Body><\(operation) xmlns="\(namespace)"/></s:Body></s:Envelope>
+            """.utf8)
+    }
+
+    func call(_ service: ONVIFService, _ operation: String, media: Bool = false, header: String = "") throws -> (Int, XMLElement) {
+        let (status, xml) = service.respond(path: media ? ONVIFService.mediaPath : ONVIFService.devicePath,
+                                            body: Self.request(operation, service: media ? "media" : "device", header: header),
+                                            host: "192.168.1.20:8080", port: 8080, client: "192.168.1.9")
+        let envelope = try XMLReader.parse(Array(xml.utf8))
+        return (status, try XCTUnwrap(envelope.child("Body")?.children.first, xml))
+    }
+
+    func testTheDeviceSaysWhoItIsAndWhereItsServicesAre() throws {
+        let onvif = service()
+        let (status, info) = try call(onvif, "GetDeviceInformation")
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(info.child("Manufacturer")?.text, "onair")
+        XCTAssertEqual(info.child("Model")?.text, "rpi4")
+        XCTAssertEqual(info.child("SerialNumber")?.text, "0123abcd")
+        let capabilities = try call(onvif, "GetCapabilities").1
+        XCTAssertEqual(capabilities.find("Capabilities", "Media", "XAddr")?.text, "http://192.168.1.20:8080/onvif/media_service")
+        XCTAssertEqual(capabilities.find("Capabilities", "Device", "XAddr")?.text, "http://192.168.1.20:8080/onvif/device_service")
+        let services = try call(onvif, "GetServices").1
+        XCTAssertEqual(services.children.compactMap { $0.child("XAddr")?.text }.count, 2)
+        // The clock is not synchronised: it says Manual, not NTP.
+        let time = try call(onvif, "GetSystemDateAndTime").1
+        XCTAssertEqual(time.find("SystemDateAndTime", "DateTimeType")?.text, "Manual")
+        XCTAssertEqual(time.find("SystemDateAndTime", "UTCDateTime", "Date", "Year")?.text, "2026")
+        let scopes = try call(onvif, "GetScopes").1.children.compactMap { $0.child("ScopeItem")?.text }
+        XCTAssertTrue(scopes.contains("onvif://www.onvif.org/name/porch%20cam"), "\(scopes)")
+        XCTAssertTrue(scopes.contains("onvif://www.onvif.org/hardware/rpi4"))
+        let interfaces = try call(onvif, "GetNetworkInterfaces").1
+        XCTAssertEqual(interfaces.find("NetworkInterfaces", "IPv4", "Config", "FromDHCP", "Address")?.text, "192.168.1.20")
+    }
+
+    func testTheMediaServiceGivesTheProfileAndTheURIs() throws {
+        let onvif = service()
+        let profile = try XCTUnwrap(try call(onvif, "GetProfiles", media: true).1.child("Profiles"))
+        XCTAssertEqual(profile.attributes["token"], "live")
+        XCTAssertEqual(profile.find("VideoEncoderConfiguration", "Resolution", "Width")?.text, "1280")
+        XCTAssertEqual(profile.find("VideoEncoderConfiguration", "H264", "H264Profile")?.text, "High")
+        XCTAssertEqual(profile.find("AudioEncoderConfiguration", "Encoding")?.text, "AAC")
+        XCTAssertEqual(try call(onvif, "GetStreamUri", media: true).1.find("MediaUri", "Uri")?.text, "rtsp://192.168.1.20:8554/live")
+        XCTAssertEqual(try call(onvif, "GetSnapshotUri", media: true).1.find("MediaUri", "Uri")?.text, "http://192.168.1.20:8080/api/snapshot.jpg")
+        XCTAssertEqual(try call(onvif, "GetVideoSources", media: true).1.find("VideoSources", "Resolution", "Height")?.text, "720")
+        // RTSP off: no stream URI to give.
+        XCTAssertEqual(try call(service(rtsp: nil), "GetStreamUri", media: true).0, 500)
+    }
+
+    func testEverythingElseIsAFault() throws {
+        let (status, fault) = try call(service(), "SetSystemFactoryDefault")
+        XCTAssertEqual(status, 500)
+        XCTAssertEqual(fault.name, "Fault")
+        XCTAssertEqual(fault.find("Code", "Subcode", "Value")?.text, "ter:ActionNotSupported")
+        // A device operation sent to the media service is not one of its operations.
+        XCTAssertEqual(try call(service(), "GetDeviceInformation", media: true).0, 500)
+        for body in ["not xml", "<a/>", "<!DOCTYPE x [<!ENTITY a \"b\">]><x/>", "<s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\"><s:Body/></s:Envelope>"] {
+            let (status, xml) = service().respond(path: ONVIFService.devicePath, body: Array(body.utf8), host: nil, port: 80, client: "x")
+            XCTAssertEqual(status, 400, body)
+            XCTAssertTrue(xml.contains("ter:WellFormed"), xml)
+        }
+    }
+
+    /// The digest of the ONVIF Application Programmer's Guide's example (§6.1.1.3).
+    func testPasswordDigestIsWSSecuritys() {
+        let nonce = Base64.decode("LKqI6G/AikKCQrN0zqZFlg==")!
+        XCTAssertEqual(Base64.encode(ONVIFService.digest(nonce: nonce, created: "2010-09-16T07:50:45Z", password: "userpassword")),
+                       "tuOSpGlFlIXsozq4HFNeeGeFLEI=")
+    }
+
+    static func token(user: String, password: String, nonce: [UInt8] = Array("0123456789abcdef".utf8), digest: Bool = true) -> String {
+        let created = "2026-12-05T08:00:00Z"
+        let value = digest ? Base64.encode(ONVIFService.digest(nonce: nonce, created: created, password: password)) : password
+        let type = digest ? "PasswordDigest" : "PasswordText"
+        return """
+            <Security xmlns="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"><UsernameToken>
+            <Username>\(user)</Username><Password Type="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#\(type)">\(value)</Password>
+            <Nonce>\(Base64.encode(nonce))</Nonce><Created xmlns="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd">\(created)</Created>
+            </UsernameToken></Security>
+            """
+    }
+
+    func testWithViewersEveryOperationButThePreAuthOnesWantsAUsernameToken() throws {
+        let onvif = service(users: ["viewer": "secret-1"])
+        XCTAssertEqual(try call(onvif, "GetSystemDateAndTime").0, 200, "a client learns the time before it authenticates")
+        XCTAssertEqual(try call(onvif, "GetCapabilities").0, 200)
+        let (status, fault) = try call(onvif, "GetDeviceInformation")
+        XCTAssertEqual(status, 400)
+        XCTAssertEqual(fault.find("Code", "Subcode", "Value")?.text, "ter:NotAuthorized")
+        XCTAssertEqual(try call(onvif, "GetDeviceInformation", header: Self.token(user: "viewer", password: "secret-1")).0, 200)
+        XCTAssertEqual(try call(onvif, "GetDeviceInformation", header: Self.token(user: "viewer", password: "secret-1")).0, 400, "a replayed nonce")
+        XCTAssertEqual(try call(onvif, "GetDeviceInformation", header: Self.token(user: "viewer", password: "wrong", nonce: Array("n2".utf8))).0, 400)
+        XCTAssertEqual(try call(onvif, "GetDeviceInformation", header: Self.token(user: "nobody", password: "secret-1", nonce: Array("n3".utf8))).0, 400)
+        XCTAssertEqual(try call(onvif, "GetProfiles", media: true, header: Self.token(user: "viewer", password: "secret-1", digest: false)).0, 200,
+                       "PasswordText too")
+    }
+}
+
+final class DiscoveryTests: XCTestCase {
+    static let probe = """
+        <?xml version="1.0"?><e:Envelope xmlns:e="http://www.w3.org/2003/05/soap-envelope" xmlns:w="http://schemas.xmlsoap.org/ws/2004/08/addressing" \
+        xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery" xmlns:dn="http://www.onvif.org/ver10/network/wsdl"><e:Header>\
+        <w:MessageID>uuid:0f5d604c-81ac-4abc-8010-51dbffad55f2</w:MessageID></e:Header><e:Body><d:Probe>TYPES</d:Probe></e:Body></e:Envelope>
+        """
+
+    func discovery() throws -> Discovery {
+        // No interfaces: nothing is announced; the socket is only read.
+        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: [],
+                                      xaddrs: { loopback in loopback ? ["http://127.0.0.1:8080/onvif/device_service"] : ["http://192.168.1.20:8080/onvif/device_service"] },
+                                      log: .silent())
+        addTeardownBlock { discovery.stop() }
+        return discovery
+    }
+
+    func testAProbeForTheDevicesTypesIsAnsweredWithWhereItIs() throws {
+        let discovery = try discovery()
+        let from = try XCTUnwrap(SocketAddress(numeric: "192.168.1.9", port: 40_000, ipv6: false))
+        let probe = Self.probe.replacingOccurrences(of: "TYPES", with: "<d:Types>dn:NetworkVideoTransmitter</d:Types>")
+        let answer = try XCTUnwrap(discovery.answer(Array(probe.utf8), from: from))
+        let envelope = try XMLReader.parse(Array(answer.utf8))
+        XCTAssertEqual(envelope.find("Header", "RelatesTo")?.text, "uuid:0f5d604c-81ac-4abc-8010-51dbffad55f2")
+        XCTAssertEqual(envelope.find("Header", "Action")?.text, "http://schemas.xmlsoap.org/ws/2005/04/discovery/ProbeMatches")
+        XCTAssertNotNil(envelope.find("Header", "AppSequence")?.attributes["MessageNumber"])
+        let match = try XCTUnwrap(envelope.find("Body", "ProbeMatches", "ProbeMatch"))
+        XCTAssertEqual(match.find("EndpointReference", "Address")?.text, "urn:uuid:" + ONVIFServiceTests.device.uuid)
+        XCTAssertEqual(match.child("XAddrs")?.text, "http://192.168.1.20:8080/onvif/device_service")
+        XCTAssertTrue(match.child("Scopes")?.text.contains("onvif://www.onvif.org/name/porch%20cam") ?? false)
+        // A probe with no types matches too; one for another kind of device does not.
+        XCTAssertNotNil(discovery.answer(Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8), from: from))
+        XCTAssertNil(discovery.answer(Array(Self.probe.replacingOccurrences(of: "TYPES", with: "<d:Types>x:Printer</d:Types>").utf8), from: from))
+        // Scopes: one of the device's, or a prefix of one, matches; another does not.
+        XCTAssertTrue(discovery.matches(types: "", scopes: "onvif://www.onvif.org/name"))
+        XCTAssertTrue(discovery.matches(types: "tds:Device", scopes: "onvif://www.onvif.org/hardware/rpi4"))
+        XCTAssertFalse(discovery.matches(types: "", scopes: "onvif://www.onvif.org/location/garden"))
+        // Garbage and bombs are not answered.
+        XCTAssertNil(discovery.answer(Array("<!DOCTYPE x [<!ENTITY a \"b\">]><x>&a;</x>".utf8), from: from))
+        XCTAssertNil(discovery.answer([0xFF, 0x00, 0x3C], from: from))
+    }
+
+    func testUUIDsCarryTheirVersionAndVariant() {
+        let named = Discovery.uuid(Array(repeating: 0xFF, count: 32), version: 8)
+        XCTAssertEqual(named, "ffffffff-ffff-8fff-bfff-ffffffffffff")
+        let random = Discovery.randomUUID()
+        XCTAssertEqual(random.count, 36)
+        XCTAssertEqual(Array(random)[14], "4")
+        XCTAssertNotEqual(random, Discovery.randomUUID())
+    }
+}
