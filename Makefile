@@ -49,6 +49,8 @@ SWIFT_RELEASE = $(WITH_DEPS) mkdir -p .build && printf '{"schemaVersion": "1.0",
 
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
+# ONVIF's real clients from PyPI (issue 32): WS-Discovery, and onvif-zeep as NVRs' scripts use it.
+ONVIF_CLIENTS := .build/onvif/installed
 
 DEBS_deps := $(BUILD_DEBS)
 DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
@@ -87,7 +89,7 @@ run: build
 
 # Unit tests, then the integration tests that run the release binary for real. The tests
 # are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
-test: test-deps $(MOTO)
+test: test-deps $(MOTO) $(ONVIF_CLIENTS)
 	$(SWIFT_RELEASE)
 	toolchain/check-binary.sh $(RELEASE_BIN)
 	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
@@ -95,6 +97,11 @@ test: test-deps $(MOTO)
 $(MOTO):
 	python3 -m venv .build/moto
 	.build/moto/bin/pip install -q 'moto[server]==5.2.5' 'boto3==1.*'
+
+$(ONVIF_CLIENTS):
+	python3 -m venv .build/onvif
+	.build/onvif/bin/pip install -q 'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2'
+	touch $@
 
 bench: test-deps build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
@@ -133,7 +140,7 @@ image-repro: image
 
 # The system test: boots the qemu-x86_64 image under QEMU, presses the button, watches the
 # serial console, cuts the power (scripts/vm_test.py says what it checks).
-vm-test: image
+vm-test: image $(ONVIF_CLIENTS)
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) BOARD=$(BOARD) python3 scripts/vm_test.py
 
 clean:

@@ -197,6 +197,8 @@ public enum ConfigFile {
         "rtsp.port": { $0.rtspPort = $1 == "off" ? nil : UInt16(try integer($1, 0...65_535)) },
         "rtsp.max_clients": { $0.rtspMaxClients = $1 == "auto" ? nil : try integer($1, 1...500) },
         "rtsp.max_clients_per_address": { $0.rtspClientsPerAddress = try integer($1, 1...500) },
+        "onvif.enabled": { $0.onvifEnabled = try boolean($1) },
+        "onvif.discovery_port": { $0.onvifDiscoveryPort = UInt16(try integer($1, 1...65_535)) },
         "session.start": { $0.start = try choice($1, Settings.StartMode.self) },
         "session.duration": { $0.durationMilliseconds = try milliseconds($1, 1...Int(Int32.max)) },
         "log.format": { $0.logFormat = try choice($1, Log.Format.self) },

@@ -39,6 +39,7 @@ extension Event {
     static let webrtcUnavailable = Event("webrtc.unavailable", console: true)
     static let rtspUnavailable = Event("rtsp.unavailable", console: true)
     static let snapshotFailed = Event("snapshot.failed")
+    static let onvifUnavailable = Event("onvif.unavailable", console: true)
     static let signalReceived = Event("signal.received")
     static let sourceSelected = Event("source.selected")
     static let sourceStarted = Event("source.started")

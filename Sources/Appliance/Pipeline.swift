@@ -12,6 +12,7 @@ import Server
 import Spool
 import Streaming
 import Threading
+import ONVIF
 import RTSP
 import WebRTC
 
@@ -39,6 +40,9 @@ final class Pipeline: Sendable {
     /// WHEP viewers of the live stream (only with a web server to take their offers).
     let webrtc: WebRTCServer?
     let rtsp: RTSPServer?
+    /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
+    let onvif: ONVIFService?
+    private let discovery = Locked<Discovery?>(nil)
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
@@ -73,6 +77,7 @@ final class Pipeline: Sendable {
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
         webrtc = Self.openWebRTC(settings, log: log)
         rtsp = Self.openRTSP(settings, log: log)
+        onvif = ONVIFSetup.service(settings, rtspPort: rtsp?.port, snapshots: snapshots != nil, clock: clock, log: log)
         let realTime: [RealTimeOutput] = [webrtc as RealTimeOutput?, rtsp].compactMap { $0 }
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
                                    liveEdge: liveEdge, realTime: realTime, log: log)
@@ -87,6 +92,7 @@ final class Pipeline: Sendable {
             do {
                 let server = try serve(listen)
                 served.withLock { $0 = server }
+                if let onvif { discovery.withLock { $0 = ONVIFSetup.discovery(onvif, settings: settings, httpPort: server.port, log: log) } }
             } catch {
                 session.shutdown()
                 throw RunFailure.configuration(error)
@@ -209,7 +215,7 @@ final class Pipeline: Sendable {
         let server = try WebServer(listen: listen, root: settings.dataDirectory, api: api, control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, bodyRoutes: webrtc.map { [Self.whep($0)] } ?? [],
+           liveEdge: liveEdge, bodyRoutes: (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
            whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
@@ -235,7 +241,7 @@ final class Pipeline: Sendable {
         }
     }
 
-    /// Where the newest picture is served as JPEG.
+    /// Where the newest picture is served as JPEG (ONVIF's GetSnapshotUri names it too).
     static let snapshotPath = "/api/snapshot.jpg"
 
     /// The RTSP server on the web server's address; one that cannot be had (the port
@@ -362,6 +368,7 @@ final class Pipeline: Sendable {
         server?.stop()
         webrtc?.stop()
         rtsp?.stop()
+        discovery.withLock { $0?.stop() }
         return session.error
     }
 }

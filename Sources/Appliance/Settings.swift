@@ -82,6 +82,11 @@ public struct Settings: Sendable, Equatable {
     /// `rtsp.max_clients_per_address`: an NVR opens a few (record, detect); far more from
     /// one address is one client locking the others out.
     public var rtspClientsPerAddress = 8
+    /// `onvif.enabled`: the ONVIF services on the web server and WS-Discovery on the LAN.
+    public var onvifEnabled = true
+    /// `onvif.discovery_port`: WS-Discovery's UDP port (3702 everywhere ONVIF is; another
+    /// only for tests and networks that move it).
+    public var onvifDiscoveryPort: UInt16 = 3702
     /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
     public var deviceName: String?
     /// `server.token`: the bearer token the control API wants; none: control is off.

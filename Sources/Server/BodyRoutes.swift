@@ -13,6 +13,11 @@ extension WebServer {
         public var body: [UInt8]
         /// The client's address, as text.
         public var client: String
+        /// The Host header: the address the client reached the board at (URIs given back
+        /// to it, ONVIF's, must use it).
+        public var host: String?
+        /// The port the web server listens on.
+        public var port: UInt16
     }
 
     public struct BodyReply: Sendable {
@@ -91,8 +96,9 @@ extension WebServer {
         }
         var address = [CChar](repeating: 0, count: 64)
         let client = onair_mhd_client_address(connection, &address, socklen_t(address.count)) == 0 ? String(cString: address) : "unknown"
+        let header = headerReader(connection)
         let request = BodyRequest(method: method, path: String(url.dropFirst(upload.route.prefix.count)),
-                                  contentType: headerReader(connection)("Content-Type"), body: upload.body, client: client)
+                                  contentType: header("Content-Type"), body: upload.body, client: client, host: header("Host"), port: port)
         let answer = upload.route.handle(request)
         return Reply(status: answer.status, body: .bytes(answer.body), headers: answer.headers)
     }
