@@ -31,6 +31,8 @@
 7. Glass-to-glass latency (bench_latency.py): in real time, headless Chromium showing the
    synthetic camera through the viewer, regular HLS against low-latency HLS, median and
    95th percentile over 60 s each, and how soon a part is served after its last frame.
+8. RTSP (bench_rtsp.py): glass-to-glass into ffmpeg's low-delay decoder over TCP and UDP,
+   and onair's CPU with 0, 1 and 10 RTSP clients.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
@@ -47,6 +49,7 @@ import time
 import bench_hardening
 import bench_latency
 import bench_offline
+import bench_rtsp
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
 ONAIR_BENCH = os.path.join(os.path.dirname(ONAIR), "onair-bench")
@@ -348,6 +351,7 @@ def main():
         bench_hardening.validate_scaling(ONAIR, work)
         bench_hardening.connection_test(ONAIR, work)
         bench_latency.report(ONAIR)
+        bench_rtsp.report(ONAIR)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -321,31 +321,42 @@ def part_delays(port, stream, seconds):
     return delays
 
 
+def start_onair(binary, work, settings, segments=3, more=(), extra=()):
+    """`onair run` on the synthetic camera with its JSON log: the process, and from its log
+    the web server's port, frame 0's wall-clock capture time, the frame rate, and each
+    event named in `more`; returns once the live stream has `segments` segments."""
+    onair = subprocess.Popen([binary, "run", "--source", "synthetic", "--out", os.path.join(work, "out"),
+                              "--listen", "127.0.0.1:0", "--log-format", "json"] + [a for s in settings for a in ("--set", s)] + list(extra),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    found = {}
+    for line in onair.stderr:
+        event = json.loads(line) if line.startswith("{") else {}
+        name = event.get("event")
+        if name == "source.started":
+            found["frame0_ms"], found["fps"] = event["frame0_wall_ms"], event["fps"]
+        if name == "server.listening":
+            found["port"] = int(event["url"].rstrip("/").rsplit(":", 1)[1])
+        if name in more:
+            found[name] = event
+        if all(key in found for key in ("frame0_ms", "port", *more)):
+            break
+    # Drain onair's log so it never blocks on a full pipe.
+    threading.Thread(target=lambda: [None for _ in onair.stderr], daemon=True).start()
+    for _ in range(120):
+        streams = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{found['port']}/api/streams").read())
+        if streams and streams[0]["segments"] >= segments:
+            break
+        time.sleep(0.5)
+    found["stream"] = streams[0]["id"]
+    return onair, found
+
+
 def report(binary=ONAIR):
     work = tempfile.mkdtemp(prefix="onair-latency-")
-    onair = subprocess.Popen([binary, "run", "--source", "synthetic", "--out", os.path.join(work, "out"),
-                              "--listen", "127.0.0.1:0", "--log-format", "json", "--set", "webrtc.port=0",
-                              "--set", "webrtc.max_viewers=20", "--set", "webrtc.max_viewers_per_address=20"] + EXTRA,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    onair, found = start_onair(binary, work, ["webrtc.port=0", "webrtc.max_viewers=20", "webrtc.max_viewers_per_address=20"], extra=EXTRA)
     browser = None
     try:
-        port = frame0_ms = fps = None
-        for line in onair.stderr:
-            event = json.loads(line) if line.startswith("{") else {}
-            if event.get("event") == "source.started":
-                frame0_ms, fps = event["frame0_wall_ms"], event["fps"]
-            if event.get("event") == "server.listening":
-                port = int(event["url"].rstrip("/").rsplit(":", 1)[1])
-            if port and frame0_ms:
-                break
-        # Drain onair's log so it never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in onair.stderr], daemon=True).start()
-        for _ in range(120):
-            streams = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/streams").read())
-            if streams and streams[0]["segments"] >= 3:
-                break
-            time.sleep(0.5)
-        stream = streams[0]["id"]
+        port, frame0_ms, fps, stream = found["port"], found["frame0_ms"], found["fps"], found["stream"]
         print(f"glass-to-glass on loopback, 720p{fps} synthetic camera, headless browsers, {SECONDS} s each (after {WARMUP} s)")
         medians = {}
         for label, make, page in [("(a) regular HLS", Chromium, "/?ll=0"), ("(b) low-latency HLS", Chromium, "/?mode=ll"),
