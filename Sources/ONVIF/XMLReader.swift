@@ -94,14 +94,7 @@ public enum XMLReader {
             var root: XMLElement?
             while at < bytes.count {
                 if bytes[at] != UInt8(ascii: "<") {
-                    let start = at
-                    while at < bytes.count && bytes[at] != UInt8(ascii: "<") { at += 1 }
-                    let text = try decode(bytes[start..<at])
-                    if stack.isEmpty {
-                        guard text.allSatisfy(Self.isSpace) else { throw XMLError.malformed("text outside the root element", at: start) }
-                    } else {
-                        stack[stack.count - 1].text += text
-                    }
+                    try characterData(into: &stack)
                     continue
                 }
                 if matches("<!--") {
@@ -143,13 +136,35 @@ public enum XMLReader {
                 }
             }
             guard let root else { throw XMLError.malformed(stack.isEmpty ? "no root element" : "<\(stack.last!.qualified.prefix(40))> is not closed", at: at) }
-            // After the root: only space, comments and processing instructions.
+            try epilogue()
+            return root
+        }
+
+        /// Text up to the next `<`: the open element's, or only space outside the root.
+        mutating func characterData(into stack: inout [Open]) throws {
+            let start = at
+            while at < bytes.count && bytes[at] != UInt8(ascii: "<") { at += 1 }
+            let text = try decode(bytes[start..<at])
+            if stack.isEmpty {
+                guard text.allSatisfy(Self.isSpace) else { throw XMLError.malformed("text outside the root element", at: start) }
+            } else {
+                stack[stack.count - 1].text += text
+            }
+        }
+
+        /// After the root: only space, comments and processing instructions.
+        mutating func epilogue() throws {
             while at < bytes.count {
-                if Self.isSpace(bytes[at]) { at += 1 } else if matches("<!--"), let end = find("-->", from: at + 4) { at = end + 3 } else if matches("<?"), let end = find("?>", from: at + 2) { at = end + 2 } else {
+                if Self.isSpace(bytes[at]) {
+                    at += 1
+                } else if matches("<!--"), let end = find("-->", from: at + 4) {
+                    at = end + 3
+                } else if matches("<?"), let end = find("?>", from: at + 2) {
+                    at = end + 2
+                } else {
                     throw XMLError.malformed("content after the root element", at: at)
                 }
             }
-            return root
         }
 
         /// After `<`: the name, the attributes, and whether it closed itself (`/>`).
