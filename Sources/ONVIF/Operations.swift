@@ -43,6 +43,15 @@ extension ONVIFService {
                 + "<tt:UTCDateTime><tt:Time><tt:Hour>\(t.hour)</tt:Hour><tt:Minute>\(t.minute)</tt:Minute><tt:Second>\(t.second)</tt:Second></tt:Time>"
                 + "<tt:Date><tt:Year>\(t.year)</tt:Year><tt:Month>\(t.month)</tt:Month><tt:Day>\(t.day)</tt:Day></tt:Date></tt:UTCDateTime>"
                 + "</tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>"
+        case "GetServiceCapabilities":
+            return "<tds:GetServiceCapabilitiesResponse><tds:Capabilities>"
+                + "<tds:Network IPFilter=\"false\" ZeroConfiguration=\"false\" IPVersion6=\"false\" DynDNS=\"false\"/>"
+                + "<tds:Security UsernameToken=\"true\" HttpDigest=\"false\"/>"
+                + "<tds:System DiscoveryResolve=\"false\" DiscoveryBye=\"true\" RemoteDiscovery=\"false\" SystemBackup=\"false\" "
+                + "SystemLogging=\"false\" FirmwareUpgrade=\"false\"/></tds:Capabilities></tds:GetServiceCapabilitiesResponse>"
+        case "GetHostname":
+            return "<tds:GetHostnameResponse><tds:HostnameInformation><tt:FromDHCP>false</tt:FromDHCP>"
+                + "<tt:Name>\(e(device.name))</tt:Name></tds:HostnameInformation></tds:GetHostnameResponse>"
         case "GetScopes":
             let scopes = device.scopes.map { "<tds:Scopes><tt:ScopeDef>Fixed</tt:ScopeDef><tt:ScopeItem>\(e($0))</tt:ScopeItem></tds:Scopes>" }
             return "<tds:GetScopesResponse>\(scopes.joined())</tds:GetScopesResponse>"
@@ -70,6 +79,13 @@ extension ONVIFService {
             return "<trt:GetProfilesResponse>\(profile("trt:Profiles"))</trt:GetProfilesResponse>"
         case "GetProfile":
             return "<trt:GetProfileResponse>\(profile("trt:Profile"))</trt:GetProfileResponse>"
+        case "GetServiceCapabilities":
+            // SnapshotUri: Home Assistant and others ask before they use GetSnapshotUri.
+            let rtsp = address.rtspPort != nil
+            return "<trt:GetServiceCapabilitiesResponse><trt:Capabilities SnapshotUri=\"\(environment.snapshotPath != nil)\" Rotation=\"false\" "
+                + "VideoSourceMode=\"false\" OSD=\"false\"><trt:ProfileCapabilities MaximumNumberOfProfiles=\"1\"/>"
+                + "<trt:StreamingCapabilities RTPMulticast=\"false\" RTP_TCP=\"\(rtsp)\" RTP_RTSP_TCP=\"\(rtsp)\"/></trt:Capabilities>"
+                + "</trt:GetServiceCapabilitiesResponse>"
         case "GetVideoSources":
             let live = environment.live()
             let resolution = live.map { "<tt:Framerate>\($0.fps)</tt:Framerate><tt:Resolution><tt:Width>\($0.width)</tt:Width><tt:Height>\($0.height)</tt:Height></tt:Resolution>" } ?? ""
