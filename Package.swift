@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media", "Logging", "System"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media", "Logging", "System", "Threading"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),

@@ -1,6 +1,7 @@
 import Logging
 import Media
 import System
+import Threading
 import XCTest
 @testable import ONVIF
 
@@ -105,6 +106,8 @@ final class ONVIFServiceTests: XCTestCase {
         let scopes = try call(onvif, "GetScopes").1.children.compactMap { $0.child("ScopeItem")?.text }
         XCTAssertTrue(scopes.contains("onvif://www.onvif.org/name/porch%20cam"), "\(scopes)")
         XCTAssertTrue(scopes.contains("onvif://www.onvif.org/hardware/rpi4"))
+        XCTAssertEqual(try call(onvif, "GetHostname").1.find("HostnameInformation", "Name")?.text, "porch cam")
+        XCTAssertEqual(try call(onvif, "GetServiceCapabilities").1.find("Capabilities", "System")?.attributes["DiscoveryBye"], "true")
         let interfaces = try call(onvif, "GetNetworkInterfaces").1
         XCTAssertEqual(interfaces.find("NetworkInterfaces", "IPv4", "Config", "FromDHCP", "Address")?.text, "192.168.1.20")
     }
@@ -119,6 +122,10 @@ final class ONVIFServiceTests: XCTestCase {
         XCTAssertEqual(try call(onvif, "GetStreamUri", media: true).1.find("MediaUri", "Uri")?.text, "rtsp://192.168.1.20:8554/live")
         XCTAssertEqual(try call(onvif, "GetSnapshotUri", media: true).1.find("MediaUri", "Uri")?.text, "http://192.168.1.20:8080/api/snapshot.jpg")
         XCTAssertEqual(try call(onvif, "GetVideoSources", media: true).1.find("VideoSources", "Resolution", "Height")?.text, "720")
+        // Clients ask the service's capabilities before they use the snapshot.
+        let capabilities = try call(onvif, "GetServiceCapabilities", media: true).1.child("Capabilities")
+        XCTAssertEqual(capabilities?.attributes["SnapshotUri"], "true")
+        XCTAssertEqual(capabilities?.child("StreamingCapabilities")?.attributes["RTP_RTSP_TCP"], "true")
         // RTSP off: no stream URI to give.
         XCTAssertEqual(try call(service(rtsp: nil), "GetStreamUri", media: true).0, 500)
     }
@@ -211,6 +218,29 @@ final class DiscoveryTests: XCTestCase {
         // Garbage and bombs are not answered.
         XCTAssertNil(discovery.answer(Array("<!DOCTYPE x [<!ENTITY a \"b\">]><x>&a;</x>".utf8), from: from))
         XCTAssertNil(discovery.answer([0xFF, 0x00, 0x3C], from: from))
+    }
+
+    /// A flood of probes is answered at most 50 a second, with a line or two about it: the
+    /// discovery thread's work, and what it sends, are bounded whatever arrives.
+    func testAFloodOfProbesIsAnsweredAtMostFiftyASecond() throws {
+        let lines = Locked(0)
+        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: [], xaddrs: { _ in [] },
+                                      log: .silent { event, _, _ in if event == .discoveryRefused { lines.withLock { $0 += 1 } } })
+        defer { discovery.stop() }
+        let target = try XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: discovery.port, ipv6: false))
+        let client = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)), bufferBytes: 1 << 22)
+        let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
+        let started = KernelClock.monotonic()
+        for _ in 0..<400 { _ = try client.sendDatagram(probe, to: target) }
+        var answers = 0
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while (try Poll.wait(client, for: .readable, timeoutMs: 1500)).contains(.readable) {
+            while try client.receiveDatagram(into: &buffer) != nil { answers += 1 }
+        }
+        let seconds = Double(KernelClock.monotonic() - started) / 1e9
+        XCTAssertGreaterThan(answers, 0)
+        XCTAssertLessThanOrEqual(answers, Discovery.answersPerSecond * (Int(seconds) + 2), "\(answers) answers in \(seconds) s")
+        XCTAssertLessThanOrEqual(lines.withLock { $0 }, 20, "refusals said at most 20 times a minute")
     }
 
     func testUUIDsCarryTheirVersionAndVariant() {
