@@ -15,8 +15,7 @@ Scenarios, in two boots of the same disk, on a machine whose real-time clock say
           3 a recording (space, 20 s, space: a complete stream at the origin that passes
           the HLS rules, decodes, and carries the test tone, with an id that is not a date
           and no program date-time; the local recording is a playable MP4; while it is
-          live the host plays it over RTSP, and a WS-Discovery probe to the board is
-          answered with its ONVIF address),
+          live the host plays it over RTSP),
           6 the clock (a second stream starts; chrony on the host's loopback, named in
           onair.conf's time.servers as 10.0.2.2, answers; the console shows
           clock.synchronized with the step and clock=synced; the stream goes on dated),
@@ -64,9 +63,6 @@ RTC_BASE = "2000-01-01"
 ORIGIN_PORT = 18081
 HTTP_PORT = 18080  # the guest's :8080, forwarded to the host's loopback
 RTSP_PORT = 18554  # the guest's RTSP :8554
-DISCOVERY_PORT = 13702  # the guest's WS-Discovery UDP :3702
-ONVIF_PYTHON = os.path.join(REPO, ".build", "onvif", "bin", "python3")
-ONVIF_CLIENT = os.path.join(REPO, "Tests", "IntegrationTests", "Clients", "onvif_client.py")
 
 # What the aarch64 virt machine needs that a Pi 4 has otherwise: the test's devices
 # (modules and options on the kernel command line, which modprobe reads) and the test
@@ -308,8 +304,7 @@ class Machine:
         self.process = subprocess.Popen(machine + [
             "-accel", "tcg", "-smp", "2", "-m", "1536",
             "-drive", f"file={image},format=raw,if=virtio",
-            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{HTTP_PORT}-:8080,hostfwd=tcp:127.0.0.1:{RTSP_PORT}-:8554,"
-                       f"hostfwd=udp:127.0.0.1:{DISCOVERY_PORT}-:3702",
+            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{HTTP_PORT}-:8080,hostfwd=tcp:127.0.0.1:{RTSP_PORT}-:8554",
             "-device", "virtio-net-pci,netdev=n0", "-device", "virtio-gpu-pci",
             "-display", "none", "-serial", f"file:{self.console}",
             "-monitor", f"unix:{self.monitor_path},server,nowait", "-no-reboot"],
@@ -500,28 +495,18 @@ def check_stream(name, stream, expect_seconds=None):
     return playlist, seconds
 
 
-def check_rtsp_and_discovery():
-    """While a stream is live: the host plays rtsp://…/live from the board (forwarded TCP,
-    interleaved), and a directed WS-Discovery probe to the board's UDP 3702 is answered
-    with the board's own address on its network (the guest's 10.0.2.15: user-mode
-    networking carries no multicast, so the probe is the directed kind)."""
+def check_rtsp():
+    """While a stream is live, the host plays rtsp://…/live from the board (a forwarded
+    TCP port, RTP interleaved). WS-Discovery is not checked here: QEMU's user networking
+    hands a forwarded UDP datagram to the guest with the host's loopback address as its
+    source, which the guest's kernel drops as a martian before onair sees it (measured:
+    the probe reaches the guest's NIC, no answer leaves it); multicast and directed probes
+    are tested in a network namespace in make test instead."""
     probed = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
                              "-of", "csv=p=0", f"rtsp://127.0.0.1:{RTSP_PORT}/live"], capture_output=True, text=True, timeout=60)
     codecs = sorted(probed.stdout.split())
     check("3 record: the host plays the board's RTSP stream (rtsp://board:8554/live over TCP)", "h264" in codecs,
           f"{codecs} {probed.stderr.strip()[:200]}")
-    if not os.path.exists(ONVIF_PYTHON):
-        check("3 record: the board answers a WS-Discovery probe", False, f"{ONVIF_PYTHON} is missing: make test installs it")
-        return
-    found = subprocess.run([ONVIF_PYTHON, ONVIF_CLIENT, "discover", "127.0.0.1", str(DISCOVERY_PORT)], capture_output=True,
-                           text=True, timeout=60)
-    try:
-        services = json.loads(found.stdout).get("services", [])
-    except ValueError:
-        services = []
-    xaddrs = [x for service in services for x in service.get("xaddrs", [])]
-    check("3 record: the board answers a WS-Discovery probe with its ONVIF address on its network",
-          any(x.startswith("http://10.0.2.15:8080/onvif/device_service") for x in xaddrs), f"{xaddrs} {found.stdout[:200]} {found.stderr[-200:]}")
 
 
 def console_lines(text, word):
@@ -592,7 +577,7 @@ def main():
         check("3 record: the space bar (sendkey spc, evdev) starts a stream", started)
         first_id = started_id(started)
         recording_began = time.monotonic()
-        check_rtsp_and_discovery()
+        check_rtsp()
         time.sleep(max(0, 20 - (time.monotonic() - recording_began)))
         mark = len(machine.text())
         machine.key("spc")
