@@ -61,21 +61,18 @@ public final class Discovery: Sendable {
     private func run() {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var drain = [UInt8](repeating: 0, count: 16)
-        var second: Int64 = 0
-        var answered = 0
+        var budget = AnswerBudget(perSecond: Self.answersPerSecond)
         while !thread.isStopped {
             _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
             for _ in 0..<64 {
                 guard let (count, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
-                let now = monotonicNanoseconds() / 1_000_000_000
-                if now != second { (second, answered) = (now, 0) }
-                guard answered < Self.answersPerSecond else {
+                guard budget.allows(now: monotonicNanoseconds()) else {
                     refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", "more than \(Self.answersPerSecond) probes a second")])
                     continue
                 }
                 if let reply = answer(Array(buffer[0..<count]), from: from) {
-                    answered += 1
+                    budget.spend()
                     _ = try? socket.sendDatagram(Array(reply.utf8), to: from)
                 }
             }
@@ -160,4 +157,23 @@ public final class Discovery: Sendable {
         let characters = Array(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
         return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
     }
+}
+
+/// How many probes may still be answered in the current second (CLOCK_MONOTONIC): time is
+/// given, so the rule runs on any clock in tests.
+struct AnswerBudget {
+    let perSecond: Int
+    private var second: Int64 = .min
+    private var used = 0
+
+    init(perSecond: Int) { self.perSecond = perSecond }
+
+    /// Whether one more answer fits the second `now` (ns) falls in.
+    mutating func allows(now: Int64) -> Bool {
+        let current = now / 1_000_000_000
+        if current != second { (second, used) = (current, 0) }
+        return used < perSecond
+    }
+
+    mutating func spend() { used += 1 }
 }
