@@ -66,10 +66,13 @@ let package = Package(
         .target(name: "RTP", dependencies: ["Media"]),
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
         // transports, and the server (one thread for every client).
-        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout"]),
+        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout", "Access"]),
         // ONVIF Profile S for NVRs and hubs: the SOAP reader (no DTD), the Device and Media
         // services, WS-Security's UsernameToken, WS-Discovery.
-        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL"]),
+        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access"]),
+        // Who may watch: viewers' stored digests and NVRs' device accounts, HTTP/RTSP
+        // Digest (RFC 7616) with stateless nonces, failed logins limited per address.
+        .target(name: "Access", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
         .target(name: "SDP", dependencies: ["Media"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
@@ -89,14 +92,14 @@ let package = Package(
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
                                                   "Spool", "Recording", "Layout"]),
-        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout"]),
+        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
         .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -115,8 +118,9 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media", "Logging", "System", "Threading"]),
-        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
+        .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "Media", "System"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Access", "Media", "Logging", "System", "Threading"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
@@ -130,7 +134,7 @@ let package = Package(
         .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
                                                    "Devices", "TestSupport", "Layout", "Spool"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Files", "HLS", "Threading", "TestSupport", "Layout"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
                                                       "Publishing", "Recording", "Layout", "Spool", "Threading"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout", "Spool"]),

@@ -34,6 +34,13 @@ public struct SocketAddress: Sendable {
         isIPv6 = ipv6
     }
 
+    /// The address alone in network order: 4 bytes, or 16 for IPv6.
+    public var addressBytes: [UInt8] {
+        withUnsafeBytes(of: storage) { raw in
+            isIPv6 ? Array(raw[8..<24]) : Array(raw[4..<8])
+        }
+    }
+
     /// The sockaddr's bytes, for a C library that binds it (libmicrohttpd).
     public func withRawPointer<T>(_ body: (UnsafeRawPointer) throws -> T) rethrows -> T {
         try withUnsafeBytes(of: storage) { try body($0.baseAddress!) }
