@@ -16,6 +16,8 @@ public enum Invocation: Equatable {
     case timeConfig(TimeSettings, output: String?)
     /// `onair forget ID`: stop listing a published stream its owner deleted.
     case forget(id: String, Settings)
+    /// `onair passwd`: a user of `[access]` added, replaced or removed.
+    case passwd(PasswdOptions)
     case version
     case help(String)
     /// Asked for nothing: the usage on stderr and exit 2.
@@ -79,6 +81,7 @@ public enum CommandLineParser {
             guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError.usage("forget: expected a stream id (see 'onair forget --help')") }
             guard case .run(let settings, _) = try parseRun(Array(rest.dropFirst()), readFile: readFile) else { return .usage(usage) }
             return .forget(id: id, settings)
+        case "passwd": return try Passwd.parse(rest)
         default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -128,6 +131,11 @@ public enum CommandLineParser {
                 throw ConfigError.at(origin: origin, key: nil, error)
             }
         }
+        // A viewer's digests were made with the realm; without it none can be checked.
+        if !settings.access.viewers.isEmpty && settings.access.realm.isEmpty {
+            throw ConfigError.at(origin: configFiles.last ?? "--set", key: "access.realm",
+                                 .invalid("access.viewer lines need the realm they were made with (onair passwd writes both)"))
+        }
         return .run(settings, configFiles: configFiles)
     }
 
@@ -141,6 +149,7 @@ public enum CommandLineParser {
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
       onair forget ID [options]    stop listing a published stream deleted at the destination
+      onair passwd USER [options]  who may watch: a viewer's password, an NVR's account (see 'onair passwd --help')
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 

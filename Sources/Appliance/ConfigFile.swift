@@ -1,3 +1,4 @@
+import Access
 import Codecs
 import Devices
 import Logging
@@ -102,7 +103,7 @@ public enum ConfigFile {
     }
 
     /// Keys that add a value each time they appear.
-    static let repeatable: Set<String> = ["publish.header"]
+    static let repeatable: Set<String> = ["publish.header", "access.viewer", "access.device"]
 
     /// Every `[section]` some known key lives under (`publish`, `publish.s3`, …).
     static let knownSections: Set<String> = Set(keys.keys.flatMap { key -> [String] in
@@ -122,7 +123,14 @@ public enum ConfigFile {
 
     /// Keys whose values are never printed, nor any part of them.
     static func isSecret(_ key: String) -> Bool {
-        key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header"
+        key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header" || key == "access.viewer" || key == "access.device"
+    }
+
+    /// A user is named once across viewers and devices.
+    static func unnamed(_ name: String, in access: AccessList) throws {
+        guard !access.viewers.contains(where: { $0.name == name }) && access.secret(name) == nil else {
+            throw ConfigError.invalid("\(name) is already a user (each name once: onair passwd replaces a user's line)")
+        }
     }
 
     /// `--set key=value`.
@@ -187,6 +195,21 @@ public enum ConfigFile {
         "server.token": {
             guard $1.count >= 16 || $1.isEmpty else { throw ConfigError.invalid("a token needs at least 16 characters") }
             $0.serverToken = $1.isEmpty ? nil : $1
+        },
+        "access.realm": {
+            guard AccessList.validRealm($1) else { throw ConfigError.expected("the realm onair passwd wrote (printable, no quotes, at most 64 characters)", got: quoted($1)) }
+            $0.access.realm = $1
+        },
+        // Repeatable, each a user; their values are never shown (they are, or stand for, passwords).
+        "access.viewer": {
+            guard let viewer = AccessList.viewer($1) else { throw ConfigError.invalid("not a viewer line of onair passwd: 'NAME md5:<hex> sha-256:<hex>' (not shown)") }
+            try ConfigFile.unnamed(viewer.name, in: $0.access)
+            $0.access.viewers.append(viewer)
+        },
+        "access.device": {
+            guard let device = AccessList.device($1) else { throw ConfigError.invalid("not a device line of onair passwd --device: 'NAME <16 to 128 characters>' (not shown)") }
+            try ConfigFile.unnamed(device.name, in: $0.access)
+            $0.access.devices.append(device)
         },
         "console.device": { $0.consoleDevice = DeviceChoice(orOff: $1) },
         "console.interval_s": { $0.consoleIntervalSeconds = Double(try milliseconds($1, 1000...3_600_000)) / 1000 },
@@ -300,7 +323,11 @@ public enum ConfigFile {
             guard let apply = keys[entry.key] else { throw ConfigError.unknownKey(origin: entry.origin, key: entry.key) }
             if entry.key == "time.servers" { settings.time.origin = entry.origin }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
-                throw ConfigError.at(origin: entry.origin, key: entry.key, isSecret(entry.key) ? .secret : error)
+                // A secret key's own rules (`.invalid`) are said without its value; any
+                // other error might quote it.
+                let shown: ConfigError
+                if case .invalid = error { shown = error } else { shown = isSecret(entry.key) ? .secret : error }
+                throw ConfigError.at(origin: entry.origin, key: entry.key, shown)
             }
         }
     }

@@ -30,6 +30,7 @@ public enum Runner {
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .fetch(let options): return fetch(options)
         case .forget(let id, let settings): return forget(id, settings)
+        case .passwd(let options): return Passwd.run(options)
         case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0
         case .run(let settings, _): return run(settings)
         }

@@ -1,3 +1,4 @@
+import Access
 import Codecs
 import Devices
 import Logging
@@ -89,6 +90,8 @@ public struct Settings: Sendable, Equatable {
     public var onvifDiscoveryPort: UInt16 = 3702
     /// `device.name`; nil (`auto`) until a run resolves it (`DeviceName.automatic`).
     public var deviceName: String?
+    /// `[access]`: who may watch (viewers and device accounts); empty: anyone on the LAN.
+    public var access = AccessList()
     /// `server.token`: the bearer token the control API wants; none: control is off.
     public var serverToken: String?
     /// `console.device`: where the status line goes (`auto`: /dev/serial0 or /dev/ttyAMA0

@@ -183,6 +183,30 @@ public final class FileDescriptor: Sendable {
     /// The descriptor is a terminal (isatty(3)).
     public var isTerminal: Bool { isatty(rawValue) == 1 }
 
+    /// One line (without its end) of at most `limit` bytes, read a byte at a time so
+    /// nothing after it is taken; nil at the end of input or past the limit. On a
+    /// terminal with `echo` false, what is typed is not shown (termios(3) ECHO off for
+    /// the read, then as it was).
+    public func readLine(limit: Int, echo: Bool = true) throws -> [UInt8]? {
+        var saved = termios()
+        let quiet = !echo && isTerminal && tcgetattr(rawValue, &saved) == 0
+        if quiet {
+            var silent = saved
+            silent.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(rawValue, TCSAFLUSH, &silent)
+        }
+        defer { if quiet { _ = tcsetattr(rawValue, TCSAFLUSH, &saved) } }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let count = try withUnsafeMutableBytes(of: &byte) { try read(into: $0) }
+            if count == 0 { return line.isEmpty ? nil : line }
+            if byte == 0x0A { return line.last == 0x0D ? Array(line.dropLast()) : line }
+            guard line.count < limit else { return nil }
+            line.append(byte)
+        }
+    }
+
     /// The process's standard streams, never closed by onair.
     public static let standardInput = FileDescriptor(standard: 0)
     public static let standardOutput = FileDescriptor(standard: 1)

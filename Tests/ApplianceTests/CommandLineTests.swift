@@ -43,8 +43,12 @@ final class CommandLineTests: XCTestCase {
         }
         var settings = Settings()
         XCTAssertThrowsError(try ConfigFile.apply([.init(key: "server.token", value: "short", origin: "--set")], to: &settings)) {
-            XCTAssertEqual($0 as? ConfigError, .at(origin: "--set", key: "server.token", .secret))
+            XCTAssertEqual($0 as? ConfigError, .at(origin: "--set", key: "server.token", .invalid("a token needs at least 16 characters")),
+                           "a secret key's own rule, said without its value")
             XCTAssertFalse("\($0)".contains("short"), "\($0)")
+        }
+        XCTAssertThrowsError(try ConfigFile.apply([.init(key: "publish.header", value: "no colon here", origin: "--set")], to: &settings)) {
+            XCTAssertEqual($0 as? ConfigError, .at(origin: "--set", key: "publish.header", .secret))
         }
         XCTAssertThrowsError(try CommandLineParser.parse(["nonsense"], readFile: { _ in [] })) {
             XCTAssertEqual($0 as? ConfigError, .usage("unknown command 'nonsense' (try 'onair help')"))
