@@ -107,7 +107,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.

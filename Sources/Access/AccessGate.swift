@@ -87,6 +87,6 @@ public final class AccessGate: Sendable {
 extension Event {
     public static let accessRefused = Event("access.refused")
     /// Once at start: who may watch (or that anyone on the network may).
-    public static let accessOpen = Event("access.open")
-    public static let accessUsers = Event("access.users")
+    public static let accessOpen = Event("access.open", console: true)
+    public static let accessUsers = Event("access.users", console: true)
 }

@@ -1,3 +1,4 @@
+import Access
 import Files
 import Logging
 import Media
@@ -45,7 +46,7 @@ enum ONVIFSetup {
 
     /// ONVIF's services (`onvif.enabled`): the board, the live stream as the settings make
     /// it, the clock, the interfaces.
-    static func service(_ settings: Settings, rtspPort: UInt16?, snapshots: Bool, clock: any WallClock, log: Log) -> ONVIFService? {
+    static func service(_ settings: Settings, rtspPort: UInt16?, snapshots: Bool, clock: any WallClock, access: AccessGate?, log: Log) -> ONVIFService? {
         guard settings.onvifEnabled, settings.listen != nil else { return nil }
         let size = settings.encodedSize, fps = settings.fps
         let stream = ONVIFStream(width: size.width, height: size.height, fps: fps, bitrate: settings.videoBitrate,
@@ -53,7 +54,7 @@ enum ONVIFSetup {
                                  audio: settings.audioEnabled ? .init(sampleRate: settings.sampleRate, bitrate: settings.audioBitrate, channels: settings.channels) : nil)
         let environment = ONVIFService.Environment(
             live: { stream }, clock: { let now = clock.read(); return ONVIFClock(unixMilliseconds: now.wallMs, synchronized: now.synchronized) },
-            interfaces: { ONVIFSetup.interfaces() }, rtspPort: rtspPort, snapshotPath: snapshots ? Pipeline.snapshotPath : nil)
+            interfaces: { ONVIFSetup.interfaces() }, rtspPort: rtspPort, snapshotPath: snapshots ? Pipeline.snapshotPath : nil, access: access)
         return ONVIFService(device: ONVIFSetup.device(name: settings.deviceName ?? "onair", version: CommandLineParser.version),
                             environment: environment, log: log)
     }

@@ -1,3 +1,4 @@
+import Access
 import Devices
 import Export
 import Fetch
@@ -42,6 +43,8 @@ final class Pipeline: Sendable {
     let rtsp: RTSPServer?
     /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
     let onvif: ONVIFService?
+    /// Who may watch (`[access]`); nil: anyone who reaches the board.
+    let access: AccessGate?
     private let discovery = Locked<Discovery?>(nil)
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
@@ -75,9 +78,10 @@ final class Pipeline: Sendable {
         let storage = Self.keepStorage(settings, publisher: publisher, recordings: recordings, log: log)
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
+        access = Self.accessGate(settings, log: log)
         webrtc = Self.openWebRTC(settings, log: log)
-        rtsp = Self.openRTSP(settings, log: log)
-        onvif = ONVIFSetup.service(settings, rtspPort: rtsp?.port, snapshots: snapshots != nil, clock: clock, log: log)
+        rtsp = Self.openRTSP(settings, access: access, log: log)
+        onvif = ONVIFSetup.service(settings, rtspPort: rtsp?.port, snapshots: snapshots != nil, clock: clock, access: access, log: log)
         let realTime: [RealTimeOutput] = [webrtc as RealTimeOutput?, rtsp].compactMap { $0 }
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
                                    liveEdge: liveEdge, realTime: realTime, log: log)
@@ -216,7 +220,8 @@ final class Pipeline: Sendable {
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
            liveEdge: liveEdge, bodyRoutes: (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
-           whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName, log: log)
+           whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName,
+           access: access, log: log)
         // Say what is bound: one address, or every interface.
         let address = server.listenAddress, port = server.port
         log(.serverListening, ("bound", address.isWildcard ? "\(address.host) port \(port) (every interface)" : "\(address.host) port \(port)"),
@@ -241,16 +246,28 @@ final class Pipeline: Sendable {
         }
     }
 
+    /// The gate of `[access]`, and one console line saying who may watch: with nobody
+    /// named, anyone who reaches the board (issue 32: the owner is told once).
+    private static func accessGate(_ settings: Settings, log: Log) -> AccessGate? {
+        guard settings.listen != nil else { return nil }
+        if settings.access.isOpen {
+            log(.accessOpen, ("who", "anyone who can reach the board may watch"), ("action", "onair passwd USER adds a viewer"))
+            return nil
+        }
+        log(.accessUsers, ("viewers", settings.access.viewers.count), ("devices", settings.access.devices.count))
+        return AccessGate(list: settings.access, token: settings.serverToken, log: log)
+    }
+
     /// Where the newest picture is served as JPEG (ONVIF's GetSnapshotUri names it too).
     static let snapshotPath = "/api/snapshot.jpg"
 
     /// The RTSP server on the web server's address; one that cannot be had (the port
     /// taken) does not stop the appliance: it says why once.
-    private static func openRTSP(_ settings: Settings, log: Log) -> RTSPServer? {
+    private static func openRTSP(_ settings: Settings, access: AccessGate?, log: Log) -> RTSPServer? {
         guard let listen = settings.listen, let port = settings.rtspPort, let address = try? ListenAddress(listen) else { return nil }
         do {
             return try RTSPServer(settings: .init(host: address.host, port: port, maxClients: settings.rtspClients,
-                                                  perAddress: settings.rtspClientsPerAddress), log: log)
+                                                  perAddress: settings.rtspClientsPerAddress, access: access), log: log)
         } catch {
             log(.rtspUnavailable, level: .error, ("problem", "\(error)"), ("action", "no RTSP; HLS and WebRTC are served"))
             return nil

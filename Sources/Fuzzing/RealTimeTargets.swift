@@ -1,3 +1,4 @@
+import Access
 import RTP
 import RTSP
 import SDP
@@ -89,6 +90,10 @@ extension FuzzTargets {
         }
     }()
 
+    /// A gate whose limit no run reaches, so each input meets the checks. (The seeds'
+    /// credentials are wrong in every character: no one mutation makes them right.)
+    static let fuzzGate = AccessGate(list: AccessList(realm: "onair-fuzz", devices: [("nvr", "0123456789abcdef")]), limiter: LoginLimiter(burst: 1 << 40), log: .silent())
+
     /// RTSP requests (RFC 2326) from a connection, split at every byte count the fuzzer
     /// picks: the same messages as the whole; every Transport header taken or refused;
     /// every URL read as an rtsp:// base, a path and a track of two digits at most.
@@ -96,6 +101,8 @@ extension FuzzTargets {
         Array("OPTIONS rtsp://192.168.1.20:8554/live RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: Lavf59.27.100\r\n\r\n".utf8),
         Array("SETUP rtsp://h/live/trackID=0 RTSP/1.0\r\nTransport: RTP/AVP;unicast;client_port=5000-5001,RTP/AVP/TCP;interleaved=0-1\r\nCSeq: 3\r\n\r\n$\u{1}\0\u{3}abc".utf8),
         Array("SET_PARAMETER rtsp://h/live RTSP/1.0\r\nCSeq: 4\r\nContent-Length: 5\r\n\r\nhello".utf8),
+        Array("DESCRIBE rtsp://h/live RTSP/1.0\r\nCSeq: 2\r\nAuthorization: Digest username=\"nvr\", realm=\"onair-fuzz\", nonce=\"0000000000000001aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", uri=\"rtsp://h/live\", response=\"0123456789abcdef0123456789abcdef\"\r\n\r\n".utf8),
+        Array("DESCRIBE rtsp://h/live RTSP/1.0\r\nCSeq: 2\r\nAuthorization: Basic bnZyOmZlZGNiYTk4NzY1NDMyMTA=\r\n\r\n".utf8),
     ], textual: true) { bytes in
         var whole = RTSPParser()
         guard let all = try? whole.feed(bytes) else { return }
@@ -109,6 +116,12 @@ extension FuzzTargets {
         guard split == all else { broken("RTSP messages differ when the bytes come in pieces") }
         for case .request(let request) in all {
             _ = request.cseq
+            // The Authorization header (RFC 7616's auth-params) as both channels read it:
+            // anything but the right answer is refused, never let in.
+            for channel in [AccessGate.Channel.rtsp, .http] {
+                let decision = fuzzGate.check(request.header("Authorization"), method: request.method, uri: request.uri, client: "192.0.2.1", channel: channel)
+                if case .allowed = decision { broken("an Authorization made of fuzz was let in") }
+            }
             _ = try? RTSPTransport.choose(request.header("Transport"))
             if let target = RTSPTarget(request.uri) {
                 guard target.base.lowercased().hasPrefix("rtsp://"), target.path.hasPrefix("/"), (0...99).contains(target.track ?? 0) else {

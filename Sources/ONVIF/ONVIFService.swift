@@ -1,6 +1,8 @@
+import Access
 import COpenSSL
 import Logging
 import Media
+import System
 import Threading
 
 /// ONVIF Profile S, minimal and correct: the Device service (`/onvif/device_service`) and
@@ -23,21 +25,18 @@ public final class ONVIFService: Sendable {
         /// The RTSP port (nil: RTSP is off, and GetStreamUri says so) and the snapshot's path.
         public var rtspPort: UInt16?
         public var snapshotPath: String?
-        /// A user's password, for checking a UsernameToken; nil for no such user. With
-        /// `requiresAuthentication` false (no viewer users set) nothing is checked.
-        public var password: @Sendable (String) -> String?
-        public var requiresAuthentication: Bool
+        /// Who may watch; nil: anyone (no UsernameToken is checked).
+        public var access: AccessGate?
 
         public init(live: @escaping @Sendable () -> ONVIFStream?, clock: @escaping @Sendable () -> ONVIFClock,
                     interfaces: @escaping @Sendable () -> [ONVIFInterface], rtspPort: UInt16?, snapshotPath: String?,
-                    password: @escaping @Sendable (String) -> String? = { _ in nil }, requiresAuthentication: Bool = false) {
+                    access: AccessGate? = nil) {
             self.live = live
             self.clock = clock
             self.interfaces = interfaces
             self.rtspPort = rtspPort
             self.snapshotPath = snapshotPath
-            self.password = password
-            self.requiresAuthentication = requiresAuthentication
+            self.access = access
         }
     }
 
@@ -65,8 +64,8 @@ public final class ONVIFService: Sendable {
         let operation = request.operation
         let service = path == Self.mediaPath ? "media" : "device"
         let name = operation.name
-        if environment.requiresAuthentication && !Self.preAuthentication.contains(name) {
-            if let problem = authenticate(request.token) { return refuse(.notAuthorized(problem), client: client) }
+        if let access = environment.access, !Self.preAuthentication.contains(name) {
+            if let problem = authenticate(request.token, access: access, client: client) { return refuse(.notAuthorized(problem), client: client) }
         }
         let address = Address(host: Self.hostName(host), httpPort: port, rtspPort: environment.rtspPort)
         let answer: String?
@@ -106,25 +105,44 @@ public final class ONVIFService: Sendable {
     /// Why a token is refused, or nil when it is good: a known user, the password (or the
     /// digest of nonce, creation time and password, OASIS UsernameToken Profile §3.1), a
     /// nonce not seen before. The creation time is not held against the board's clock,
-    /// which may not be synchronised.
-    func authenticate(_ token: UsernameToken?) -> String? {
+    /// which may not be synchronised. PasswordDigest needs the secret itself, which only
+    /// device accounts keep (`AccessList`); a viewer can send PasswordText. Wrong
+    /// credentials count against the client's address, as over HTTP and RTSP.
+    func authenticate(_ token: UsernameToken?, access: AccessGate, client: String, now: Int64 = KernelClock.monotonic()) -> String? {
+        if let wait = access.limiter.wait(client, now: now) { return "too many failed logins from this address (again in \(wait) s)" }
         guard let token else { return "no WS-Security UsernameToken" }
-        guard let password = environment.password(token.username) else { return "no viewer \(token.username.prefix(40))" }
+        let name = token.username.prefix(32)
+        let problem: String?
         if token.isDigest {
-            guard !token.nonce.isEmpty, token.nonce.count <= 64 else { return "a PasswordDigest without a nonce" }
-            guard Self.digest(nonce: token.nonce, created: token.created, password: password) == Base64.decode(token.password) else {
-                return "a wrong password for \(token.username.prefix(40))"
+            if let secret = access.list.secret(token.username) {
+                if token.nonce.isEmpty || token.nonce.count > 64 {
+                    problem = "a PasswordDigest without a nonce"
+                } else if !AccessList.constantTimeEqual(Self.digest(nonce: token.nonce, created: token.created, password: secret), Base64.decode(token.password) ?? []) {
+                    problem = "a wrong password for \(name)"
+                } else {
+                    problem = fresh(token.nonce) ? nil : "a nonce used before (a replayed request)"
+                }
+            } else if access.list.viewers.contains(where: { $0.name == token.username }) {
+                problem = "a PasswordDigest for viewer \(name), whose password is not kept: give the NVR a device account (onair passwd --device) or PasswordText"
+            } else {
+                problem = "no user \(name)"
             }
-            let fresh = nonces.withLock { nonces -> Bool in
-                guard !nonces.set.contains(token.nonce) else { return false }
-                nonces.set.insert(token.nonce)
-                nonces.order.append(token.nonce)
-                if nonces.order.count > 4096 { nonces.set.remove(nonces.order.removeFirst()) }
-                return true
-            }
-            return fresh ? nil : "a nonce used before (a replayed request)"
+        } else {
+            problem = access.list.accepts(token.username, password: token.password) ? nil : "a wrong password for \(name) (or no such user)"
         }
-        return constantTimeEqual(Array(token.password.utf8), Array(password.utf8)) ? nil : "a wrong password for \(token.username.prefix(40))"
+        if problem != nil { access.limiter.failed(client, now: now) }
+        return problem
+    }
+
+    /// Whether a digest's nonce is new (then it is remembered; the oldest of 4,096 go).
+    private func fresh(_ nonce: [UInt8]) -> Bool {
+        nonces.withLock { nonces -> Bool in
+            guard !nonces.set.contains(nonce) else { return false }
+            nonces.set.insert(nonce)
+            nonces.order.append(nonce)
+            if nonces.order.count > 4096 { nonces.set.remove(nonces.order.removeFirst()) }
+            return true
+        }
     }
 
     /// SHA-1(nonce + created + password).
@@ -134,11 +152,6 @@ public final class ONVIFService: Sendable {
         var length: UInt32 = 0
         _ = input.withUnsafeBytes { bytes in EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, EVP_sha1(), nil) }
         return out
-    }
-
-    func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// A fault, and one line about it (at most 20 a minute).

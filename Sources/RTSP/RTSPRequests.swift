@@ -1,3 +1,4 @@
+import Access
 import Layout
 import Media
 import RTP
@@ -21,9 +22,9 @@ extension RTSPServer {
         case "OPTIONS":
             return RTSPResponse(status: 200, headers: [("Public", Self.methods.joined(separator: ", "))])
         case "DESCRIBE":
-            return describe(request)
+            return admit(request, from: connection) ?? describe(request)
         case "SETUP":
-            return setUp(request, on: connection, clients: clients, now: now)
+            return admit(request, from: connection) ?? setUp(request, on: connection, clients: clients, now: now)
         case "PLAY", "PAUSE", "TEARDOWN", "GET_PARAMETER":
             guard let id = request.header("Session").map(Self.sessionID) else {
                 // GET_PARAMETER without a session is a keep-alive of the connection (§10.8).
@@ -132,6 +133,24 @@ extension RTSPServer {
             return RTSPResponse(status: 200)
         default:
             return RTSPResponse(status: 200, headers: [sessionHeader])
+        }
+    }
+
+    /// With users in `[access]`, DESCRIBE and SETUP want one (Digest): nil lets the
+    /// request in. What follows in a session needs nothing more: the session was set up
+    /// by a user, its ID is unguessable, and it is bound to its connection.
+    private func admit(_ request: RTSPRequest, from connection: Connection) -> RTSPResponse? {
+        guard let access = settings.access else { return nil }
+        switch access.check(request.header("Authorization"), method: request.method, uri: request.uri, client: connection.client, channel: .rtsp) {
+        case .allowed:
+            return nil
+        case .challenge(let stale):
+            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: stale).map { ("WWW-Authenticate", $0) })
+        case .refused:
+            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: false).map { ("WWW-Authenticate", $0) })
+        case .throttled(let seconds):
+            // RTSP has no 429 (RFC 2326 §7.1.1): 503 with when to come back (§12.31).
+            return RTSPResponse(status: 503, headers: [("Retry-After", "\(seconds)")])
         }
     }
 

@@ -1,3 +1,4 @@
+import Access
 import Logging
 import Media
 import RTP
@@ -21,8 +22,11 @@ public final class RTSPServer: RealTimeOutput, Sendable {
         public var perAddress: Int
         /// A session nothing is heard from for this long is ended (RFC 2326 §12.37).
         public var sessionTimeoutSeconds: Int
+        /// Who may watch (Digest, RFC 2617 §3.2 as RTSP clients implement it); nil: anyone.
+        public var access: AccessGate?
 
-        public init(host: String, port: UInt16, maxClients: Int, perAddress: Int = 8, sessionTimeoutSeconds: Int = 60) {
+        public init(host: String, port: UInt16, maxClients: Int, perAddress: Int = 8, sessionTimeoutSeconds: Int = 60, access: AccessGate? = nil) {
+            self.access = access
             self.host = host
             self.port = port
             self.maxClients = max(1, maxClients)

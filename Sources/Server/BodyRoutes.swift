@@ -94,8 +94,7 @@ extension WebServer {
             return Reply(status: 413, body: .bytes(Array("a body of at most \(upload.route.maximumBody) bytes\n".utf8)),
                          headers: [("Content-Type", "text/plain")])
         }
-        var address = [CChar](repeating: 0, count: 64)
-        let client = onair_mhd_client_address(connection, &address, socklen_t(address.count)) == 0 ? String(cString: address) : "unknown"
+        let client = clientAddress(connection)
         let header = headerReader(connection)
         let request = BodyRequest(method: method, path: String(url.dropFirst(upload.route.prefix.count)),
                                   contentType: header("Content-Type"), body: upload.body, client: client, host: header("Host"), port: port)

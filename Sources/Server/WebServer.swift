@@ -1,3 +1,4 @@
+import Access
 import CMicroHTTPD
 import Files
 import HLS
@@ -73,6 +74,8 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// How many of them at once, and the thread that makes them.
     let downloadGate: DownloadGate
     let token: String?
+    /// Who may watch; nil: anyone who reaches the server (`ViewerAccess`).
+    let access: AccessGate?
     /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
     let liveEdge: LiveEdge?
     /// Requests with a body for another module (WHEP).
@@ -98,7 +101,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
                 liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], whep: String? = nil, poster: String? = nil,
-                device: String? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                device: String? = nil, access: AccessGate? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
         self.bodyRoutes = bodyRoutes
         self.whep = whep
         self.poster = poster
@@ -110,6 +113,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         downloadGate = DownloadGate(slots: limits.downloads)
         self.control = control
         self.token = token
+        self.access = access
         self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
         try? AtomicFile.makeDirectories(StreamLayout(root: root).streams)
@@ -257,6 +261,12 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                 return server.send(Reply(status: 400, body: .bytes(Array("an HTTP/1.1 request needs a Host header\n".utf8)),
                                          headers: [("Content-Type", "text/plain")]), on: connection)
             }
+            // A request with a body is let in or not before the body is read; GET and HEAD
+            // at the second call, so the connection is kept (a 401 at the first closes it).
+            if method != "GET" && method != "HEAD", let refusal = server.viewerRefusal(String(cString: url!), method: method, connection: connection) {
+                state.pointee = nil
+                return server.send(refusal, on: connection)
+            }
             switch server.bodyRoute(String(cString: url!), method: method, header: server.headerReader(connection)) {
             case .take(let upload)?:
                 state.pointee = Unmanaged<AnyObject>.passRetained(upload).toOpaque()
@@ -341,6 +351,9 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                         state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         let header = headerReader(connection)
         let reply: Reply
+        if held == nil, method == "GET" || method == "HEAD", let refusal = viewerRefusal(url, method: method, connection: connection) {
+            return send(refusal, on: connection)
+        }
         if method == "GET" || method == "HEAD" {
             switch lowLatency(connection, url: url, held: held, state: state) {
             case .held: return .YES

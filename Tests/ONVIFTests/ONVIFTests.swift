@@ -1,3 +1,4 @@
+import Access
 import Logging
 import Media
 import System
@@ -60,14 +61,20 @@ final class XMLReaderTests: XCTestCase {
 final class ONVIFServiceTests: XCTestCase {
     static let device = ONVIFDevice(name: "porch cam", hardware: "rpi4", firmware: "0.1.0", serial: "0123abcd", uuid: "6f1d3c1e-0000-4000-8000-000000000001")
 
-    func service(users: [String: String]? = nil, rtsp: UInt16? = 8554) -> ONVIFService {
+    /// With `users`, device accounts by those names and secrets, and viewer alice
+    /// (password "correct horse"), whose password itself is not kept.
+    func service(users: [String: String]? = nil, rtsp: UInt16? = 8554, limiter: LoginLimiter = LoginLimiter()) -> ONVIFService {
+        let access = users.map { users in
+            AccessGate(list: AccessList(realm: "onair-test", viewers: [AccessList.viewer(AccessList.viewerValue(name: "alice", password: "correct horse", realm: "onair-test"))!],
+                                        devices: users.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }),
+                       limiter: limiter, log: .silent())
+        }
         let environment = ONVIFService.Environment(
             live: { ONVIFStream(width: 1280, height: 720, fps: 30, bitrate: 3_000_000, govLength: 60, h264Profile: "High",
                                 audio: .init(sampleRate: 48_000, bitrate: 64_000, channels: 1)) },
             clock: { ONVIFClock(unixMilliseconds: 1_796_000_000_000, synchronized: false) },
             interfaces: { [ONVIFInterface(name: "eth0", hardwareAddress: "dc:a6:32:01:02:03", mtu: 1500, ipv4: [("192.168.1.20", 24)], dhcp: true)] },
-            rtspPort: rtsp, snapshotPath: "/api/snapshot.jpg",
-            password: { users?[$0] }, requiresAuthentication: users != nil)
+            rtspPort: rtsp, snapshotPath: "/api/snapshot.jpg", access: access)
         return ONVIFService(device: Self.device, environment: environment, log: .silent())
     }
 
@@ -176,6 +183,29 @@ final class ONVIFServiceTests: XCTestCase {
         XCTAssertEqual(try call(onvif, "GetDeviceInformation", header: Self.token(user: "nobody", password: "secret-1", nonce: Array("n3".utf8))).0, 400)
         XCTAssertEqual(try call(onvif, "GetProfiles", media: true, header: Self.token(user: "viewer", password: "secret-1", digest: false)).0, 200,
                        "PasswordText too")
+        // A viewer's password is checked as PasswordText; its digest cannot be (the
+        // password is not kept), and the fault says what to do.
+        XCTAssertEqual(try call(onvif, "GetProfiles", media: true, header: Self.token(user: "alice", password: "correct horse", digest: false)).0, 200)
+        let (digestStatus, digestFault) = try call(onvif, "GetProfiles", media: true, header: Self.token(user: "alice", password: "correct horse", nonce: Array("n4".utf8)))
+        XCTAssertEqual(digestStatus, 400)
+        XCTAssertTrue(digestFault.find("Reason", "Text")?.text.contains("onair passwd --device") ?? false, "\(digestFault)")
+    }
+
+    /// Wrong tokens count against the client's address as wrong HTTP and RTSP logins do:
+    /// after ten, that address waits (even with the right password); others do not.
+    func testFailedTokensAreLimitedPerAddress() throws {
+        let onvif = service(users: ["viewer": "secret-1"])
+        for attempt in 0..<10 {
+            let header = Self.token(user: "viewer", password: "guess", nonce: Array("g\(attempt)".utf8))
+            XCTAssertEqual(onvif.respond(path: ONVIFService.devicePath, body: Self.request("GetDeviceInformation", header: header), host: nil, port: 80,
+                                         client: "192.0.2.9").status, 400)
+        }
+        let right = Self.token(user: "viewer", password: "secret-1", nonce: Array("r1".utf8))
+        let (status, xml) = onvif.respond(path: ONVIFService.devicePath, body: Self.request("GetDeviceInformation", header: right), host: nil, port: 80, client: "192.0.2.9")
+        XCTAssertEqual(status, 400)
+        XCTAssertTrue(xml.contains("too many failed logins"), xml)
+        XCTAssertEqual(onvif.respond(path: ONVIFService.devicePath, body: Self.request("GetDeviceInformation", header: right), host: nil, port: 80,
+                                     client: "192.0.2.10").status, 200)
     }
 }
 

@@ -1,3 +1,4 @@
+@testable import Access
 import Foundation
 import Logging
 import Media
@@ -15,9 +16,9 @@ final class RTSPServerTests: XCTestCase {
     static let pps: [UInt8] = [0x68, 0xCE, 0x3C, 0x80]
     static let audio = RealTimeStream.Audio(config: [0x11, 0x90], sampleRate: 48_000, channels: 2)
 
-    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, log: Log = .silent()) throws -> RTSPServer {
+    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent()) throws -> RTSPServer {
         let server = try RTSPServer(settings: .init(host: "127.0.0.1", port: 0, maxClients: maxClients, perAddress: perAddress,
-                                                    sessionTimeoutSeconds: timeout), log: log)
+                                                    sessionTimeoutSeconds: timeout, access: access), log: log)
         addTeardownBlock { server.stop() }
         return server
     }
@@ -87,6 +88,39 @@ final class RTSPServerTests: XCTestCase {
         XCTAssertEqual(client.request("TEARDOWN", base + "/", ["Session": session]).status, 200)
         XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 454, "the session is gone")
         try waitUntil { server.sessions.isEmpty }
+    }
+
+    /// With users, DESCRIBE and SETUP want one (Digest, MD5 without qop, as RTSP clients
+    /// answer it); OPTIONS and keep-alives do not, nor what follows in the session a
+    /// user set up.
+    func testDescribeAndSetupAskForAUser() throws {
+        let realm = "onair-5eed"
+        let list = AccessList(realm: realm, viewers: [AccessList.viewer(AccessList.viewerValue(name: "alice", password: "correct horse", realm: realm))!])
+        let server = try server(access: AccessGate(list: list, log: .silent()))
+        live(server)
+        let client = try XCTUnwrap(Client(port: server.port))
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        XCTAssertEqual(client.request("OPTIONS", base).status, 200)
+        XCTAssertEqual(client.request("GET_PARAMETER", base).status, 200)
+        let challenged = client.request("DESCRIBE", base)
+        XCTAssertEqual(challenged.status, 401)
+        let challenge = try XCTUnwrap(challenged.headers["www-authenticate"])
+        XCTAssertTrue(challenge.hasPrefix("Digest realm=\"\(realm)\", algorithm=MD5, nonce=\""), challenge)
+        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"]).status, 401)
+        let nonce = try XCTUnwrap(challenge.split(separator: "\"").dropFirst(3).first.map(String.init))
+        func answer(_ method: String, _ uri: String, password: String = "correct horse") -> String {
+            let stored = AccessList.credentialDigest("alice", realm, password, .md5)
+            let response = AccessList.hex(DigestAuthority.response(stored: stored, nonce: nonce, counted: nil, method: method, uri: uri, .md5))
+            return "Digest username=\"alice\", realm=\"\(realm)\", nonce=\"\(nonce)\", uri=\"\(uri)\", response=\"\(response)\""
+        }
+        XCTAssertEqual(client.request("DESCRIBE", base, ["Authorization": answer("DESCRIBE", base, password: "wrong")]).status, 401)
+        XCTAssertEqual(client.request("DESCRIBE", base, ["Authorization": answer("DESCRIBE", base)]).status, 200)
+        let video = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1",
+                                                                  "Authorization": answer("SETUP", base + "/trackID=0")])
+        XCTAssertEqual(video.status, 200)
+        let session = try XCTUnwrap(video.headers["session"]?.split(separator: ";").first.map(String.init))
+        XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 200, "the session was set up by a user")
+        XCTAssertEqual(client.request("TEARDOWN", base + "/", ["Session": session]).status, 200)
     }
 
     func testUDPClientsGetPacketsAtTheirPortsFromTheServersPair() throws {
