@@ -45,6 +45,9 @@ final class Chromium: Browser {
     /// The player's own account (DevTools Media domain): messages, errors, events.
     private(set) var mediaLog: [String] = []
     let profile: String
+    /// Headers sent with every request of the pages opened after they are set (a
+    /// viewer's Authorization, as the browser sends it once the owner has logged in).
+    var extraHeaders: [String: String] = [:]
 
     init() throws {
         profile = try temporaryDirectory("chromium")
@@ -131,6 +134,10 @@ final class Chromium: Browser {
         }
         let attached = try call("Target.attachToTarget", ["targetId": page, "flatten": true])
         session = attached["sessionId"] as? String
+        if !extraHeaders.isEmpty {
+            _ = try call("Network.enable")
+            _ = try call("Network.setExtraHTTPHeaders", ["headers": extraHeaders])
+        }
         _ = try call("Page.navigate", ["url": url])
         _ = try call("Media.enable")
     }

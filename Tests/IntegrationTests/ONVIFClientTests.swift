@@ -16,7 +16,7 @@ final class ONVIFClientTests: XCTestCase {
 
     /// onair in a namespace with a LAN (10.77.0.1 and .2 on a veth pair), `steps` run
     /// beside it; each step's output is one line, `tag {json}`.
-    func onLAN(_ name: String, settings: [String] = [], steps: [(tag: String, command: String)]) throws -> [String: [String: Any]] {
+    func onLAN(_ name: String, settings: [String] = [], arguments: String = "", steps: [(tag: String, command: String)]) throws -> [String: [String: Any]] {
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
             throw XCTSkip("\(Self.python) is missing: run the tests with 'make test'")
         }
@@ -29,7 +29,7 @@ final class ONVIFClientTests: XCTestCase {
             ip link add lan0 type veth peer name lan1
             ip addr add 10.77.0.1/24 dev lan0; ip addr add 10.77.0.2/24 dev lan1
             ip link set lan0 up; ip link set lan1 up
-            '\(onairBinary())' run --source synthetic --out '\(out)' --listen 0.0.0.0:8080 \(sets) 2> '\(out)/onair.log' &
+            '\(onairBinary())' run --source synthetic --out '\(out)' --listen 0.0.0.0:8080 \(sets) \(arguments) 2> '\(out)/onair.log' &
             onair=$!
             for i in $(seq 150); do grep -q event=segment.stored '\(out)/onair.log' && grep -q event=onvif.discovery '\(out)/onair.log' && break; sleep 0.1; done
             \(steps.map { "printf '%s ' '\($0.tag)'; \($0.command) || true" }.joined(separator: "\n"))
@@ -76,6 +76,51 @@ final class ONVIFClientTests: XCTestCase {
         XCTAssertEqual(camera["encoding"] as? String, "H264")
         XCTAssertEqual(camera["stream"] as? String, "rtsp://10.77.0.1:8554/live")
         XCTAssertEqual(camera["snapshot"] as? String, "http://10.77.0.1:8080/api/snapshot.jpg")
+        XCTAssertEqual((camera["jpeg"] as? [String: Any])?["start"] as? String, "ffd8ff", "the snapshot is a JPEG")
         XCTAssertEqual(answers["ffprobe"]?["streams"] as? String, "aac h264 ")
+    }
+
+    func ffprobe(_ credentials: String) -> String {
+        "printf '{\"streams\": \"%s\"}\\n' \"$(ffprobe -v error -rtsp_transport tcp -show_entries stream=codec_name -of csv=p=0 "
+            + "rtsp://\(credentials)10.77.0.1:8554/live | sort | tr '\\n' ' ')\""
+    }
+
+    /// With users in `[access]` (made by `onair passwd`): an NVR with a device account is
+    /// adopted with PasswordDigest, as onvif-zeep (and Home Assistant's fork of it) send
+    /// by default, gets the snapshot with HTTP Digest and plays the stream with RTSP
+    /// Digest; a wrong secret is refused; a viewer is taken with PasswordText, not with
+    /// PasswordDigest (its password is not kept). Discovery still finds the board.
+    func testAnNVRIsAdoptedWithItsPasswordAndRefusedWithAWrongOne() throws {
+        let scratch = try temporaryDirectory("onvif-access")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let config = scratch + "/onair.conf"
+        let viewer = try runTool("/bin/sh", ["-c", "printf 'correct horse\\n' | '\(onairBinary())' passwd alice --config '\(config)'"])
+        XCTAssertEqual(viewer.status, 0, viewer.stderr)
+        let device = try runTool(onairBinary(), ["passwd", "--device", "nvr", "--config", config])
+        let lines = String(decoding: device.stdout, as: UTF8.self).split(separator: "\n")
+        let secret = try XCTUnwrap(lines.firstIndex { $0.contains("shown only now") }.map { String(lines[$0 + 1]) }, "\(lines)")
+        let answers = try onLAN("onvif-access", arguments: "--config '\(config)'", steps: [
+            ("directed", client("discover 10.77.0.1 3702")),
+            ("nvr", client("camera 10.77.0.1 8080 nvr \(secret)")),
+            ("wrong", client("camera 10.77.0.1 8080 nvr not-the-secret-at-all")),
+            ("viewer", client("camera 10.77.0.1 8080 alice 'correct horse' text")),
+            ("viewer-digest", client("camera 10.77.0.1 8080 alice 'correct horse'")),
+            ("ffprobe", ffprobe("nvr:\(secret)@")),
+            ("anonymous", ffprobe("")),
+        ])
+        XCTAssertEqual((answers["directed"]?["services"] as? [Any])?.count, 1, "discovery needs no user")
+        for tag in ["nvr", "viewer"] {
+            let camera = try XCTUnwrap(answers[tag])
+            XCTAssertNil(camera["error"], "\(tag): \(camera)")
+            XCTAssertEqual(camera["stream"] as? String, "rtsp://10.77.0.1:8554/live", tag)
+            let jpeg = camera["jpeg"] as? [String: Any]
+            XCTAssertEqual(jpeg?["status"] as? Int, 200, tag)
+            XCTAssertEqual(jpeg?["start"] as? String, "ffd8ff", tag)
+        }
+        for (tag, reason) in [("wrong", "a wrong password for nvr"), ("viewer-digest", "onair passwd --device")] {
+            XCTAssertTrue((answers[tag]?["error"] as? String ?? "").contains(reason), "\(tag): \(answers[tag] ?? [:])")
+        }
+        XCTAssertEqual(answers["ffprobe"]?["streams"] as? String, "aac h264 ")
+        XCTAssertEqual(answers["anonymous"]?["streams"] as? String, "", "RTSP asks for a user")
     }
 }

@@ -133,11 +133,12 @@ extension XCTestCase {
         return []
     }
 
-    func serveSynthetic(_ name: String, _ settings: [String] = [], stdin: Bool = false) throws -> (onair: Child, port: UInt16, out: String) {
+    func serveSynthetic(_ name: String, _ settings: [String] = [], arguments: [String] = [], stdin: Bool = false) throws -> (onair: Child, port: UInt16, out: String) {
         let out = try temporaryDirectory(name)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), ["run", "--source", "synthetic", "--out", out, "--listen", "127.0.0.1:0",
-                                              "--set", "video.quality=low", "--set", "webrtc.port=0", "--set", "rtsp.port=0"] + settings.flatMap { ["--set", $0] }, stdin: stdin)
+                                              "--set", "video.quality=low", "--set", "webrtc.port=0", "--set", "rtsp.port=0"] + settings.flatMap { ["--set", $0] } + arguments,
+                              stdin: stdin)
         return (onair, try onair.listeningPort(), out)
     }
 }
