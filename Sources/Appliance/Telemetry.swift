@@ -91,6 +91,8 @@ struct StatusSnapshot {
     var webrtc: WebRTCStatus? = nil
     /// RTSP: the ports, the limit and the sessions now.
     var rtsp: RTSPStatus? = nil
+    /// `[access]`: how many viewers and device accounts; nil: anyone may watch.
+    var access: (viewers: Int, devices: Int)? = nil
 
     struct RTSPStatus {
         var port: UInt16
@@ -140,6 +142,7 @@ struct StatusSnapshot {
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
+            "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes

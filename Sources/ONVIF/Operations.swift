@@ -13,22 +13,7 @@ extension ONVIFService {
                 + "<tds:SerialNumber>\(e(device.serial))</tds:SerialNumber><tds:HardwareId>\(e(device.hardware))</tds:HardwareId>"
                 + "</tds:GetDeviceInformationResponse>"
         case "GetCapabilities":
-            let device = "<tt:Device><tt:XAddr>\(address.http)\(Self.devicePath)</tt:XAddr>"
-                + "<tt:Network><tt:IPFilter>false</tt:IPFilter><tt:ZeroConfiguration>false</tt:ZeroConfiguration>"
-                + "<tt:IPVersion6>false</tt:IPVersion6><tt:DynDNS>false</tt:DynDNS></tt:Network>"
-                + "<tt:System><tt:DiscoveryResolve>false</tt:DiscoveryResolve><tt:DiscoveryBye>true</tt:DiscoveryBye>"
-                + "<tt:RemoteDiscovery>false</tt:RemoteDiscovery><tt:SystemBackup>false</tt:SystemBackup><tt:SystemLogging>false</tt:SystemLogging>"
-                + "<tt:FirmwareUpgrade>false</tt:FirmwareUpgrade><tt:SupportedVersions><tt:Major>2</tt:Major><tt:Minor>0</tt:Minor></tt:SupportedVersions>"
-                + "</tt:System></tt:Device>"
-            let media = "<tt:Media><tt:XAddr>\(address.http)\(Self.mediaPath)</tt:XAddr><tt:StreamingCapabilities>"
-                + "<tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>\(address.rtspPort != nil)</tt:RTP_TCP>"
-                + "<tt:RTP_RTSP_TCP>\(address.rtspPort != nil)</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>"
-            // Category narrows the answer (tt:CapabilityCategory); All, or none, is both.
-            let category = operation.children.filter { $0.name == "Category" }.map(\.text)
-            let wanted = category.isEmpty || category.contains("All")
-            let parts = (wanted || category.contains("Device") ? device : "") + (wanted || category.contains("Media") ? media : "")
-            guard !parts.isEmpty else { return nil }
-            return "<tds:GetCapabilitiesResponse><tds:Capabilities>\(parts)</tds:Capabilities></tds:GetCapabilitiesResponse>"
+            return capabilities(operation, address: address)
         case "GetServices":
             let services = [(Self.deviceNamespace, Self.devicePath), (Self.mediaNamespace, Self.mediaPath)].map { namespace, path in
                 "<tds:Service><tds:Namespace>\(namespace)</tds:Namespace><tds:XAddr>\(address.http)\(path)</tds:XAddr>"
@@ -56,18 +41,44 @@ extension ONVIFService {
             let scopes = device.scopes.map { "<tds:Scopes><tt:ScopeDef>Fixed</tt:ScopeDef><tt:ScopeItem>\(e($0))</tt:ScopeItem></tds:Scopes>" }
             return "<tds:GetScopesResponse>\(scopes.joined())</tds:GetScopesResponse>"
         case "GetNetworkInterfaces":
-            let interfaces = environment.interfaces().map { interface in
-                let addresses = interface.ipv4.map { "<tt:Address>\($0.address)</tt:Address><tt:PrefixLength>\($0.prefixLength)</tt:PrefixLength>" }
-                let config = interface.ipv4.isEmpty ? "" : "<tt:IPv4><tt:Enabled>true</tt:Enabled><tt:Config>"
-                    + addresses.map { interface.dhcp ? "<tt:FromDHCP>\($0)</tt:FromDHCP>" : "<tt:Manual>\($0)</tt:Manual>" }.joined()
-                    + "<tt:DHCP>\(interface.dhcp)</tt:DHCP></tt:Config></tt:IPv4>"
-                return "<tds:NetworkInterfaces token=\"\(e(interface.name))\"><tt:Enabled>true</tt:Enabled><tt:Info><tt:Name>\(e(interface.name))</tt:Name>"
-                    + "<tt:HwAddress>\(e(interface.hardwareAddress))</tt:HwAddress><tt:MTU>\(interface.mtu)</tt:MTU></tt:Info>\(config)</tds:NetworkInterfaces>"
-            }
-            return "<tds:GetNetworkInterfacesResponse>\(interfaces.joined())</tds:GetNetworkInterfacesResponse>"
+            return networkInterfaces()
         default:
             return nil
         }
+    }
+
+    /// GetCapabilities: the device's and the media service's, or the one Category asks.
+    private func capabilities(_ operation: XMLElement, address: Address) -> String? {
+        let device = "<tt:Device><tt:XAddr>\(address.http)\(Self.devicePath)</tt:XAddr>"
+            + "<tt:Network><tt:IPFilter>false</tt:IPFilter><tt:ZeroConfiguration>false</tt:ZeroConfiguration>"
+            + "<tt:IPVersion6>false</tt:IPVersion6><tt:DynDNS>false</tt:DynDNS></tt:Network>"
+            + "<tt:System><tt:DiscoveryResolve>false</tt:DiscoveryResolve><tt:DiscoveryBye>true</tt:DiscoveryBye>"
+            + "<tt:RemoteDiscovery>false</tt:RemoteDiscovery><tt:SystemBackup>false</tt:SystemBackup><tt:SystemLogging>false</tt:SystemLogging>"
+            + "<tt:FirmwareUpgrade>false</tt:FirmwareUpgrade><tt:SupportedVersions><tt:Major>2</tt:Major><tt:Minor>0</tt:Minor></tt:SupportedVersions>"
+            + "</tt:System></tt:Device>"
+        let media = "<tt:Media><tt:XAddr>\(address.http)\(Self.mediaPath)</tt:XAddr><tt:StreamingCapabilities>"
+            + "<tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>\(address.rtspPort != nil)</tt:RTP_TCP>"
+            + "<tt:RTP_RTSP_TCP>\(address.rtspPort != nil)</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>"
+        // Category narrows the answer (tt:CapabilityCategory); All, or none, is both.
+        let category = operation.children.filter { $0.name == "Category" }.map(\.text)
+        let wanted = category.isEmpty || category.contains("All")
+        let parts = (wanted || category.contains("Device") ? device : "") + (wanted || category.contains("Media") ? media : "")
+        guard !parts.isEmpty else { return nil }
+        return "<tds:GetCapabilitiesResponse><tds:Capabilities>\(parts)</tds:Capabilities></tds:GetCapabilitiesResponse>"
+    }
+
+    /// GetNetworkInterfaces: each interface with its IPv4 addresses, as DHCP gave them or not.
+    private func networkInterfaces() -> String {
+        let e = SOAP.escape
+        let interfaces = environment.interfaces().map { interface in
+            let addresses = interface.ipv4.map { "<tt:Address>\($0.address)</tt:Address><tt:PrefixLength>\($0.prefixLength)</tt:PrefixLength>" }
+            let config = interface.ipv4.isEmpty ? "" : "<tt:IPv4><tt:Enabled>true</tt:Enabled><tt:Config>"
+                + addresses.map { interface.dhcp ? "<tt:FromDHCP>\($0)</tt:FromDHCP>" : "<tt:Manual>\($0)</tt:Manual>" }.joined()
+                + "<tt:DHCP>\(interface.dhcp)</tt:DHCP></tt:Config></tt:IPv4>"
+            return "<tds:NetworkInterfaces token=\"\(e(interface.name))\"><tt:Enabled>true</tt:Enabled><tt:Info><tt:Name>\(e(interface.name))</tt:Name>"
+                + "<tt:HwAddress>\(e(interface.hardwareAddress))</tt:HwAddress><tt:MTU>\(interface.mtu)</tt:MTU></tt:Info>\(config)</tds:NetworkInterfaces>"
+        }
+        return "<tds:GetNetworkInterfacesResponse>\(interfaces.joined())</tds:GetNetworkInterfacesResponse>"
     }
 
     /// The one profile's token: the live stream.

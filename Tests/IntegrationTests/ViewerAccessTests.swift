@@ -64,6 +64,11 @@ final class ViewerAccessTests: XCTestCase {
         for _ in 0..<50 where snapshot == 503 { snapshot = try curl(port, "/api/snapshot.jpg", alice).status; usleep(100_000) }
         XCTAssertEqual(snapshot, 200)
         XCTAssertEqual(try curl(port, "/metrics", ["-u", "alice:correct horse"]).status, 200, "Basic")
+        let status = try runTool("/usr/bin/curl", ["-s", "--digest", "-u", "alice:correct horse", "http://127.0.0.1:\(port)/api/status"]).stdout
+        let access = (try JSONSerialization.jsonObject(with: status) as? [String: Any])?["access"] as? [String: Any]
+        XCTAssertEqual(access?["open"] as? Bool, false)
+        XCTAssertEqual(access?["viewers"] as? Int, 1)
+        XCTAssertEqual(access?["devices"] as? Int, 1)
         XCTAssertEqual(try curl(port, "/api/status", ["--digest", "-u", "nvr:\(secret)"]).status, 200, "a device account")
         XCTAssertEqual(try curl(port, "/api/status", ["-H", "Authorization: Bearer operator-token-0123456"]).status, 200, "the operator's token")
         XCTAssertEqual(try curl(port, "/api/status", ["--digest", "-u", "alice:wrong horse"]).status, 401)
@@ -125,6 +130,9 @@ final class ViewerAccessTests: XCTestCase {
         let (onair, port, _) = try serveSynthetic("access-open")
         defer { onair.signal(SIGTERM); onair.wait() }
         XCTAssertNotNil(onair.waitForLog("event=access.open"), onair.stderr)
-        XCTAssertEqual(try HTTPClient.request(port: port, "/api/status").status, 200)
+        let status = try HTTPClient.request(port: port, "/api/status")
+        XCTAssertEqual(status.status, 200)
+        let access = (try JSONSerialization.jsonObject(with: Data(status.body)) as? [String: Any])?["access"] as? [String: Any]
+        XCTAssertEqual(access?["open"] as? Bool, true, status.text)
     }
 }
