@@ -159,7 +159,11 @@ extension RTSPServer {
 
     private func close(_ connection: Connection, clients: Clients, reason: String) {
         // A session ends with its connection: a client killed mid-stream is reaped at once.
-        if let session = connection.session { end(session, clients: clients, connection: connection, reason: reason) }
+        if let session = connection.session {
+            end(session, clients: clients, connection: connection, reason: reason)
+        } else {
+            log.emit(.rtspClosed, level: .info, [("client", connection.client), ("reason", reason)])
+        }
         clients.connections.removeAll { $0 === connection }
         connection.socket.close()
         publish(clients, now: monotonicNanoseconds())

@@ -203,5 +203,7 @@ extension Event {
     public static let rtspListening = Event("rtsp.listening")
     public static let rtspPlaying = Event("rtsp.playing")
     public static let rtspEnded = Event("rtsp.ended")
+    /// A connection without a session closed (a DESCRIBE-only client, one refused): why.
+    public static let rtspClosed = Event("rtsp.closed")
     public static let rtspRefused = Event("rtsp.refused")
 }

@@ -55,7 +55,7 @@ final class RTSPPlaybackTests: XCTestCase {
                 "s.", "!", "rtpmp4gdepay", "!", "avdec_aac", "!", "fakesink", "num-buffers=120",
             ], seconds: 60)
             let output = String(decoding: played.stdout, as: UTF8.self)
-            XCTAssertEqual(played.status, 0, output + played.stderr)
+            XCTAssertEqual(played.status, 0, output + played.stderr + "\nonair:\n" + onair.stderr)
             XCTAssertTrue(output.contains("Got EOS from element"), "\(transport): both sinks had their buffers\n" + output + played.stderr)
             XCTAssertFalse(output.contains("ERROR"), output)
         }
