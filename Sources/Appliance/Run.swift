@@ -152,7 +152,7 @@ final class Run {
         // full two seconds would only cost memory (60 pictures at 720p are 83 MB).
         let fast = settings.pace == .fast
         let gate = StartupGate(capacity: fast ? 2 : Int((settings.startup.bufferSeconds * Double(settings.fps)).rounded(.up)),
-                               blocking: fast, preview: preview, snapshots: settings.listen == nil ? nil : snapshots, log: log)
+                               blocking: fast, preview: preview, snapshots: settings.listen == nil && destination == nil ? nil : snapshots, log: log)
         if let source { teardown.add("capture") { gate.close(); source.stop() } }
         if settings.startup.deferred != .off { startSource(into: gate) }
         return (gate, preview)
@@ -209,7 +209,8 @@ final class Run {
                          retry: RetryPolicy(maximumMilliseconds: Int64(settings.publish.maximumBackoffMilliseconds)),
                          log: log,
                          // The root lists every board publishing there (devices.json).
-                         siteFiles: [device + "/" + StreamLayout.viewerPage: Array(Viewer.page(streams: StreamLayout.catalog, device: device).utf8),
+                         siteFiles: [device + "/" + StreamLayout.viewerPage: Array(Viewer.page(streams: StreamLayout.catalog, device: device,
+                                                                                               poster: StreamLayout.poster).utf8),
                                      StreamLayout.viewerPage: Array(FleetPage.html.utf8)],
                          lastSeen: {
                              let now = SystemWallClock().read()
@@ -242,6 +243,7 @@ final class Run {
         teardown.add("pipeline") { [unowned self] in
             if let error = pipeline.stop() { failure = .runtime(error) }
         }
+        if let publisher { publishPosters(publisher, session: pipeline.session, on: scheduler) }
         gate.open(into: pipeline.session.queue)
         // Once the pipeline takes the frames, the capture stops before it (and says what it
         // saw), so the stream finishes with everything captured.
@@ -258,6 +260,19 @@ final class Run {
         }
         return (pipeline, scheduler)
     }
+
+    /// While a stream is live, its newest picture goes to the destination every
+    /// `posterSeconds` (the published viewer's poster, and so the fleet page's); a JPEG of
+    /// 720p is some 50 KB, a few per cent of the stream at that pace.
+    private func publishPosters(_ publisher: Publisher, session: Session, on scheduler: Scheduler) {
+        let snapshots = self.snapshots
+        _ = scheduler.schedule("poster", at: scheduler.clock.now() + 1_000_000_000) { now in
+            if session.currentStream != nil, let jpeg = snapshots.jpeg() { publisher.publishPoster(jpeg) }
+            return now + Self.posterSeconds * 1_000_000_000
+        }
+    }
+
+    static let posterSeconds: Int64 = 10
 
     // MARK: Phase 4: armed
 

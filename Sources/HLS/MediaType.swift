@@ -8,6 +8,8 @@ public enum MediaType {
         if path.hasSuffix(".mp4") || path.hasSuffix(".m4s") { return ("video/mp4", "public, max-age=31536000, immutable") }
         if path.hasSuffix(".json") { return ("application/json", "no-cache") }
         if path.hasSuffix(".html") { return ("text/html; charset=utf-8", "no-cache") }
+        // The poster changes at the same URL.
+        if path.hasSuffix(".jpg") { return ("image/jpeg", "no-cache") }
         return ("application/octet-stream", "no-cache")
     }
 }

@@ -176,6 +176,9 @@ public struct StreamLayout: Sendable, Equatable {
     public static let devices = "devices.json"
     /// The viewer page.
     public static let viewerPage = "index.html"
+    /// The newest picture of a live board, in its folder: the published viewer's poster,
+    /// so the fleet page shows each live board before its player starts.
+    public static let poster = "poster.jpg"
 
     private static func sixDigits(_ n: Int) -> String {
         let digits = String(n)

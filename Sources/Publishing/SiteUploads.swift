@@ -75,16 +75,26 @@ extension Publisher {
     // MARK: The viewer pages
 
     func uploadSiteFile(_ name: String, with transport: Transport) {
-        let failure = upload(name, state.withLock { $0.site.files[name] }, with: transport, missing: name)
+        let sent = state.withLock { $0.site.files[name] }
+        let failure = upload(name, sent, with: transport, missing: name)
         finishShared(path: name, error: failure) { [retry] state in
             state.site.filesInFlight.remove(name)
             if failure == nil {
-                state.site.files[name] = nil
+                // A newer poster that came while this one went up still goes.
+                if state.site.files[name] == sent { state.site.files[name] = nil }
                 state.site.filesNotBefore[name] = nil
             } else {
                 state.site.filesNotBefore[name] = nowMilliseconds + retry.quickMilliseconds.last!
             }
         }
+    }
+
+    /// The newest picture as `<folder>/poster.jpg`: the published viewer's poster. The
+    /// newest replaces one not yet sent; a drain waits for it as for the pages.
+    public func publishPoster(_ jpeg: [UInt8]) {
+        guard !jpeg.isEmpty else { return }
+        state.withLock { $0.site.files[folder + StreamLayout.poster] = jpeg }
+        state.broadcast()
     }
 
     // MARK: streams.json

@@ -39,6 +39,9 @@ final class FleetTests: XCTestCase {
                                      file: file, line: line)
             XCTAssertEqual(list.map(\.id), ids, file: file, line: line)
             XCTAssertEqual(list.map(\.state), ["ended"], file: file, line: line)
+            // The newest picture while it was live: the published viewer's poster.
+            XCTAssertEqual(read(board.name + "/poster.jpg")?.prefix(3).map { $0 }, [0xFF, 0xD8, 0xFF], "\(board.name)/poster.jpg is a JPEG",
+                           file: file, line: line)
             for id in ids {
                 XCTAssertEqual(StreamChecker.check { read("\(board.name)/\(id)/" + $0) }, [], "\(board.name)/\(id)", file: file, line: line)
                 XCTAssertEqual(read("\(board.name)/\(id)/seg/000001.m4s"), FileManager.default.contents(atPath: "\(board.out)/streams/\(id)/seg/000001.m4s").map { Array($0) },
@@ -75,7 +78,7 @@ final class FleetTests: XCTestCase {
               const frame = s.querySelector("iframe"), page = frame && frame.contentDocument;
               const video = page && page.getElementById("video");
               return { name: s.dataset.device, state: s.querySelector(".state").textContent, t: video ? video.currentTime : -1,
-                       player: video ? video.dataset.player || null : null };
+                       player: video ? video.dataset.player || null : null, poster: video ? video.poster : null };
             }))
             """
         var first: [String: Double] = [:], last: [[String: Any]] = []
@@ -101,6 +104,7 @@ final class FleetTests: XCTestCase {
         for section in last {
             let name = section["name"] as? String ?? "?"
             XCTAssertGreaterThan((section["t"] as? Double ?? 0) - (first[name] ?? .infinity), 1, "\(name) plays its live stream: \(last)")
+            XCTAssertTrue((section["poster"] as? String ?? "").contains("/site/\(name)/poster.jpg?at="), "\(name) has the board's picture as its poster: \(last)")
         }
 
         for board in started { XCTAssertEqual(board.onair.wait(seconds: 120).status, 0, board.onair.stderr) }

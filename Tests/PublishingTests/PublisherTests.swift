@@ -109,6 +109,24 @@ final class PublisherTests: XCTestCase {
                   clock: clock, threads: false, makeTransport: { origin.transport() })
     }
 
+    /// The board's newest picture goes to `<folder>/poster.jpg` as a JPEG that caches
+    /// revalidate; a newer one replaces one not yet sent (only the newest goes).
+    func testThePosterGoesToTheBoardsFolderNewestFirst() throws {
+        let origin = FakeOrigin { _, _ in false }
+        let clock = ManualClock()
+        let publisher = boardPublisher(origin, clock)
+        publisher.publishPoster([0xFF, 0xD8, 0xFF, 1])
+        publisher.publishPoster([0xFF, 0xD8, 0xFF, 2])
+        XCTAssertTrue(pump(publisher, clock))
+        XCTAssertEqual(origin.body("cam1/poster.jpg"), [0xFF, 0xD8, 0xFF, 2])
+        XCTAssertEqual(origin.attempts["cam1/poster.jpg"], 1, "the older one was never sent")
+        XCTAssertEqual(origin.objects["cam1/poster.jpg"]?.contentType, "image/jpeg")
+        XCTAssertEqual(origin.objects["cam1/poster.jpg"]?.cacheControl, "no-cache")
+        publisher.publishPoster([0xFF, 0xD8, 0xFF, 3])
+        XCTAssertTrue(pump(publisher, clock))
+        XCTAssertEqual(origin.body("cam1/poster.jpg"), [0xFF, 0xD8, 0xFF, 3])
+    }
+
     func testTheListKeepsStreamsTheBoardDeletedUntilTheirOwnerForgetsThem() throws {
         let origin = FakeOrigin { _, _ in false }
         let clock = ManualClock()
