@@ -65,12 +65,15 @@ enum ONVIFSetup {
     /// cannot listen (the port taken) is one line; the services still answer whoever
     /// knows the address.
     static func discovery(_ onvif: ONVIFService, settings: Settings, httpPort: UInt16, log: Log) -> Discovery? {
-        guard let listen = settings.listen, let address = try? ListenAddress(listen) else { return nil }
-        let lan = NetworkInterfaces.ipv4().map(\.address)
-        let interfaces = address.isWildcard ? lan : lan.filter { SocketAddress.host($0) == address.host }
-        guard !interfaces.isEmpty else { return nil }
+        guard let listen = settings.listen, let address = try? ListenAddress(listen), !address.isLoopback else { return nil }
+        // Asked again every few seconds: the interface of a LAN address, or every one,
+        // may get its address (DHCP) after onair has started.
+        let interfaces: @Sendable () -> [[UInt8]] = {
+            let lan = NetworkInterfaces.ipv4().map(\.address)
+            return address.isWildcard ? lan : lan.filter { SocketAddress.host($0) == address.host }
+        }
         do {
-            return try Discovery(device: onvif.device, port: settings.onvifDiscoveryPort, interfaces: interfaces, xaddrs: { loopback in
+            return try Discovery(device: onvif.device, port: settings.onvifDiscoveryPort, interfaces: interfaces, xaddrs: { interfaces, loopback in
                 let addresses = interfaces.map { SocketAddress.host($0) } + (loopback ? ["127.0.0.1"] : [])
                 return addresses.map { "http://\($0):\(httpPort)\(ONVIFService.devicePath)" }
             }, log: log)

@@ -4,7 +4,9 @@ import System
 import Threading
 
 /// WS-Discovery (2005/04, as ONVIF Core §7.3 uses it) on UDP 3702: a Hello to
-/// 239.255.255.250 on each LAN interface at start, a Bye at stop, and a ProbeMatches to
+/// 239.255.255.250 on each LAN interface at start (and on each that gets an address
+/// later: a board's DHCP lease often comes after onair has started), a Bye at stop, and a
+/// ProbeMatches to
 /// whoever sends a Probe the device matches — by multicast on the LAN interfaces it joined
 /// the group on, or sent straight to one of the board's addresses (a directed probe, §4.2).
 /// One thread; probes are answered at most `answersPerSecond` a second, so a flood costs a
@@ -18,10 +20,16 @@ public final class Discovery: Sendable {
 
     public let port: UInt16
     let device: ONVIFDevice
-    /// The device service's URL at each of the board's addresses (`http://a.b.c.d:port/…`).
-    let xaddrs: @Sendable (_ forLoopback: Bool) -> [String]
+    /// The device service's URL at each of the given addresses (`http://a.b.c.d:port/…`).
+    let xaddrs: @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String]
     let socket: FileDescriptor
-    let interfaces: [[UInt8]]
+    /// The LAN interfaces' IPv4 addresses now, looked at every `rescan`; and those the
+    /// group is joined on.
+    let currentInterfaces: @Sendable () -> [[UInt8]]
+    private let joined = Locked<[[UInt8]]>([])
+    /// Nanoseconds between looks at the interfaces.
+    let rescan: Int64
+    var interfaces: [[UInt8]] { joined.withLock { $0 } }
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
     private let thread = StoppableThread()
@@ -32,28 +40,46 @@ public final class Discovery: Sendable {
     private let messages = Locked<Int>(0)
 
     /// `interfaces`: the IPv4 addresses of the LAN interfaces to join the group on and
-    /// announce from.
-    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: [[UInt8]],
-                xaddrs: @escaping @Sendable (_ forLoopback: Bool) -> [String], log: Log) throws {
+    /// announce from, as they are now (asked again every five seconds).
+    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [[UInt8]],
+                xaddrs: @escaping @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String],
+                rescanSeconds: Double = 5, log: Log) throws {
         self.device = device
+        rescan = Int64(rescanSeconds * 1e9)
         self.xaddrs = xaddrs
         self.log = log
         socket = try FileDescriptor.sharedDatagramSocket(bound: SocketAddress(bytes: [0, 0, 0, 0], port: port)!)
         self.port = try socket.boundAddress().port
-        self.interfaces = interfaces
+        currentInterfaces = interfaces
         instance = max(1, KernelClock.realtime() / 1_000_000_000)
-        for interface in interfaces { try? socket.joinMulticast(group: Self.group, interface: interface) }
         wake = try makePipe(nonBlocking: true)
-        announce(Self.hello)
+        refresh(first: true)
         thread.start(name: "onair-discovery") { [self] in run() }
-        log.emit(.discoveryListening, level: .info, [("port", Int(self.port)), ("interfaces", interfaces.map { SocketAddress.host($0) }.joined(separator: " "))])
     }
+
+    /// Joins the group on interfaces that have come (a Hello on each, one line), and
+    /// forgets those that have gone.
+    private func refresh(first: Bool = false) {
+        let now = currentInterfaces()
+        let (added, changed) = joined.withLock { joined -> ([[UInt8]], Bool) in
+            let added = now.filter { !joined.contains($0) }
+            let changed = !added.isEmpty || joined.contains { !now.contains($0) }
+            joined = now
+            return (added, changed)
+        }
+        for interface in added { try? socket.joinMulticast(group: Self.group, interface: interface) }
+        announce(Self.hello, on: added)
+        if changed || first {
+            log.emit(.discoveryListening, level: .info, [("port", Int(port)), ("interfaces", now.map { SocketAddress.host($0) }.joined(separator: " "))])
+        }
+    }
+
 
     /// Says Bye on the LAN, then stops.
     public func stop() {
         guard !thread.isStopped else { return }
         thread.stop { _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) } }
-        announce(Self.bye)
+        announce(Self.bye, on: interfaces)
     }
 
     deinit { stop() }
@@ -62,7 +88,12 @@ public final class Discovery: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var drain = [UInt8](repeating: 0, count: 16)
         var budget = AnswerBudget(perSecond: Self.answersPerSecond)
+        var scanned = monotonicNanoseconds()
         while !thread.isStopped {
+            if monotonicNanoseconds() - scanned >= rescan {
+                scanned = monotonicNanoseconds()
+                refresh()
+            }
             _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
             for _ in 0..<64 {
@@ -94,7 +125,7 @@ public final class Discovery: Sendable {
         let loopback = from.bytes.first == 127
         let match = "<d:ProbeMatches><d:ProbeMatch>\(endpoint)<d:Types>dn:NetworkVideoTransmitter tds:Device</d:Types>"
             + "<d:Scopes>\(SOAP.escape(device.scopes.joined(separator: " ")))</d:Scopes>"
-            + "<d:XAddrs>\(SOAP.escape(xaddrs(loopback).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>"
+            + "<d:XAddrs>\(SOAP.escape(xaddrs(interfaces, loopback).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>"
             + "</d:ProbeMatch></d:ProbeMatches>"
         return message(action: "ProbeMatches", body: match, extraHeader: "<wsa:RelatesTo>\(SOAP.escape(relatesTo))</wsa:RelatesTo>",
                        to: "http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous")
@@ -120,11 +151,12 @@ public final class Discovery: Sendable {
 
     static let hello = "Hello", bye = "Bye"
 
-    /// Hello (§4.1) or Bye (§4.2) to the group on every LAN interface.
-    private func announce(_ kind: String) {
+    /// Hello (§4.1) or Bye (§4.2) to the group on each of `interfaces`.
+    private func announce(_ kind: String, on interfaces: [[UInt8]]) {
+        guard !interfaces.isEmpty else { return }
         let body = kind == Self.hello
             ? "<d:Hello>\(endpoint)<d:Types>dn:NetworkVideoTransmitter tds:Device</d:Types><d:Scopes>\(SOAP.escape(device.scopes.joined(separator: " ")))</d:Scopes>"
-                + "<d:XAddrs>\(SOAP.escape(xaddrs(false).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion></d:Hello>"
+                + "<d:XAddrs>\(SOAP.escape(xaddrs(self.interfaces, false).joined(separator: " ")))</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion></d:Hello>"
             : "<d:Bye>\(endpoint)</d:Bye>"
         let text = message(action: kind, body: body, extraHeader: "", to: "urn:schemas-xmlsoap-org:ws:2005:04:discovery")
         guard let group = SocketAddress(bytes: Self.group, port: Self.defaultPort) else { return }

@@ -30,6 +30,8 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
 
     /// Every interface rather than one address.
     public var isWildcard: Bool { host == "0.0.0.0" || host == "::" }
+    /// Reachable from this machine only (127.0.0.0/8, ::1).
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
 
     /// The URL a person opens for this address once bound to `port`: loopback for a
     /// wildcard bind.

@@ -216,10 +216,31 @@ final class DiscoveryTests: XCTestCase {
         <w:MessageID>uuid:0f5d604c-81ac-4abc-8010-51dbffad55f2</w:MessageID></e:Header><e:Body><d:Probe>TYPES</d:Probe></e:Body></e:Envelope>
         """
 
+    /// An interface that gets its address after the start (a DHCP lease that comes
+    /// late) is joined and announced at the next look, said in one line, and named in
+    /// the answers from then on.
+    func testAnInterfaceThatComesLaterIsTakenUp() throws {
+        let present = Locked<[[UInt8]]>([])
+        let lines = Locked<[String]>([])
+        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { present.withLock { $0 } },
+                                      xaddrs: { interfaces, _ in interfaces.map { "http://\(SocketAddress.host($0)):8080/onvif/device_service" } },
+                                      rescanSeconds: 0.1, log: .silent { event, _, fields in
+                                          if event == .discoveryListening { lines.withLock { $0.append("\(fields.first { $0.0 == "interfaces" }?.1 ?? "")") } }
+                                      })
+        defer { discovery.stop() }
+        let from = try XCTUnwrap(SocketAddress(numeric: "192.168.1.9", port: 40_000, ipv6: false))
+        let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
+        XCTAssertTrue(discovery.answer(probe, from: from)?.contains("<d:XAddrs></d:XAddrs>") ?? false, "no address yet")
+        present.withLock { $0 = [[192, 0, 2, 5]] }
+        for _ in 0..<100 where lines.withLock({ $0.count }) < 2 { usleep(20_000) }
+        XCTAssertEqual(lines.withLock { $0 }, ["", "192.0.2.5"])
+        XCTAssertTrue(discovery.answer(probe, from: from)?.contains("http://192.0.2.5:8080/onvif/device_service") ?? false)
+    }
+
     func discovery() throws -> Discovery {
         // No interfaces: nothing is announced; the socket is only read.
-        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: [],
-                                      xaddrs: { loopback in loopback ? ["http://127.0.0.1:8080/onvif/device_service"] : ["http://192.168.1.20:8080/onvif/device_service"] },
+        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { [] },
+                                      xaddrs: { _, loopback in loopback ? ["http://127.0.0.1:8080/onvif/device_service"] : ["http://192.168.1.20:8080/onvif/device_service"] },
                                       log: .silent())
         addTeardownBlock { discovery.stop() }
         return discovery
@@ -267,7 +288,7 @@ final class DiscoveryTests: XCTestCase {
     /// a minute).
     func testAFloodOfProbesLeavesTheThreadAnsweringAndTheLogQuiet() throws {
         let lines = Locked(0)
-        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: [], xaddrs: { _ in [] },
+        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { [] }, xaddrs: { _, _ in [] },
                                       log: .silent { event, _, _ in if event == .discoveryRefused { lines.withLock { $0 += 1 } } })
         defer { discovery.stop() }
         let target = try XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: discovery.port, ipv6: false))
