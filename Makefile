@@ -20,9 +20,10 @@ TEST_DEBS := ffmpeg chromium firefox-esr nginx apache2 python3-venv time gstream
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and
-# boot on QEMU's aarch64 virt machine.
+# boot on QEMU's aarch64 virt machine. The board's LAN in the system test: dnsmasq (DHCP) in a
+# namespace of the test's own (scripts/vm_lan.py), where the ONVIF clients find the board.
 IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf \
-	qemu-user-static binfmt-support arch-test qemu-system-arm
+	qemu-user-static binfmt-support arch-test qemu-system-arm dnsmasq-base python3-venv
 # Other architectures and Swift 6.0: Debian trixie's swiftlang in a build root
 # (toolchain/trixie.sh); qemu-user runs a foreign build once to show it starts.
 TOOLCHAIN_DEBS := mmdebstrap file qemu-user-static
@@ -140,7 +141,7 @@ image-repro: image
 
 # The system test: boots the qemu-x86_64 image under QEMU, presses the button, watches the
 # serial console, cuts the power (scripts/vm_test.py says what it checks).
-vm-test: image
+vm-test: image $(ONVIF_CLIENTS)
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) BOARD=$(BOARD) python3 scripts/vm_test.py
 
 clean:

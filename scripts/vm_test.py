@@ -11,7 +11,9 @@ boot partition (mtools, no mounts).
 Scenarios, in two boots of the same disk, on a machine whose real-time clock says
 2000-01-01 (-rtc base=2000-01-01) and that has no NTP server until the test starts one:
   boot 1: 1 the boot (systemd starts onair; status lines on the serial console; start-up
-          times; clock=unsynced), 2 the preview (a screendump shows vivid's colour bars),
+          times; clock=unsynced; on the board's LAN — a second NIC in a network namespace
+          of the test's own, scripts/vm_lan.py — an address by DHCP, a WS-Discovery probe
+          finds the board, onvif-zeep reads it), 2 the preview (a screendump shows vivid's colour bars),
           3 a recording (space, 20 s, space: a complete stream at the origin that passes
           the HLS rules, decodes, and carries the test tone, with an id that is not a date
           and no program date-time; the local recording is a playable MP4; while it is
@@ -63,6 +65,12 @@ RTC_BASE = "2000-01-01"
 ORIGIN_PORT = 18081
 HTTP_PORT = 18080  # the guest's :8080, forwarded to the host's loopback
 RTSP_PORT = 18554  # the guest's RTSP :8554
+# The board's LAN: QEMU's second NIC sends each frame to LAN_HELPER_PORT and takes them on
+# LAN_QEMU_PORT (127.0.0.1); scripts/vm_lan.py bridges them into its own namespace.
+LAN_QEMU_PORT = 18091
+LAN_HELPER_PORT = 18092
+ONVIF_PYTHON = os.path.join(REPO, ".build", "onvif", "bin", "python3")
+ONVIF_CLIENT = os.path.join(REPO, "Tests", "IntegrationTests", "Clients", "onvif_client.py")
 
 # What the aarch64 virt machine needs that a Pi 4 has otherwise: the test's devices
 # (modules and options on the kernel command line, which modprobe reads) and the test
@@ -305,7 +313,9 @@ class Machine:
             "-accel", "tcg", "-smp", "2", "-m", "1536",
             "-drive", f"file={image},format=raw,if=virtio",
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{HTTP_PORT}-:8080,hostfwd=tcp:127.0.0.1:{RTSP_PORT}-:8554",
-            "-device", "virtio-net-pci,netdev=n0", "-device", "virtio-gpu-pci",
+            "-device", "virtio-net-pci,netdev=n0",
+            "-netdev", f"socket,id=lan,udp=127.0.0.1:{LAN_HELPER_PORT},localaddr=127.0.0.1:{LAN_QEMU_PORT}",
+            "-device", "virtio-net-pci,netdev=lan,mac=52:54:00:4c:41:4e", "-device", "virtio-gpu-pci",
             "-display", "none", "-serial", f"file:{self.console}",
             "-monitor", f"unix:{self.monitor_path},server,nowait", "-no-reboot"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, f"qemu-{boot}.log"), "w"))
@@ -495,13 +505,50 @@ def check_stream(name, stream, expect_seconds=None):
     return playlist, seconds
 
 
+class LAN:
+    """The board's LAN (scripts/vm_lan.py): its second NIC bridged into a network
+    namespace with a DHCP server and the ONVIF clients. (Not through QEMU's user
+    networking: a forwarded UDP datagram reaches the guest with the host's loopback
+    address as its source, which its kernel drops, and no multicast crosses it.)"""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, os.path.join(REPO, "scripts", "vm_lan.py"), str(LAN_QEMU_PORT), str(LAN_HELPER_PORT),
+                                         ONVIF_PYTHON, ONVIF_CLIENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=open(os.path.join(WORK, "lan.log"), "w"), text=True)
+
+    def ask(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else {"error": "vm_lan.py ended"}
+
+    def stop(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def check_lan(lan):
+    """On its LAN the board has an address by DHCP; a multicast WS-Discovery probe there
+    finds it at that address, and onvif-zeep reads it and is given its RTSP URL there."""
+    address = lan.ask("lease 60").get("address")
+    if not check("1 boot: the board has an address on its LAN (DHCP from dnsmasq, its second NIC)", address):
+        return
+    found = []
+    for _ in range(4):  # the board looks at its interfaces every few seconds
+        found = [s for s in lan.ask("probe").get("services", []) if f"http://{address}:8080/onvif/device_service" in s.get("xaddrs", [])]
+        if found:
+            break
+        time.sleep(3)
+    check(f"1 boot: a multicast WS-Discovery probe on the LAN finds the board at {address} (WSDiscovery)", found,
+          open(os.path.join(WORK, "lan.log")).read()[-500:])
+    camera = lan.ask("camera anyone anything")
+    check("1 boot: onvif-zeep reads the board over its LAN and is given its RTSP URL there",
+          camera.get("manufacturer") == "onair" and camera.get("stream") == f"rtsp://{address}:8554/live", json.dumps(camera)[:300])
+
+
 def check_rtsp():
     """While a stream is live, the host plays rtsp://…/live from the board (a forwarded
-    TCP port, RTP interleaved). WS-Discovery is not checked here: QEMU's user networking
-    hands a forwarded UDP datagram to the guest with the host's loopback address as its
-    source, which the guest's kernel drops as a martian before onair sees it (measured:
-    the probe reaches the guest's NIC, no answer leaves it); multicast and directed probes
-    are tested in a network namespace in make test instead."""
+    TCP port, RTP interleaved)."""
     probed = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
                              "-of", "csv=p=0", f"rtsp://127.0.0.1:{RTSP_PORT}/live"], capture_output=True, text=True, timeout=60)
     codecs = sorted(probed.stdout.split())
@@ -537,6 +584,7 @@ def main():
           f"10.0.2.2:{ORIGIN_PORT}" in read_boot_file(disk, "onair.conf"))
     origin = Origin()
     ntp = TimeServer() if BOARD != "rpi4" else None
+    lan = LAN()
     timings = {"image size (MB)": round(os.path.getsize(IMAGE) / 1e6), "root file system used (MB)": root_used_mb(IMAGE)}
     machine = None
     try:
@@ -569,6 +617,8 @@ def main():
         timings["screen"] = f"{width}x{height}"
         check("2 preview: the screen shows vivid's colour bars (virtio-gpu, screendump)",
               len(bars) >= 4 and lit > 0.3, f"bars {bars}, {lit:.0%} lit")
+
+        check_lan(lan)
 
         # 3 record: space, 20 s, space
         mark = len(machine.text())
@@ -718,6 +768,7 @@ def main():
         if machine is not None:
             machine.power_cut()
         origin.stop()
+        lan.stop()
         if ntp:
             ntp.stop()
 
