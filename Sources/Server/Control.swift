@@ -1,3 +1,4 @@
+import Access
 import Layout
 
 /// Control calls (`POST /api/record/start`, …): a bearer token, no body, one action each.
@@ -14,7 +15,7 @@ extension WebServer {
         }
         guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
         let given = header("Authorization") ?? ""
-        guard Self.constantTimeEqual(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
+        guard AccessList.constantTimeEqual(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
             var reply = text(401, "a bearer token is required")
             reply.headers.append(("WWW-Authenticate", "Bearer"))
             return reply
@@ -35,12 +36,5 @@ extension WebServer {
         } catch {
             return Reply(status: 500, body: .bytes(Array("\(error)\n".utf8)), headers: [("Content-Type", "text/plain")])
         }
-    }
-
-    /// Compares without stopping at the first difference, so timing says nothing of the token.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for i in 0..<max(a.count, b.count) { difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0) }
-        return difference == 0
     }
 }

@@ -1,3 +1,4 @@
+import Access
 import XCTest
 @testable import Server
 import HLS
@@ -95,8 +96,8 @@ final class WebServerTests: XCTestCase {
         defer { open.stop() }
         XCTAssertEqual(try HTTPClient.request(port: open.port, path, method: "POST", headers: ["Authorization": "Bearer "]).status, 403,
                        "no token configured: control is off")
-        XCTAssertTrue(WebServer.constantTimeEqual(Array("ab".utf8), Array("ab".utf8)))
-        XCTAssertFalse(WebServer.constantTimeEqual(Array("ab".utf8), Array("abc".utf8)))
+        XCTAssertTrue(AccessList.constantTimeEqual(Array("ab".utf8), Array("ab".utf8)))
+        XCTAssertFalse(AccessList.constantTimeEqual(Array("ab".utf8), Array("abc".utf8)))
     }
 
     func testRangesHeadAndConditionalRequests() throws {
