@@ -59,7 +59,7 @@ public final class Discovery: Sendable {
 
     /// Joins the group on interfaces that have come (a Hello on each, one line), and
     /// forgets those that have gone.
-    private func refresh(first: Bool = false) {
+    func refresh(first: Bool = false) {
         let now = currentInterfaces()
         let (added, changed) = joined.withLock { joined -> ([[UInt8]], Bool) in
             let added = now.filter { !joined.contains($0) }
