@@ -192,10 +192,17 @@ final class StandardInputButton: Sendable {
     private let thread: WorkerThread
     private let wake: (read: FileDescriptor, write: FileDescriptor)
 
+    /// Whether standard input is a terminal or a pipe (not a file, not /dev/null).
+    static var usable: Bool {
+        let input = FileDescriptor.standardInput
+        guard let status = try? input.status() else { return false }
+        return input.isTerminal || status.kind == .fifo
+    }
+
     /// nil when standard input is neither a terminal nor a pipe (a file, /dev/null).
     init?(log: Log, toggle: @escaping @Sendable () -> Void) {
         let input = FileDescriptor.standardInput
-        guard let status = try? input.status(), input.isTerminal || status.kind == .fifo, let ends = try? makePipe() else { return nil }
+        guard Self.usable, let ends = try? makePipe() else { return nil }
         wake = ends
         thread = WorkerThread(name: "onair-stdin") { [wake] in
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -126,6 +126,17 @@ public enum ConfigFile {
         key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header" || key == "access.viewer" || key == "access.device"
     }
 
+    /// `gpiochipN:LINE` or `/path/to/chip:LINE`: the form is checked here, so that at run
+    /// time a line that cannot be had is a device's problem (waited out), never a typo's.
+    static func gpioLine(_ value: String) throws -> String {
+        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, (1...5).contains(parts[1].count), parts[1].allSatisfy({ ("0"..."9").contains($0) }),
+              let offset = Int(parts[1]), offset <= 65_535 else {
+            throw ConfigError.expected("off or a line such as gpiochip0:17", got: quoted(value))
+        }
+        return value
+    }
+
     /// A user is named once across viewers and devices.
     static func unnamed(_ name: String, in access: AccessList) throws {
         guard !access.viewers.contains(where: { $0.name == name }) && access.secret(name) == nil else {
@@ -246,7 +257,7 @@ public enum ConfigFile {
         "performance.capacity.x264": { $0.performance.capacity[.x264] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "performance.capacity.vaapi": { $0.performance.capacity[.vaapi] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
         "performance.capacity.v4l2m2m": { $0.performance.capacity[.v4l2m2m] = $1 == "auto" ? nil : Double(try pixelRate($1)) },
-        "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : $1 },
+        "button.gpio": { $0.button.gpio = $1 == "off" || $1.isEmpty ? nil : try gpioLine($1) },
         "button.active_low": { $0.button.activeLow = try boolean($1) },
         "button.bias": {
             guard ["pull-up", "pull-down", "none"].contains($1) else { throw ConfigError.expected("pull-up, pull-down or none", got: quoted($1)) }
@@ -263,7 +274,7 @@ public enum ConfigFile {
         "button.long_press_s": { $0.button.longPressSeconds = Double(try milliseconds($1, 0...60_000)) / 1000 },
         "button.long_press": { $0.button.longPress = try choice($1, ButtonSettings.LongPress.self) },
         "button.shutdown_command": { $0.button.shutdownCommand = $1 },
-        "tally.gpio": { $0.button.tally = $1 == "off" || $1.isEmpty ? nil : $1 },
+        "tally.gpio": { $0.button.tally = $1 == "off" || $1.isEmpty ? nil : try gpioLine($1) },
         "tally.active_low": { $0.button.tallyActiveLow = try boolean($1) },
         "thermal.sensor": { $0.thermal.sensor = DeviceChoice(orOff: $1) },
         "thermal.fps_steps": {

@@ -21,6 +21,8 @@ extension Event {
     static let deferredStartBegan = Event("deferred_start.began")
     static let deferredStartDone = Event("deferred_start.done", console: true)
     static let deferredStartWaiting = Event("deferred_start.waiting")
+    static let deviceAvailable = Event("device.available", console: true)
+    static let deviceUnavailable = Event("device.unavailable", console: true)
     static let exportFailed = Event("export.failed")
     static let exportStarted = Event("export.started")
     static let offlineExpired = Event("offline.expired")

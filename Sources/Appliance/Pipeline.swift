@@ -45,6 +45,8 @@ final class Pipeline: Sendable {
     let onvif: ONVIFService?
     /// Who may watch (`[access]`); nil: anyone who reaches the board.
     let access: AccessGate?
+    /// What the appliance goes on without (a held button line, a missing sensor).
+    let devices: DeviceRetries?
     private let discovery = Locked<Discovery?>(nil)
     /// Whether the wall clock can be trusted; dates streams and retention.
     let clockWatch: ClockWatch
@@ -56,7 +58,8 @@ final class Pipeline: Sendable {
     /// `onIdle` is called when a stream has ended or the session failed.
     init(_ requested: Settings, audioDevice: DeviceChoice, publisher: Publisher?, scheduler: Scheduler, log: Log,
          clock: any WallClock = SystemWallClock(), camera: (@Sendable () -> V4L2Camera.Statistics)? = nil,
-         snapshots: Snapshots? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
+         snapshots: Snapshots? = nil, devices: DeviceRetries? = nil, onIdle: @escaping @Sendable (Session) -> Void) throws {
+        self.devices = devices
         self.log = log
         for problem in requested.time.problems { log(.configIgnored, level: .warn, ("problem", problem)) }
         clockWatch = ClockWatch(clock: clock, servers: requested.time.usable, log: log)
@@ -351,7 +354,7 @@ final class Pipeline: Sendable {
             }, rtsp: rtsp.map {
                 StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
                                           sessions: $0.sessions)
-            }, access: access.map { ($0.list.viewers.count, $0.list.devices.count) })
+            }, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [])
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.

@@ -28,19 +28,20 @@ final class Run {
     private var camera: V4L2Camera?
     private var source: VideoSource?
     private var display: DisplayPreview?
-    private var gpioButton: GPIOButton?
-    private var tallyLine: GPIOOutput?
     private var audioDevice = DeviceChoice.auto
     /// Where a stream is published, if anywhere; the publisher is made in phase 3.
     private let destination: Destination?
     /// The newest frame, for `GET /api/snapshot.jpg`.
     private let snapshots: Snapshots
+    /// The button and tally lines, input devices and sensor the appliance goes on without.
+    private let devices: DeviceRetries
 
     init(_ settings: Settings, destination: Destination?, log: Log, signals: SignalSet) {
         self.settings = settings
         self.destination = destination
         self.log = log
         snapshots = Snapshots(rotation: settings.rotation, log: log)
+        devices = DeviceRetries(log: log)
         self.signals = signals
     }
 
@@ -77,25 +78,13 @@ final class Run {
 
     // MARK: Phase 1: open devices
 
-    /// GPIO first (a configured line that does not open is a configuration error said at
-    /// once), then the camera (its granted size and rate are what everything else is made
+    /// The camera (its granted size and rate are what everything else is made
     /// for), then the screen.
     private func openDevices() throws {
         // x264's capacity on this CPU is measured once per machine (about a second), before
         // the camera, so a first boot's deferred start does not wait for it.
         if settings.performance.capacity[.x264] == nil && settings.encoder != .vaapi && settings.encoder != .v4l2m2m {
             settings.performance.capacity[.x264] = X264Calibration.capacity(dataDirectory: settings.dataDirectory, log: log)
-        }
-        if let line = settings.button.tally {
-            do { tallyLine = try GPIOOutput(line: line, activeLow: settings.button.tallyActiveLow) } catch { throw RunFailure.configuration(error) }
-        }
-        if let line = settings.button.gpio {
-            do {
-                let button = try GPIOButton(line: line, activeLow: settings.button.activeLow, bias: settings.button.bias,
-                                            debounceMilliseconds: settings.button.debounceMs)
-                gpioButton = button
-                teardown.add("gpio button") { button.stop() }
-            } catch { throw RunFailure.configuration(error) }
         }
         do { (camera, settings) = try Capture.openCamera(settings, log: log) } catch { throw RunFailure.configuration(error) }
         if let problem = settings.ladderProblem { throw RunFailure.configuration(problem) }
@@ -227,13 +216,14 @@ final class Run {
         let scheduler = Scheduler()
         scheduler.start()
         teardown.add("scheduler") { scheduler.stop() }
+        teardown.add("device retries") { [devices] in devices.stop() }
         let publisher = makePublisher()
         do {
             var statistics: (@Sendable () -> V4L2Camera.Statistics)?
             if let camera { statistics = { camera.statistics } }
             let (done, oneShot) = (self.done, settings.durationMilliseconds != nil)
             pipeline = try Pipeline(settings, audioDevice: audioDevice, publisher: publisher, scheduler: scheduler, log: log,
-                                    camera: statistics, snapshots: snapshots) { session in
+                                    camera: statistics, snapshots: snapshots, devices: devices) { session in
                 if session.error != nil || oneShot { done.signal() }
             }
         } catch {
@@ -300,14 +290,12 @@ final class Run {
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, rungs: session.profile.live.rungNames, scheduler: scheduler, log: log,
                                    dropped: { session.dropped.video }, temperature: { telemetry.temperature($0) },
-                                   setRate: { session.setRate($0) }, setDroppedRungs: { session.setDroppedRungs($0) })
+                                   setRate: { session.setRate($0) }, setDroppedRungs: { session.setDroppedRungs($0) },
+                                   availability: { [devices, sensor = settings.thermal.sensor?.name ?? ""] problem in
+                                       devices.set("thermal.sensor", device: sensor, problem: problem, others: "the encoder's pressure alone lowers the rate")
+                                   })
         teardown.add("thermal") { thermal.stop() }
-        if let tallyLine {
-            let tally = TallyLight(output: tallyLine, scheduler: scheduler) { [publisher = pipeline.publisher] in
-                TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
-            }
-            teardown.add("tally") { tally.stop() }
-        }
+        armTally(pipeline, scheduler: scheduler)
         log(.deferredStartDone, ("mode", settings.startup.deferred.rawValue),
             ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")
@@ -334,19 +322,55 @@ final class Run {
             }
         }
         teardown.add("buttons") { buttons.stop() }
-        if let gpioButton {
-            gpioButton.start { edge in buttons.edge(edge, source: "gpio") }
-            teardown.add("gpio button") { gpioButton.stop() }
+        if let line = settings.button.gpio {
+            // A line another driver or program holds, or a chip not there, does not stop
+            // the appliance: the other buttons work meanwhile, and the line is taken once free.
+            let held = Locked<GPIOButton?>(nil)
+            teardown.add("gpio button") { held.withLock { $0?.stop() } }
+            let button = settings.button
+            let others = otherButtons
+            devices.keepTrying("button.gpio", device: line, on: scheduler, others: { others }, open: {
+                try GPIOButton(line: line, activeLow: button.activeLow, bias: button.bias, debounceMilliseconds: button.debounceMs)
+            }, took: { gpio in
+                held.withLock { $0 = gpio }
+                gpio.start { edge in buttons.edge(edge, source: "gpio") }
+            })
         }
         if let input = settings.button.input {
-            do {
-                let keys = try EvdevButtons(device: input.name, keys: settings.button.keys, log: log)
-                keys.start { edge in buttons.edge(edge, source: "evdev") }
-                teardown.add("keys") { keys.stop() }
-            } catch {
-                log(.buttonUnavailable, level: .warn, ("error", "\(error)"))
+            let devices = self.devices, name = input.name ?? "auto"
+            let keys = EvdevButtons(device: input.name, keys: settings.button.keys, log: log) { problem in
+                devices.set("button.input", device: name, problem: problem, others: "the other buttons")
             }
+            keys.start { edge in buttons.edge(edge, source: "evdev") }
+            teardown.add("keys") { keys.stop() }
         }
+    }
+
+    /// The buttons that work whatever becomes of the GPIO line, for the line that says it
+    /// cannot be had.
+    private var otherButtons: String {
+        var sources: [String] = []
+        if let input = settings.button.input { sources.append("keys (\(input.name ?? "any keyboard"))") }
+        if StandardInputButton.usable { sources.append("Enter on stdin") }
+        if settings.serverToken != nil && settings.listen != nil { sources.append("POST /api/record/start") }
+        return sources.isEmpty ? "no other button" : sources.joined(separator: ", ")
+    }
+
+    /// The tally light, once its line can be had (`DeviceRetries`); dark at the stop.
+    private func armTally(_ pipeline: Pipeline, scheduler: Scheduler) {
+        guard let line = settings.button.tally else { return }
+        let session = pipeline.session, publisher = pipeline.publisher, activeLow = settings.button.tallyActiveLow
+        let held = Locked<TallyLight?>(nil)
+        teardown.add("tally") { held.withLock { $0?.stop() } }
+        devices.keepTrying("tally.gpio", device: line, on: scheduler, others: { "the console and /api/status say the state" }, open: {
+            try GPIOOutput(line: line, activeLow: activeLow)
+        }, took: { output in
+            held.withLock {
+                $0 = TallyLight(output: output, scheduler: scheduler) {
+                    TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
+                }
+            }
+        })
     }
 
     /// A SIGINT/SIGTERM finishes the stream; one that comes while the run is already

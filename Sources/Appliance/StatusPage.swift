@@ -36,6 +36,7 @@ enum StatusPage {
             ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
             ("WebRTC viewers", status.webrtc.map { "\($0.sessions.count) of \($0.maxViewers)" } ?? "off"),
             ("RTSP clients", status.rtsp.map { "\($0.sessions.count) of \($0.maxClients) (port \($0.port))" } ?? "off"),
+            ("unavailable", status.unavailable.isEmpty ? "nothing" : status.unavailable.map { "\($0.key) \($0.device): \($0.problem)" }.joined(separator: "; ")),
             ("who may watch", status.access.map { "\($0.viewers) viewers, \($0.devices) device accounts" } ?? "anyone on the network"),
             ("last error", status.lastError ?? "none")
         ]

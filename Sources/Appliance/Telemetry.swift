@@ -93,6 +93,8 @@ struct StatusSnapshot {
     var rtsp: RTSPStatus? = nil
     /// `[access]`: how many viewers and device accounts; nil: anyone may watch.
     var access: (viewers: Int, devices: Int)? = nil
+    /// Devices configured but not to be had now (a button line another driver holds).
+    var unavailable: [DeviceRetries.Problem] = []
 
     struct RTSPStatus {
         var port: UInt16
@@ -143,6 +145,7 @@ struct StatusSnapshot {
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),
+            "unavailable": unavailable.map { JSON.fields(["key": $0.key, "device": $0.device, "problem": $0.problem]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
         ]).bytes

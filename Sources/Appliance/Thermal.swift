@@ -143,7 +143,8 @@ final class ThermalWatch: Sendable {
     /// `rungs`: the live ladder's rungs, top first (`WxH@RATE`; one without a ladder).
     init(settings: ThermalSettings, fps: Int, rungs: [String] = [], scheduler: Scheduler, log: Log, dropped: @escaping @Sendable () -> Int,
          temperature report: @escaping @Sendable (Double?) -> Void, setRate: @escaping @Sendable (Int) -> Void,
-         setDroppedRungs: @escaping @Sendable (Int) -> Void = { _ in }) {
+         setDroppedRungs: @escaping @Sendable (Int) -> Void = { _ in },
+         availability: @escaping @Sendable (_ problem: String?) -> Void = { _ in }) {
         self.scheduler = scheduler
         guard let sensor = settings.sensor else {
             task = nil
@@ -155,6 +156,9 @@ final class ThermalWatch: Sendable {
         var lastDropped = dropped()
         task = scheduler.every(1, "thermal") { [latest] now in
             let temperature = sensor.name.map { Self.read($0) } ?? Self.hottestZone()
+            // A named sensor that cannot be read is said (once, while it lasts); the rate
+            // then follows only the encoder's pressure.
+            if sensor.name != nil { availability(temperature == nil ? "cannot be read as millidegrees" : nil) }
             latest.withLock { $0 = temperature }
             report(temperature)
             let drops = dropped()

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -131,6 +132,19 @@ int onair_gpio_request_input(int chip_fd, uint32_t offset, int active_low, int b
 int onair_gpio_request_output(int chip_fd, uint32_t offset, int active_low, int value, const char *consumer, int *line_fd) {
     uint64_t flags = GPIO_V2_LINE_FLAG_OUTPUT | (active_low ? GPIO_V2_LINE_FLAG_ACTIVE_LOW : 0);
     return gpio_request(chip_fd, offset, flags, 0, 0, 1, value, consumer, line_fd);
+}
+
+int onair_gpio_line_holder(int chip_fd, uint32_t offset, int *used, char *consumer, int size) {
+    struct gpio_v2_line_info info;
+    memset(&info, 0, sizeof info);
+    info.offset = offset;
+    int result = onair_ioctl(chip_fd, GPIO_V2_GET_LINEINFO_IOCTL, &info);
+    if (result != 0) return result;
+    *used = (info.flags & GPIO_V2_LINE_FLAG_USED) ? 1 : 0;
+    if (size > 0) {
+        snprintf(consumer, (size_t)size, "%.*s", (int)sizeof info.consumer, info.consumer);
+    }
+    return 0;
 }
 
 int onair_gpio_set(int line_fd, int value) {

@@ -33,6 +33,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let notDirectory = Errno(rawValue: ENOTDIR)
     public static let isDirectory = Errno(rawValue: EISDIR)
     public static let invalid = Errno(rawValue: EINVAL)
+    /// ENOTTY: an ioctl the device does not know (a file that is not the device asked for).
+    public static let inappropriateControl = Errno(rawValue: ENOTTY)
     public static let tooBig = Errno(rawValue: EFBIG)
     public static let noSpace = Errno(rawValue: ENOSPC)
     public static let tooManyLinks = Errno(rawValue: EMLINK)

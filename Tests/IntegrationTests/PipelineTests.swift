@@ -208,6 +208,35 @@ final class PipelineTests: XCTestCase {
         XCTAssertFalse(index.contains("mp4a"), "no audio track is declared")
     }
 
+    /// A button line that is no GPIO chip's, a tally chip that is not there, an input
+    /// device that is missing and a sensor that cannot be read: the appliance comes up
+    /// and records all the same, says each once (why, and what still works), and lists
+    /// them in /api/status (issue 33: such a board used to exit and restart for good).
+    func testDevicesThatCannotBeHadDoNotStopTheAppliance() throws {
+        let (onair, port, out) = try serveSynthetic("unavailable", [
+            "button.gpio=/dev/null:3", "tally.gpio=gpiochip99:4", "button.input=/dev/input/event99", "thermal.sensor=/nonexistent/temp",
+            "server.token=operator-token-0123456"])
+        defer { onair.signal(SIGTERM); onair.wait() }
+        var unavailable: [[String: Any]] = []
+        for _ in 0..<100 where unavailable.count < 4 {
+            let status = try HTTPClient.request(port: port, "/api/status")
+            unavailable = (try JSONSerialization.jsonObject(with: Data(status.body)) as? [String: Any])?["unavailable"] as? [[String: Any]] ?? []
+            usleep(100_000)
+        }
+        let problems = Dictionary(uniqueKeysWithValues: unavailable.map { ($0["key"] as? String ?? "", ($0["device"] as? String ?? "") + ": " + ($0["problem"] as? String ?? "")) })
+        XCTAssertEqual(problems, ["button.gpio": "/dev/null:3: not a GPIO chip",
+                                  "tally.gpio": "gpiochip99:4: no such GPIO chip (gpiodetect lists the board's)",
+                                  "button.input": "/dev/input/event99: no such device",
+                                  "thermal.sensor": "/nonexistent/temp: cannot be read as millidegrees"], onair.stderr)
+        let said = onair.stderr.split(separator: "\n").filter { $0.contains("event=device.unavailable") }
+        XCTAssertEqual(said.count, 4, "each once: \(said)")
+        XCTAssertTrue(said.contains { $0.contains("key=button.gpio") && $0.contains("meanwhile=\"keys (/dev/input/event99), POST /api/record/start\"") }, "\(said)")
+        // Recording goes on as ever.
+        XCTAssertEqual(try HTTPClient.request(port: port, "/api/record/stop", method: "POST", headers: ["Authorization": "Bearer operator-token-0123456"]).status, 200)
+        _ = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 1 }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out + "/streams"))
+    }
+
     func testBadInputGetsOneLineAndExitStatus2() throws {
         let cases: [([String], String)] = [
             (["run", "--duration", "soon"], "onair: --duration: expected seconds"),
@@ -221,10 +250,7 @@ final class PipelineTests: XCTestCase {
             (["run", "--listen", "off", "--source", "v4l2", "--set", "video.device=/dev/null"],
              "onair: /dev/null: VIDIOC_QUERYCAP: Inappropriate ioctl for device"),
             (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path"),
-            (["run", "--listen", "off", "--set", "button.gpio=/dev/null:3"],
-             "onair: button.gpio /dev/null:3: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
-            (["run", "--listen", "off", "--set", "tally.gpio=/dev/null:4"],
-             "onair: tally.gpio /dev/null:4: GPIO_V2_GET_LINE_IOCTL: Inappropriate ioctl for device"),
+            (["run", "--set", "button.gpio=gpiochip0"], "onair: --set: button.gpio: expected off or a line such as gpiochip0:17"),
             (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names"),
             (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates"),
             (["run", "--listen", "off", "--source", "synthetic", "--set", "preview.device=/dev/null"],

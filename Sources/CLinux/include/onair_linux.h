@@ -71,6 +71,11 @@ int onair_gpio_request_output(int chip_fd, uint32_t offset, int active_low, int 
 /// Sets an output line requested by onair_gpio_request_output.
 int onair_gpio_set(int line_fd, int value);
 
+/// GPIO_V2_GET_LINEINFO_IOCTL: whether line `offset` of `chip_fd` is held (1) or free
+/// (0), and who holds it (the consumer the kernel reports, NUL-terminated, at most
+/// `size` - 1 bytes). Returns 0 or an errno (EINVAL: no such line).
+int onair_gpio_line_holder(int chip_fd, uint32_t offset, int *used, char *consumer, int size);
+
 /// Size of one struct gpio_v2_line_event as read(2) returns it.
 extern const int onair_gpio_event_size;
 

@@ -21,12 +21,40 @@ public struct Debouncer: Sendable {
 /// messages.
 enum GPIOChip {
     static func open(_ line: String, key: String) throws -> (fd: FileDescriptor, offset: UInt32, description: String) {
+        let (chip, offset) = try parse(line, key: key)
+        do { return (try FileDescriptor.open(chip, .readWrite), offset, "\(chip):\(offset)") } catch let error as Errno {
+            throw DeviceError.setting(key: key, value: chip, reason: reason(opening: chip, error))
+        }
+    }
+
+    /// The chip's path and the line's offset; a value not of that form is a setting error.
+    static func parse(_ line: String, key: String) throws -> (chip: String, offset: UInt32) {
         let parts = line.split(separator: ":")
         guard parts.count == 2, let offset = UInt32(parts[1]) else { throw DeviceError.setting(key: key, value: line, reason: "expected gpiochipN:LINE") }
-        let chip = parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])"
-        do { return (try FileDescriptor.open(chip, .readWrite), offset, "\(chip):\(offset)") } catch {
-            throw DeviceError.setting(key: key, value: chip, reason: "\(error)")
+        return (parts[0].hasPrefix("/") ? String(parts[0]) : "/dev/\(parts[0])", offset)
+    }
+
+    static func reason(opening chip: String, _ error: Errno) -> String {
+        switch error {
+        case .noEntry: return "no such GPIO chip (gpiodetect lists the board's)"
+        case .permissionDenied, .notPermitted: return "no permission to open the chip (\(error))"
+        default: return "\(error)"
         }
+    }
+
+    /// Why a line request failed: for EBUSY, who holds the line (its consumer, as the
+    /// kernel reports it: a driver such as gpio-keys, or another program).
+    static func reason(requesting offset: UInt32, on chip: FileDescriptor, _ error: Errno) -> String {
+        var used: Int32 = 0
+        var consumer = [CChar](repeating: 0, count: 40)
+        let info = onair_gpio_line_holder(chip.rawValue, offset, &used, &consumer, Int32(consumer.count))
+        if info == Errno.invalid.rawValue { return "the chip has no line \(offset)" }
+        if error == .inappropriateControl { return "not a GPIO chip" }
+        if error == .busy {
+            let holder = String(decoding: consumer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return "busy: held by " + (info == 0 && used == 1 && !holder.isEmpty ? holder : "another request")
+        }
+        return "GPIO_V2_GET_LINE_IOCTL: \(error)"
     }
 }
 
@@ -56,8 +84,8 @@ public final class GPIOButton: Sendable {
                 lineFD = try request(debounceMicroseconds: 0)
                 software = true
             }
-        } catch {
-            throw DeviceError.setting(key: "button.gpio", value: description, reason: "GPIO_V2_GET_LINE_IOCTL: \(error)")
+        } catch let error as Errno {
+            throw DeviceError.setting(key: "button.gpio", value: description, reason: GPIOChip.reason(requesting: offset, on: chipFD, error))
         }
         // The kernel's debounce already filtered; onair's own only when it could not.
         debouncer = Debouncer(periodNanoseconds: software ? Int64(debounceMilliseconds) * 1_000_000 : 0)
@@ -84,24 +112,26 @@ public final class GPIOButton: Sendable {
 }
 
 /// Record keys on evdev devices: a named one, or (`auto`) every device that reports one
-/// of the keys, looked for again every two seconds so a keyboard plugged in later works.
+/// of the keys, looked for again every two seconds so a keyboard plugged in later works
+/// (and a named one that is missing or unreadable is said, through `availability`, and
+/// taken when it can be).
 public final class EvdevButtons: Sendable {
     public let keys: Set<UInt16>
     private let device: String?
     private let thread = StoppableThread()
     private let clock: MediaClock
     private let log: Log
+    private let availability: @Sendable (_ problem: String?) -> Void
 
-    /// `device`: a path, or nil for every keyboard-like device.
-    public init(device: String?, keys: Set<UInt16>, clock: MediaClock = MonotonicClock(),
-                log: Log) throws {
+    /// `device`: a path, or nil for every keyboard-like device. `availability` hears why
+    /// a named device cannot be opened, and nil once it is.
+    public init(device: String?, keys: Set<UInt16>, clock: MediaClock = MonotonicClock(), log: Log,
+                availability: @escaping @Sendable (_ problem: String?) -> Void = { _ in }) {
         self.device = device
         self.keys = keys
         self.clock = clock
         self.log = log
-        if let device {
-            do { try Path.checkReadable(device) } catch { throw DeviceError.setting(key: "button.input", value: device, reason: "\(error)") }
-        }
+        self.availability = availability
     }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
@@ -122,7 +152,12 @@ public final class EvdevButtons: Sendable {
         while !thread.isStopped {
             if clock.now() >= nextScan {
                 for path in candidates() where open[path] == nil {
-                    guard let fd = try? FileDescriptor.open(path, .readOnly, options: .nonBlocking) else { continue }
+                    let fd: FileDescriptor
+                    do { fd = try FileDescriptor.open(path, .readOnly, options: .nonBlocking) } catch {
+                        if device != nil { availability(error as? Errno == .noEntry ? "no such device" : "\(error)") }
+                        continue
+                    }
+                    if device != nil { availability(nil) }
                     // A named device is taken as it is; among all, only those with the keys.
                     if device == nil && !keys.contains(where: { onair_evdev_has_key(fd.rawValue, UInt32($0)) == 1 }) { continue }
                     open[path] = fd

@@ -13,8 +13,8 @@ public final class GPIOOutput: Sendable {
         defer { chipFD.close() }
         do {
             lineFD = try FileDescriptor.receiving { onair_gpio_request_output(chipFD.rawValue, offset, activeLow ? 1 : 0, 0, "onair-tally", $0) }
-        } catch {
-            throw DeviceError.setting(key: "tally.gpio", value: description, reason: "GPIO_V2_GET_LINE_IOCTL: \(error)")
+        } catch let error as Errno {
+            throw DeviceError.setting(key: "tally.gpio", value: description, reason: GPIOChip.reason(requesting: offset, on: chipFD, error))
         }
     }
 
