@@ -8,7 +8,9 @@ extension Event {
     static let buttonLongPress = Event("button.long_press")
     static let buttonPressed = Event("button.pressed")
     static let buttonReleased = Event("button.released")
-    static let buttonUnavailable = Event("button.unavailable")
+    /// The button's line read as pressed when taken: held, or floating on a chip that
+    /// ignores the bias asked for.
+    static let buttonFloating = Event("button.pressed_at_start", console: true)
     static let cameraFirstFrame = Event("camera.first_frame")
     static let cameraOpened = Event("camera.opened")
     static let cameraStats = Event("camera.stats")

@@ -331,8 +331,9 @@ final class Run {
             let others = otherButtons
             devices.keepTrying("button.gpio", device: line, on: scheduler, others: { others }, open: {
                 try GPIOButton(line: line, activeLow: button.activeLow, bias: button.bias, debounceMilliseconds: button.debounceMs)
-            }, took: { gpio in
+            }, took: { [log] gpio in
                 held.withLock { $0 = gpio }
+                if gpio.startedPressed { log(.buttonFloating, level: .warn, ("line", gpio.description), ("action", "presses count once it reads released")) }
                 gpio.start { edge in buttons.edge(edge, source: "gpio") }
             })
         }
@@ -346,8 +347,7 @@ final class Run {
         }
     }
 
-    /// The buttons that work whatever becomes of the GPIO line, for the line that says it
-    /// cannot be had.
+    /// The buttons that work whatever becomes of the GPIO line (said with its problem).
     private var otherButtons: String {
         var sources: [String] = []
         if let input = settings.button.input { sources.append("keys (\(input.name ?? "any keyboard"))") }

@@ -147,6 +147,12 @@ int onair_gpio_line_holder(int chip_fd, uint32_t offset, int *used, char *consum
     return 0;
 }
 
+int onair_gpio_get(int line_fd) {
+    struct gpio_v2_line_values values = { .bits = 0, .mask = 1 };
+    int result = onair_ioctl(line_fd, GPIO_V2_LINE_GET_VALUES_IOCTL, &values);
+    return result != 0 ? -result : (int)(values.bits & 1);
+}
+
 int onair_gpio_set(int line_fd, int value) {
     struct gpio_v2_line_values values = { .bits = value ? 1 : 0, .mask = 1 };
     return onair_ioctl(line_fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &values);

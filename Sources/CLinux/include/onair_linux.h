@@ -71,6 +71,10 @@ int onair_gpio_request_output(int chip_fd, uint32_t offset, int active_low, int 
 /// Sets an output line requested by onair_gpio_request_output.
 int onair_gpio_set(int line_fd, int value);
 
+/// A requested line's level (1 active, 0 not, as its active-low flag makes it), or a
+/// negative errno.
+int onair_gpio_get(int line_fd);
+
 /// GPIO_V2_GET_LINEINFO_IOCTL: whether line `offset` of `chip_fd` is held (1) or free
 /// (0), and who holds it (the consumer the kernel reports, NUL-terminated, at most
 /// `size` - 1 bytes). Returns 0 or an errno (EINVAL: no such line).

@@ -65,6 +65,11 @@ public final class GPIOButton: Sendable {
     private let lineFD: FileDescriptor
     /// The reading thread's own copy filters the edges.
     private let debouncer: Debouncer
+    /// The line read as pressed when it was taken: held down, or floating on a chip that
+    /// ignores the bias asked for (QEMU's PL061; gpiolib says nothing when a chip cannot
+    /// bias). Presses count only after it has been seen released, so a floating line is
+    /// never a press.
+    public let startedPressed: Bool
     private let thread = StoppableThread()
 
     /// `line`: `gpiochipN:OFFSET`. `bias`: pull-up, pull-down or none.
@@ -89,12 +94,14 @@ public final class GPIOButton: Sendable {
         }
         // The kernel's debounce already filtered; onair's own only when it could not.
         debouncer = Debouncer(periodNanoseconds: software ? Int64(debounceMilliseconds) * 1_000_000 : 0)
+        startedPressed = onair_gpio_get(lineFD.rawValue) == 1
     }
 
     public func start(_ handler: @escaping @Sendable (ButtonEdge) -> Void) {
         thread.start(name: "onair-gpio") { [self] in
             var buffer = [UInt8](repeating: 0, count: Int(onair_gpio_event_size) * 16)
             var debouncer = self.debouncer
+            var released = !startedPressed
             while !thread.isStopped {
                 guard let ready = try? Poll.wait(lineFD, for: .readable, timeoutMs: 200), !ready.isEmpty else { continue }
                 let n: Int
@@ -103,7 +110,10 @@ public final class GPIOButton: Sendable {
                 } catch { return }
                 guard n > 0 else { return }
                 let edges = buffer.withUnsafeBytes { ButtonEvents.gpio(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-                for edge in edges where debouncer.accept(edge) { handler(edge) }
+                for edge in edges where debouncer.accept(edge) {
+                    if !released { released = !edge.pressed; continue }
+                    handler(edge)
+                }
             }
         }
     }
