@@ -91,6 +91,10 @@ VIRT_CMDLINE = (
     "root=LABEL=onair-root ro rootwait console=tty1 console=ttyAMA0,115200 quiet "
     "modules-load=vivid,snd_aloop vivid.n_devs=1 vivid.node_types=0x1 "
     "snd_aloop.index=0 snd_aloop.id=Loopback snd_aloop.pcm_substreams=1 "
+    # The virt machine's device tree gives PL061 line 3 to gpio-keys (its power key, which
+    # the monitor's system_powerdown pulses): kept from loading, onair takes the line as
+    # its record button, as it takes GPIO17 on a Pi.
+    "modprobe.blacklist=gpio_keys initcall_blacklist=gpio_keys_init "
     "systemd.set_credential_binary=systemd.extra-unit.onair-test-tone.service:"
     + base64.b64encode(TONE_UNIT.encode()).decode() + " systemd.wants=onair-test-tone.service")
 VIRT_SETTINGS = """
@@ -108,10 +112,16 @@ bitrate = 1M
 [audio]
 device = plughw:Loopback,1,0
 [button]
-gpio = off
+# QEMU's PL061: line 3 goes high for 100 ms at system_powerdown. The PL061 has no
+# pull-ups (gpiolib ignores the bias asked for, saying nothing), so pull-down is only
+# asked; the line idles low, and onair would wait for a release if it read pressed.
+gpio = gpiochip0:3
+active_low = false
+bias = pull-down
 keys = KEY_SPACE
 [tally]
-gpio = off
+# An output line the host reads back through the monitor (the PL061 data register).
+gpio = gpiochip0:4
 [console]
 device = /dev/ttyAMA0
 interval_s = 5
@@ -546,6 +556,22 @@ def check_lan(lan):
           camera.get("manufacturer") == "onair" and camera.get("stream") == f"rtsp://{address}:8554/live", json.dumps(camera)[:300])
 
 
+# The PL061's data register (0x09030000, read through the mask at 0x3fc): the tally line's level.
+PL061_DATA = 0x090303fc
+TALLY_BIT = 1 << 4
+
+
+def tally_levels(machine, samples=6):
+    """The tally line's level, sampled every 0.25 s from the host (QEMU monitor `xp`)."""
+    levels = []
+    for _ in range(samples):
+        answer = machine.command(f"xp /1wx {PL061_DATA:#x}")
+        value = re.search(r":\s*0x([0-9a-f]+)", answer)
+        levels.append(bool(int(value.group(1), 16) & TALLY_BIT) if value else None)
+        time.sleep(0.25)
+    return levels
+
+
 def check_rtsp():
     """While a stream is live, the host plays rtsp://…/live from the board (a forwarded
     TCP port, RTP interleaved)."""
@@ -620,11 +646,21 @@ def main():
 
         check_lan(lan)
 
-        # 3 record: space, 20 s, space
+        # 3 record: space (on the virt machine: the GPIO button), 20 s, space
         mark = len(machine.text())
-        machine.key("spc")
-        started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
-        check("3 record: the space bar (sendkey spc, evdev) starts a stream", started)
+        if BOARD == "rpi4":
+            check("3 record: the tally is dark while armed with nothing to upload (PL061 line 4, read by the host)",
+                  tally_levels(machine) == [False] * 6, str(tally_levels(machine, 1)))
+            machine.command("system_powerdown")  # a 100 ms pulse on PL061 line 3
+            started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
+            check("3 record: the GPIO button (PL061 line 3, pulsed by system_powerdown) starts a stream", started,
+                  machine.text()[mark:][-800:] if not started else "")
+            levels = tally_levels(machine)
+            check("3 record: the tally is lit while recording (read by the host through the monitor)", levels == [True] * 6, str(levels))
+        else:
+            machine.key("spc")
+            started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
+            check("3 record: the space bar (sendkey spc, evdev) starts a stream", started)
         first_id = started_id(started)
         recording_began = time.monotonic()
         check_rtsp()
@@ -659,6 +695,8 @@ def main():
                   f"{duration(local):.1f} s {errors}")
 
         if BOARD == "rpi4":
+            levels = tally_levels(machine)
+            check("3 record: stopped and published, the tally is dark again", levels == [False] * 6, str(levels))
             machine.shutdown()
             machine = None
             check_data_partition(disk)
