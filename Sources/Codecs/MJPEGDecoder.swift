@@ -3,6 +3,9 @@ import Media
 
 /// Motion-JPEG from a USB camera → I420, through libavcodec's `mjpeg` decoder. Cameras
 /// send 4:2:2 (most webcams) or 4:2:0 JPEGs; 4:2:2 chroma is averaged over line pairs.
+/// JFIF's samples are full range (ITU-T T.871) and the encoders take video range (BT.601
+/// §2.5.3: Y 16-235, Cb/Cr 16-240), so a full-range picture is mapped into it: handed over
+/// as it was, its blacks and whites would be clipped and its contrast crushed.
 public final class MJPEGDecoder {
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -37,6 +40,7 @@ public final class MJPEGDecoder {
             throw CodecError.frameSize(width: Int(frame.pointee.width), height: Int(frame.pointee.height), expectedWidth: width, expectedHeight: height)
         }
         let format = AVPixelFormat(frame.pointee.format)
+        let fullRange = format == AV_PIX_FMT_YUVJ420P || format == AV_PIX_FMT_YUVJ422P || frame.pointee.color_range == AVCOL_RANGE_JPEG
         let verticalChroma: Int
         switch format {
         case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P: verticalChroma = 1
@@ -59,7 +63,15 @@ public final class MJPEGDecoder {
                     for x in 0..<cw { target[row * cw + x] = UInt8((UInt16(a[x]) + UInt16(b[x]) + 1) / 2) }
                 }
             }
+            if fullRange {
+                Self.lumaToVideo.withUnsafeBufferPointer { map in for i in 0..<(width * height) { y[i] = map[Int(y[i])] } }
+                Self.chromaToVideo.withUnsafeBufferPointer { map in for i in (width * height)..<out.count { y[i] = map[Int(y[i])] } }
+            }
         }
         return planes
     }
+
+    /// Full range to video range, rounded: Y' = 16 + Y·219/255, C' = 128 + (C − 128)·224/255.
+    static let lumaToVideo: [UInt8] = (0..<256).map { UInt8(16 + ($0 * 219 + 127) / 255) }
+    static let chromaToVideo: [UInt8] = (0..<256).map { UInt8(clamping: 128 + Int((Double($0 - 128) * 224 / 255).rounded())) }
 }

@@ -162,12 +162,15 @@ final class MJPEGDecoderTests: XCTestCase {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("onair-\(UUID().uuidString).jpg").path
             defer { try? FileManager.default.removeItem(atPath: path) }
             try Data(picture).write(to: URL(fileURLWithPath: path))
-            let reference = Array(try ffmpeg(["-i", path, "-sws_flags", "area+accurate_rnd+full_chroma_int", "-pix_fmt", "yuvj420p", "-f", "rawvideo", "-"]))
+            // ffmpeg's own decode, scaled to video range (yuv420p) as the encoders take it.
+            let reference = Array(try ffmpeg(["-i", path, "-sws_flags", "area+accurate_rnd+full_chroma_int", "-pix_fmt", "yuv420p", "-f", "rawvideo", "-"]))
             XCTAssertEqual(planes.count, reference.count)
             let luma = 64 * 48
-            XCTAssertEqual(Array(planes[..<luma]), Array(reference[..<luma]), "luma is copied as decoded")
+            let lumaDifferences = zip(planes[..<luma], reference[..<luma]).map { abs(Int($0) - Int($1)) }
+            XCTAssertLessThanOrEqual(lumaDifferences.max() ?? 99, 1, "\(layout): luma in video range as ffmpeg maps it, within rounding")
             let differences = zip(planes[luma...], reference[luma...]).map { abs(Int($0) - Int($1)) }
             XCTAssertLessThanOrEqual(differences.max() ?? 99, 2, "\(layout): chroma as ffmpeg scales it, within rounding")
+            XCTAssertGreaterThanOrEqual(planes.min() ?? 0, 16, "nothing below video black")
         }
     }
 
@@ -206,10 +209,18 @@ final class JPEGEncoderTests: XCTestCase {
         let jpeg = try encoder.encode(VideoFrame(width: width, height: height, planes: planes, captureTime: 0, index: 0))
         XCTAssertEqual(Array(jpeg.prefix(2)), [0xFF, 0xD8], "SOI")
         XCTAssertEqual(Array(jpeg.suffix(2)), [0xFF, 0xD9], "EOI")
-        // The decoder hands the JPEG's samples over as they are: black is 0 and white 255 now.
+        // The JPEG holds black as 0 and white as 255 (ffmpeg reads it); the decoder, which
+        // feeds the encoders, maps them back to video range: the round trip keeps them.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("onair-\(UUID().uuidString).jpg").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data(jpeg).write(to: URL(fileURLWithPath: file))
+        let (status, gray) = try toolOutput("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        XCTAssertEqual(status, 0)
+        XCTAssertLessThanOrEqual(Int(gray[4 * width + 8]), 3)
+        XCTAssertGreaterThanOrEqual(Int(gray[(height - 4) * width + 8]), 252)
         let decoded = try jpeg.withUnsafeBytes { try MJPEGDecoder().decode($0, width: width, height: height) }
-        XCTAssertLessThanOrEqual(Int(decoded[4 * width + 8]), 3)
-        XCTAssertGreaterThanOrEqual(Int(decoded[(height - 4) * width + 8]), 252)
+        XCTAssertEqual(Int(decoded[4 * width + 8]), 16, accuracy: 2)
+        XCTAssertEqual(Int(decoded[(height - 4) * width + 8]), 235, accuracy: 2)
         XCTAssertEqual(Int(decoded[width * height + 5]), 128, accuracy: 2, "grey chroma stays grey")
         // The same encoder makes the next picture too (a snapshot is asked for again and again).
         XCTAssertEqual(try encoder.encode(VideoFrame(width: width, height: height, planes: planes, captureTime: 1, index: 1)).prefix(2), [0xFF, 0xD8])
