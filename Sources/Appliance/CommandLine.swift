@@ -18,6 +18,8 @@ public enum Invocation: Equatable {
     case forget(id: String, Settings)
     /// `onair passwd`: a user of `[access]` added, replaced or removed.
     case passwd(PasswdOptions)
+    /// `onair selftest`: the board's encoders and screen, checked on the board.
+    case selftest(displaySeconds: Int)
     case version
     case help(String)
     /// Asked for nothing: the usage on stderr and exit 2.
@@ -82,6 +84,7 @@ public enum CommandLineParser {
             guard case .run(let settings, _) = try parseRun(Array(rest.dropFirst()), readFile: readFile) else { return .usage(usage) }
             return .forget(id: id, settings)
         case "passwd": return try Passwd.parse(rest)
+        case "selftest": return try SelfTest.parse(rest)
         default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -150,6 +153,7 @@ public enum CommandLineParser {
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
       onair forget ID [options]    stop listing a published stream deleted at the destination
       onair passwd USER [options]  who may watch: a viewer's password, an NVR's account (see 'onair passwd --help')
+      onair selftest               this board's encoders and screen, PASS/FAIL/ABSENT each (see 'onair selftest --help')
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 

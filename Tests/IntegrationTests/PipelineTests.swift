@@ -237,6 +237,20 @@ final class PipelineTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: out + "/streams"))
     }
 
+    /// `onair selftest` on this machine: x264 encodes its ten frames; the hardware this
+    /// machine lacks (a VA-API GPU, a V4L2 codec, a screen) is ABSENT, not failed.
+    func testSelftestPassesWhatIsHereAndSaysWhatIsAbsent() throws {
+        let child = try Child(onairBinary(), ["selftest", "--seconds", "1"])
+        let result = child.wait()
+        XCTAssertEqual(result.status, 0, child.stderr)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("selftest: PASS encoder x264: 10 frames 1280x720 by libx264, the first an IDR") }, "\(lines)")
+        for name in ["encoder vaapi", "encoder v4l2m2m", "display"] {
+            XCTAssertTrue(lines.contains { $0.hasPrefix("selftest: PASS \(name)") || $0.hasPrefix("selftest: ABSENT \(name)") }, "\(name): \(lines)")
+        }
+        XCTAssertTrue(lines.last?.hasPrefix("selftest: ") ?? false && lines.last?.contains(" 0 failed, ") ?? false, "\(lines)")
+    }
+
     func testBadInputGetsOneLineAndExitStatus2() throws {
         let cases: [([String], String)] = [
             (["run", "--duration", "soon"], "onair: --duration: expected seconds"),
@@ -251,6 +265,7 @@ final class PipelineTests: XCTestCase {
              "onair: /dev/null: VIDIOC_QUERYCAP: Inappropriate ioctl for device"),
             (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path"),
             (["run", "--set", "button.gpio=gpiochip0"], "onair: --set: button.gpio: expected off or a line such as gpiochip0:17"),
+            (["selftest", "--seconds", "99"], "onair: selftest: --seconds expects a whole number from 0 to 60, got '99'"),
             (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names"),
             (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates"),
             (["run", "--listen", "off", "--source", "synthetic", "--set", "preview.device=/dev/null"],
