@@ -46,17 +46,7 @@ public enum CommandLineParser {
         case "validate":
             if rest.contains("--help") || rest.contains("-h") { return .help(validateUsage) }
             if let url = rest.first, url.hasPrefix("http://") || url.hasPrefix("https://") {
-                var seconds = 10
-                var cursor = ArgumentCursor(Array(rest.dropFirst())) { "validate: \($0) needs a value (see 'onair validate --help')" }
-                while let word = cursor.next() {
-                    guard word == "--seconds" else { throw ConfigError.usage("validate: unexpected '\(word)' (see 'onair validate --help')") }
-                    let value = try cursor.value(for: word)
-                    guard let number = Int(value), (1...3600).contains(number) else {
-                        throw ConfigError.usage("validate: --seconds expects a whole number of seconds from 1 to 3600, got '\(value)'")
-                    }
-                    seconds = number
-                }
-                return .validateLive(url: url, seconds: seconds)
+                return .validateLive(url: url, seconds: try secondsFlag(Array(rest.dropFirst()), command: "validate", default: 10, range: 1...3600))
             }
             guard rest.count == 1, !rest[0].hasPrefix("-") else { throw ConfigError.usage("validate: expected one stream directory (see 'onair validate --help')") }
             return .validate(directory: rest[0])
@@ -87,6 +77,22 @@ public enum CommandLineParser {
         case "selftest": return try SelfTest.parse(rest)
         default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
+    }
+
+    /// A command whose one flag is `--seconds N` (`validate URL`, `selftest`): N, or
+    /// `default` without it; anything else is a usage error naming the command.
+    static func secondsFlag(_ words: [String], command: String, default: Int, range: ClosedRange<Int>) throws -> Int {
+        var seconds = `default`
+        var cursor = ArgumentCursor(words) { "\(command): \($0) needs a value (see 'onair \(command) --help')" }
+        while let word = cursor.next() {
+            guard word == "--seconds" else { throw ConfigError.usage("\(command): unexpected '\(word)' (see 'onair \(command) --help')") }
+            let value = try cursor.value(for: word)
+            guard let number = Int(value), range.contains(number) else {
+                throw ConfigError.usage("\(command): --seconds expects a whole number of seconds from \(range.lowerBound) to \(range.upperBound), got '\(value)'")
+            }
+            seconds = number
+        }
+        return seconds
     }
 
     /// A config file's bytes (decoded line by line, so a bad byte is reported with its line).

@@ -32,17 +32,7 @@ enum SelfTest {
 
     static func parse(_ words: [String]) throws -> Invocation {
         if words.contains("--help") || words.contains("-h") { return .help(usage) }
-        var seconds = 3
-        var cursor = ArgumentCursor(words) { "selftest: \($0) needs a value (see 'onair selftest --help')" }
-        while let word = cursor.next() {
-            guard word == "--seconds" else { throw ConfigError.usage("selftest: unexpected '\(word)' (see 'onair selftest --help')") }
-            let value = try cursor.value(for: word)
-            guard let number = Int(value), (0...60).contains(number) else {
-                throw ConfigError.usage("selftest: --seconds expects a whole number from 0 to 60, got '\(value)'")
-            }
-            seconds = number
-        }
-        return .selftest(displaySeconds: seconds)
+        return .selftest(displaySeconds: try CommandLineParser.secondsFlag(words, command: "selftest", default: 3, range: 0...60))
     }
 
     static func run(displaySeconds: Int) -> Int32 {

@@ -30,6 +30,17 @@ extension WebServer {
                 + access.challenges(.http, stale: stale).map { ("WWW-Authenticate", $0) })
     }
 
+    /// A request header's whole value, by its length.
+    func headerReader(_ connection: OpaquePointer) -> (String) -> String? {
+        { name in
+            var value: UnsafePointer<CChar>?
+            var size = 0
+            guard MHD_lookup_connection_value_n(connection, .HEADER_KIND, name, name.utf8.count, &value, &size) == .YES,
+                  let value else { return nil }
+            return value.withMemoryRebound(to: UInt8.self, capacity: size) { String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self) }
+        }
+    }
+
     /// The client's address as text (for limits and log lines).
     func clientAddress(_ connection: OpaquePointer) -> String {
         var address = [CChar](repeating: 0, count: 64)

@@ -336,17 +336,6 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
 
     // MARK: Requests
 
-    /// A request header's whole value, by its length.
-    func headerReader(_ connection: OpaquePointer) -> (String) -> String? {
-        { name in
-            var value: UnsafePointer<CChar>?
-            var size = 0
-            guard MHD_lookup_connection_value_n(connection, .HEADER_KIND, name, name.utf8.count, &value, &size) == .YES,
-                  let value else { return nil }
-            return value.withMemoryRebound(to: UInt8.self, capacity: size) { String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self) }
-        }
-    }
-
     private func handle(_ connection: OpaquePointer, url: String, method: String, held: Held? = nil,
                         state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         let header = headerReader(connection)

@@ -265,7 +265,7 @@ final class PipelineTests: XCTestCase {
              "onair: /dev/null: VIDIOC_QUERYCAP: Inappropriate ioctl for device"),
             (["run", "--set", "video.device=video0"], "onair: --set: video.device: expected auto or a device path"),
             (["run", "--set", "button.gpio=gpiochip0"], "onair: --set: button.gpio: expected off or a line such as gpiochip0:17"),
-            (["selftest", "--seconds", "99"], "onair: selftest: --seconds expects a whole number from 0 to 60, got '99'"),
+            (["selftest", "--seconds", "99"], "onair: selftest: --seconds expects a whole number of seconds from 0 to 60, got '99'"),
             (["run", "--set", "button.keys=KEY_NOPE"], "onair: --set: button.keys: expected key names"),
             (["run", "--set", "thermal.fps_steps=30,fast"], "onair: --set: thermal.fps_steps: expected frame rates"),
             (["run", "--listen", "off", "--source", "synthetic", "--set", "preview.device=/dev/null"],
