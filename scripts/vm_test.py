@@ -94,7 +94,7 @@ VIRT_CMDLINE = (
     # The virt machine's device tree gives PL061 line 3 to gpio-keys (its power key, which
     # the monitor's system_powerdown pulses): kept from loading, onair takes the line as
     # its record button, as it takes GPIO17 on a Pi.
-    "modprobe.blacklist=gpio_keys initcall_blacklist=gpio_keys_init "
+    "modprobe.blacklist=gpio_keys "
     "systemd.set_credential_binary=systemd.extra-unit.onair-test-tone.service:"
     + base64.b64encode(TONE_UNIT.encode()).decode() + " systemd.wants=onair-test-tone.service")
 VIRT_SETTINGS = """
