@@ -52,6 +52,13 @@ final class LadderTests: XCTestCase {
         XCTAssertEqual(try iFrameIndices(stream + "/v1", scratch: out + "/iframe1"), [0, 60, 120, 180, 240, 300])
     }
 
+    /// onair's own counts of what it dropped, for a failure's message.
+    static func counts(_ port: UInt16) -> String {
+        guard let status = try? HTTPClient.request(port: port, "/api/status"),
+              let json = try? JSONSerialization.jsonObject(with: Data(status.body)) as? [String: Any] else { return "no /api/status\n" }
+        return "onair dropped \(json["dropped_video_frames"] ?? "?") pictures and \(json["dropped_audio_chunks"] ?? "?") sound chunks\n"
+    }
+
     /// The viewer plays a live ladder: Chromium with its own HLS (it chooses the rung),
     /// Firefox through MSE with the sound in a buffer of its own; each page shows the
     /// picture size that plays, and the sound plays.
@@ -88,7 +95,7 @@ final class LadderTests: XCTestCase {
             // In real time beside two browsers the camera drops frames; what is there is in order.
             XCTAssertEqual(m.indices, m.indices.sorted(), "\(query): frames in order")
             XCTAssertGreaterThan(m.indices.count, 60, query)
-            assertEveryFlashHasItsBeep(m, query)
+            assertEveryFlashHasItsBeep(m, query, context: Self.counts(port) + onair.stderr)
         }
         // `onair fetch` of the live ladder: the rung --max-size allows, with its sound.
         let copy = scratch + "/fetched.mp4"
@@ -101,7 +108,7 @@ final class LadderTests: XCTestCase {
         let fetched = try measure(copy, scratch: "\(scratch)/f", firstAudioFrame: 0)
         XCTAssertEqual(fetched.indices, fetched.indices.sorted(), "fetched: frames in order")
         XCTAssertGreaterThan(fetched.indices.count, 60)
-        assertEveryFlashHasItsBeep(fetched, "fetched")
+        assertEveryFlashHasItsBeep(fetched, "fetched", context: Self.counts(port) + onair.stderr)
         onair.signal(SIGTERM)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
     }
