@@ -6,5 +6,8 @@ extension Event {
     public static let cameraLost = Event("camera.lost", console: true)
     public static let cameraReopened = Event("camera.reopened", console: true)
     public static let cameraTimestamps = Event("camera.timestamps")
+    /// A picture the driver flagged or the decoder could not read (a cheap webcam's
+    /// truncated JPEG), skipped: at most two lines a minute, the rest counted.
+    public static let cameraCorrupt = Event("camera.corrupt", console: true)
     public static let previewFallback = Event("preview.fallback", console: true)
 }

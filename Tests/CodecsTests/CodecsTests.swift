@@ -174,6 +174,28 @@ final class MJPEGDecoderTests: XCTestCase {
         }
     }
 
+    /// What a cheap webcam may send: a JPEG cut short, one with garbage in its entropy
+    /// data or its header, nothing at all. Each is an error or a whole picture, never a
+    /// crash; and the decoder still decodes the next good one.
+    func testBrokenJPEGsAreErrorsOrWholePicturesAndTheNextGoodOneDecodes() throws {
+        let decoder = try MJPEGDecoder()
+        let good = try jpeg("yuvj422p")
+        var broken: [[UInt8]] = [Array(good.prefix(good.count / 2)), Array(good.prefix(20)), [], [0xFF, 0xD8, 0xFF, 0xD9]]
+        var scrambled = good
+        for i in stride(from: good.count / 3, to: good.count - 2, by: 7) { scrambled[i] ^= 0x5A }
+        broken.append(scrambled)
+        var header = good
+        for i in 2..<min(40, header.count) { header[i] = 0xFF }
+        broken.append(header)
+        for bytes in broken {
+            if let picture = try? bytes.withUnsafeBytes({ try decoder.decode($0, width: 64, height: 48) }) {
+                XCTAssertEqual(picture.count, VideoFrame.byteCount(width: 64, height: 48), "a picture is whole or none")
+            }
+        }
+        let after = try good.withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) }
+        XCTAssertEqual(after.count, VideoFrame.byteCount(width: 64, height: 48))
+    }
+
     func testASizeOtherThanNegotiatedIsAnErrorNotACrash() throws {
         let decoder = try MJPEGDecoder()
         let picture = try jpeg("yuvj422p")

@@ -360,6 +360,40 @@ final class V4L2CameraTests: XCTestCase {
         XCTAssertEqual(made[2].violations, [])
     }
 
+    /// A webcam that sends JPEGs the decoder cannot read (truncated, corrupt): each is
+    /// skipped and counted, said at most twice a minute, and the pictures after it come.
+    func testUnreadableJPEGsAreSkippedCountedAndSaid() throws {
+        let mjpegOnly = FakeVideoDevice.Mode(formats: [.mjpeg: (.discrete([Size(64, 48)]), .discrete([Fraction(1, 30)]))])
+        var device: FakeVideoDevice?
+        let logs = LogRecorder()
+        let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30),
+                              decoder: { jpeg, size in
+                                  // The test's "JPEG": a good one starts with SOI, a bad one does not.
+                                  guard jpeg.first == 0xFF else { throw CameraError.noDecoder(path: "corrupt") }
+                                  return [UInt8](repeating: 16, count: VideoFrame.byteCount(width: size.width, height: size.height))
+                              },
+                              openDevice: { path in
+                                  let made = FakeVideoDevice(path: path, mode: mjpegOnly)
+                                  device = made
+                                  return made
+                              }, log: logs.log)
+        _ = try v4l2.open()
+        let sink = FrameSink()
+        v4l2.start(into: sink)
+        let fake = try XCTUnwrap(device)
+        for (n, good) in [true, false, false, false, true].enumerated() {
+            XCTAssertTrue(fake.deliverWhenQueued(timestamp: 1_000_000_000 + Int64(n) * 33_333_333, sequence: UInt32(n)) { buffer, _ in
+                buffer[0] = good ? 0xFF : 0x00
+            })
+            fake.waitUntilIdle()
+        }
+        XCTAssertEqual(sink.wait(for: 2).count, 2, "the good pictures came, the bad ones did not")
+        v4l2.stop()
+        XCTAssertEqual(v4l2.statistics.corruptBuffers, 3)
+        XCTAssertEqual(logs.events.filter { $0 == "camera.corrupt" }.count, 2, "at most two lines a minute")
+        XCTAssertEqual(logs.fields("camera.corrupt")?["reason"], "a JPEG the decoder cannot read (truncated or corrupt)")
+    }
+
     func testANamedDeviceThatIsNotACameraIsOneClearError() {
         var m2m = camera
         m2m.capabilities = VideoCapabilities(driver: "bcm2835-codec", card: "bcm2835-codec-encode",

@@ -60,6 +60,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
     private let decoder: Decoder?
     private let clock: MediaClock
     private let log: Log
+    private let corruptLines = RefusalLog(perMinute: 2)
     /// The open device and its buffers, what is lent of them, and the counts: shared by
     /// the capture thread, the consumer giving buffers back, and the status readers.
     private struct State {
@@ -304,7 +305,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
         }
         loop.lastSequence = buffer.sequence
         if buffer.hasError {
-            state.withLock { $0.stats.corruptBuffers += 1 }
+            skipCorrupt(device: device, reason: "the driver flagged the buffer (V4L2_BUF_FLAG_ERROR)")
             return nil
         }
         let timestamp = captureTime(of: buffer, device: device, &loop)
@@ -312,7 +313,7 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
         guard let data else { return nil }
         let used = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, buffer.bytesUsed > 0 ? buffer.bytesUsed : data.count)])
         guard let planes = picture(used, format: format) else {
-            state.withLock { $0.stats.corruptBuffers += 1 }
+            skipCorrupt(device: device, reason: format.format == .mjpeg ? "a JPEG the decoder cannot read (truncated or corrupt)" : "a picture of the wrong size")
             return nil
         }
         let index = state.withLock { state -> Int in
@@ -324,6 +325,13 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
         frame.discontinuity = loop.discontinuity
         loop.discontinuity = false
         return frame
+    }
+
+    /// A picture skipped: counted, and said (at most two lines a minute, the rest counted
+    /// in the next); the stream goes on with the next picture.
+    private func skipCorrupt(device: VideoDevice, reason: String) {
+        let count = state.withLock { state -> Int in state.stats.corruptBuffers += 1; return state.stats.corruptBuffers }
+        corruptLines.emit(.cameraCorrupt, to: log, [("device", device.path), ("reason", reason), ("skipped", count)])
     }
 
     /// The driver's capture time, on the clock audio uses too; a missing or backwards one
