@@ -93,12 +93,7 @@ final class ONVIFClientTests: XCTestCase {
     func testAnNVRIsAdoptedWithItsPasswordAndRefusedWithAWrongOne() throws {
         let scratch = try temporaryDirectory("onvif-access")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let config = scratch + "/onair.conf"
-        let viewer = try runTool("/bin/sh", ["-c", "printf 'correct horse\\n' | '\(onairBinary())' passwd alice --config '\(config)'"])
-        XCTAssertEqual(viewer.status, 0, viewer.stderr)
-        let device = try runTool(onairBinary(), ["passwd", "--device", "nvr", "--config", config])
-        let lines = String(decoding: device.stdout, as: UTF8.self).split(separator: "\n")
-        let secret = try XCTUnwrap(lines.firstIndex { $0.contains("shown only now") }.map { String(lines[$0 + 1]) }, "\(lines)")
+        let (config, secret) = try accessConfig(scratch)
         let answers = try onLAN("onvif-access", arguments: "--config '\(config)'", steps: [
             ("directed", client("discover 10.77.0.1 3702")),
             ("nvr", client("camera 10.77.0.1 8080 nvr \(secret)")),
