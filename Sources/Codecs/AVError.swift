@@ -24,6 +24,8 @@ public enum CodecError: Error, CustomStringConvertible, Equatable {
     case chromaLayout(String)
     /// libswscale has no conversion between these sizes.
     case cannotScale(width: Int, height: Int, toWidth: Int, toHeight: Int)
+    /// A camera's JPEG that does not begin with SOI or end with EOI: cut short.
+    case incompleteJPEG(bytes: Int)
 
     public var description: String {
         switch self {
@@ -40,6 +42,7 @@ public enum CodecError: Error, CustomStringConvertible, Equatable {
         case .chromaLayout(let name): return "MJPEG chroma layout \(name) is not supported"
         case .cannotScale(let width, let height, let toWidth, let toHeight):
             return "cannot scale \(width)x\(height) to \(toWidth)x\(toHeight)"
+        case .incompleteJPEG(let bytes): return "MJPEG frame of \(bytes) bytes is not a whole JPEG (no start or end marker)"
         }
     }
 

@@ -30,6 +30,7 @@ public final class MJPEGDecoder {
     /// Decodes one JPEG picture of `width`×`height` into I420 planes.
     public func decode(_ jpeg: UnsafeRawBufferPointer, width: Int, height: Int) throws -> [UInt8] {
         guard let context, let packet, let frame, let base = jpeg.baseAddress else { throw CodecError.closed }
+        guard Self.isWhole(jpeg) else { throw CodecError.incompleteJPEG(bytes: jpeg.count) }
         packet.pointee.data = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
         packet.pointee.size = Int32(jpeg.count)
         defer { packet.pointee.data = nil; packet.pointee.size = 0 }
@@ -69,6 +70,17 @@ public final class MJPEGDecoder {
             }
         }
         return planes
+    }
+
+    /// Whether a buffer holds a whole JPEG: SOI first, EOI last (ITU-T T.81 §B.2.1), past
+    /// the zeros some webcams pad a buffer with. libavcodec decodes a JPEG cut short (a
+    /// frame the camera stopped sending, a payload the driver dropped) into a picture whose
+    /// lower part is grey, and says so only in its log; such a picture is not a frame.
+    static func isWhole(_ jpeg: UnsafeRawBufferPointer) -> Bool {
+        guard jpeg.count >= 4, jpeg[0] == 0xFF, jpeg[1] == 0xD8 else { return false }
+        var end = jpeg.count
+        while end > 4, jpeg[end - 1] == 0 { end -= 1 }
+        return jpeg[end - 2] == 0xFF && jpeg[end - 1] == 0xD9
     }
 
     /// Full range to video range, rounded: Y' = 16 + Y·219/255, C' = 128 + (C − 128)·224/255.

@@ -196,6 +196,24 @@ final class MJPEGDecoderTests: XCTestCase {
         XCTAssertEqual(after.count, VideoFrame.byteCount(width: 64, height: 48))
     }
 
+    /// A JPEG cut short decodes in libavcodec to a picture grey below the cut; the decoder
+    /// refuses it, as it refuses one without its start. Zeros after the end, as some
+    /// webcams pad their buffers, are a whole JPEG still.
+    func testAJPEGWithoutItsEndIsRefusedAndPaddingIsNot() throws {
+        let decoder = try MJPEGDecoder()
+        let good = try jpeg("yuvj422p")
+        for cut in [good.count - 2, good.count * 3 / 4, good.count / 2] {
+            XCTAssertThrowsError(try Array(good.prefix(cut)).withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) }) {
+                XCTAssertEqual($0 as? CodecError, .incompleteJPEG(bytes: cut))
+            }
+        }
+        XCTAssertThrowsError(try Array(good.dropFirst(2)).withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) })
+        let padded = good + [UInt8](repeating: 0, count: 300)
+        XCTAssertEqual(try padded.withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) }.count,
+                       VideoFrame.byteCount(width: 64, height: 48))
+        XCTAssertThrowsError(try [UInt8](repeating: 0, count: 8).withUnsafeBytes { try decoder.decode($0, width: 64, height: 48) })
+    }
+
     func testASizeOtherThanNegotiatedIsAnErrorNotACrash() throws {
         let decoder = try MJPEGDecoder()
         let picture = try jpeg("yuvj422p")
