@@ -24,6 +24,8 @@ public struct ButtonSettings: Sendable, Equatable {
     public var keys: Set<UInt16> = [167]  // KEY_RECORD
     public var mode: Mode = .toggle
     public var minimumHoldMs = 1000
+    /// toggle: a press this soon after the last one that acted is ignored.
+    public var minimumIntervalMs = 500
     public var longPressSeconds = 3.0
     public var longPress: LongPress = .stop
     /// Run after a long-press shutdown has drained the uploads.
@@ -36,31 +38,45 @@ public struct ButtonSettings: Sendable, Equatable {
 
 /// What presses and releases mean, on one clock (pure, so a manual clock tests it).
 /// toggle: a press acts at once (the moment is not lost to a slow finger); holding for
-/// `long_press_s` is a long press (stop, and shut down if so configured). hold: press
-/// starts, release stops, but not before `min_hold_ms` after the press, so a tap still
-/// records something usable.
+/// `long_press_s` is a long press (stop, and shut down if so configured); a press less than
+/// `min_interval_ms` after the last one that acted is ignored with its release, so a double
+/// tap or a contact bouncing longer than the debounce does not stop what it just started.
+/// hold: press starts, release stops, but not before `min_hold_ms` after the press, so a
+/// tap still records something usable.
 struct ButtonLogic {
     enum Action: Equatable { case start, stop, toggle, longPress }
 
     let mode: ButtonSettings.Mode
     let minimumHold: Int64
+    let minimumInterval: Int64
     let longPress: Int64
     private var pressedAt: Int64?
+    /// The last press that acted (toggle), and whether the button is down in a press
+    /// that did not.
+    private var actedAt: Int64?
+    private(set) var ignoring = false
     private var longFired = false
     private var stopDue: Int64?
 
-    init(mode: ButtonSettings.Mode, minimumHoldMs: Int, longPressSeconds: Double) {
+    init(mode: ButtonSettings.Mode, minimumHoldMs: Int, longPressSeconds: Double, minimumIntervalMs: Int = 0) {
         self.mode = mode
         minimumHold = Int64(minimumHoldMs) * 1_000_000
+        minimumInterval = Int64(minimumIntervalMs) * 1_000_000
         longPress = Int64(longPressSeconds * 1e9)
     }
 
     mutating func press(at now: Int64) -> [Action] {
-        guard pressedAt == nil else { return [] }
+        guard pressedAt == nil, !ignoring else { return [] }
+        if mode == .toggle, let acted = actedAt, now - acted < minimumInterval {
+            ignoring = true
+            return []
+        }
         pressedAt = now
         longFired = false
         switch mode {
-        case .toggle: return [.toggle]
+        case .toggle:
+            actedAt = now
+            return [.toggle]
         case .hold:
             if stopDue != nil { stopDue = nil; return [] }  // pressed again inside the minimum: keep going
             return [.start]
@@ -68,6 +84,7 @@ struct ButtonLogic {
     }
 
     mutating func release(at now: Int64) -> [Action] {
+        if ignoring { ignoring = false; return [] }
         guard let pressed = pressedAt else { return [] }
         pressedAt = nil
         guard mode == .hold else { return [] }
@@ -109,7 +126,8 @@ final class ButtonController: Sendable {
     private static let idle: Int64 = 500_000_000
 
     init(settings: ButtonSettings, scheduler: Scheduler, log: Log, act: @escaping @Sendable (ButtonLogic.Action) -> Void) {
-        let logic = Locked(ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds))
+        let logic = Locked(ButtonLogic(mode: settings.mode, minimumHoldMs: settings.minimumHoldMs, longPressSeconds: settings.longPressSeconds,
+                                       minimumIntervalMs: settings.minimumIntervalMs))
         self.logic = logic
         self.log = log
         self.act = act
@@ -122,11 +140,13 @@ final class ButtonController: Sendable {
     }
 
     func edge(_ edge: ButtonEdge, source: String) {
-        let (actions, due) = logic.withLock { logic in
-            (edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time), logic.nextDeadline)
+        let (actions, due, ignored) = logic.withLock { logic in
+            (edge.pressed ? logic.press(at: edge.time) : logic.release(at: edge.time), logic.nextDeadline, logic.ignoring)
         }
         if let due { scheduler.reschedule(task, at: due) }
-        if edge.pressed { log(.buttonPressed, ("source", source)) } else { log(.buttonReleased, ("source", source)) }
+        if edge.pressed && ignored {
+            log(.buttonIgnored, ("source", source), ("reason", "within button.min_interval_ms of the last press"))
+        } else if edge.pressed { log(.buttonPressed, ("source", source)) } else { log(.buttonReleased, ("source", source)) }
         for action in actions { Self.perform(action, source: source, log: log, act: act) }
     }
 

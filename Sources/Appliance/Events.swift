@@ -8,6 +8,7 @@ extension Event {
     static let buttonLongPress = Event("button.long_press")
     static let buttonPressed = Event("button.pressed")
     static let buttonReleased = Event("button.released")
+    static let buttonIgnored = Event("button.ignored")
     /// The button's line read as pressed when taken: held, or floating on a chip that
     /// ignores the bias asked for.
     static let buttonFloating = Event("button.pressed_at_start", console: true)

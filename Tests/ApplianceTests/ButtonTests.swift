@@ -28,6 +28,31 @@ final class ButtonLogicTests: XCTestCase {
         XCTAssertEqual(logic.tick(at: 20_000 * ms), [], "a short press is no long press")
     }
 
+    /// A press less than `min_interval_ms` after the last one that acted is ignored, and
+    /// its release with it; the next one after the interval acts; a long press still counts
+    /// from the press that acted.
+    func testTogglePressesTooCloseTogetherAreOneAndHoldKeepsItsRepress() {
+        var logic = ButtonLogic(mode: .toggle, minimumHoldMs: 1000, longPressSeconds: 3, minimumIntervalMs: 500)
+        XCTAssertEqual(logic.press(at: 0), [.toggle])
+        XCTAssertEqual(logic.release(at: 100 * ms), [])
+        XCTAssertEqual(logic.press(at: 300 * ms), [], "a double tap: ignored")
+        XCTAssertTrue(logic.ignoring)
+        XCTAssertNil(logic.nextDeadline, "an ignored press is no long press")
+        XCTAssertEqual(logic.tick(at: 5000 * ms), [])
+        XCTAssertEqual(logic.release(at: 5100 * ms), [], "its release too")
+        XCTAssertFalse(logic.ignoring)
+        XCTAssertEqual(logic.press(at: 5200 * ms), [.toggle], "past the interval since the press that acted")
+        XCTAssertEqual(logic.release(at: 5300 * ms), [])
+        XCTAssertEqual(logic.press(at: 5699 * ms), [])
+        XCTAssertEqual(logic.release(at: 5750 * ms), [])
+        XCTAssertEqual(logic.press(at: 5700 * ms + 500 * ms), [.toggle])
+        var hold = ButtonLogic(mode: .hold, minimumHoldMs: 1000, longPressSeconds: 3, minimumIntervalMs: 500)
+        XCTAssertEqual(hold.press(at: 0), [.start])
+        XCTAssertEqual(hold.release(at: 100 * ms), [])
+        XCTAssertEqual(hold.press(at: 200 * ms), [], "hold: pressed again inside the minimum keeps recording, as before")
+        XCTAssertEqual(hold.release(at: 3000 * ms), [.stop])
+    }
+
     func testHoldRecordsWhileHeldAndATapStillRecordsTheMinimum() {
         var logic = ButtonLogic(mode: .hold, minimumHoldMs: 1000, longPressSeconds: 3)
         XCTAssertEqual(logic.press(at: 0), [.start])
