@@ -126,7 +126,15 @@ fuzz: test-deps
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
 image: image-deps
 	$(MAKE) build ARCH=$(BOARD_ARCH)
+	$(if $(filter qemu-x86_64,$(BOARD)),$(MAKE) $(UVC_CAMERA))
 	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
+
+# The system test's USB webcam (scripts/uvc-camera.c), which the qemu-x86_64 test board
+# carries (board.conf's TEST_HELPERS): a UVC camera made through GadgetFS on the guest's
+# dummy USB controller, its JPEGs from the libavcodec onair links.
+UVC_CAMERA := .build/helpers/uvc-camera
+$(UVC_CAMERA): scripts/uvc-camera.c
+	$(WITH_DEPS) mkdir -p $(@D) && cc -O2 -Wall -Wextra -o $@ $< $$(pkg-config --static --cflags --libs libavcodec libavutil) -lpthread
 
 # What a Raspberry Pi needs of its image, checked on the image file (BOARD=rpi4|rpi5).
 image-check:

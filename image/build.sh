@@ -20,7 +20,7 @@ repo=$(dirname "$here")
 boarddir=$repo/board/$board
 [ -f "$boarddir/board.conf" ] || { echo "make image: no board '$board' (boards: $(ls "$repo/board" | grep -v '\.md$' | tr '\n' ' '))" >&2; exit 2; }
 camera_override=${CAMERA:-}
-ARCH= SUITE= BOOT= COMPONENTS=main PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= CONFIG_TXT=
+ARCH= SUITE= BOOT= COMPONENTS=main PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= TEST_HELPERS= CONFIG_TXT=
 CAMERA= CSI_CONFIG_TXT= CSI_MODULES= DTBS=
 # shellcheck source=/dev/null
 . "$boarddir/board.conf"
@@ -121,6 +121,12 @@ install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
 for unit in $SERVICES; do install -D -m 0644 "$boarddir/$unit" "$root/etc/systemd/system/$unit"; done
 for pair in $INSTALL; do install -D -m 0755 "$boarddir/${pair%%:*}" "$root/${pair#*:}"; done
+# A test board's programs built by the Makefile (make image builds them into $helpers).
+helpers=${ONAIR_HELPERS:-$repo/.build/helpers}
+for pair in $TEST_HELPERS; do
+    [ -x "$helpers/${pair%%:*}" ] || { echo "make image BOARD=$board: $helpers/${pair%%:*} is missing (make image builds it); no image was made." >&2; exit 2; }
+    install -D -m 0755 "$helpers/${pair%%:*}" "$root/${pair#*:}"
+done
 
 # Read-only root: what must be written lives in /run (tmpfs), /data or a tmpfs of its own.
 cat > "$root/etc/fstab" <<EOF
