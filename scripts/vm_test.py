@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make vm-test [BOARD=rpi4]: boots an image the way a user meets onair and checks it.
+"""make vm-test [BOARD=rpi4|rpi5]: boots an image the way a user meets onair and checks it.
 
 The image is booted under QEMU (TCG: /dev/kvm hangs here) from a copy of the flashable
 image, with UEFI (OVMF), the serial console captured to a file, the QEMU monitor on a
@@ -8,7 +8,7 @@ guest reaches an nginx WebDAV origin on the host's loopback (10.0.2.2 from the g
 The publish URL is set the way a user sets it: by editing onair.conf on the image's FAT
 boot partition (mtools, no mounts).
 
-Scenarios, in two boots of the same disk, on a machine whose real-time clock says
+Scenarios, in three boots of the same disk, on a machine whose real-time clock says
 2000-01-01 (-rtc base=2000-01-01) and that has no NTP server until the test starts one:
   boot 1: 1 the boot (systemd starts onair; status lines on the serial console; start-up
           times; clock=unsynced; on the board's LAN — a second NIC in a network namespace
@@ -26,18 +26,25 @@ Scenarios, in two boots of the same disk, on a machine whose real-time clock say
           with ENDLIST and correct program date-times from the synchronisation on, the cut
           recording was finalised), 6 again (without NTP the clock is not earlier than
           before the cut), 5 heat (the test service heats the sensor file: the console
-          shows the frame-rate step, the stream carries the discontinuity).
+          shows the frame-rate step, the stream carries the discontinuity);
+  boot 3: 7 a USB webcam (board/qemu-x86_64/test-uvc: scripts/uvc-camera.c made a camera
+          through GadgetFS on dummy_hcd; uvcvideo binds to it) instead of vivid, sending
+          broken pictures and unplugged mid-stream (scripts/vm_webcam.py reads its picture
+          indices back from the stream).
 
-BOARD=rpi4 boots the Raspberry Pi 4 image's own kernel, initramfs and root file system on
-QEMU's aarch64 `virt` machine (TCG) instead of a Pi, and runs boot 1's scenarios 1-3. The
-kernel command line loads vivid and snd-aloop (modules-load=, with their options) and plays
-the test tone (a unit in a systemd credential); the owner's onair.conf on the FAT sets what the virt machine
-lacks: no GPIO header (the space bar is the button), its UART is ttyAMA0, and small
-pictures with x264's fastest preset, since every instruction is emulated. What this proves:
-the arm64 binary and its Swift runtime, trixie's libraries, the image's services and
-configuration, V4L2/ALSA/DRM/evdev on Debian's arm64 kernel. What only a Pi can prove: the
-firmware's boot (config.txt, the device trees), the VideoCore's encoder, the camera
-connector, the HDMI/DSI planes (vc4), the GPIO header and the header UART.
+BOARD=rpi4 and BOARD=rpi5 boot a Raspberry Pi image's own kernel, initramfs and root file
+system on QEMU's aarch64 `virt` machine (TCG) instead of a Pi, and run boot 1's scenarios
+1-3 (scripts/vm_virt.py: what the virt machine needs, passed on the kernel command line
+and the owner's onair.conf, so the image stays as it is flashed). rpi4: the button is the
+virt machine's PL061 line 3, pulsed by the monitor's system_powerdown. rpi5: the button is
+line 3 of a gpio-sim chip the test makes from configfs before onair starts, pressed through
+a shell the test has on a virtio serial port; scenario 8 then presses it by the button's
+timing rules (a bouncing press, two presses inside min_interval_ms, a long press) and reads
+onair's journal of them. Both read the tally (PL061 line 4) from the host. What this
+proves: the arm64 binary and its Swift runtime, trixie's libraries, the image's services
+and configuration, V4L2/ALSA/DRM/evdev/GPIO on Debian's arm64 kernels. What only a Pi can
+prove: the firmware's boot (config.txt, the device trees), the VideoCore's encoder, the
+camera connector, the HDMI/DSI planes (vc4), the GPIO header and the header UART.
 
 Prints what it measured and `N passed, N failed`; exits non-zero on any failure.
 """
@@ -54,8 +61,12 @@ import sys
 import time
 import urllib.request
 
+import vm_virt
+import vm_webcam
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOARD = os.environ.get("BOARD", "qemu-x86_64")
+VIRT = BOARD in vm_virt.BOARDS  # a Raspberry Pi image on QEMU's aarch64 virt machine
 IMAGE = os.path.join(REPO, "out", f"onair-{BOARD}.img")
 ONAIR = os.environ.get("ONAIR_BINARY", os.path.join(REPO, ".build", "release", "onair"))
 WORK = os.path.join(REPO, "out", "vm-test")
@@ -71,63 +82,6 @@ LAN_QEMU_PORT = 18091
 LAN_HELPER_PORT = 18092
 ONVIF_PYTHON = os.path.join(REPO, ".build", "onvif", "bin", "python3")
 ONVIF_CLIENT = os.path.join(REPO, "Tests", "IntegrationTests", "Clients", "onvif_client.py")
-
-# What the aarch64 virt machine needs that a Pi 4 has otherwise: the test's devices
-# (modules and options on the kernel command line, which modprobe reads) and the test
-# tone (a unit passed as a systemd credential, systemd.extra-unit.*, and wanted by the
-# boot), so that the image itself stays as it is flashed; and the owner's settings for a
-# machine without the Pi's header.
-TONE_UNIT = """[Unit]
-Description=vm-test: a 440 Hz tone into the sound loopback, for the microphone to hear
-After=systemd-modules-load.service sound.target
-Before=onair.service
-[Service]
-ExecStart=/usr/bin/speaker-test -D hw:Loopback,0,0 -c 2 -r 48000 -F S16_LE -t sine -f 440 -l 0
-StandardOutput=null
-Restart=always
-RestartSec=1
-"""
-VIRT_CMDLINE = (
-    "root=LABEL=onair-root ro rootwait console=tty1 console=ttyAMA0,115200 quiet "
-    "modules-load=vivid,snd_aloop vivid.n_devs=1 vivid.node_types=0x1 "
-    "snd_aloop.index=0 snd_aloop.id=Loopback snd_aloop.pcm_substreams=1 "
-    # The virt machine's device tree gives PL061 line 3 to gpio-keys (its power key, which
-    # the monitor's system_powerdown pulses): kept from loading, onair takes the line as
-    # its record button, as it takes GPIO17 on a Pi.
-    "modprobe.blacklist=gpio_keys "
-    "systemd.set_credential_binary=systemd.extra-unit.onair-test-tone.service:"
-    + base64.b64encode(TONE_UNIT.encode()).decode() + " systemd.wants=onair-test-tone.service")
-VIRT_SETTINGS = """
-# vm-test: QEMU's aarch64 virt machine instead of a Pi 4.
-[video]
-width = 320
-height = 180
-fps = 10
-bitrate = 300k
-preset = ultrafast
-[record]
-width = 320
-height = 180
-bitrate = 1M
-[audio]
-device = plughw:Loopback,1,0
-[button]
-# QEMU's PL061: line 3 goes high for 100 ms at system_powerdown. The PL061 has no
-# pull-ups (gpiolib ignores the bias asked for, saying nothing), so pull-down is only
-# asked; the line idles low, and onair would wait for a release if it read pressed.
-gpio = gpiochip0:3
-active_low = false
-bias = pull-down
-keys = KEY_SPACE
-[tally]
-# An output line the host reads back through the monitor (the PL061 data register).
-gpio = gpiochip0:4
-[console]
-device = /dev/ttyAMA0
-interval_s = 5
-[performance]
-capacity.x264 = 20M
-"""
 
 results = []
 
@@ -309,11 +263,13 @@ class Machine:
             os.unlink(self.monitor_path)
         open(self.console, "w").close()
         self.started = time.monotonic()
-        if BOARD == "rpi4":
+        self.shell = None
+        if VIRT:
             # The image's own kernel and initramfs, from its FAT, on the virt machine.
+            self.shell = vm_virt.Shell(os.path.join(WORK, "shell.sock"))
             machine = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "cortex-a72",
                        "-kernel", copy_boot_file(image, "vmlinuz"), "-initrd", copy_boot_file(image, "initrd.img"),
-                       "-append", VIRT_CMDLINE, "-device", "virtio-keyboard-pci"]
+                       "-append", vm_virt.cmdline(BOARD), "-device", "virtio-keyboard-pci"] + self.shell.qemu_arguments()
         else:
             # -vga none: q35 would add a standard VGA as the first display, and the
             # monitor's screendump shows the first display.
@@ -339,6 +295,8 @@ class Machine:
                 time.sleep(0.1)
         self.monitor.settimeout(30)
         self._read_prompt()
+        if self.shell:
+            self.shell.accept()
 
     def _read_prompt(self):
         data = b""
@@ -394,8 +352,12 @@ class Machine:
         self.process.wait(timeout=30)
 
     def shutdown(self, timeout=180):
-        """A clean power-off: systemd stops onair (the stream drains) and unmounts /data."""
-        self.command("system_powerdown")
+        """A clean power-off: systemd stops onair (the stream drains) and unmounts /data.
+        (On the virt machine through the test's shell: its power key is the button.)"""
+        if self.shell:
+            self.shell.run("systemctl poweroff", timeout=5)
+        else:
+            self.command("system_powerdown")
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -556,22 +518,6 @@ def check_lan(lan):
           camera.get("manufacturer") == "onair" and camera.get("stream") == f"rtsp://{address}:8554/live", json.dumps(camera)[:300])
 
 
-# The PL061's data register (0x09030000, read through the mask at 0x3fc): the tally line's level.
-PL061_DATA = 0x090303fc
-TALLY_BIT = 1 << 4
-
-
-def tally_levels(machine, samples=6):
-    """The tally line's level, sampled every 0.25 s from the host (QEMU monitor `xp`)."""
-    levels = []
-    for _ in range(samples):
-        answer = machine.command(f"xp /1wx {PL061_DATA:#x}")
-        value = re.search(r":\s*0x([0-9a-f]+)", answer)
-        levels.append(bool(int(value.group(1), 16) & TALLY_BIT) if value else None)
-        time.sleep(0.25)
-    return levels
-
-
 def check_rtsp():
     """While a stream is live, the host plays rtsp://…/live from the board (a forwarded
     TCP port, RTP interleaved)."""
@@ -601,21 +547,21 @@ def main():
         f.truncate(os.path.getsize(IMAGE) + 512 * 1048576)
     conf = read_boot_file(disk, "onair.conf")
     conf = conf.replace("# url = https://origin.example/live/", f"url = http://10.0.2.2:{ORIGIN_PORT}/live/")
-    if BOARD == "rpi4":
-        conf += VIRT_SETTINGS
+    if VIRT:
+        conf += vm_virt.settings(BOARD)
     else:
         conf = conf.replace("# servers = 0.debian.pool.ntp.org", "servers = 10.0.2.2  #")
     write_boot_file(disk, "onair.conf", conf)
     check("the owner's onair.conf on the FAT partition holds the publish URL",
           f"10.0.2.2:{ORIGIN_PORT}" in read_boot_file(disk, "onair.conf"))
     origin = Origin()
-    ntp = TimeServer() if BOARD != "rpi4" else None
+    ntp = TimeServer() if not VIRT else None
     lan = LAN()
     timings = {"image size (MB)": round(os.path.getsize(IMAGE) / 1e6), "root file system used (MB)": root_used_mb(IMAGE)}
     machine = None
     try:
         # Boot 1 -------------------------------------------------------------------------
-        say("boot 1: booting the image (" + ("aarch64 virt, the image's kernel" if BOARD == "rpi4" else "UEFI") + ", TCG)")
+        say("boot 1: booting the image (" + ("aarch64 virt, the image's kernel" if VIRT else "UEFI") + ", TCG)")
         machine = Machine(disk, 1)
         ready = machine.wait_for(r"onair: deferred_start\.done .*first_frame_ms=(\S+) done_ms=(\S+)", 420)
         timings["boot to onair ready (s)"] = round(time.monotonic() - machine.started, 1)
@@ -648,15 +594,21 @@ def main():
 
         # 3 record: space (on the virt machine: the GPIO button), 20 s, space
         mark = len(machine.text())
-        if BOARD == "rpi4":
-            check("3 record: the tally is dark while armed with nothing to upload (PL061 line 4, read by the host)",
-                  tally_levels(machine) == [False] * 6, str(tally_levels(machine, 1)))
-            machine.command("system_powerdown")  # a 100 ms pulse on PL061 line 3
+        if BOARD == "rpi5":
+            vm_virt.check_busy_tally(machine, check)
+        if VIRT:
+            check("3 record: the tally is dark while armed with nothing to upload",
+                  vm_virt.tally_levels(machine, BOARD) == [False] * 6, str(vm_virt.tally_levels(machine, BOARD, 1)))
+            if BOARD == "rpi4":
+                machine.command("system_powerdown")  # a 100 ms pulse on PL061 line 3
+                button = "the GPIO button (PL061 line 3, pulsed by system_powerdown)"
+            else:
+                machine.shell.run(f"{vm_virt.BUTTON}; {vm_virt.TAP}")
+                button = "a tap on the GPIO button (gpio-sim line 3, pulled down for 0.2 s)"
             started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
-            check("3 record: the GPIO button (PL061 line 3, pulsed by system_powerdown) starts a stream", started,
-                  machine.text()[mark:][-800:] if not started else "")
-            levels = tally_levels(machine)
-            check("3 record: the tally is lit while recording (read by the host through the monitor)", levels == [True] * 6, str(levels))
+            check(f"3 record: {button} starts a stream", started, machine.text()[mark:][-800:] if not started else "")
+            levels = vm_virt.tally_levels(machine, BOARD)
+            check("3 record: the tally is lit while recording (the PL061 register from the host, or the gpio-sim line)", levels == [True] * 6, str(levels))
         else:
             machine.key("spc")
             started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
@@ -694,12 +646,16 @@ def main():
             check("3 record: the recording on the data partition is a playable MP4", decoded and duration(local) > 15,
                   f"{duration(local):.1f} s {errors}")
 
-        if BOARD == "rpi4":
-            levels = tally_levels(machine)
+        if VIRT:
+            levels = vm_virt.tally_levels(machine, BOARD)
             check("3 record: stopped and published, the tally is dark again", levels == [False] * 6, str(levels))
+            if BOARD == "rpi5":
+                vm_virt.check_button_rules(machine, check)
             machine.shutdown()
             machine = None
-            check_data_partition(disk)
+            log = check_data_partition(disk)
+            if BOARD == "rpi5":
+                vm_virt.check_button_journal(log, check)
             return finish(timings)
 
         # 6 the clock, then 4 the power cut: a stream starts on the unsynchronised clock,
@@ -800,6 +756,14 @@ def main():
         machine.shutdown()
         machine = None
 
+        # Boot 3 -------------------------------------------------------------------------
+        prepare_webcam(disk)
+        machine = Machine(disk, 3)
+        check_webcam(machine, origin, timings)
+        machine.shutdown()
+        machine = None
+        check_webcam_journal(disk)
+
         check_data_partition(disk)
         return finish(timings)
     finally:
@@ -811,16 +775,91 @@ def main():
             ntp.stop()
 
 
+# 7 the webcam: uvc-camera (board/qemu-x86_64/test-uvc) goes off the bus after this many
+# pictures, for this long, and sends every BAD_EVERY-th picture broken in one of five ways.
+UNPLUG_AFTER = 220
+AWAY_S = 4
+BAD_EVERY = 30
+
+
+def prepare_webcam(disk):
+    """Boot 3 has a USB webcam instead of vivid, and no heat."""
+    write_boot_file(disk, "test-heat.conf", "")
+    write_boot_file(disk, "test-uvc.conf", f"unplug_after_frames = {UNPLUG_AFTER}\naway_s = {AWAY_S}\nbad_every = {BAD_EVERY}\n")
+
+
+def check_webcam(machine, origin, timings):
+    """7 webcam: onair's `device = auto` finds the USB webcam that uvc-camera makes on
+    dummy_hcd through the kernel's uvcvideo; a stream recorded while the camera sends
+    broken pictures and is unplugged and plugged back carries the camera's pictures in
+    order, none of the broken ones, and says what happened."""
+    say("boot 3: a USB webcam (uvc-camera on dummy_hcd) instead of vivid")
+    ready = machine.wait_for(r"onair: deferred_start\.done[^\n]*", 420)
+    if not check("7 webcam: the board boots with the webcam and onair starts", ready, machine.text()[-1500:] if not ready else ""):
+        return
+    committed = machine.wait_for(r"uvc-camera: committed [^\r\n]*", 10)
+    check("7 webcam: onair (device = auto) streams from the webcam through uvcvideo, at the nearest size and rate it lists",
+          committed and "320x240 MJPEG at 10.00 fps" in committed.group(0), committed.group(0) if committed else machine.text()[-800:])
+    machine.wait_for(r"onair: armed[^\n]*", 30)
+    before = set(origin.streams())
+    mark = len(machine.text())
+    machine.key("spc")
+    started = machine.wait_for(r"onair: stream\.started[^\n]*", 30, mark)
+    check("7 webcam: the space bar starts a stream", started)
+    unplugged = machine.wait_for(r"uvc-camera: unplugged[^\r\n]*", 60, mark)
+    lost = machine.wait_for(r"onair: camera\.lost[^\n]*", 30, mark)
+    back = machine.wait_for(r"onair: camera\.reopened[^\n]*", 60, mark)
+    check("7 webcam: unplugged mid-stream, onair says the camera is lost and, plugged back, that it is back",
+          unplugged and lost and back, "\n".join(line for line in machine.text()[mark:].splitlines()
+                                                  if "camera" in line or "uvc-camera" in line)[-800:])
+    time.sleep(8)
+    mark = len(machine.text())
+    machine.key("spc")
+    ended = machine.wait_for(r"onair: stream\.ended[^\n]*", 60, mark)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not [s for s in origin.streams() if s not in before and complete(s)]:
+        time.sleep(1)
+    new = [s for s in origin.streams() if s not in before]
+    if not check("7 webcam: the stream is published complete", new and complete(new[0]), str(new)):
+        return
+    playlist, seconds = check_stream("7 webcam", new[0])
+    timings["webcam stream (s)"] = round(seconds, 1)
+    check("7 webcam: the stream marks the camera's return with EXT-X-DISCONTINUITY", "#EXT-X-DISCONTINUITY" in open(playlist).read())
+    repeated = int(re.search(r"\brepeated=(\d+)", ended.group(0)).group(1)) if ended else 0
+    try:
+        dropped = int(http_json("/api/status").get("dropped_video_frames", 0))
+    except (OSError, ValueError):
+        dropped = 0
+    ok, details = vm_webcam.judge(vm_webcam.indices(playlist), BAD_EVERY, UNPLUG_AFTER, repeated, dropped)
+    check("7 webcam: the stream's pictures are the camera's, in order, without the broken ones, none lost but at the unplug",
+          ok, json.dumps(details))
+    say(f"measured: webcam pictures {json.dumps(details)}")
+    corrupt = console_lines(machine.text(), "camera.corrupt")
+    check("7 webcam: the broken pictures are said on the console (camera.corrupt)", corrupt, machine.text()[-600:])
+
+
+def check_webcam_journal(disk):
+    """After boot 3: what onair's journal says it opened and counted."""
+    log = journal_text(disk)
+    check("7 webcam: onair opened the webcam as uvcvideo's MJPEG camera",
+          vm_webcam.journal_field(log, "camera.opened", "driver") == "uvcvideo"
+          and vm_webcam.journal_field(log, "camera.opened", "format") == "MJPG",
+          str(vm_webcam.journal_field(log, "camera.opened", "granted")))
+    corrupt = int(vm_webcam.journal_field(log, "camera.stats", "corrupt_buffers") or 0)
+    check("7 webcam: onair counted the broken pictures it was given (camera.stats corrupt_buffers)", corrupt >= 1, str(corrupt))
+
+
 def check_data_partition(disk):
-    """After a clean shutdown: the data partition as fsck sees it, and grown at first boot."""
+    """After a clean shutdown: the data partition as fsck sees it, and grown at first boot.
+    Returns the journal of every boot."""
     data = data_partition(disk)
     fsck = subprocess.run(["e2fsck", "-fn", data], capture_output=True, text=True)
-    check(("4 power cut: " if BOARD != "rpi4" else "") + "the data partition is clean (e2fsck -fn)",
+    check(("4 power cut: " if not VIRT else "") + "the data partition is clean (e2fsck -fn)",
           fsck.returncode == 0, fsck.stdout[-400:])
     header = run(["dumpe2fs", "-h", data]).stdout
     size = int(re.search(r"Block count:\s+(\d+)", header).group(1)) * int(re.search(r"Block size:\s+(\d+)", header).group(1))
     check("boot: the data partition grew to fill the disk", size > 400 * 1048576, f"{size // 1048576} MiB")
-    check_modules(data)
+    return check_modules(data)
 
 
 # What systemd-modules-load and modprobe say when a module the board asks for is not in the
@@ -830,20 +869,30 @@ MODULE_FAILURES = re.compile(r"Failed to find module|Failed to insert module|mod
                              r"Module \S+ not found|Direct firmware load for \S+ failed")
 
 
-def check_modules(data):
-    """The board's module list is enough: nothing in the journal of every boot of this disk
-    says a module or firmware file was missing (the journal lives on /data)."""
+def journal_text(disk):
+    """The journal of every boot of this disk (it lives on /data), as text."""
+    return journal_of(data_partition(disk))
+
+
+def journal_of(data):
     journal = os.path.join(WORK, "journal")
     shutil.rmtree(journal, ignore_errors=True)
     os.makedirs(journal)
     subprocess.run(["debugfs", "-R", f"rdump /journal {journal}", data], capture_output=True)
     # rdump puts the folder itself under the target: journal/journal/<machine id>/*.journal
-    log = subprocess.run(["journalctl", "-D", os.path.join(journal, "journal"), "--no-pager", "-q", "-o", "cat"],
-                         capture_output=True, text=True).stdout
+    return subprocess.run(["journalctl", "-D", os.path.join(journal, "journal"), "--no-pager", "-q", "-o", "cat"],
+                          capture_output=True, text=True).stdout
+
+
+def check_modules(data):
+    """The board's module list is enough: nothing in the journal of every boot of this disk
+    says a module or firmware file was missing."""
+    log = journal_of(data)
     failures = sorted({line.strip() for line in log.splitlines() if MODULE_FAILURES.search(line)})
     check("boot: the journal holds every boot", "onair" in log, f"{len(log)} bytes")
     check(f"boot: every module and firmware file the board asks for is in the image (board/{BOARD}/modules)",
           not failures, "; ".join(failures)[:600])
+    return log
 
 
 def root_used_mb(image):
