@@ -38,7 +38,7 @@ Wants=dev-virtio\x2dports-onair.test.device
 After=dev-virtio\x2dports-onair.test.device systemd-modules-load.service sys-kernel-config.mount
 Before=onair.service
 [Service]
-ExecStartPre=-/bin/sh -c 'modprobe gpio-sim && cd /sys/kernel/config/gpio-sim && mkdir -p vmtest/bank0 && echo 8 >vmtest/bank0/num_lines && echo 1 >vmtest/live && mkdir -p vmtest2/bank0/line0/hog && echo 1 >vmtest2/bank0/num_lines && echo vm-test-hog >vmtest2/bank0/line0/hog/name && echo output-low >vmtest2/bank0/line0/hog/direction && echo 1 >vmtest2/live'
+ExecStartPre=-/bin/sh -c 'modprobe -q gpio-sim && cd /sys/kernel/config/gpio-sim && mkdir -p vmtest/bank0 && echo 8 >vmtest/bank0/num_lines && echo 1 >vmtest/live && mkdir -p vmtest2/bank0/line0/hog && echo 1 >vmtest2/bank0/num_lines && echo vm-test-hog >vmtest2/bank0/line0/hog/name && echo output-low >vmtest2/bank0/line0/hog/direction && echo 1 >vmtest2/live'
 ExecStart=/bin/sh -c 'exec sh 0<>/dev/virtio-ports/onair.test 1>&0 2>&0'
 """
 
