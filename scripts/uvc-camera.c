@@ -113,6 +113,7 @@ static void put8(struct buffer *b, int v) { b->bytes[b->length++] = (unsigned ch
 static void put16(struct buffer *b, int v) { put8(b, v & 0xff); put8(b, (v >> 8) & 0xff); }
 static void put32(struct buffer *b, uint32_t v) { put16(b, v & 0xffff); put16(b, v >> 16); }
 static void set16(unsigned char *p, int v) { p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; }
+static void set32(unsigned char *p, uint32_t v) { set16(p, v & 0xffff); set16(p + 2, v >> 16); }
 static uint32_t get32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* The configuration for one speed: an interface association, the VideoControl interface
@@ -226,17 +227,17 @@ static void negotiate(unsigned char *out, const unsigned char *asked) {
     memset(out, 0, PROBE_SIZE);
     out[2] = 1;
     out[3] = (unsigned char)frame;
-    memcpy(out + 4, (unsigned char[]){interval & 0xff, (interval >> 8) & 0xff, (interval >> 16) & 0xff, interval >> 24}, 4);
-    uint32_t most = (uint32_t)(s->width * s->height * 2), payload = PAYLOAD;
-    memcpy(out + 18, (unsigned char[]){most & 0xff, (most >> 8) & 0xff, (most >> 16) & 0xff, most >> 24}, 4);
-    memcpy(out + 22, (unsigned char[]){payload & 0xff, payload >> 8, 0, 0}, 4);
-    uint32_t clock = 48000000;
-    memcpy(out + 26, (unsigned char[]){clock & 0xff, (clock >> 8) & 0xff, (clock >> 16) & 0xff, clock >> 24}, 4);
+    set32(out + 4, interval);
+    set32(out + 18, (uint32_t)(s->width * s->height * 2));  /* dwMaxVideoFrameSize */
+    set32(out + 22, PAYLOAD);                                /* dwMaxPayloadTransferSize */
+    set32(out + 26, 48000000);                               /* dwClockFrequency */
     out[30] = 3; /* bmFramingInfo: FID and EOF are used */
 }
 
+/* GadgetFS: an empty read of ep0 stalls a request that wants data from the device, and
+ * completes (acknowledges) one that brings none. */
 static void stall(int ep0) { (void)!read(ep0, NULL, 0); }
-static void ack(int ep0) { (void)!read(ep0, NULL, 0); }
+static void ack(int ep0) { stall(ep0); }
 static void answer(int ep0, const void *data, int length, int asked) {
     if (write(ep0, data, length < asked ? length : asked) < 0) say("ep0 answer: %s", strerror(errno));
 }
@@ -363,7 +364,7 @@ static void open_encoder(struct encoder *e, int width, int height) {
 }
 
 /* Picture `index`: dark grey, a band of 16 blocks across the middle third (white: a one). */
-static const AVPacket *picture(struct encoder *e, long index) {
+static AVPacket *picture(struct encoder *e, long index) {
     AVFrame *f = e->frame;
     av_frame_make_writable(f);
     int w = e->width, h = e->height;
@@ -425,7 +426,6 @@ static void *stream(void *unused) {
     struct encoder encoder = {0};
     long index = 0;
     int fid = 0, unplugged = 0;
-    unsigned char *copy = NULL;
     for (;;) {
         pthread_mutex_lock(&lock);
         shared.idle = 1;
@@ -437,7 +437,6 @@ static void *stream(void *unused) {
         pthread_mutex_unlock(&lock);
         const struct frame_size *s = &sizes[frame - 1];
         open_encoder(&encoder, s->width, s->height);
-        copy = realloc(copy, (size_t)s->width * s->height * 2);
         struct timespec next;
         clock_gettime(CLOCK_MONOTONIC, &next);
         for (;;) {
@@ -445,16 +444,15 @@ static void *stream(void *unused) {
             int current = shared.generation == generation;
             pthread_mutex_unlock(&lock);
             if (!current) break;
-            const AVPacket *packet = picture(&encoder, index);
+            AVPacket *packet = picture(&encoder, index);
             enum broken kind = WHOLE;
             if (bad_every > 0 && index % bad_every == bad_every / 2) kind = (enum broken)(1 + (index / bad_every) % (KINDS - 1));
-            memcpy(copy, packet->data, packet->size);
-            if (kind == RUINED_HEADER) {
+            if (kind == RUINED_HEADER && av_packet_make_writable(packet) == 0) {
                 /* The start-of-frame segment (ITU-T T.81 §B.2.2) made a reserved marker. */
                 for (int i = 2; i + 1 < packet->size; i++)
-                    if (copy[i] == 0xff && copy[i + 1] == 0xc0) { copy[i + 1] = 0x01; break; }
+                    if (packet->data[i] == 0xff && packet->data[i + 1] == 0xc0) { packet->data[i + 1] = 0x01; break; }
             }
-            if (send_picture(fd, copy, packet->size, fid, kind, speed_high ? 512 : 64) < 0) {
+            if (send_picture(fd, packet->data, packet->size, fid, kind, speed_high ? 512 : 64) < 0) {
                 say("picture %ld not sent whole: %s", index, strerror(errno));
                 break;
             }
