@@ -52,7 +52,7 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
 work=$out/work-$board
 image=$out/onair-$board.img
-rm -rf "$work" "$image" "$image.bmap" "$image.sha256"
+rm -rf "$work" "$image" "$image.bmap" "$image.sha256" "$out/onair-$board.packages.txt"
 mkdir -p "$work"
 root=$work/root
 # Packages downloaded once per machine, not per build.
@@ -71,8 +71,11 @@ case "$SUITE" in
     trixie) runtime="libva2 libva-drm2 libasound2t64" ;;
     *) echo "make image BOARD=$board: no runtime package list for SUITE=$SUITE" >&2; exit 2 ;;
 esac
-# Packages named pkg/SUITE-backports come from backports (a newer kernel, say).
-sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS")
+# The suite with its point-release updates and Debian's security archive, so that an image
+# carries every fix published when it is built; packages named pkg/SUITE-backports come
+# from backports (a newer kernel, say).
+sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS" "deb http://deb.debian.org/debian $SUITE-updates $COMPONENTS"
+         "deb http://deb.debian.org/debian-security $SUITE-security $COMPONENTS")
 case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
 [ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
 system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools fdisk ca-certificates"
@@ -96,6 +99,7 @@ mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" "${hook
     --customize-hook='rm -f "$1/etc/resolv.conf" && cp -L /etc/resolv.conf "$1/etc/resolv.conf"' \
     --customize-hook="chroot \"\$1\" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q=2 $PACKAGES" \
     --customize-hook="find \"\$1/var/cache/apt/archives\" -name '*.deb' -exec cp -nt '$cache' {} +" \
+    --customize-hook="'$here/manifest.sh' \"\$1\" '$board' '$SUITE'" \
     --skip=download/empty \
     "$SUITE" "$root" "${sources[@]}"
 # The Raspberry Pi firmware's kernel hook fills the root's /boot/firmware; the boot
@@ -287,5 +291,10 @@ place "$work/data.ext4" $(( 1 + boot_mib + root_mib ))
 
 bmaptool -q create -o "$image.bmap" "$image"
 ( cd "$out" && sha256sum "$(basename "$image")" > "$(basename "$image").sha256" )
+# What the image is made of, beside it (image/manifest.sh wrote it into the root).
+packages=$out/onair-$board.packages.txt
+cp "$root/usr/share/onair/packages.txt" "$packages"
+made_of=$(grep -E '^(archive|kernel)=' "$root/usr/share/onair/image.txt" | tr '\n' ' ')
 rm -rf "$work"
-say "$image ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used), $image.bmap, $image.sha256"
+say "$image ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used), $image.bmap, $image.sha256, $packages"
+say "Debian packages: $made_of($(wc -l <"$packages") packages)"

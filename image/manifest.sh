@@ -1,0 +1,27 @@
+#!/bin/sh
+# make image: what the image is made of, written into the root (run by mmdebstrap as its
+# last customize hook, while apt's lists are still there):
+#   /usr/share/onair/packages.txt  every package, version and architecture (sorted)
+#   /usr/share/onair/image.txt     the board, the suite, the Date of the newest archive
+#                                  index the packages came from (main, -updates,
+#                                  -security), and the kernel
+# The same package state gives the same files: nothing here reads a clock.
+set -eu
+root=$1 board=$2 suite=$3
+mkdir -p "$root/usr/share/onair"
+chroot "$root" dpkg-query -W -f='${Package} ${Version} ${Architecture}\n' | LC_ALL=C sort >"$root/usr/share/onair/packages.txt"
+newest=0
+for list in "$root"/var/lib/apt/lists/*Release; do
+    date=$(sed -n 's/^Date: //p' "$list" | head -1)
+    [ -n "$date" ] || continue
+    seconds=$(date -u -d "$date" +%s)
+    [ "$seconds" -gt "$newest" ] && newest=$seconds
+done
+[ "$newest" -gt 0 ] || { echo "make image: no Date in the archive's Release files under $root/var/lib/apt/lists" >&2; exit 2; }
+kernel=$(ls "$root/usr/lib/modules" | sort -V | tail -1)
+cat >"$root/usr/share/onair/image.txt" <<INFO
+board=$board
+suite=$suite
+archive=$(date -u -d "@$newest" +%Y-%m-%dT%H:%M:%SZ)
+kernel=$kernel
+INFO
