@@ -1,5 +1,6 @@
 import Codecs
 import Devices
+import Files
 import Media
 import HTTP
 import Publishing
@@ -19,7 +20,37 @@ enum VersionReport {
         lines.append("codecs: " + CodecLibrary.requiredEncoders.joined(separator: " ") + " encoders, mjpeg decoder")
         let missing = CodecLibrary.missing
         if !missing.isEmpty { lines.append("codecs missing: " + missing.joined(separator: " ")) }
+        if let image = imageLine(FileSystem.readText(imageFile, limit: 4096), running: FileSystem.readText("/proc/sys/kernel/osrelease", limit: 256)) {
+            lines.append(image)
+        }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// What `make image` wrote about the image onair runs from (image/manifest.sh).
+    static let imageFile = "/usr/share/onair/image.txt"
+
+    /// `image: board …, Debian … packages as of …, kernel …`, and the kernel running when it
+    /// is another (a board booted from a kernel outside the image); nil off an onair image.
+    static func imageLine(_ text: String?, running: String?) -> String? {
+        guard let text else { return nil }
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = trimmed(parts[1]) }
+        }
+        guard let board = fields["board"], let archive = fields["archive"] else { return nil }
+        var line = "image: board \(board), Debian \(fields["suite"] ?? "") packages as of \(archive) (with its updates and security archive)"
+        if let kernel = fields["kernel"] {
+            line += ", kernel \(kernel)"
+            if let running = running.map(trimmed), !running.isEmpty, running != kernel {
+                line += " (running \(running))"
+            }
+        }
+        return line
+    }
+
+    private static func trimmed<S: StringProtocol>(_ text: S) -> String {
+        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 
     /// The compiler's language version, as `#if compiler` sees it.

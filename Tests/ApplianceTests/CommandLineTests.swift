@@ -112,3 +112,16 @@ final class CommandLineTests: XCTestCase {
         }
     }
 }
+
+/// `onair version` on an image: what make image wrote (image/manifest.sh) in one line.
+final class VersionReportTests: XCTestCase {
+    func testTheImageLineNamesTheArchiveDateAndTheKernel() {
+        let written = "board=qemu-x86_64\nsuite=bookworm\narchive=2026-12-04T03:54:28Z\nkernel=6.1.0-57-amd64\n"
+        XCTAssertEqual(VersionReport.imageLine(written, running: "6.1.0-57-amd64\n"),
+                       "image: board qemu-x86_64, Debian bookworm packages as of 2026-12-04T03:54:28Z (with its updates and security archive), kernel 6.1.0-57-amd64")
+        XCTAssertEqual(VersionReport.imageLine(written, running: "7.3.4+deb13-arm64"),
+                       "image: board qemu-x86_64, Debian bookworm packages as of 2026-12-04T03:54:28Z (with its updates and security archive), kernel 6.1.0-57-amd64 (running 7.3.4+deb13-arm64)")
+        XCTAssertNil(VersionReport.imageLine(nil, running: "6.1"), "not on an image: no line")
+        XCTAssertNil(VersionReport.imageLine("garbage\n=\nboard=\n", running: nil), "a file without board and archive says nothing")
+    }
+}
