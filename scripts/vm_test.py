@@ -892,18 +892,34 @@ def check_modules(data):
     check("boot: the journal holds every boot", "onair" in log, f"{len(log)} bytes")
     check(f"boot: every module and firmware file the board asks for is in the image (board/{BOARD}/modules)",
           not failures, "; ".join(failures)[:600])
+    check_image_manifest(log)
     return log
 
 
+IMAGE_INFO = {}  # /usr/share/onair/image.txt of the image (image/manifest.sh), as read off its root
+
+
 def root_used_mb(image):
-    """The root file system's used space, as df on the board reports it."""
+    """The root file system's used space, as df on the board reports it; and what the image
+    says it is made of (IMAGE_INFO)."""
     offset, size = partitions(image)[1]
     path = os.path.join(WORK, "root.ext4")
     run(["dd", f"if={image}", f"of={path}", "bs=1M", f"skip={offset // 1048576}", f"count={size // 1048576}", "status=none"])
     header = run(["dumpe2fs", "-h", path]).stdout
     field = lambda name: int(re.search(rf"{name}:\s+(\d+)", header).group(1))
+    info = subprocess.run(["debugfs", "-R", "cat /usr/share/onair/image.txt", path], capture_output=True, text=True).stdout
+    IMAGE_INFO.update(line.split("=", 1) for line in info.splitlines() if "=" in line)
     os.unlink(path)
     return round((field("Block count") - field("Free blocks")) * field("Block size") / 1e6)
+
+
+def check_image_manifest(log):
+    """The image says what it is made of, and the board boots the kernel it names."""
+    kernel = IMAGE_INFO.get("kernel")
+    booted = re.search(r"Linux version (\S+)", log)
+    check("boot: the image names its Debian archive date and kernel (/usr/share/onair/image.txt), and that kernel boots",
+          kernel and IMAGE_INFO.get("archive") and booted and booted.group(1) == kernel,
+          f"{IMAGE_INFO}, booted {booted.group(1) if booted else None}")
 
 
 def finish(timings):
