@@ -36,21 +36,17 @@ enum VersionReport {
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = trimmed(parts[1]) }
+            if parts.count == 2 { fields[String(parts[0])] = parts[1].trimmingWhitespace() }
         }
         guard let board = fields["board"], let archive = fields["archive"] else { return nil }
         var line = "image: board \(board), Debian \(fields["suite"] ?? "") packages as of \(archive) (with its updates and security archive)"
         if let kernel = fields["kernel"] {
             line += ", kernel \(kernel)"
-            if let running = running.map(trimmed), !running.isEmpty, running != kernel {
+            if let running = running?.trimmingWhitespace(), !running.isEmpty, running != kernel {
                 line += " (running \(running))"
             }
         }
         return line
-    }
-
-    private static func trimmed<S: StringProtocol>(_ text: S) -> String {
-        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 
     /// The compiler's language version, as `#if compiler` sees it.
