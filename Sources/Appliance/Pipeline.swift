@@ -346,7 +346,7 @@ final class Pipeline: Sendable {
             streamsEnded: session.streamsEnded, recordings: finished.filter { !$0.recording }.count,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
-            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, lastError: counts.lastError,
+            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, cameraCorrupt: camera?.corruptBuffers, lastError: counts.lastError,
             publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
             ladder: ladder, webrtc: webrtc.map {
                 StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,

@@ -76,6 +76,7 @@ struct StatusSnapshot {
     var cameraFrames: Int?
     var cameraDriverDropped: Int?
     var cameraReopened: Int?
+    var cameraCorrupt: Int? = nil
     var lastError: String?
     var publish: Publisher.Status?
     /// The hottest thermal zone, when the board has one.
@@ -142,6 +143,7 @@ struct StatusSnapshot {
             "dropped_video_frames": droppedVideoFrames, "dropped_audio_chunks": droppedAudioChunks,
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
+            "camera_corrupt": cameraCorrupt,
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),
@@ -185,6 +187,7 @@ struct StatusSnapshot {
         metric("camera_frames_total", "counter", "Frames delivered by the V4L2 camera.", cameraFrames.map(Double.init))
         metric("camera_driver_dropped_total", "counter", "Frames the camera driver dropped (sequence gaps).", cameraDriverDropped.map(Double.init))
         metric("camera_reopened_total", "counter", "Times the camera was reopened after it was lost.", cameraReopened.map(Double.init))
+        metric("camera_corrupt_total", "counter", "Broken buffers the camera gave and onair skipped.", cameraCorrupt.map(Double.init))
         if let publish {
             metric("publish_pending_segments", "gauge", "Segments not yet confirmed by the destination.", Double(publish.pendingSegments))
             metric("publish_pending_bytes", "gauge", "Bytes not yet confirmed by the destination.", Double(publish.pendingBytes))

@@ -53,6 +53,20 @@ final class StatusSnapshotTests: XCTestCase {
         XCTAssertTrue(named.metrics.contains("\nonair_recording{device=\"cam-2.gym\"} 1\n"))
     }
 
+    /// With a V4L2 camera, what it lost is said: driver gaps, broken buffers, reopens.
+    func testTheCamerasLossesAreCounted() throws {
+        var camera = snapshot
+        (camera.cameraFrames, camera.cameraDriverDropped, camera.cameraReopened, camera.cameraCorrupt) = (900, 4, 1, 27)
+        let json = try XCTUnwrap(JSON.parse(camera.json))
+        XCTAssertEqual([json["camera_frames"], json["camera_driver_dropped"], json["camera_reopened"], json["camera_corrupt"]].map { $0?.int },
+                       [900, 4, 1, 27])
+        for sample in ["onair_camera_frames_total 900", "onair_camera_driver_dropped_total 4", "onair_camera_reopened_total 1",
+                       "onair_camera_corrupt_total 27"] {
+            XCTAssertTrue(camera.metrics.contains("\n\(sample)\n"), sample)
+        }
+        XCTAssertFalse(snapshot.metrics.contains("onair_camera_"), "without a V4L2 camera: nothing said")
+    }
+
     func testStatusSaysWhetherTheClockIsTrusted() throws {
         let json = try XCTUnwrap(JSON.parse(snapshot.json))
         XCTAssertEqual(json["clock"]?["synchronized"]?.bool, true)

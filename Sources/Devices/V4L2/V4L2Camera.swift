@@ -300,8 +300,10 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
     /// A dequeued buffer as a frame: dropped sequence numbers counted, a corrupt buffer
     /// skipped, the capture time mended, the picture decoded or converted to I420.
     private func frame(from buffer: DequeuedBuffer, device: VideoDevice, format: GrantedFormat, _ loop: inout Loop) -> VideoFrame? {
-        if let last = loop.lastSequence, buffer.sequence > last &+ 1 {
-            state.withLock { $0.stats.driverDropped += Int(buffer.sequence - last - 1) }
+        // The driver's 32-bit counter wraps; a step back (a driver that restarted its
+        // count) is no loss, and no count it gives can trap here.
+        if let last = loop.lastSequence, case let gap = buffer.sequence &- last &- 1, gap > 0, gap < 1 << 31 {
+            state.withLock { $0.stats.driverDropped += Int(gap) }
         }
         loop.lastSequence = buffer.sequence
         if buffer.hasError {
