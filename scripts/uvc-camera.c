@@ -495,7 +495,13 @@ static void plugged_in(void) {
         if (ready <= 0) continue;
         struct usb_gadgetfs_event events[5];
         ssize_t n = read(ep0, events, sizeof events);
-        if (n < 0) { if (errno == EINTR || errno == EAGAIN) continue; fail("reading ep0"); }
+        /* EIDRM: GadgetFS says the request before was cancelled (the host gave up on it or
+         * sent the next one first); the host asks again, as a USB device must expect. */
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            if (errno == EIDRM) { say("a request was cancelled by the host"); continue; }
+            fail("reading ep0");
+        }
         for (int i = 0; i < (int)(n / (ssize_t)sizeof events[0]); i++) {
             switch (events[i].type) {
             case GADGETFS_CONNECT: if (getenv("UVC_CAMERA_DEBUG")) say("connect %d", events[i].u.speed); speed_high = events[i].u.speed == USB_SPEED_HIGH; break;

@@ -50,12 +50,15 @@ def bad_pictures(first, last, bad_every):
     return {i for i in range(first, last + 1) if i % bad_every == bad_every // 2}
 
 
-def judge(found, bad_every, unplug_after, repeated_by_onair, dropped_by_onair):
+def judge(found, bad_every, unplug_after, repeated_by_onair, said):
     """What the decoded indices say: (ok, details). In order, each once (a repeat only
     as often as onair says it repeated a picture), none of the broken ones, and none
-    missing but the broken ones, as many as onair says it dropped (an emulated encoder
-    that fell behind), and at the unplug the few pictures the driver had taken in when the
-    device went away (at most 4)."""
+    missing but the broken ones, the few pictures the driver had taken in when the device
+    went away (at most 4), and as many as onair says it lost while the stream ran: SAID is
+    the change in /api/status over the stream (dropped: a thread fell behind;
+    driver_dropped: gaps in the driver's sequence numbers, which also count the broken
+    pictures the driver threw away itself; corrupt: broken ones onair was given and
+    skipped)."""
     readable = [i for i in found if i is not None]
     if len(readable) < 20:
         return False, {"readable": len(readable), "unreadable": len(found) - len(readable)}
@@ -67,12 +70,14 @@ def judge(found, bad_every, unplug_after, repeated_by_onair, dropped_by_onair):
     missing = sorted(set(range(first, last + 1)) - seen - bad)
     at_unplug = [i for i in missing if unplug_after - 4 <= i < unplug_after + 2]
     elsewhere = [i for i in missing if i not in at_unplug]
+    # The broken pictures onair never saw went into the driver's gaps: they explain no
+    # other loss.
+    explained = said["dropped"] + said["driver_dropped"] - max(0, len(bad) - said["corrupt"])
     details = {"first": first, "last": last, "pictures": len(found), "unreadable": len(found) - len(readable),
                "repeated": repeats, "backwards": backwards[:5], "broken sent": len(bad),
-               "broken shown": sorted(bad & seen)[:10], "lost at the unplug": at_unplug, "lost elsewhere": elsewhere[:20]}
-    details["onair dropped"] = dropped_by_onair
-    details["onair repeated"] = repeated_by_onair
-    ok = (not backwards and not (bad & seen) and len(elsewhere) <= dropped_by_onair and len(at_unplug) <= 4
+               "broken shown": sorted(bad & seen)[:10], "lost at the unplug": at_unplug, "lost elsewhere": elsewhere[:20],
+               "onair said": said, "losses onair explains": explained, "onair repeated": repeated_by_onair}
+    ok = (not backwards and not (bad & seen) and len(elsewhere) <= max(0, explained) and len(at_unplug) <= 4
           and repeats <= repeated_by_onair)
     return ok, details
 
