@@ -28,6 +28,9 @@ public final class CurlClient {
         /// the rest is dropped (an error's start is enough to say what it was).
         public var keep = 512
         public var refuseLarger = false
+        /// Takes the body as it arrives instead of keeping it (a download to a file):
+        /// `keep` and `refuseLarger` then bound the whole body; false stops the transfer.
+        public var sink: ((UnsafeRawBufferPointer) -> Bool)?
 
         public init(_ method: String, _ url: String) {
             self.method = method
@@ -86,10 +89,13 @@ public final class CurlClient {
         var bytes: [UInt8] = []
         let keep: Int
         let refuseLarger: Bool
+        let sink: ((UnsafeRawBufferPointer) -> Bool)?
+        var received = 0
         var etag: String?
-        init(keep: Int, refuseLarger: Bool) {
+        init(keep: Int, refuseLarger: Bool, sink: ((UnsafeRawBufferPointer) -> Bool)?) {
             self.keep = keep
             self.refuseLarger = refuseLarger
+            self.sink = sink
         }
     }
 
@@ -100,13 +106,15 @@ public final class CurlClient {
         var headers: UnsafeMutablePointer<curl_slist>?
         for header in request.headers { headers = curl_slist_append(headers, header) }
         defer { curl_slist_free_all(headers) }
-        let collected = Collected(keep: request.keep, refuseLarger: request.refuseLarger)
+        let collected = Collected(keep: request.keep, refuseLarger: request.refuseLarger, sink: request.sink)
         let code: CURLcode = request.body.withUnsafeBytes { raw in
             configure(request, headers: headers, body: raw)
             setCallbacks(Unmanaged.passUnretained(collected).toOpaque())
             return curl_easy_perform(curl)
         }
         guard code == CURLE_OK else {
+            if code == CURLE_WRITE_ERROR && request.refuseLarger && collected.received > request.keep { throw Failure.tooLarge(limit: request.keep) }
+            if code == CURLE_WRITE_ERROR && request.sink != nil { throw Failure.transfer("the body could not be stored") }
             if code == CURLE_WRITE_ERROR && request.refuseLarger { throw Failure.tooLarge(limit: request.keep) }
             let detail = String(cString: errorText)
             if code == CURLE_OPERATION_TIMEDOUT, detail.contains("too slow") { throw Failure.tooSlow(bytes: request.lowSpeed.bytes, seconds: request.lowSpeed.seconds) }
@@ -150,6 +158,11 @@ public final class CurlClient {
             let collected = Unmanaged<Collected>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
             guard let data else { return length }
+            collected.received += length
+            if let sink = collected.sink {
+                if collected.refuseLarger && collected.received > collected.keep { return 0 }
+                return sink(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+            }
             let needed = collected.bytes.count + length
             if needed > collected.keep {
                 if collected.refuseLarger { return 0 }  // 0 aborts the transfer

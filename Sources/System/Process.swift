@@ -113,6 +113,53 @@ public enum ThisProcess {
         return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
     }
 
+    /// Runs the program `arguments[0]` (found on PATH) with the rest as its arguments, and
+    /// hands `eachLine` every line of its standard output and error as it comes (a pipe,
+    /// posix_spawnp(3)); a line longer than 64 KiB comes in pieces. Its exit status, or
+    /// nil when it could not start or was killed.
+    @discardableResult
+    public static func run(_ arguments: [String], eachLine: (String) -> Void) -> Int32? {
+        guard !arguments.isEmpty else { return nil }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on 1 and 2; the pipe's own ends close at exec.
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid = pid_t()
+        let started = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0
+        close(ends[1])
+        guard started else { close(ends[0]); return nil }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func emit(_ bytes: ArraySlice<UInt8>) {
+            if !bytes.isEmpty { eachLine(String(decoding: bytes, as: UTF8.self)) }
+        }
+        while true {
+            let count = read(ends[0], &buffer, buffer.count)
+            if count < 0 && Errno.current == .interrupted { continue }
+            if count <= 0 { break }
+            pending += buffer[0..<count]
+            while let end = pending.firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) {
+                emit(pending[..<end])
+                pending.removeSubrange(...end)
+            }
+            if pending.count > 65536 { emit(pending[...]); pending = [] }
+        }
+        emit(pending[...])
+        close(ends[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 {
+            if Errno.current != .interrupted { return nil }
+        }
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+    }
+
     /// getenv(3).
     public static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 }

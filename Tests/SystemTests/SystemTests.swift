@@ -143,4 +143,14 @@ final class FileDescriptorTests: XCTestCase {
         XCTAssertTrue(ThisProcess.send(nil, to: ThisProcess.id))
         XCTAssertGreaterThanOrEqual(ThisProcess.processorCount, 1)
     }
+
+    /// A program's output and errors line by line as they come, and its exit status.
+    func testAProgramsLinesAndStatus() {
+        var lines: [String] = []
+        let status = ThisProcess.run(["sh", "-c", "echo one; echo two >&2; printf '  5%% step\\r 10%% next\\n'; printf tail; exit 3"]) { lines.append($0) }
+        XCTAssertEqual(status, 3)
+        XCTAssertEqual(lines, ["one", "two", "  5% step", " 10% next", "tail"], "CR ends a line too (progress redrawn in place)")
+        XCTAssertNil(ThisProcess.run(["/nonexistent/program"]) { _ in }, "a program that cannot start")
+        XCTAssertNil(ThisProcess.run(["sh", "-c", "kill -9 $$"]) { _ in }, "a program killed")
+    }
 }
