@@ -23,7 +23,7 @@ TEST_DEBS := ffmpeg chromium firefox-esr nginx apache2 python3-venv time gstream
 # boot on QEMU's aarch64 virt machine. The board's LAN in the system test: dnsmasq (DHCP) in a
 # namespace of the test's own (scripts/vm_lan.py), where the ONVIF clients find the board.
 IMAGE_DEBS := mmdebstrap mtools dosfstools e2fsprogs fdisk bmap-tools file binutils qemu-system-x86 qemu-utils ovmf \
-	qemu-user-static binfmt-support arch-test qemu-system-arm dnsmasq-base python3-venv
+	qemu-user-static binfmt-support arch-test qemu-system-arm dnsmasq-base python3-venv rauc squashfs-tools openssl
 # Other architectures and Swift 6.0: Debian trixie's swiftlang in a build root
 # (toolchain/trixie.sh); qemu-user runs a foreign build once to show it starts.
 TOOLCHAIN_DEBS := mmdebstrap file qemu-user-static
@@ -58,7 +58,7 @@ DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
 DEBS_image-deps := $(IMAGE_DEBS)
 DEBS_toolchain-deps := $(TOOLCHAIN_DEBS)
 
-.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz structure image image-check image-repro vm-test clean
+.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz structure image image-check image-repro bundle vm-test clean
 
 all: build
 
@@ -123,11 +123,25 @@ fuzz: test-deps
 	$(SWIFT_RELEASE) --product onair-fuzz
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) .build/release/onair-fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --crashes fuzz-crashes
 
+# Update bundles are signed with UPDATE_KEY, and boards trust UPDATE_CERT (its keyring is
+# set when the image is built). Unless told otherwise, a development key of this machine,
+# made once: fine for tests, not for boards in the field (README, "Updates").
+UPDATE_KEY ?= .build/update-key/development.key.pem
+UPDATE_CERT ?= .build/update-key/development.cert.pem
+.build/update-key/development.key.pem .build/update-key/development.cert.pem:
+	mkdir -p .build/update-key && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500 \
+		-subj "/O=onair/CN=onair development update key $$(hostname)" \
+		-keyout .build/update-key/development.key.pem -out .build/update-key/development.cert.pem 2>/dev/null
+
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
-image: image-deps
+image: image-deps $(UPDATE_KEY) $(UPDATE_CERT)
 	$(MAKE) build ARCH=$(BOARD_ARCH)
 	$(if $(filter qemu-x86_64,$(BOARD)),$(MAKE) $(UVC_CAMERA))
-	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
+	UPDATE_CERTS=$(UPDATE_CERT) image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
+
+# A signed update bundle of the image's root file system: out/onair-BOARD.raucb (EFI boards).
+bundle: image
+	image/bundle.sh $(BOARD) out $(UPDATE_KEY) $(UPDATE_CERT)
 
 # The system test's USB webcam (scripts/uvc-camera.c), which the qemu-x86_64 test board
 # carries (board.conf's TEST_HELPERS): a UVC camera made through GadgetFS on the guest's
@@ -142,7 +156,7 @@ image-check:
 
 # Reproducibility: a second build of the same commit must be byte-identical to the first.
 image-repro: image
-	image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out/repro
+	UPDATE_CERTS=$(UPDATE_CERT) image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out/repro
 	cmp out/onair-$(BOARD).img out/repro/onair-$(BOARD).img
 	@echo "make image-repro: two builds of out/onair-$(BOARD).img are byte-identical"
 	rm -rf out/repro

@@ -7,9 +7,16 @@
 #   image/build.sh BOARD ONAIR_BINARY OUTDIR      (CAMERA=csi|usb overrides the board's)
 #
 # Partitions: 1) FAT boot partition (ONAIR-BOOT): onair.conf for the owner, and the EFI
-# loader + kernel (efi boards) or the Raspberry Pi firmware (rpi boards); 2) the root file
-# system (onair-root), mounted read-only; 3) the data partition (onair-data) for streams,
-# spool, recordings and the journal, grown to fill the disk at boot and checked every boot.
+# loader with each root slot's kernel (efi boards) or the Raspberry Pi firmware (rpi
+# boards); then the root file system, mounted read-only: on efi boards two slots
+# (onair-root-a, onair-root-b, ROOT_SLOT_MIB each) that signed updates (RAUC) write in
+# turn, the image filling slot A; on rpi boards one (onair-root); last the data partition
+# (onair-data) for streams, spool, recordings and the journal, grown to fill the disk at
+# boot and checked every boot, which no update touches.
+#
+# Also out/onair-BOARD.root.ext4 (efi boards): the root file system alone, what
+# image/bundle.sh signs into an update bundle. UPDATE_CERTS (a PEM file of certificates)
+# is the keyring the board trusts bundles from (make image passes its development one).
 set -euo pipefail
 
 board=${1:?board name}
@@ -20,7 +27,7 @@ repo=$(dirname "$here")
 boarddir=$repo/board/$board
 [ -f "$boarddir/board.conf" ] || { echo "make image: no board '$board' (boards: $(ls "$repo/board" | grep -v '\.md$' | tr '\n' ' '))" >&2; exit 2; }
 camera_override=${CAMERA:-}
-ARCH= SUITE= BOOT= COMPONENTS=main PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= TEST_HELPERS= CONFIG_TXT=
+ARCH= SUITE= BOOT= COMPONENTS=main ROOT_SLOT_MIB=768 PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= TEST_HELPERS= CONFIG_TXT=
 CAMERA= CSI_CONFIG_TXT= CSI_MODULES= DTBS=
 # shellcheck source=/dev/null
 . "$boarddir/board.conf"
@@ -48,11 +55,19 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
         { echo "make image BOARD=$board: $ARCH programs cannot run here: binfmt_misc has no enabled $qemu (install qemu-user-static and binfmt-support); no image was made." >&2; exit 2; }
 fi
 
+update_certs=${UPDATE_CERTS:-}
+if [ "$BOOT" = efi ]; then
+    [ -f "$update_certs" ] && grep -q "BEGIN CERTIFICATE" "$update_certs" ||
+        { echo "make image BOARD=$board: UPDATE_CERTS must name a PEM file of the certificates update bundles are signed with (make image makes a development one), not '${update_certs}'; no image was made." >&2; exit 2; }
+fi
+
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
+# The image's version, which its update bundle names too: onair's own, the commit's time, the commit.
+image_version="$(sed -n 's/.*static let version = "\(.*\)"/\1/p' "$repo/Sources/Appliance/CommandLine.swift")-$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%d%H%M)-g$(git -C "$repo" rev-parse --short=10 HEAD 2>/dev/null || echo unknown)"
 work=$out/work-$board
 image=$out/onair-$board.img
-rm -rf "$work" "$image" "$image.bmap" "$image.sha256" "$out/onair-$board.packages.txt"
+rm -rf "$work" "$image" "$image.bmap" "$image.sha256" "$out/onair-$board.packages.txt" "$out/onair-$board.root.ext4"
 mkdir -p "$work"
 root=$work/root
 # Packages downloaded once per machine, not per build.
@@ -79,7 +94,8 @@ sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS" "deb http://deb.d
 case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
 [ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
 system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools fdisk ca-certificates"
-[ "$BOOT" = efi ] && system="$system systemd-boot-efi"
+# EFI boards update in A/B slots: RAUC installs signed bundles (its D-Bus service with it).
+[ "$BOOT" = efi ] && system="$system systemd-boot-efi rauc rauc-service"
 say "root file system ($SUITE $ARCH: $PACKAGES)"
 # The board's packages (the kernel among them) go in second, after initramfs-tools is told
 # not to update: the kernel's hook makes the initramfs once, and the trigger that would make
@@ -99,7 +115,7 @@ mmdebstrap --quiet --mode=root --variant=minbase --architectures="$ARCH" "${hook
     --customize-hook='rm -f "$1/etc/resolv.conf" && cp -L /etc/resolv.conf "$1/etc/resolv.conf"' \
     --customize-hook="chroot \"\$1\" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q=2 $PACKAGES" \
     --customize-hook="find \"\$1/var/cache/apt/archives\" -name '*.deb' -exec cp -nt '$cache' {} +" \
-    --customize-hook="'$here/manifest.sh' \"\$1\" '$board' '$SUITE'" \
+    --customize-hook="'$here/manifest.sh' \"\$1\" '$board' '$SUITE' '$image_version'" \
     --skip=download/empty \
     "$SUITE" "$root" "${sources[@]}"
 # The Raspberry Pi firmware's kernel hook fills the root's /boot/firmware; the boot
@@ -133,11 +149,15 @@ for pair in $TEST_HELPERS; do
 done
 
 # Read-only root: what must be written lives in /run (tmpfs), /data or a tmpfs of its own.
+# With two root slots, the kernel's command line (root=PARTLABEL=onair-root-a) names the
+# root, mounted read-only; fstab has no line for it (both slots' file systems carry one label).
+root_line="LABEL=onair-root   /               ext4   ro,noatime                    0 1"
+[ "$BOOT" = efi ] && root_line="# / is the slot the boot entry names (root=PARTLABEL=onair-root-a|b), read-only"
 cat > "$root/etc/fstab" <<EOF
 # The root file system is read-only so a power cut cannot corrupt it (onair.service
 # writes only to /data). /data is checked at every boot (tune2fs -c 1) and grown to fill
 # the disk (onair-grow-data.service).
-LABEL=onair-root   /               ext4   ro,noatime                    0 1
+$root_line
 LABEL=ONAIR-BOOT   /boot/firmware  vfat   ro,fmask=0133,dmask=0022      0 2
 LABEL=onair-data   /data           ext4   noatime,commit=1              0 2
 /data/journal      /var/log/journal none  bind,x-systemd.requires-mounts-for=/data 0 0
@@ -176,6 +196,46 @@ mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
 systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
+# Updates (EFI boards): RAUC with the slots, the keyring, and onair-slot-efi as its boot
+# loader backend (systemd-boot's boot counting); its status on /data, which updates keep.
+if [ "$BOOT" = efi ]; then
+    install -D -m 0755 "$here/rootfs/onair-slot-efi" "$root/usr/lib/onair/onair-slot-efi"
+    install -D -m 0755 "$here/rootfs/onair-update-deadline" "$root/usr/lib/onair/onair-update-deadline"
+    install -D -m 0644 "$here/rootfs/onair-update-deadline.service" "$root/etc/systemd/system/onair-update-deadline.service"
+    systemctl --root="$root" enable onair-update-deadline.service >/dev/null 2>&1
+    install -D -m 0644 "$update_certs" "$root/etc/rauc/keyring.pem"
+    cat > "$root/etc/rauc/system.conf" <<EOF
+# RAUC (rauc.readthedocs.io, "System Configuration File"): what this board accepts and where
+# it writes. A bundle must be for this board (compatible) and signed by a certificate of
+# the keyring; it is written into the slot not running, and onair-slot-efi makes that slot
+# boot once; it stays only when onair confirms it healthy (update.confirm_seconds).
+[system]
+compatible=onair-$board
+bootloader=custom
+bundle-formats=-plain
+data-directory=/data/rauc
+
+# A board's clock is not set until it reaches a time server (and may never be, offline):
+# certificates are checked against the time the bundle was signed, not the board's.
+[keyring]
+path=/etc/rauc/keyring.pem
+use-bundle-signing-time=true
+
+[handlers]
+bootloader-custom-backend=/usr/lib/onair/onair-slot-efi
+
+[slot.rootfs.0]
+device=/dev/disk/by-partlabel/onair-root-a
+type=ext4
+bootname=A
+
+[slot.rootfs.1]
+device=/dev/disk/by-partlabel/onair-root-b
+type=ext4
+bootname=B
+EOF
+fi
+
 # The status lines and the login share the console: no kernel chatter over them.
 mkdir -p "$root/etc/sysctl.d"
 echo 'kernel.printk = 3 4 1 3' > "$root/etc/sysctl.d/10-onair-console.conf"
@@ -190,13 +250,22 @@ initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)
 if [ "$BOOT" = efi ]; then
     efi_name=$( [ "$ARCH" = amd64 ] && echo BOOTX64.EFI || echo BOOTAA64.EFI )
     efi_stub=$( [ "$ARCH" = amd64 ] && echo systemd-bootx64.efi || echo systemd-bootaa64.efi )
-    mkdir -p "$boot/EFI/BOOT" "$boot/loader/entries"
+    # Slot A's kernel and initramfs in /a/, its entry the first generation, without a boot
+    # counter: good (image/rootfs/onair-slot-efi says how updates add slot B's). No
+    # default in loader.conf: systemd-boot boots the first entry as it sorts them.
+    mkdir -p "$boot/EFI/BOOT" "$boot/loader/entries" "$boot/a"
     cp "$root/usr/lib/systemd/boot/efi/$efi_stub" "$boot/EFI/BOOT/$efi_name"
-    cp "$kernel" "$boot/vmlinuz"
-    cp "$initrd" "$boot/initrd.img"
-    printf 'default onair.conf\ntimeout 0\nconsole-mode keep\n' > "$boot/loader/loader.conf"
-    printf 'title onair\nlinux /vmlinuz\ninitrd /initrd.img\noptions root=LABEL=onair-root ro console=tty1 console=%s,%s %s\n' \
-        "$serial_device" "$serial_speed" "$CMDLINE" > "$boot/loader/entries/onair.conf"
+    cp "$kernel" "$boot/a/vmlinuz"
+    cp "$initrd" "$boot/a/initrd.img"
+    # panic=10: a slot whose kernel panics reboots, into the other slot if it is on trial.
+    options="console=tty1 console=$serial_device,$serial_speed panic=10 $CMDLINE"
+    printf 'timeout 0\nconsole-mode keep\n' > "$boot/loader/loader.conf"
+    printf 'title onair (slot A)\nlinux /a/vmlinuz\ninitrd /a/initrd.img\noptions root=PARTLABEL=onair-root-a rauc.slot=A ro %s\n' \
+        "$options" > "$boot/loader/entries/onair-1-a.conf"
+    # Each root slot carries its kernel, initramfs and command line: an update brings them.
+    cp "$kernel" "$root/boot/vmlinuz.slot"
+    cp "$initrd" "$root/boot/initrd.img.slot"
+    echo "$options" > "$root/usr/share/onair/kernel-options"
 else
     # As Debian's raspi-firmware lays it out (its kernel hook, z50-raspi-firmware): the
     # firmware (start4.elf and fixup4.dat for the Pi 4; the Pi 5 boots from its EEPROM),
@@ -222,7 +291,9 @@ fi
 # The kernel, initramfs, device trees and firmware now live on the boot partition; the
 # root keeps the modules.
 rm -rf "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-* "$root"/usr/lib/linux-image-* \
-    "$root"/usr/lib/modules/*/dtb "$root"/usr/lib/modules/*/vmlinuz "$root/usr/lib/raspi-firmware"
+    "$root"/usr/lib/modules/*/dtb "$root"/usr/lib/modules/*/vmlinuz "$root/usr/lib/raspi-firmware" \
+    "$root"/vmlinuz* "$root"/initrd.img*
+if [ -f "$root/boot/vmlinuz.slot" ]; then mv "$root/boot/vmlinuz.slot" "$root/boot/vmlinuz"; mv "$root/boot/initrd.img.slot" "$root/boot/initrd.img"; fi
 # Nothing reads documentation, manuals or translations on an appliance: onair and the
 # console speak English, and the C locale is built into glibc.
 rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info" \
@@ -230,7 +301,7 @@ rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/u
 
 # 3. The data partition: the folders onair and journald expect, nothing else.
 data=$work/data
-mkdir -p "$data/journal" "$data/cache" "$data/timesync"
+mkdir -p "$data/journal" "$data/cache" "$data/timesync" "$data/rauc"
 
 # Each file system as a file, with fixed identities and times (SOURCE_DATE_EPOCH).
 find "$root" "$boot" "$data" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch --no-dereference --date="@$SOURCE_DATE_EPOCH"
@@ -238,10 +309,19 @@ mib() { echo $(( ($1 + 1048575) / 1048576 )); }
 root_bytes=$(du -sb "$root" | cut -f1)
 root_mib=$(( $(mib "$root_bytes") * 5 / 4 + 64 ))
 boot_bytes=$(du -sb "$boot" | cut -f1)
+# An EFI boot partition holds both slots' kernels and initramfs: room for a second set.
+[ "$BOOT" = efi ] && boot_bytes=$(( boot_bytes + $(du -sb "$boot/a" | cut -f1) ))
 boot_mib=$(( $(mib "$boot_bytes") + 64 ))
 [ $boot_mib -lt 128 ] && boot_mib=128
 data_mib=64
-say "file systems: boot $boot_mib MiB, root $root_mib MiB, data $data_mib MiB (grows at first boot)"
+# The partition(s) the root goes in: one its size, or two slots of ROOT_SLOT_MIB.
+slot_mib=$root_mib slots=1
+if [ "$BOOT" = efi ]; then
+    slot_mib=$ROOT_SLOT_MIB slots=2
+    [ "$root_mib" -le "$slot_mib" ] ||
+        { echo "make image BOARD=$board: the root file system needs $root_mib MiB, more than a slot's ROOT_SLOT_MIB=$slot_mib (board.conf); no image was made." >&2; exit 2; }
+fi
+say "file systems: boot $boot_mib MiB, root $root_mib MiB in $slots slot(s) of $slot_mib MiB, data $data_mib MiB (grows at first boot)"
 mkfs.vfat -F 32 -n ONAIR-BOOT -i 0a1a0001 --invariant -C "$work/boot.fat" $(( boot_mib * 1024 )) >/dev/null
 ( cd "$boot" && find . -mindepth 1 -type d | sort | sed 's|^\./||' | while read -r d; do mmd -i "$work/boot.fat" "::$d"; done
   find . -type f | sort | sed 's|^\./||' | while read -r f; do mcopy -m -i "$work/boot.fat" "$f" "::$f"; done )
@@ -263,7 +343,7 @@ clamp_times "$work/data.ext4" "$data"
 
 # The disk, 1 MiB aligned: GPT with the EFI system partition first, or for the Raspberry
 # Pi's firmware an MBR with the FAT (type 0c) first.
-total_mib=$(( 1 + boot_mib + root_mib + data_mib + 1 ))
+total_mib=$(( 1 + boot_mib + slots * slot_mib + data_mib + 1 ))
 truncate -s "${total_mib}M" "$image"
 if [ "$BOOT" = rpi ]; then
     sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
@@ -280,14 +360,15 @@ label: gpt
 label-id: 6F6E6169-7200-4000-8000-000000000000
 unit: sectors
 start=2048, size=$(( boot_mib * 2048 )), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, uuid=6F6E6169-7200-4000-8000-000000000001, name="onair-boot"
-size=$(( root_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000002, name="onair-root"
+size=$(( slot_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000002, name="onair-root-a"
+size=$(( slot_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000004, name="onair-root-b"
 size=$(( data_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000003, name="onair-data"
 EOF
 fi
 place() { dd if="$1" of="$image" bs=1M seek="$2" conv=notrunc,sparse status=none; }
 place "$work/boot.fat" 1
 place "$work/root.ext4" $(( 1 + boot_mib ))
-place "$work/data.ext4" $(( 1 + boot_mib + root_mib ))
+place "$work/data.ext4" $(( 1 + boot_mib + slots * slot_mib ))
 
 bmaptool -q create -o "$image.bmap" "$image"
 ( cd "$out" && sha256sum "$(basename "$image")" > "$(basename "$image").sha256" )
@@ -295,6 +376,7 @@ bmaptool -q create -o "$image.bmap" "$image"
 packages=$out/onair-$board.packages.txt
 cp "$root/usr/share/onair/packages.txt" "$packages"
 made_of=$(grep -E '^(archive|kernel)=' "$root/usr/share/onair/image.txt" | tr '\n' ' ')
+[ "$BOOT" = efi ] && mv "$work/root.ext4" "$out/onair-$board.root.ext4"
 rm -rf "$work"
 say "$image ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used), $image.bmap, $image.sha256, $packages"
 say "Debian packages: $made_of($(wc -l <"$packages") packages)"

@@ -2,12 +2,14 @@
 # make image: what the image is made of, written into the root (run by mmdebstrap as its
 # last customize hook, while apt's lists are still there):
 #   /usr/share/onair/packages.txt  every package, version and architecture (sorted)
-#   /usr/share/onair/image.txt     the board, the suite, the Date of the newest archive
-#                                  index the packages came from (main, -updates,
-#                                  -security), and the kernel
+#   /usr/share/onair/image.txt     the board, the image's version (onair's, the commit's
+#                                  time and name: what an update bundle names), the
+#                                  suite, the Date of the newest archive index the
+#                                  packages came from (main, -updates, -security), and
+#                                  the kernel
 # The same package state gives the same files: nothing here reads a clock.
 set -eu
-root=$1 board=$2 suite=$3
+root=$1 board=$2 suite=$3 version=$4
 mkdir -p "$root/usr/share/onair"
 chroot "$root" dpkg-query -W -f='${Package} ${Version} ${Architecture}\n' | LC_ALL=C sort >"$root/usr/share/onair/packages.txt"
 newest=0
@@ -21,6 +23,7 @@ done
 kernel=$(ls "$root/usr/lib/modules" | sort -V | tail -1)
 cat >"$root/usr/share/onair/image.txt" <<INFO
 board=$board
+version=$version
 suite=$suite
 archive=$(date -u -d "@$newest" +%Y-%m-%dT%H:%M:%SZ)
 kernel=$kernel
