@@ -20,6 +20,8 @@ public enum Invocation: Equatable {
     case passwd(PasswdOptions)
     /// `onair selftest`: the board's encoders and screen, checked on the board.
     case selftest(displaySeconds: Int)
+    /// `onair update`: a signed bundle installed into the root slot not running.
+    case update(UpdateOptions)
     case version
     case help(String)
     /// Asked for nothing: the usage on stderr and exit 2.
@@ -75,6 +77,7 @@ public enum CommandLineParser {
             return .forget(id: id, settings)
         case "passwd": return try Passwd.parse(rest)
         case "selftest": return try SelfTest.parse(rest)
+        case "update": return try Update.parse(rest)
         default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -160,6 +163,8 @@ public enum CommandLineParser {
       onair forget ID [options]    stop listing a published stream deleted at the destination
       onair passwd USER [options]  who may watch: a viewer's password, an NVR's account (see 'onair passwd --help')
       onair selftest               this board's encoders and screen, PASS/FAIL/ABSENT each (see 'onair selftest --help')
+      onair update FILE|URL [--reboot]
+                                   install a signed update bundle into the slot not running (see 'onair update --help')
       onair version                print the version, the libraries linked in and their codecs
       onair help                   this text
 

@@ -56,4 +56,9 @@ extension Event {
     static let thermalStep = Event("thermal.step", console: true)
     static let thermalRungs = Event("thermal.rungs", console: true)
     static let uplinkProbe = Event("uplink.probe")
+    /// The root slot onair runs from (A/B images): its version, and whether it is an
+    /// update's first boot (trial), confirmed, or where an update fell back to, and why.
+    static let updateSlot = Event("update.slot", console: true)
+    static let updateConfirmed = Event("update.confirmed", console: true)
+    static let updateConfirmFailed = Event("update.confirm_failed", console: true)
 }

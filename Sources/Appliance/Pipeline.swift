@@ -53,7 +53,9 @@ final class Pipeline: Sendable {
     private let camera: (@Sendable () -> V4L2Camera.Statistics)?
     /// The newest frame as JPEG (`/api/snapshot.jpg`), when frames are kept for it.
     private let snapshots: Snapshots?
-    private let log: Log
+    /// The root slot (A/B images) and an update's confirmation (UpdateSlots.swift).
+    let update = Locked<SlotWatch?>(nil)
+    let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
     init(_ requested: Settings, audioDevice: DeviceChoice, publisher: Publisher?, scheduler: Scheduler, log: Log,
@@ -346,7 +348,7 @@ final class Pipeline: Sendable {
             streamsEnded: session.streamsEnded, recordings: finished.filter { !$0.recording }.count,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
-            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, cameraCorrupt: camera?.corruptBuffers, lastError: counts.lastError,
+            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, cameraCorrupt: camera?.corruptBuffers, update: update.withLock { $0?.status.withLock { $0 } }, lastError: counts.lastError,
             publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
             ladder: ladder, webrtc: webrtc.map {
                 StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,
@@ -389,6 +391,8 @@ final class Pipeline: Sendable {
         webrtc?.stop()
         rtsp?.stop()
         discovery.withLock { $0?.stop() }
+        update.withLock { $0?.stop() }
         return session.error
     }
+
 }

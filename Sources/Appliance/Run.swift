@@ -296,6 +296,7 @@ final class Run {
                                    })
         teardown.add("thermal") { thermal.stop() }
         armTally(pipeline, scheduler: scheduler)
+        pipeline.watchSlot(BootSlots.current())  // once the console listens
         log(.deferredStartDone, ("mode", settings.startup.deferred.rawValue),
             ("first_frame_ms", preview.firstFrameMilliseconds.map { "\($0)" } ?? "none"), ("done_ms", log.elapsedMilliseconds))
         notifier?.send("READY=1\nSTATUS=onair: \(session.state.rawValue)")

@@ -32,6 +32,7 @@ public enum Runner {
         case .forget(let id, let settings): return forget(id, settings)
         case .passwd(let options): return Passwd.run(options)
         case .selftest(let seconds): return SelfTest.run(displaySeconds: seconds)
+        case .update(let options): return Update.run(options)
         case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0
         case .run(let settings, _): return run(settings)
         }

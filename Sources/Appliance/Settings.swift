@@ -109,6 +109,9 @@ public struct Settings: Sendable, Equatable {
     public var record = RecordProfile()
     /// What comes up when, at start.
     public var startup = StartupSettings()
+    /// `update.confirm_seconds`: how long onair runs healthy in an update's new slot before
+    /// the slot is kept (A/B images; onair-update-deadline gives up 180 s after that).
+    public var updateConfirmSeconds = 120
     /// What the encoders sustain, and what to do about more.
     public var performance = PerformanceSettings()
     /// The record button.

@@ -77,6 +77,7 @@ struct StatusSnapshot {
     var cameraDriverDropped: Int?
     var cameraReopened: Int?
     var cameraCorrupt: Int? = nil
+    var update: UpdateStatus? = nil
     var lastError: String?
     var publish: Publisher.Status?
     /// The hottest thermal zone, when the board has one.
@@ -144,6 +145,7 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "camera_corrupt": cameraCorrupt,
+            "update": update.map { JSON.fields(["slot": $0.slot, "version": $0.version, "state": $0.state, "reason": $0.reason]) },
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),

@@ -1,0 +1,156 @@
+import Files
+import HTTP
+import Media
+import System
+
+/// What `onair update` was asked: a bundle's file or URL, and whether to reboot into it.
+public struct UpdateOptions: Equatable {
+    public var source: String
+    public var reboot = false
+    /// Where a downloaded bundle is kept while it installs (on the data partition).
+    public var directory = "/data/update"
+}
+
+/// `onair update FILE|URL [--reboot]`: a signed update bundle (`make bundle`) installed by
+/// RAUC into the root slot that is not running. RAUC checks the bundle's signature against
+/// the board's keyring and that it is for this board before it writes a byte, and each
+/// block against the signed hash tree as it copies (dm-verity); the running slot and the
+/// data partition are never written. The new slot boots once at the next reboot and stays
+/// only when onair confirms it healthy; otherwise the board comes back to this slot
+/// (image/rootfs/onair-slot-efi).
+enum Update {
+    static let usage = """
+    Usage: onair update FILE|URL [--reboot]
+
+    Installs a signed update bundle (make bundle BOARD=...) into the root slot this board
+    is not running, with RAUC: the signature and the board it is for are checked before
+    anything is written; the running system and the data partition are not touched. A URL
+    (http or https) is downloaded to /data/update first, at most 1 GiB.
+      --reboot   reboot into the new slot when it is installed (otherwise it boots at
+                 the next reboot)
+    The new slot is tried once: it stays only when onair has run healthy in it for
+    update.confirm_seconds; otherwise the board boots this slot again by itself.
+
+    """
+
+    /// The board's RAUC configuration: images of EFI boards have one.
+    static let systemConfiguration = "/etc/rauc/system.conf"
+    /// The largest bundle downloaded: a 768 MiB slot and its hash tree, with room.
+    static let largestBundle = 1 << 30
+
+    static func parse(_ words: [String]) throws -> Invocation {
+        if words.contains("--help") || words.contains("-h") { return .help(usage) }
+        var options: UpdateOptions?
+        var reboot = false
+        for word in words {
+            if word == "--reboot" { reboot = true; continue }
+            guard !word.hasPrefix("-"), options == nil else {
+                throw ConfigError.usage("update: unexpected '\(word)' (see 'onair update --help')")
+            }
+            options = UpdateOptions(source: word)
+        }
+        guard var options else { throw ConfigError.usage("update: expected a bundle's file or URL (see 'onair update --help')") }
+        options.reboot = reboot
+        return .update(options)
+    }
+
+    static func run(_ options: UpdateOptions) -> Int32 {
+        guard FileSystem.exists(systemConfiguration) else {
+            return fail("this system has no update slots (\(systemConfiguration) is missing: images of EFI boards have them)", status: 2)
+        }
+        var bundle = options.source
+        var downloaded: String?
+        if isURL(options.source) {
+            do { bundle = try download(options.source, into: options.directory) } catch { return fail("\(error)") }
+            downloaded = bundle
+        } else {
+            guard case .regular? = FileSystem.kind(bundle) else { return fail("\(bundle): not a regular file") }
+        }
+        defer { if let downloaded { try? Path.removeIfPresent(downloaded) } }
+        // RAUC's own lines: "NN% step" while it works, then LastError on failure.
+        var lastError: String?
+        var lastLine = ""
+        let status = ThisProcess.run(["rauc", "install", bundle]) { line in
+            let text = line.trimmingWhitespace()
+            if let progress = progress(text) {
+                say("\(progress.percent)% \(progress.step)")
+            } else if text.hasPrefix("LastError:") {
+                lastError = String(text.dropFirst("LastError:".count)).trimmingWhitespace()
+            } else if !text.isEmpty {
+                lastLine = text
+            }
+        }
+        guard status == 0 else {
+            return fail("\(bundle) was not installed: \(lastError ?? (status == nil ? "rauc could not be run" : lastLine))")
+        }
+        say("installed \(bundle) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
+        if options.reboot {
+            ThisProcess.syncFileSystems()
+            guard ThisProcess.runShell("systemctl reboot") == 0 else { return fail("systemctl reboot failed: reboot to boot the new slot") }
+        }
+        return 0
+    }
+
+    static func isURL(_ text: String) -> Bool { text.hasPrefix("http://") || text.hasPrefix("https://") }
+
+    /// "  45% Checking bundle" → (45, "Checking bundle"); nil for any other line.
+    static func progress(_ line: String) -> (percent: Int, step: String)? {
+        guard let mark = line.firstIndex(of: "%") else { return nil }
+        let number = line[..<mark]
+        guard (1...3).contains(number.count), number.allSatisfy(\.isASCIIDigitish), let percent = Int(number), percent <= 100 else { return nil }
+        return (percent, String(line[line.index(after: mark)...]).trimmingWhitespace())
+    }
+
+    /// The bundle at `url` into `directory`, at most `largestBundle` bytes; a transfer
+    /// slower than 8 KiB/s for 30 s is given up. Written as a .part file, renamed whole.
+    static func download(_ url: String, into directory: String, limit: Int = largestBundle) throws -> String {
+        if !FileSystem.isDirectory(directory) { try FileError.at(directory, "create") { try Path.makeDirectory(directory) } }
+        let path = directory + "/bundle.raucb"
+        let part = path + ".part"
+        let fd = try FileError.at(part, "create") { try FileDescriptor.open(part, .writeOnly, options: [.create, .truncate]) }
+        var written = 0, said = 0
+        var failure: Error?
+        var request = CurlClient.Request("GET", url)
+        request.followRedirects = true
+        request.lowSpeed = (8192, 30)
+        request.keep = limit
+        request.refuseLarger = true
+        request.sink = { bytes in
+            do { try fd.writeAll(bytes) } catch { failure = error; return false }
+            written += bytes.count
+            if written - said >= 16 << 20 { said = written; say("downloaded \(written >> 20) MiB") }
+            return true
+        }
+        defer { fd.close() }
+        do {
+            let response = try CurlClient().perform(request)
+            if let failure { throw failure }
+            guard response.isSuccess else { throw UpdateError("\(url): HTTP \(response.status)") }
+            try FileError.at(part, "sync") { try fd.sync() }
+            try FileError.at(part, "rename") { try Path.rename(part, to: path) }
+        } catch {
+            try? Path.removeIfPresent(part)
+            if let failure { throw UpdateError("\(part): \(failure)") }
+            if let curl = error as? CurlClient.Failure { throw UpdateError("\(url): \(curl)") }
+            throw error
+        }
+        say("downloaded \(url) (\(written) bytes)")
+        return path
+    }
+
+    /// A line on standard output, written at once (not held in stdio's buffer), so it
+    /// comes before a failure's line on standard error wherever both go.
+    private static func say(_ text: String) {
+        try? FileDescriptor.standardOutput.writeAll(Array("onair update: \(text)\n".utf8))
+    }
+
+    private static func fail(_ text: String, status: Int32 = 1) -> Int32 {
+        StandardError.write("onair update: \(text)\n")
+        return status
+    }
+}
+
+struct UpdateError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import TestSupport
+import Threading
+import Logging
+
+/// `onair update`: its command line, RAUC's progress lines, and the download of a bundle
+/// (bounded, streamed to a file, never left half where the install would read it). The
+/// install itself runs on the board's real RAUC in `make vm-test`.
+final class UpdateTests: XCTestCase {
+    func testTheCommandLine() throws {
+        XCTAssertEqual(try CommandLineParser.parse(["update", "/data/b.raucb"]), .update(UpdateOptions(source: "/data/b.raucb")))
+        XCTAssertEqual(try CommandLineParser.parse(["update", "--reboot", "http://h/b.raucb"]),
+                       .update(UpdateOptions(source: "http://h/b.raucb", reboot: true)))
+        guard case .help(let text) = try CommandLineParser.parse(["update", "--help"]) else { return XCTFail("no help") }
+        XCTAssertTrue(text.hasPrefix("Usage: onair update FILE|URL [--reboot]"))
+        for (words, message) in [([], "update: expected a bundle's file or URL (see 'onair update --help')"),
+                                 (["a", "b"], "update: unexpected 'b' (see 'onair update --help')"),
+                                 (["--now", "a"], "update: unexpected '--now' (see 'onair update --help')")] {
+            XCTAssertThrowsError(try CommandLineParser.parse(["update"] + words)) { XCTAssertEqual("\($0)", message) }
+        }
+    }
+
+    /// RAUC's CLI says "NN% step" while it installs; nothing else is taken for progress.
+    func testRAUCsProgressLines() {
+        XCTAssertEqual(Update.progress("0% Installing").map { "\($0.percent) \($0.step)" }, "0 Installing")
+        XCTAssertEqual(Update.progress("100% Installing done.").map { "\($0.percent) \($0.step)" }, "100 Installing done.")
+        for line in ["installing", "LastError: Failed verifying", "%", "101% x", "-5% x", "1234% x", "five% x", "99999999999999999999% x"] {
+            XCTAssertNil(Update.progress(line), line)
+        }
+    }
+
+    func testABundleIsDownloadedWholeOrNotAtAll() throws {
+        let body = (0..<1_500_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let server = try RecordingServer(reply: { request in
+            switch request.path {
+            case "/bundle.raucb": return .answer(200, headers: [:], body: body)
+            case "/missing.raucb": return .status(404)
+            default: return .reset
+            }
+        })
+        let directory = NSTemporaryDirectory() + "onair-update-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = "http://127.0.0.1:\(server.port)"
+
+        let path = try Update.download(url + "/bundle.raucb", into: directory)
+        XCTAssertEqual(path, directory + "/bundle.raucb")
+        XCTAssertEqual(FileManager.default.contents(atPath: path), Data(body))
+
+        XCTAssertThrowsError(try Update.download(url + "/bundle.raucb", into: directory, limit: 1 << 20)) {
+            XCTAssertEqual("\($0)", "\(url)/bundle.raucb: larger than 1 MiB")
+        }
+        XCTAssertThrowsError(try Update.download(url + "/missing.raucb", into: directory)) {
+            XCTAssertEqual("\($0)", "\(url)/missing.raucb: HTTP 404")
+        }
+        XCTAssertThrowsError(try Update.download(url + "/reset.raucb", into: directory))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), ["bundle.raucb"], "no .part left behind")
+    }
+}
+
+/// The slots as the boot loader's entries say, and the confirmation of an update's first boot.
+final class BootSlotsTests: XCTestCase {
+    func testTheBootedSlotAndItsState() {
+        let line = "initrd=\\a\\initrd.img root=PARTLABEL=onair-root-a rauc.slot=A ro quiet"
+        XCTAssertEqual(BootSlots.parse(commandLine: line, entries: ["onair-1-a.conf"]), BootSlots(booted: "A", trial: false, rolledBack: false))
+        // An update's first boot: systemd-boot took its one try (+1 → +0-1) before booting it.
+        XCTAssertEqual(BootSlots.parse(commandLine: "rauc.slot=B ro", entries: ["onair-1-a.conf", "onair-2-b+0-1.conf"]),
+                       BootSlots(booted: "B", trial: true, rolledBack: false))
+        // The try was used up without a confirmation: A boots again, and says so.
+        XCTAssertEqual(BootSlots.parse(commandLine: "rauc.slot=A\n", entries: ["onair-1-a.conf", "onair-2-b+0-1.conf"]),
+                       BootSlots(booted: "A", trial: false, rolledBack: true))
+        // Confirmed B, then A updated and confirmed: nothing rolled back.
+        XCTAssertEqual(BootSlots.parse(commandLine: "rauc.slot=A", entries: ["onair-3-a.conf", "onair-2-b.conf", "loader.conf"]),
+                       BootSlots(booted: "A", trial: false, rolledBack: false))
+        // An older bad entry is no news.
+        XCTAssertEqual(BootSlots.parse(commandLine: "rauc.slot=B", entries: ["onair-1-a+0.conf", "onair-2-b.conf"])?.rolledBack, false)
+        for (line, entries) in [("ro quiet", ["onair-1-a.conf"]), ("rauc.slot=C", ["onair-1-a.conf"]), ("rauc.slot=B", ["onair-1-a.conf"])] {
+            XCTAssertNil(BootSlots.parse(commandLine: line, entries: entries), line)
+        }
+    }
+
+    /// Entry names are read without trusting them: no number in one can trap.
+    func testEntryNames() {
+        XCTAssertEqual(BootSlots.Entry("onair-12-b+0-1.conf"), BootSlots.Entry(generation: 12, slot: "B", triesLeft: 0))
+        XCTAssertEqual(BootSlots.Entry("onair-7-a.conf"), BootSlots.Entry(generation: 7, slot: "A", triesLeft: nil))
+        for name in ["onair-99999999999999999999-a.conf", "onair-1-a+99999999999999999999.conf", "onair--a.conf", "onair-1-c.conf",
+                     "onair-1-a-3.conf", "onair-1-a+.conf", "onair-x-a.conf", "other.conf", "onair-1-a.conf.new", "onair-+1-a.conf"] {
+            XCTAssertNil(BootSlots.Entry(name), name)
+        }
+    }
+
+    func testWhatStatusSays() {
+        let back = UpdateStatus(BootSlots(booted: "A", trial: false, rolledBack: true), version: "0.1.0-x", reason: nil)
+        XCTAssertEqual(back.state, "rolled_back")
+        XCTAssertTrue(back.reason?.contains("did not come up") == true)
+        XCTAssertEqual(UpdateStatus(BootSlots(booted: "A", trial: false, rolledBack: true), version: nil, reason: "onair was not healthy").reason,
+                       "onair was not healthy")
+        XCTAssertNil(UpdateStatus(BootSlots(booted: "B", trial: true, rolledBack: false), version: nil, reason: "old news").reason)
+        XCTAssertEqual(UpdateStatus(BootSlots(booted: "B", trial: true, rolledBack: false), version: nil, reason: nil).state, "trial")
+    }
+
+    /// Health must hold without a break for the whole time; then the slot is marked good once.
+    func testTheSlotIsConfirmedAfterUnbrokenHealth() {
+        let checks = Locked(0), marks = Locked(0), marked = Completion()
+        let status = Locked(UpdateStatus(BootSlots(booted: "B", trial: true, rolledBack: false), version: nil, reason: nil))
+        // Healthy, then a failure at the third check, then healthy again.
+        let confirmation = SlotConfirmation(seconds: 1, status: status, healthy: {
+            checks.withLock { $0 += 1; return $0 != 3 }
+        }, markGood: { marks.withLock { $0 += 1 }; marked.signal(); return 0 }, log: .silent())
+        confirmation.start(interval: 0.2)
+        XCTAssertTrue(marked.wait(seconds: 30))
+        confirmation.stop()  // joined: what it did after marking is done
+        XCTAssertEqual(status.withLock { $0.state }, "confirmed")
+        XCTAssertEqual(marks.withLock { $0 }, 1)
+        XCTAssertGreaterThanOrEqual(checks.withLock { $0 }, 3 + 5, "the break at the third check started the second over")
+    }
+}
