@@ -81,9 +81,9 @@ enum Update {
             }
         }
         guard status == 0 else {
-            return fail("\(bundle) was not installed: \(lastError ?? (status == nil ? "rauc could not be run" : lastLine))")
+            return fail("\(options.source) was not installed: \(lastError ?? (status == nil ? "rauc could not be run" : lastLine))")
         }
-        say("installed \(bundle) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
+        say("installed \(options.source) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
         if options.reboot {
             ThisProcess.syncFileSystems()
             guard ThisProcess.runShell("systemctl reboot") == 0 else { return fail("systemctl reboot failed: reboot to boot the new slot") }
