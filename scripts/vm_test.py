@@ -8,7 +8,7 @@ guest reaches an nginx WebDAV origin on the host's loopback (10.0.2.2 from the g
 The publish URL is set the way a user sets it: by editing onair.conf on the image's FAT
 boot partition (mtools, no mounts).
 
-Scenarios, in three boots of the same disk, on a machine whose real-time clock says
+Scenarios, in seven boots of the same disk, on a machine whose real-time clock says
 2000-01-01 (-rtc base=2000-01-01) and that has no NTP server until the test starts one:
   boot 1: 1 the boot (systemd starts onair; status lines on the serial console; start-up
           times; clock=unsynced; on the board's LAN — a second NIC in a network namespace
@@ -31,6 +31,10 @@ Scenarios, in three boots of the same disk, on a machine whose real-time clock s
           through GadgetFS on dummy_hcd; uvcvideo binds to it) instead of vivid, sending
           broken pictures and unplugged mid-stream (scripts/vm_webcam.py reads its picture
           indices back from the stream).
+  boots 4-7: 9 updates (scripts/vm_update.py): signed bundles refused and installed with
+          the board's RAUC, the new slot booted on trial and confirmed by onair, a broken
+          build given up and the board back on its slot by itself (systemd-boot's boot
+          counting), the data partition's streams and recordings untouched.
 
 BOARD=rpi4 and BOARD=rpi5 boot a Raspberry Pi image's own kernel, initramfs and root file
 system on QEMU's aarch64 `virt` machine (TCG) instead of a Pi, and run boot 1's scenarios
@@ -62,6 +66,7 @@ import time
 import urllib.request
 
 import vm_virt
+import vm_update
 import vm_webcam
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,6 +129,12 @@ def copy_boot_file(image, name):
     return path
 
 
+def remove_boot_file(image, name):
+    """Deletes NAME from the FAT boot partition, if it is there."""
+    offset, _ = partitions(image)[0]
+    subprocess.run(["mdel", "-i", f"{image}@@{offset}", f"::{name}"], capture_output=True)
+
+
 def read_boot_file(image, name):
     offset, _ = partitions(image)[0]
     return run(["mtype", "-i", f"{image}@@{offset}", f"::{name}"]).stdout
@@ -131,7 +142,7 @@ def read_boot_file(image, name):
 
 def data_partition(image):
     """A copy of the data partition, for e2fsck and debugfs."""
-    offset, size = partitions(image)[2]
+    offset, size = partitions(image)[-1]  # the data partition is the last
     path = os.path.join(WORK, "data.ext4")
     run(["dd", f"if={image}", f"of={path}", "bs=1M", f"skip={offset // 1048576}", f"count={size // 1048576}", "status=none"])
     return path
@@ -256,7 +267,9 @@ def complete(stream):
 # --- the machine -----------------------------------------------------------------------
 
 class Machine:
-    def __init__(self, image, boot):
+    def __init__(self, image, boot, shell=False):
+        """Boot BOOT of IMAGE; SHELL: with the test's shell on a virtio serial port (the
+        qemu-x86_64 board runs it when test-shell.conf is on its FAT)."""
         self.console = os.path.join(WORK, f"console-{boot}.log")
         self.monitor_path = os.path.join(WORK, "monitor.sock")
         if os.path.exists(self.monitor_path):
@@ -275,6 +288,9 @@ class Machine:
             # monitor's screendump shows the first display.
             machine = ["qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/ovmf/OVMF.fd", "-vga", "none",
                        "-rtc", f"base={RTC_BASE}"]
+            if shell:
+                self.shell = vm_virt.Shell(os.path.join(WORK, "shell.sock"))
+                machine += self.shell.qemu_arguments()
         self.process = subprocess.Popen(machine + [
             "-accel", "tcg", "-smp", "2", "-m", "1536",
             "-drive", f"file={image},format=raw,if=virtio",
@@ -767,6 +783,10 @@ def main():
         machine.shutdown()
         machine = None
         check_webcam_journal(disk)
+
+        # Boots 4-7: updates, a confirmation and a rollback (scripts/vm_update.py).
+        if not VIRT:
+            vm_update.scenario(sys.modules[__name__], disk, origin, timings)
 
         check_data_partition(disk)
         return finish(timings)

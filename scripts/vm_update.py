@@ -1,0 +1,222 @@
+"""make vm-test, scenario 9: updates (issue 34) on the qemu-x86_64 image, with the board's
+real RAUC, systemd-boot's boot counting under OVMF and the image's own slots.
+
+Bundles are made here from the image's root file system (out/onair-BOARD.root.ext4) with
+image/bundle.sh and served from the test's origin: a newer build (its image.txt says
+another version), one whose onair cannot start, one signed by a key the board does not
+trust, and a corrupted one. On the board, through the test's shell:
+  boot 4  slot A; the untrusted and the corrupted bundle are refused and nothing changes;
+          the newer one installs into B, which becomes the slot tried next; reboot
+  boot 5  B runs, on trial, and onair confirms it after update.confirm_seconds; then the
+          broken build installs into A; reboot
+  boot 6  A cannot start onair: onair-update-deadline marks it bad and reboots
+  boot 7  B runs again by itself and says the update was rolled back, and why
+The streams and recordings on the data partition are byte-identical before and after.
+"""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+CONFIRM_SECONDS = 10
+# onair-update-deadline gives a trial slot update.confirm_seconds and 180 s more.
+DEADLINE_SECONDS = CONFIRM_SECONDS + 180
+
+
+def debugfs(image, commands):
+    subprocess.run(["debugfs", "-w", "-f", "-", image], input="\n".join(commands) + "\n", text=True,
+                   capture_output=True, check=True)
+
+
+def root_with(base, path, version_suffix, replace=None, work=None):
+    """A copy of the root file system BASE at PATH, its image.txt version suffixed; REPLACE:
+    (path in the root, file on the host) pairs written over."""
+    shutil.copyfile(base, path)
+    info = subprocess.run(["debugfs", "-R", "cat /usr/share/onair/image.txt", path], capture_output=True, text=True).stdout
+    info = re.sub(r"(?m)^version=(.*)$", lambda m: f"version={m.group(1)}-{version_suffix}", info)
+    host_info = os.path.join(work, f"image-{version_suffix}.txt")
+    with open(host_info, "w") as f:
+        f.write(info)
+    commands = ["rm /usr/share/onair/image.txt", f"write {host_info} /usr/share/onair/image.txt"]
+    for inside, host in replace or []:
+        commands += [f"rm {inside}", f"write {host} {inside}", f"sif {inside} mode 0100755"]
+    debugfs(path, commands)
+    return re.search(r"(?m)^version=(.*)$", info).group(1)
+
+
+def make_bundles(repo, work, origin_root, board, key, cert):
+    """The test's bundles under ORIGIN_ROOT/update/: {name: (url path, version)}."""
+    base = os.path.join(repo, "out", f"onair-{board}.root.ext4")
+    folder = os.path.join(origin_root, "update")
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o755)
+    made = {}
+
+    def bundle(name, rootfs, signing_key, signing_cert):
+        out = os.path.join(folder, f"{name}.raucb")
+        subprocess.run([os.path.join(repo, "image", "bundle.sh"), board, os.path.join(repo, "out"), signing_key, signing_cert,
+                        rootfs, out], check=True, capture_output=True, text=True)
+        os.chmod(out, 0o644)
+        return out
+
+    new_root = os.path.join(work, "root-new.ext4")
+    new_version = root_with(base, new_root, "vmtest-new", work=work)
+    bundle("new", new_root, key, cert)
+    made["new"] = ("/update/new.raucb", new_version)
+
+    broken_onair = os.path.join(work, "broken-onair")
+    with open(broken_onair, "w") as f:
+        f.write("#!/bin/sh\necho 'onair: this build cannot start' >&2\nexit 1\n")
+    broken_root = os.path.join(work, "root-broken.ext4")
+    made["broken"] = ("/update/broken.raucb",
+                      root_with(base, broken_root, "vmtest-broken", replace=[("/usr/bin/onair", broken_onair)], work=work))
+    bundle("broken", broken_root, key, cert)
+    os.unlink(broken_root)
+
+    other_key, other_cert = os.path.join(work, "other.key.pem"), os.path.join(work, "other.cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "30", "-subj", "/O=someone else/CN=not the board's key", "-keyout", other_key, "-out", other_cert],
+                   check=True, capture_output=True)
+    bundle("other-key", new_root, other_key, other_cert)
+    made["other-key"] = ("/update/other-key.raucb", new_version)
+    os.unlink(new_root)
+
+    # Corrupted in its payload (the image inside the SquashFS): its signature still holds,
+    # and dm-verity finds the changed blocks as RAUC reads them.
+    corrupt = os.path.join(folder, "corrupt.raucb")
+    shutil.copyfile(os.path.join(folder, "new.raucb"), corrupt)
+    with open(corrupt, "r+b") as f:
+        f.seek(os.path.getsize(corrupt) // 3)
+        f.write(b"\xff" * 65536)
+    made["corrupt"] = ("/update/corrupt.raucb", new_version)
+    return made
+
+
+def slots(shell):
+    """onair-slot-efi status on the board, as a dict."""
+    status, output = shell.run("/usr/lib/onair/onair-slot-efi status", timeout=30)
+    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line) if status == 0 else {"error": output[-300:]}
+
+
+def data_files(shell):
+    """Every stream and recording file on the data partition with its SHA-256."""
+    status, output = shell.run("cd /data && find streams recordings -type f -print0 2>/dev/null | sort -z | xargs -0r sha256sum",
+                               timeout=120)
+    return dict(reversed(line.split(None, 1)) for line in output.splitlines() if len(line.split(None, 1)) == 2)
+
+
+def install(shell, url, timeout=600):
+    started = time.monotonic()
+    status, output = shell.run(f"onair update {url}", timeout=timeout)
+    return status, output, time.monotonic() - started
+
+
+def reboot(machine, timeout=120):
+    """A reboot asked on the board: QEMU (-no-reboot) ends when the board resets."""
+    machine.shell.run("systemctl reboot", timeout=5)
+    try:
+        machine.process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        machine.power_cut()
+
+
+def scenario(t, disk, origin, timings):
+    """T: the vm_test module (its Machine, check, say, and helpers)."""
+    check, say = t.check, t.say
+    key = os.path.join(t.REPO, ".build", "update-key", "development.key.pem")
+    cert = os.path.join(t.REPO, ".build", "update-key", "development.cert.pem")
+    say("9 update: making the test's bundles")
+    started = time.monotonic()
+    bundles = make_bundles(t.REPO, t.WORK, origin.root, t.BOARD, key, cert)
+    timings["bundle size (MB)"] = round(os.path.getsize(os.path.join(origin.root, "update", "new.raucb")) / 1e6)
+    say(f"9 update: bundles made in {time.monotonic() - started:.0f} s: {bundles}")
+    url = {name: f"http://10.0.2.2:{t.ORIGIN_PORT}{path}" for name, (path, _) in bundles.items()}
+    t.remove_boot_file(disk, "test-uvc.conf")
+    t.write_boot_file(disk, "test-shell.conf", "")
+    conf = t.read_boot_file(disk, "onair.conf")
+    t.write_boot_file(disk, "onair.conf", conf + f"\n[update]\nconfirm_seconds = {CONFIRM_SECONDS}\n")
+
+    # Boot 4: slot A, as flashed.
+    machine = t.Machine(disk, 4, shell=True)
+    try:
+        ready = machine.wait_for(r"onair: deferred_start\.done[^\n]*", 420)
+        if not check("9 update: boot 4 comes up on slot A", ready and re.search(r"update\.slot slot=A [^\n]*state=confirmed", machine.text()),
+                     machine.text()[-1200:]):
+            return
+        before = data_files(machine.shell)
+        check("9 update: the data partition holds the earlier boots' streams and recordings", len(before) > 10, f"{len(before)} files")
+        flashed = slots(machine.shell)
+        for name, why in (("other-key", "signed by a key the board does not trust"), ("corrupt", "corrupted in its payload")):
+            status, output, _ = install(machine.shell, url[name])
+            after = slots(machine.shell)
+            check(f"9 update: a bundle {why} is refused with one line saying why, and the slots are as they were",
+                  status not in (0, None) and "onair update: " in output and after.get("primary") == "A"
+                  and after.get("slot.A.entry") == flashed.get("slot.A.entry") and after.get("booted") == "A",
+                  f"exit {status}: {output.strip()[-400:]} / {after}")
+        status, output, seconds = install(machine.shell, url["new"])
+        timings["bundle install (s)"] = round(seconds, 1)
+        after = slots(machine.shell)
+        if not check("9 update: the newer bundle installs into slot B, which boots next, once (onair-2-b+1.conf)",
+                     status == 0 and after.get("primary") == "B" and after.get("slot.B.entry") == "onair-2-b+1.conf",
+                     f"exit {status}: {output.strip()[-600:]} / {after}"):
+            return
+        reboot(machine)
+
+        # Boot 5: B on trial, confirmed by onair.
+        machine = t.Machine(disk, 5, shell=True)
+        trial = machine.wait_for(r"onair: update\.slot slot=B [^\n]*", 420)
+        check("9 update: the board reboots into slot B, on trial, running the new version",
+              trial and "state=trial" in trial.group(0) and bundles["new"][1] in trial.group(0), trial.group(0) if trial else machine.text()[-1200:])
+        confirmed = machine.wait_for(r"onair: update\.confirmed[^\n]*", CONFIRM_SECONDS + 120)
+        if confirmed:
+            timings["reboot to confirmed slot (s)"] = round(time.monotonic() - machine.started, 1)
+        after = slots(machine.shell)
+        check(f"9 update: onair confirms slot B after {CONFIRM_SECONDS} s healthy; it boots from now on (onair-2-b.conf)",
+              confirmed and after.get("slot.B.entry") == "onair-2-b.conf" and after.get("primary") == "B",
+              f"{confirmed.group(0) if confirmed else machine.text()[-800:]} / {after}")
+        status_json = t.http_json("/api/status").get("update") or {}
+        check("9 update: /api/status says slot B runs the new version, confirmed",
+              status_json.get("slot") == "B" and status_json.get("state") == "confirmed" and status_json.get("version") == bundles["new"][1],
+              str(status_json))
+        status, output, _ = install(machine.shell, url["broken"])
+        after = slots(machine.shell)
+        if not check("9 update: a build whose onair cannot start installs into slot A (onair-3-a+1.conf)",
+                     status == 0 and after.get("primary") == "A" and after.get("slot.A.entry") == "onair-3-a+1.conf",
+                     f"exit {status}: {output.strip()[-600:]} / {after}"):
+            return
+        reboot(machine)
+
+        # Boot 6: A cannot start onair; the deadline sends the board back.
+        machine = t.Machine(disk, 6, shell=True)
+        started = time.monotonic()
+        try:
+            machine.process.wait(timeout=DEADLINE_SECONDS + 300)
+        except subprocess.TimeoutExpired:
+            pass
+        gave_up = re.search(r"onair-update-deadline: [^\n]*back to the other slot", machine.text())
+        check("9 update: in slot A onair cannot start; the board gives the slot up and reboots by itself",
+              machine.process.poll() is not None and gave_up, (gave_up.group(0) if gave_up else machine.text()[-1200:]))
+        timings["broken slot given up after (s)"] = round(time.monotonic() - started, 1)
+        if machine.process.poll() is None:
+            machine.power_cut()
+
+        # Boot 7: B again, saying so.
+        machine = t.Machine(disk, 7, shell=True)
+        back = machine.wait_for(r"onair: update\.slot slot=B [^\n]*", 420)
+        check("9 update: the board comes back to slot B by itself and says the update was rolled back, and why",
+              back and "state=rolled_back" in back.group(0) and "not confirmed" in back.group(0),
+              back.group(0) if back else machine.text()[-1200:])
+        machine.wait_for(r"onair: deferred_start\.done[^\n]*", 120)
+        status_json = t.http_json("/api/status").get("update") or {}
+        check("9 update: /api/status says so too", status_json.get("state") == "rolled_back" and status_json.get("reason"), str(status_json))
+        after = data_files(machine.shell)
+        changed = sorted(name for name in before if after.get(name) != before[name])
+        check("9 update: the streams and recordings on the data partition are byte-identical through updates and a rollback",
+              before and not changed, f"{len(before)} files, changed or gone: {changed[:5]}")
+        machine.shutdown()
+        machine = None
+    finally:
+        if machine is not None:
+            machine.power_cut()
+        t.remove_boot_file(disk, "test-shell.conf")
