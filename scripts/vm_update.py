@@ -112,6 +112,16 @@ def install(shell, url, timeout=600):
     return status, output, time.monotonic() - started
 
 
+def install_into(check, shell, url, slot, entry, what):
+    """Installs the bundle at URL and checks it went into SLOT, which boots next, once
+    (its entry ENTRY). Returns (passed, seconds the download and install took)."""
+    status, output, seconds = install(shell, url)
+    after = slots(shell)
+    return check(f"9 update: {what} installs into slot {slot}, which boots next, once ({entry})",
+                 status == 0 and after.get("primary") == slot and after.get(f"slot.{slot}.entry") == entry,
+                 f"exit {status}: {output.strip()[-600:]} / {after}"), seconds
+
+
 def reboot(machine, timeout=120):
     """A reboot asked on the board: QEMU (-no-reboot) ends when the board resets."""
     machine.shell.run("systemctl reboot", timeout=5)
@@ -154,12 +164,9 @@ def scenario(t, disk, origin, timings):
                   status not in (0, None) and "onair update: " in output and after.get("primary") == "A"
                   and after.get("slot.A.entry") == flashed.get("slot.A.entry") and after.get("booted") == "A",
                   f"exit {status}: {output.strip()[-400:]} / {after}")
-        status, output, seconds = install(machine.shell, url["new"])
-        timings["bundle install (s)"] = round(seconds, 1)
-        after = slots(machine.shell)
-        if not check("9 update: the newer bundle installs into slot B, which boots next, once (onair-2-b+1.conf)",
-                     status == 0 and after.get("primary") == "B" and after.get("slot.B.entry") == "onair-2-b+1.conf",
-                     f"exit {status}: {output.strip()[-600:]} / {after}"):
+        installed, seconds = install_into(check, machine.shell, url["new"], "B", "onair-2-b+1.conf", "the newer bundle")
+        timings["bundle download and install (s)"] = round(seconds, 1)
+        if not installed:
             return
         reboot(machine)
 
@@ -179,11 +186,7 @@ def scenario(t, disk, origin, timings):
         check("9 update: /api/status says slot B runs the new version, confirmed",
               status_json.get("slot") == "B" and status_json.get("state") == "confirmed" and status_json.get("version") == bundles["new"][1],
               str(status_json))
-        status, output, _ = install(machine.shell, url["broken"])
-        after = slots(machine.shell)
-        if not check("9 update: a build whose onair cannot start installs into slot A (onair-3-a+1.conf)",
-                     status == 0 and after.get("primary") == "A" and after.get("slot.A.entry") == "onair-3-a+1.conf",
-                     f"exit {status}: {output.strip()[-600:]} / {after}"):
+        if not install_into(check, machine.shell, url["broken"], "A", "onair-3-a+1.conf", "a build whose onair cannot start")[0]:
             return
         reboot(machine)
 
