@@ -92,8 +92,7 @@ final class SlotWatch: Sendable {
     private let confirmation: SlotConfirmation?
 
     init(_ slots: BootSlots, dataDirectory: String, confirmSeconds: Int, healthy: @escaping @Sendable () -> Bool, log: Log) {
-        let info = FileSystem.readText(VersionReport.imageFile, limit: 4096) ?? ""
-        let version = info.split(separator: "\n").first { $0.hasPrefix("version=") }.map { String($0.dropFirst("version=".count)) }
+        let version = VersionReport.imageFields(FileSystem.readText(VersionReport.imageFile, limit: 4096) ?? "")["version"]
         let reasonPath = dataDirectory + "/update/" + UpdateStatus.reasonFile
         let reason = FileSystem.readText(reasonPath, limit: 4096)?.trimmingWhitespace()
         let status = UpdateStatus(slots, version: version, reason: reason.flatMap { $0.isEmpty ? nil : $0 })

@@ -29,15 +29,21 @@ enum VersionReport {
     /// What `make image` wrote about the image onair runs from (image/manifest.sh).
     static let imageFile = "/usr/share/onair/image.txt"
 
-    /// `image: board …, Debian … packages as of …, kernel …`, and the kernel running when it
-    /// is another (a board booted from a kernel outside the image); nil off an onair image.
-    static func imageLine(_ text: String?, running: String?) -> String? {
-        guard let text else { return nil }
+    /// image.txt's `key=value` lines.
+    static func imageFields(_ text: String) -> [String: String] {
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
             if parts.count == 2 { fields[String(parts[0])] = parts[1].trimmingWhitespace() }
         }
+        return fields
+    }
+
+    /// `image: board …, Debian … packages as of …, kernel …`, and the kernel running when it
+    /// is another (a board booted from a kernel outside the image); nil off an onair image.
+    static func imageLine(_ text: String?, running: String?) -> String? {
+        guard let text else { return nil }
+        let fields = imageFields(text)
         guard let board = fields["board"], let archive = fields["archive"] else { return nil }
         var line = "image: board \(board), Debian \(fields["suite"] ?? "") packages as of \(archive) (with its updates and security archive)"
         if let kernel = fields["kernel"] {
