@@ -102,37 +102,29 @@ enum Update {
     }
 
     /// The bundle at `url` into `directory`, at most `largestBundle` bytes; a transfer
-    /// slower than 8 KiB/s for 30 s is given up. Written as a .part file, renamed whole.
+    /// slower than 8 KiB/s for 30 s is given up. Written whole or not at all (AtomicFile).
     static func download(_ url: String, into directory: String, limit: Int = largestBundle) throws -> String {
-        if !FileSystem.isDirectory(directory) { try FileError.at(directory, "create") { try Path.makeDirectory(directory) } }
+        try AtomicFile.makeDirectories(directory)
         let path = directory + "/bundle.raucb"
-        let part = path + ".part"
-        let fd = try FileError.at(part, "create") { try FileDescriptor.open(part, .writeOnly, options: [.create, .truncate]) }
         var written = 0, said = 0
-        var failure: Error?
-        var request = CurlClient.Request("GET", url)
-        request.followRedirects = true
-        request.lowSpeed = (8192, 30)
-        request.keep = limit
-        request.refuseLarger = true
-        request.sink = { bytes in
-            do { try fd.writeAll(bytes) } catch { failure = error; return false }
-            written += bytes.count
-            if written - said >= 16 << 20 { said = written; say("downloaded \(written >> 20) MiB") }
-            return true
-        }
-        defer { fd.close() }
-        do {
-            let response = try CurlClient().perform(request)
-            if let failure { throw failure }
+        try AtomicFile.write(to: path) { fd, temporary in
+            var failure: Error?
+            var request = CurlClient.Request("GET", url)
+            request.followRedirects = true
+            request.lowSpeed = (8192, 30)
+            request.keep = limit
+            request.refuseLarger = true
+            request.sink = { bytes in
+                do { try AtomicFile.writeAll(fd, bytes, path: temporary) } catch { failure = error; return false }
+                written += bytes.count
+                if written - said >= 16 << 20 { said = written; say("downloaded \(written >> 20) MiB") }
+                return true
+            }
+            let response: CurlClient.Response
+            do { response = try CurlClient().perform(request) } catch {
+                throw failure ?? UpdateError("\(url): \(error)")
+            }
             guard response.isSuccess else { throw UpdateError("\(url): HTTP \(response.status)") }
-            try FileError.at(part, "sync") { try fd.sync() }
-            try FileError.at(part, "rename") { try Path.rename(part, to: path) }
-        } catch {
-            try? Path.removeIfPresent(part)
-            if let failure { throw UpdateError("\(part): \(failure)") }
-            if let curl = error as? CurlClient.Failure { throw UpdateError("\(url): \(curl)") }
-            throw error
         }
         say("downloaded \(url) (\(written) bytes)")
         return path
