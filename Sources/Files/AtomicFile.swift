@@ -48,23 +48,48 @@ public enum AtomicFile {
     /// The same for content written piece by piece: `body` writes into the temporary
     /// file (its descriptor and path are given), and the rest is as above.
     public static func write(to path: String, permissions: UInt32 = 0o644, _ body: (FileDescriptor, String) throws -> Void) throws {
-        let directory = self.directory(of: path)
-        let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = directory + "/" + StreamLayout.temporary(name)
-        let fd = try FileError.at(temporary, "create") { try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate], permissions: permissions) }
-        var ok = false
-        defer { if !ok { try? Path.unlink(temporary) } }
-        do {
-            try body(fd, temporary)
-            try FileError.at(temporary, "fsync") { try fd.sync() }
-        } catch {
-            fd.close()
-            throw error
+        let pending = try Pending(path, permissions: permissions)
+        try body(pending.fd, pending.temporary)
+        try pending.commit()
+    }
+
+    /// A file being written whose pieces come over time (an upload, between a server's
+    /// callbacks): in a temporary file beside `path` until `commit` puts it there whole;
+    /// dropped without a commit, it leaves nothing behind.
+    public final class Pending {
+        public let path: String
+        public let temporary: String
+        public let fd: FileDescriptor
+        private var done = false
+
+        public init(_ path: String, permissions: UInt32 = 0o644) throws {
+            self.path = path
+            let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+            temporary = AtomicFile.directory(of: path) + "/" + StreamLayout.temporary(name)
+            let temporary = self.temporary
+            fd = try FileError.at(temporary, "create") { try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate], permissions: permissions) }
         }
-        fd.close()
-        try FileError.at(path, "rename to") { try Path.rename(temporary, to: path) }
-        ok = true
-        try syncDirectory(directory)
+
+        public func write(_ raw: UnsafeRawBufferPointer) throws { try AtomicFile.writeAll(fd, raw, path: temporary) }
+
+        /// Synced, renamed over `path`, the directory synced: there whole, or (thrown) not at all.
+        public func commit() throws {
+            precondition(!done, "a pending file is committed once")
+            done = true
+            var ok = false
+            defer { if !ok { try? Path.unlink(temporary) } }
+            do { try FileError.at(temporary, "fsync") { try fd.sync() } } catch { fd.close(); throw error }
+            fd.close()
+            try FileError.at(path, "rename to") { try Path.rename(temporary, to: path) }
+            ok = true
+            try AtomicFile.syncDirectory(AtomicFile.directory(of: path))
+        }
+
+        deinit {
+            guard !done else { return }
+            fd.close()
+            try? Path.unlink(temporary)
+        }
     }
 
     /// The directory a path is in ("." for a bare name).

@@ -1,9 +1,11 @@
 import CMicroHTTPD
 
 /// Requests that carry a body to someone else's handler: WHEP's offers (`POST /whep`),
-/// and the session resource's `DELETE`, `OPTIONS` and `PATCH`. The body is read into
-/// memory up to the route's bound (an SDP offer is a few KB); a longer one is refused
-/// with 413 before it is read, from its Content-Length, or once it passes the bound.
+/// and the session resource's `DELETE`, `OPTIONS` and `PATCH`; ONVIF's SOAP; an update
+/// bundle (`POST /api/update`). A small body is read into memory up to the route's bound
+/// (an SDP offer is a few KB); a large one is handed on piece by piece as it comes (a
+/// `BodyStream`: a bundle is a hundred MB, never held). A body longer than the bound is
+/// refused with 413 before it is read, from its Content-Length, or once it passes it.
 extension WebServer {
     public struct BodyRequest: Sendable {
         public var method: String
@@ -18,6 +20,8 @@ extension WebServer {
         public var host: String?
         /// The port the web server listens on.
         public var port: UInt16
+        /// The URL's arguments (`?reboot=1`).
+        public var arguments: [String: String] = [:]
     }
 
     public struct BodyReply: Sendable {
@@ -31,17 +35,47 @@ extension WebServer {
         }
     }
 
+    /// A body taken piece by piece as it comes. `write` takes each piece (false: the
+    /// rest is read and thrown away, and `finish` says why); `finish` answers once the
+    /// whole body is in. Dropped without `finish` (the client went away, the body grew
+    /// past the bound), it must leave nothing behind.
+    public final class BodyStream: @unchecked Sendable {
+        let write: (UnsafeRawBufferPointer) -> Bool
+        let finish: () -> BodyReply
+        public init(write: @escaping (UnsafeRawBufferPointer) -> Bool, finish: @escaping () -> BodyReply) {
+            self.write = write
+            self.finish = finish
+        }
+    }
+
+    public enum StreamStart {
+        case take(BodyStream)
+        case refuse(BodyReply)
+    }
+
     public struct BodyRoute: Sendable {
         /// `/whep`: the route takes it and every path below it.
         public var prefix: String
         public var maximumBody: Int
         public var methods: [String]
+        /// Only with the operator's bearer token (`server.token`), checked at the head.
+        public var operatorOnly = false
         public var handle: @Sendable (BodyRequest) -> BodyReply
+        /// A body handed on as it comes: given the request's head (an empty body).
+        public var stream: (@Sendable (BodyRequest) -> StreamStart)?
+
         public init(prefix: String, maximumBody: Int, methods: [String], handle: @escaping @Sendable (BodyRequest) -> BodyReply) {
             self.prefix = prefix
             self.maximumBody = maximumBody
             self.methods = methods
             self.handle = handle
+        }
+
+        public init(prefix: String, maximumBody: Int, methods: [String], operatorOnly: Bool,
+                    stream: @escaping @Sendable (BodyRequest) -> StreamStart) {
+            self.init(prefix: prefix, maximumBody: maximumBody, methods: methods) { _ in BodyReply(status: 500) }
+            self.operatorOnly = operatorOnly
+            self.stream = stream
         }
 
         func takes(_ url: String) -> Bool { url == prefix || url.hasPrefix(prefix + "/") }
@@ -52,6 +86,10 @@ extension WebServer {
         let route: BodyRoute
         var body: [UInt8] = []
         var tooLarge = false
+        /// A streamed body's taker (nil once the body grew too large: dropped, it cleans up).
+        var stream: BodyStream?
+        var received = 0
+        var writing = true
         init(route: BodyRoute) { self.route = route }
     }
 
@@ -64,7 +102,7 @@ extension WebServer {
 
     /// At the head: the route's upload, or the refusal it gets at once; nil when no route
     /// takes `url`.
-    func bodyRoute(_ url: String, method: String, header: (String) -> String?) -> BodyHead? {
+    func bodyRoute(_ url: String, method: String, header: (String) -> String?, connection: OpaquePointer) -> BodyHead? {
         guard let route = bodyRoutes.first(where: { $0.takes(url) }) else { return nil }
         guard route.methods.contains(method) else {
             return .refuse(Reply(status: 405, body: .bytes(Array("method not allowed\n".utf8)),
@@ -74,15 +112,29 @@ extension WebServer {
             return .refuse(Reply(status: 413, body: .bytes(Array("a body of at most \(route.maximumBody) bytes\n".utf8)),
                                  headers: [("Content-Type", "text/plain")]))
         }
-        return .take(Upload(route: route))
+        if route.operatorOnly, let refusal = operatorRefusal(header) { return .refuse(refusal) }
+        let upload = Upload(route: route)
+        if let start = route.stream {
+            switch start(request(route, url: url, method: method, body: [], connection: connection)) {
+            case .take(let stream): upload.stream = stream
+            case .refuse(let answer): return .refuse(Reply(status: answer.status, body: .bytes(answer.body), headers: answer.headers))
+            }
+        }
+        return .take(upload)
     }
 
     /// A piece of the body: kept while it fits the route's bound.
     func receive(_ upload: Upload, data: UnsafePointer<CChar>?, size: Int) {
         guard let data, size > 0, !upload.tooLarge else { return }
-        guard upload.body.count + size <= upload.route.maximumBody else {
+        guard upload.received <= upload.route.maximumBody - size else {
             upload.tooLarge = true
             upload.body = []
+            upload.stream = nil
+            return
+        }
+        upload.received += size
+        if let stream = upload.stream {
+            if upload.writing { upload.writing = stream.write(UnsafeRawBufferPointer(start: data, count: size)) }
             return
         }
         data.withMemoryRebound(to: UInt8.self, capacity: size) { upload.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size)) }
@@ -94,11 +146,14 @@ extension WebServer {
             return Reply(status: 413, body: .bytes(Array("a body of at most \(upload.route.maximumBody) bytes\n".utf8)),
                          headers: [("Content-Type", "text/plain")])
         }
-        let client = clientAddress(connection)
-        let header = headerReader(connection)
-        let request = BodyRequest(method: method, path: String(url.dropFirst(upload.route.prefix.count)),
-                                  contentType: header("Content-Type"), body: upload.body, client: client, host: header("Host"), port: port)
-        let answer = upload.route.handle(request)
+        let answer = upload.stream?.finish()
+            ?? upload.route.handle(request(upload.route, url: url, method: method, body: upload.body, connection: connection))
         return Reply(status: answer.status, body: .bytes(answer.body), headers: answer.headers)
+    }
+
+    private func request(_ route: BodyRoute, url: String, method: String, body: [UInt8], connection: OpaquePointer) -> BodyRequest {
+        let header = headerReader(connection)
+        return BodyRequest(method: method, path: String(url.dropFirst(route.prefix.count)), contentType: header("Content-Type"),
+                           body: body, client: clientAddress(connection), host: header("Host"), port: port, arguments: arguments(connection))
     }
 }

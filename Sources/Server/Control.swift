@@ -13,15 +13,25 @@ extension WebServer {
             return api[url] != nil || downloads[url] != nil || url.hasPrefix(StreamLayout.streamsURL) ? Reply(status: 405, body: .bytes([]), headers: [("Allow", "GET, HEAD")])
                 : text(404, "not found")
         }
+        if let refusal = operatorRefusal(header) { return refusal }
+        if header("Transfer-Encoding") != nil || (header("Content-Length").map { $0 != "0" } ?? false) {
+            return text(413, "control requests take no body")
+        }
+        return nil
+    }
+
+    /// Why a call for the operator is refused, if it is: no token configured (403), a
+    /// wrong or missing one (401).
+    func operatorRefusal(_ header: (String) -> String?) -> Reply? {
+        let text = { (status: UInt32, message: String) in
+            Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
+        }
         guard let token, !token.isEmpty else { return text(403, "control is off: set server.token to enable it") }
         let given = header("Authorization") ?? ""
         guard AccessList.constantTimeEqual(Array(given.utf8), Array("Bearer \(token)".utf8)) else {
             var reply = text(401, "a bearer token is required")
             reply.headers.append(("WWW-Authenticate", "Bearer"))
             return reply
-        }
-        if header("Transfer-Encoding") != nil || (header("Content-Length").map { $0 != "0" } ?? false) {
-            return text(413, "control requests take no body")
         }
         return nil
     }

@@ -267,7 +267,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                 state.pointee = nil
                 return server.send(refusal, on: connection)
             }
-            switch server.bodyRoute(String(cString: url!), method: method, header: server.headerReader(connection)) {
+            switch server.bodyRoute(String(cString: url!), method: method, header: server.headerReader(connection), connection: connection) {
             case .take(let upload)?:
                 state.pointee = Unmanaged<AnyObject>.passRetained(upload).toOpaque()
                 return .YES

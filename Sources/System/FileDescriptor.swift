@@ -165,6 +165,10 @@ public final class FileDescriptor: Sendable {
     @discardableResult
     public func seek(to offset: Int64) throws -> Int64 { Int64(try once { lseek(rawValue, off_t(offset), SEEK_SET) }) }
 
+    /// How long the file or block device is: lseek(2) to its end (st_size is 0 for a
+    /// block device).
+    public func length() throws -> Int64 { Int64(try once { lseek(rawValue, 0, SEEK_END) }) }
+
     /// flock(2) LOCK_EX: waits until this process holds the file's advisory lock, which
     /// goes with the descriptor's close.
     public func lockExclusively() throws { _ = try retrying { flock(rawValue, LOCK_EX) } }

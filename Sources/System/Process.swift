@@ -97,6 +97,11 @@ public enum ThisProcess {
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, amount)
     }
 
+    /// Whether process `pid` is still there (kill(2) with no signal; EPERM: there, not ours).
+    public static func exists(_ pid: Int32) -> Bool {
+        pid > 0 && (kill(pid, 0) == 0 || Errno.current == .notPermitted)
+    }
+
     /// Runs `command` with /bin/sh and waits for it: its exit status, or nil when it could
     /// not start or was killed (posix_spawn(3): no fork of a process with threads running).
     @discardableResult
