@@ -273,6 +273,7 @@ public enum ConfigFile {
         "button.min_hold_ms": { $0.button.minimumHoldMs = try integer($1, 0...60_000) },
         "button.min_interval_ms": { $0.button.minimumIntervalMs = try integer($1, 0...10_000) },
         "update.confirm_seconds": { $0.updateConfirmSeconds = try integer($1, 10...3600) },
+        "update.reboot": { $0.updateReboot = try choice($1, Settings.UpdateReboot.self) },
         "button.long_press_s": { $0.button.longPressSeconds = Double(try milliseconds($1, 0...60_000)) / 1000 },
         "button.long_press": { $0.button.longPress = try choice($1, ButtonSettings.LongPress.self) },
         "button.shutdown_command": { $0.button.shutdownCommand = $1 },

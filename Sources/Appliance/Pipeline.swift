@@ -55,6 +55,8 @@ final class Pipeline: Sendable {
     private let snapshots: Snapshots?
     /// The root slot (A/B images) and an update's confirmation (UpdateSlots.swift).
     let update = Locked<SlotWatch?>(nil)
+    /// `POST /api/update`, and what the console and /api/status say of installs.
+    let updates: UpdateService
     let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
@@ -87,6 +89,7 @@ final class Pipeline: Sendable {
         webrtc = Self.openWebRTC(settings, log: log)
         rtsp = Self.openRTSP(settings, access: access, log: log)
         onvif = ONVIFSetup.service(settings, rtspPort: rtsp?.port, snapshots: snapshots != nil, clock: clock, access: access, log: log)
+        updates = UpdateService(.init(directory: settings.dataDirectory + "/update", reboot: settings.updateReboot), log: log)
         let realTime: [RealTimeOutput] = [webrtc as RealTimeOutput?, rtsp].compactMap { $0 }
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
                                    liveEdge: liveEdge, realTime: realTime, log: log)
@@ -224,7 +227,7 @@ final class Pipeline: Sendable {
         let server = try WebServer(listen: listen, root: settings.dataDirectory, api: api, control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, bodyRoutes: (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
+           liveEdge: liveEdge, bodyRoutes: [updates.route] + (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
            whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName,
            access: access, log: log)
         // Say what is bound: one address, or every interface.
@@ -279,49 +282,6 @@ final class Pipeline: Sendable {
         }
     }
 
-    /// `POST /whep`, `DELETE /whep/session/<id>`, … on the web server.
-    private static func whep(_ webrtc: WebRTCServer) -> WebServer.BodyRoute {
-        WebServer.BodyRoute(prefix: WHEPResource.prefix, maximumBody: WHEPResource.maximumOffer, methods: WHEPResource.methods) { request in
-            let reply = WHEPResource.respond(method: request.method, path: request.path, contentType: request.contentType,
-                                             body: request.body, client: request.client, server: webrtc)
-            return WebServer.BodyReply(status: reply.status, headers: reply.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-                                       body: reply.body)
-        }
-    }
-
-    /// `POST /api/forget?stream=ID`: the owner deleted a published stream at the
-    /// destination; the board's streams.json stops listing it (and it is not published
-    /// again). The stream being recorded is refused (409): its owner stops it first, so
-    /// a forget never pulls the ground from under the live output.
-    static func forget(publisher: Publisher?, live: @escaping @Sendable () -> String?, log: Log) -> WebServer.Control {
-        { argument in
-            guard let publisher else { throw WebServer.ControlRefusal(409, "this board publishes nowhere (publish.url is not set)") }
-            guard let id = argument("stream"), !id.isEmpty else { throw WebServer.ControlRefusal(400, "stream=ID is required") }
-            guard id != live() else {
-                throw WebServer.ControlRefusal(409, "\(id) is being recorded now: stop it first (POST /api/record/stop), then forget it")
-            }
-            do { try publisher.forgetPublished(id) } catch { throw WebServer.ControlRefusal(404, "\(error)") }
-            log(.streamForgotten, ("id", id), ("source", "api"))
-            return JSON.fields(["forgotten": id]).bytes
-        }
-    }
-
-    /// `GET /api/export`: a stored stream, or part of it, as one progressive MP4.
-    static func export(root: String, log: Log) -> WebServer.Download {
-        WebServer.Download { argument in
-            do {
-                let made = try StreamExport.make(root: root, try ExportRequest(arguments: argument))
-                log(.exportStarted, ("name", made.name), ("segments", made.segments), ("bytes", made.file.size))
-                return .file(made.file, name: made.name, contentType: "video/mp4")
-            } catch let error as ExportError {
-                return .refused(error.status, error.description)
-            } catch {
-                log(.exportFailed, level: .error, ("error", "\(error)"))
-                return .refused(500, "\(error)")
-            }
-        }
-    }
-
     /// The /status plots: a sample every five seconds (a task on the control scheduler).
     private func startHistory() {
         var last = (frames: session.framesIn, at: scheduler.clock.now())
@@ -332,7 +292,9 @@ final class Pipeline: Sendable {
             history.add(.init(seconds: state.uptimeSeconds, fps: fps, temperatureC: state.temperatureC,
                               bitsPerSecond: state.liveBitsPerSecond, queue: state.publish?.pendingSegments ?? 0))
         }
-        tasks.withLock { $0.append(sampler) }
+        let (updates, session) = (self.updates, self.session)
+        let installs = scheduler.every(1, "update") { _ in updates.check(idle: ![.recording, .finishing].contains(session.state)) }
+        tasks.withLock { $0 += [sampler, installs] }
     }
 
     /// Everything there is to know, now.
@@ -348,7 +310,7 @@ final class Pipeline: Sendable {
             streamsEnded: session.streamsEnded, recordings: finished.filter { !$0.recording }.count,
             recordingBytes: finished.filter { !$0.recording }.reduce(0) { $0 + $1.bytes },
             recordingNowBytes: finished.last(where: \.recording)?.bytes, cameraFrames: camera?.frames,
-            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, cameraCorrupt: camera?.corruptBuffers, update: update.withLock { $0?.status.withLock { $0 } }, lastError: counts.lastError,
+            cameraDriverDropped: camera?.driverDropped, cameraReopened: camera?.reopened, cameraCorrupt: camera?.corruptBuffers, update: update.withLock { $0?.status.withLock { $0 } }, install: updates.install, lastError: counts.lastError,
             publish: publisher?.status, temperatureC: counts.temperatureC, clock: clockWatch.reading, device: settings.deviceName,
             ladder: ladder, webrtc: webrtc.map {
                 StatusSnapshot.WebRTCStatus(port: $0.port, fingerprint: $0.certificate.sdpFingerprint, maxViewers: settings.webrtcViewers,
@@ -392,6 +354,7 @@ final class Pipeline: Sendable {
         rtsp?.stop()
         discovery.withLock { $0?.stop() }
         update.withLock { $0?.stop() }
+        updates.stop()
         return session.error
     }
 

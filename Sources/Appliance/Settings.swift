@@ -112,6 +112,11 @@ public struct Settings: Sendable, Equatable {
     /// `update.confirm_seconds`: how long onair runs healthy in an update's new slot before
     /// the slot is kept (A/B images; onair-update-deadline gives up 180 s after that).
     public var updateConfirmSeconds = 120
+    /// `update.reboot`: after an install, reboot into the new slot only when told to
+    /// (`never`: `--reboot`, `?reboot=1`, or the next reboot), or at the first moment
+    /// nothing is live or recording (`idle`).
+    public var updateReboot = UpdateReboot.never
+    public enum UpdateReboot: String, Sendable, CaseIterable { case never, idle }
     /// What the encoders sustain, and what to do about more.
     public var performance = PerformanceSettings()
     /// The record button.

@@ -78,6 +78,8 @@ struct StatusSnapshot {
     var cameraReopened: Int?
     var cameraCorrupt: Int? = nil
     var update: UpdateStatus? = nil
+    /// A bundle's install, running or the last one since boot.
+    var install: InstallState? = nil
     var lastError: String?
     var publish: Publisher.Status?
     /// The hottest thermal zone, when the board has one.
@@ -145,7 +147,10 @@ struct StatusSnapshot {
             "streams_ended": streamsEnded, "recording_bytes": recordingBytes, "recording_now_bytes": recordingNowBytes,
             "camera_frames": cameraFrames, "camera_driver_dropped": cameraDriverDropped, "camera_reopened": cameraReopened,
             "camera_corrupt": cameraCorrupt,
-            "update": update.map { JSON.fields(["slot": $0.slot, "version": $0.version, "state": $0.state, "reason": $0.reason]) },
+            "update": update == nil && install == nil ? nil
+                : JSON.fields(["slot": update?.slot, "version": update?.version, "state": update?.state, "reason": update?.reason,
+                               "install": install.map { JSON.fields(["phase": $0.phase.rawValue, "source": $0.source, "percent": $0.percent,
+                                                                     "step": $0.step, "bytes": $0.bytes, "error": $0.error]) }]),
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),

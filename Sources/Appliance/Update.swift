@@ -9,6 +9,8 @@ public struct UpdateOptions: Equatable {
     public var reboot = false
     /// Where a downloaded bundle is kept while it installs (on the data partition).
     public var directory = "/data/update"
+    /// Where the install's state is kept for the appliance to show (InstallState).
+    public var stateFile = InstallState.defaultPath
 }
 
 /// `onair update FILE|URL [--reboot]`: a signed update bundle (`make bundle`) installed by
@@ -58,31 +60,33 @@ enum Update {
         guard FileSystem.exists(systemConfiguration) else {
             return fail("this system has no update slots (\(systemConfiguration) is missing: images of EFI boards have them)", status: 2)
         }
+        if let busy = InstallReport.busy(at: options.stateFile) { return fail("\(options.source) was not installed: \(busy)") }
         var bundle = options.source
         var downloaded: String?
+        let report = InstallReport(path: options.stateFile, InstallState(isURL(bundle) ? .downloading : .installing, source: options.source))
+        let failed = { (reason: String) -> Int32 in
+            report.update { $0.phase = .failed; $0.error = reason }
+            return fail(reason)
+        }
         if isURL(options.source) {
-            do { bundle = try download(options.source, into: options.directory) } catch { return fail("\(error)") }
+            do {
+                bundle = try download(options.source, into: options.directory) { bytes in report.update { $0.bytes = bytes } }
+            } catch { return failed("\(error)") }
             downloaded = bundle
+            report.update { $0.phase = .installing }
         } else {
-            guard case .regular? = FileSystem.kind(bundle) else { return fail("\(bundle): not a regular file") }
+            guard case .regular? = FileSystem.kind(bundle) else { return failed("\(bundle): not a regular file") }
         }
         defer { if let downloaded { try? Path.removeIfPresent(downloaded) } }
-        // RAUC's own lines: "NN% step" while it works, then LastError on failure.
-        var lastError: String?
-        var lastLine = ""
-        let status = ThisProcess.run(["rauc", "install", bundle]) { line in
-            let text = line.trimmingWhitespace()
-            if let progress = progress(text) {
-                say("\(progress.percent)% \(progress.step)")
-            } else if text.hasPrefix("LastError:") {
-                lastError = String(text.dropFirst("LastError:".count)).trimmingWhitespace()
-            } else if !text.isEmpty {
-                lastLine = text
+        do {
+            try Installer.install(bundle) { percent, step in
+                say("\(percent)% \(step)")
+                report.update { $0.percent = percent; $0.step = step }
             }
+        } catch {
+            return failed("\(options.source) was not installed: \(error)")
         }
-        guard status == 0 else {
-            return fail("\(options.source) was not installed: \(lastError ?? (status == nil ? "rauc could not be run" : lastLine))")
-        }
+        report.update { $0.phase = .installed; $0.percent = 100 }
         say("installed \(options.source) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
         if options.reboot {
             ThisProcess.syncFileSystems()
@@ -103,7 +107,8 @@ enum Update {
 
     /// The bundle at `url` into `directory`, at most `largestBundle` bytes; a transfer
     /// slower than 8 KiB/s for 30 s is given up. Written whole or not at all (AtomicFile).
-    static func download(_ url: String, into directory: String, limit: Int = largestBundle) throws -> String {
+    static func download(_ url: String, into directory: String, limit: Int = largestBundle, lowSpeed: (bytes: Int, seconds: Int) = (8192, 30),
+                         received: @escaping (Int) -> Void = { _ in }) throws -> String {
         try AtomicFile.makeDirectories(directory)
         let path = directory + "/bundle.raucb"
         var written = 0, said = 0
@@ -111,13 +116,13 @@ enum Update {
             var failure: Error?
             var request = CurlClient.Request("GET", url)
             request.followRedirects = true
-            request.lowSpeed = (8192, 30)
+            request.lowSpeed = lowSpeed
             request.keep = limit
             request.refuseLarger = true
             request.sink = { bytes in
                 do { try AtomicFile.writeAll(fd, bytes, path: temporary) } catch { failure = error; return false }
                 written += bytes.count
-                if written - said >= 16 << 20 { said = written; say("downloaded \(written >> 20) MiB") }
+                if written - said >= 16 << 20 { said = written; say("downloaded \(written >> 20) MiB"); received(written) }
                 return true
             }
             let response: CurlClient.Response

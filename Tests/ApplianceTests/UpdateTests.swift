@@ -57,6 +57,104 @@ final class UpdateTests: XCTestCase {
         XCTAssertThrowsError(try Update.download(url + "/reset.raucb", into: directory))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), ["bundle.raucb"], "no .part left behind")
     }
+
+    /// A server that promises more than it sends, or stops sending half-way: refused with
+    /// what went wrong, and nothing left for the install to read.
+    func testADownloadThatLiesOrStallsIsRefused() throws {
+        let half = [UInt8](repeating: 7, count: 100_000)
+        let server = try RecordingServer(reply: { request in
+            request.path == "/lies.raucb" ? .partial(declared: 1_000_000, body: half, thenWait: 0)
+                : .partial(declared: 1_000_000, body: half, thenWait: 30)
+        })
+        let directory = NSTemporaryDirectory() + "onair-update-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory); server.stop() }
+        let url = "http://127.0.0.1:\(server.port)"
+        XCTAssertThrowsError(try Update.download(url + "/lies.raucb", into: directory)) {
+            XCTAssertTrue("\($0)".hasPrefix("\(url)/lies.raucb: "), "\($0)")
+        }
+        XCTAssertThrowsError(try Update.download(url + "/stalls.raucb", into: directory, lowSpeed: (8192, 2))) {
+            XCTAssertEqual("\($0)", "\(url)/stalls.raucb: slower than 8 kB/s for 2 s (the server is trickling)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [], "nothing left half-written")
+    }
+
+    /// A bundle whose root file system is larger than a slot is refused before RAUC
+    /// writes (it would fail only at the slot's end); the sizes are those of the signed
+    /// manifest (`rauc info`) and of the slots' devices.
+    func testABundleLargerThanTheSlotIsRefused() throws {
+        let directory = NSTemporaryDirectory() + "onair-fits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (name, mib) in [("a", 16), ("b", 8)] {
+            FileManager.default.createFile(atPath: "\(directory)/root-\(name)", contents: nil)
+            try FileHandle(forWritingTo: URL(fileURLWithPath: "\(directory)/root-\(name)")).truncate(atOffset: UInt64(mib) << 20)
+        }
+        let configuration = directory + "/system.conf"
+        try """
+        [system]
+        compatible=onair-test
+        [slot.rootfs.0]
+        device=\(directory)/root-a
+        type=ext4
+        [slot.rootfs.1]
+        device=\(directory)/root-b
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        XCTAssertEqual(Installer.rootSlots(try String(contentsOfFile: configuration, encoding: .utf8)).map(\.name), ["rootfs.0", "rootfs.1"])
+        let rauc = directory + "/rauc"
+        func manifest(_ size: String) throws {
+            try "#!/bin/sh\n[ \"$1\" = info ] || exit 9\necho \"RAUC_MF_COMPATIBLE='onair-test'\"\necho \"RAUC_IMAGE_CLASS_1='rootfs'\"\necho RAUC_IMAGE_SIZE_1=\(size)\n"
+                .write(toFile: rauc, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: rauc)
+        }
+        try manifest("\(12 << 20)")
+        XCTAssertThrowsError(try Installer.checkFits("b.raucb", rauc: rauc, systemConfiguration: configuration)) {
+            XCTAssertEqual("\($0)", "its root file system (12 MiB) is larger than slot rootfs.1 (8 MiB)")
+        }
+        try manifest("99999999999999999999999")
+        XCTAssertThrowsError(try Installer.checkFits("b.raucb", rauc: rauc, systemConfiguration: configuration), "no Int traps on it")
+        try manifest("\(8 << 20)")
+        XCTAssertNoThrow(try Installer.checkFits("b.raucb", rauc: rauc, systemConfiguration: configuration))
+        try "#!/bin/sh\nexit 1\n".write(toFile: rauc, atomically: true, encoding: .utf8)
+        XCTAssertNoThrow(try Installer.checkFits("b.raucb", rauc: rauc, systemConfiguration: configuration), "RAUC's install says what is wrong")
+    }
+
+    /// The install's state file: what it says round-trips, nothing in it can trap, and a
+    /// running install whose process is gone reads as failed.
+    func testTheInstallStateFile() throws {
+        var state = InstallState(.installing, source: "http://x/b.raucb", pid: 1)
+        state.percent = 40
+        state.step = "Copying image\nto rootfs.1"
+        state.bytes = 123_456_789
+        let parsed = InstallState(text: state.text)
+        XCTAssertEqual(parsed?.step, "Copying image to rootfs.1", "one line each")
+        XCTAssertEqual(parsed?.percent, 40)
+        XCTAssertEqual(parsed?.bytes, 123_456_789)
+        XCTAssertNil(parsed?.error)
+        XCTAssertEqual(parsed?.id, state.id)
+        for bad in ["phase=installing\nsource=x\npercent=99999999999999999999\nbytes=0\npid=1\nstarted=1\n",
+                    "phase=installing\nsource=x\npercent=101\nbytes=0\npid=1\nstarted=1\n",
+                    "phase=installing\nsource=x\npercent=-1\nbytes=0\npid=1\nstarted=1\n",
+                    "phase=installing\nsource=x\npercent=1\nbytes=0\npid=99999999999\nstarted=1\n",
+                    "phase=installing\nsource=x\npercent=1\nbytes=0\npid=1\nstarted=9999999999999999999999\n",
+                    "phase=installing\nsource=x\npercent=1\nbytes=0\npid=1\n",
+                    "phase=dancing\nsource=x\npercent=1\nbytes=0\npid=1\nstarted=1\n", ""] {
+            XCTAssertNil(InstallState(text: bad), bad)
+        }
+        let directory = NSTemporaryDirectory() + "onair-install-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/update.state"
+        // A pid that cannot be running: the install stopped half-way.
+        let report = InstallReport(path: path, InstallState(.installing, source: "a.raucb", pid: Int32.max - 1))
+        XCTAssertEqual(InstallState.read(path)?.phase, .failed)
+        XCTAssertEqual(InstallState.read(path)?.error?.contains("stopped half-way"), true)
+        XCTAssertNil(InstallReport.busy(at: path))
+        report.update { $0.pid = getppid() }
+        XCTAssertEqual(InstallState.read(path)?.phase, .installing)
+        XCTAssertNotNil(InstallReport.busy(at: path), "another process installs")
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        XCTAssertNil(InstallState.read(path), "not a regular file")
+    }
 }
 
 /// The slots as the boot loader's entries say, and the confirmation of an update's first boot.

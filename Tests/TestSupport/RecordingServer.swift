@@ -25,6 +25,10 @@ public final class RecordingServer: @unchecked Sendable {
         case reset
         /// Say nothing for this long, then drop the connection.
         case stall(seconds: Double)
+        /// A head that promises `declared` bytes, `body` (fewer), then nothing for
+        /// `seconds` before the connection drops: a server that lies about its length
+        /// (0 s) or stalls mid-body.
+        case partial(declared: Int, body: [UInt8], thenWait: Double)
     }
 
     public private(set) var port: UInt16 = 0
@@ -184,6 +188,11 @@ public final class RecordingServer: @unchecked Sendable {
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                 return
             case .stall(let seconds):
+                pause(seconds)
+                return
+            case .partial(let declared, let body, let seconds):
+                let reply = Array("HTTP/1.1 200 OK\r\nContent-Length: \(declared)\r\n\r\n".utf8) + body
+                guard send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) == reply.count else { return }
                 pause(seconds)
                 return
             }
