@@ -463,22 +463,26 @@ final class V4L2CameraTests: XCTestCase {
     }
 
     /// Unplugged mid-stream: said once, reopened with backoff when the device is back,
-    /// and the first frame after is marked as a discontinuity.
+    /// and the first frame after is marked as a discontinuity. A camera that comes back
+    /// offering another format is said once and not taken until it is as it was.
     func testUnplugThenReplugReopensAndMarksTheDiscontinuity() throws {
         struct Devices {
             var current: FakeVideoDevice?
             var present = true
+            var different = false
             var opens = 0
         }
         let devices = Locked(Devices())
         let logs = LogRecorder()
         let mode = camera
+        let other = FakeVideoDevice.Mode(formats: [.yuyv: (.discrete([Size(320, 240)]), .discrete([Fraction(1, 30)]))])
         let clock = SteppedClock()
         let v4l2 = V4L2Camera(.init(device: "/dev/video0", size: Size(64, 48), fps: 30), clock: clock,
                               openDevice: { path in
                                   try devices.withLock { (devices: inout Devices) throws -> FakeVideoDevice in
                                       devices.opens += 1
                                       guard devices.present else { throw VideoDeviceError(path: path, operation: "open", code: .noEntry) }
+                                      if devices.different { return FakeVideoDevice(path: path, mode: other) }
                                       let made = FakeVideoDevice(path: path, mode: mode)
                                       devices.current = made
                                       return made
@@ -501,7 +505,16 @@ final class V4L2CameraTests: XCTestCase {
         let attemptsWhileAway = devices.withLock { $0.opens }
         XCTAssertLessThan(attemptsWhileAway, 6, "backoff between attempts")
         XCTAssertGreaterThan(attemptsWhileAway, 1, "it did try again")
-        devices.withLock { $0.present = true }
+        // Back as another camera (320x240 only): said once, not taken, tried again.
+        devices.withLock { $0.present = true; $0.different = true }
+        let tries = devices.withLock { $0.opens }
+        for _ in 0..<400 where devices.withLock({ $0.opens }) < tries + 3 {
+            clock.waitForSleep(seconds: 1)
+            clock.advance(by: 50_000_000)
+        }
+        XCTAssertEqual(logs.events.filter { $0 == "camera.came_back_different" }.count, 1, "said once: \(logs.events)")
+        XCTAssertTrue(logs.fields("camera.came_back_different")?["problem"]?.contains("320x240") == true)
+        devices.withLock { $0.different = false }
         var second: FakeVideoDevice?
         for _ in 0..<200 {
             second = devices.withLock { $0.current !== first ? $0.current : nil }

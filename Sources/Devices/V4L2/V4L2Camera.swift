@@ -233,6 +233,8 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
         var nextAttempt: Int64 = 0
         var discontinuity = false
         var warnedTimestamps = false
+        /// The camera came back in another format since it was lost, and that was said.
+        var saidDifferent = false
     }
 
     private func run(_ sink: CaptureSink) {
@@ -291,7 +293,13 @@ public final class V4L2Camera: @unchecked Sendable {  // `openDevice`, `listDevi
             loop.lastSequence = nil
             loop.lastFrameAt = clock.now()
             loop.backoff = 250_000_000
+            loop.saidDifferent = false
         } catch {
+            if case CameraError.cameBackDifferent = error, !loop.saidDifferent {
+                loop.saidDifferent = true
+                log.emit(.cameraCameBackDifferent, level: .error, [("problem", "\(error)"),
+                    ("wanted", "\(format.format) \(format.width)x\(format.height)"), ("action", "tried again until it comes back as it was")])
+            }
             loop.nextAttempt = now + loop.backoff
             loop.backoff = min(loop.backoff * 2, 4_000_000_000)
         }
