@@ -58,7 +58,8 @@ def judge(found, bad_every, unplug_after, repeated_by_onair, said):
     the change in /api/status over the stream (dropped: a thread fell behind;
     driver_dropped: gaps in the driver's sequence numbers, which also count the broken
     pictures the driver threw away itself; corrupt: broken ones onair was given and
-    skipped)."""
+    skipped, which may be more than were sent broken, when the transfer broke a good one;
+    skipped: pictures the constant frame rate's grid had no slot for, from stream.ended)."""
     readable = [i for i in found if i is not None]
     if len(readable) < 20:
         return False, {"readable": len(readable), "unreadable": len(found) - len(readable)}
@@ -72,7 +73,8 @@ def judge(found, bad_every, unplug_after, repeated_by_onair, said):
     elsewhere = [i for i in missing if i not in at_unplug]
     # The broken pictures onair never saw went into the driver's gaps: they explain no
     # other loss.
-    explained = said["dropped"] + said["driver_dropped"] - max(0, len(bad) - said["corrupt"])
+    explained = (said["dropped"] + said["driver_dropped"] - max(0, len(bad) - said["corrupt"])
+                 + max(0, said["corrupt"] - len(bad)) + said.get("skipped", 0))
     details = {"first": first, "last": last, "pictures": len(found), "unreadable": len(found) - len(readable),
                "repeated": repeats, "backwards": backwards[:5], "broken sent": len(bad),
                "broken shown": sorted(bad & seen)[:10], "lost at the unplug": at_unplug, "lost elsewhere": elsewhere[:20],
