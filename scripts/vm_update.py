@@ -4,22 +4,29 @@ real RAUC, systemd-boot's boot counting under OVMF and the image's own slots.
 Bundles are made here from the image's root file system (out/onair-BOARD.root.ext4) with
 image/bundle.sh and served from the test's origin: a newer build (its image.txt says
 another version), one whose onair cannot start, one signed by a key the board does not
-trust, and a corrupted one. On the board, through the test's shell:
-  boot 4  slot A; the untrusted and the corrupted bundle are refused and nothing changes;
-          the newer one installs into B, which becomes the slot tried next; reboot
+trust, a corrupted one, one for another board and one larger than a slot. On the board:
+  boot 4  slot A; the untrusted, corrupted, other board's and too large bundles are
+          refused with one line each and nothing changes; three installs of the newer
+          one are cut short by a power cut (while downloading, while RAUC checks it,
+          while it copies into B): each time the board boots A as it was (boots 4-cut1..3);
+          then the newer one goes in through POST /api/update, the console says its
+          progress, and update.reboot = idle reboots the board into B
   boot 5  B runs, on trial, and onair confirms it after update.confirm_seconds; then the
-          broken build installs into A; reboot
+          broken build installs into A (onair update URL); reboot
   boot 6  A cannot start onair: onair-update-deadline marks it bad and reboots
   boot 7  B runs again by itself and says the update was rolled back, and why
 The streams and recordings on the data partition are byte-identical before and after.
 """
 import os
+import random
 import re
 import shutil
 import subprocess
 import time
 
 CONFIRM_SECONDS = 10
+# The operator's token (server.token) the API install is made with.
+TOKEN = "vmtest-update-token"
 # onair-update-deadline gives a trial slot update.confirm_seconds and 180 s more.
 DEADLINE_SECONDS = CONFIRM_SECONDS + 180
 
@@ -29,12 +36,14 @@ def debugfs(image, commands):
                    capture_output=True, check=True)
 
 
-def root_with(base, path, version_suffix, replace=None, work=None):
-    """A copy of the root file system BASE at PATH, its image.txt version suffixed; REPLACE:
-    (path in the root, file on the host) pairs written over."""
+def root_with(base, path, version_suffix, replace=None, work=None, board=None):
+    """A copy of the root file system BASE at PATH, its image.txt version suffixed (and its
+    board BOARD); REPLACE: (path in the root, file on the host) pairs written over."""
     shutil.copyfile(base, path)
     info = subprocess.run(["debugfs", "-R", "cat /usr/share/onair/image.txt", path], capture_output=True, text=True).stdout
     info = re.sub(r"(?m)^version=(.*)$", lambda m: f"version={m.group(1)}-{version_suffix}", info)
+    if board:
+        info = re.sub(r"(?m)^board=.*$", f"board={board}", info)
     host_info = os.path.join(work, f"image-{version_suffix}.txt")
     with open(host_info, "w") as f:
         f.write(info)
@@ -53,9 +62,9 @@ def make_bundles(repo, work, origin_root, board, key, cert):
     os.chmod(folder, 0o755)
     made = {}
 
-    def bundle(name, rootfs, signing_key, signing_cert):
+    def bundle(name, rootfs, signing_key, signing_cert, for_board=board):
         out = os.path.join(folder, f"{name}.raucb")
-        subprocess.run([os.path.join(repo, "image", "bundle.sh"), board, os.path.join(repo, "out"), signing_key, signing_cert,
+        subprocess.run([os.path.join(repo, "image", "bundle.sh"), for_board, os.path.join(repo, "out"), signing_key, signing_cert,
                         rootfs, out], check=True, capture_output=True, text=True)
         os.chmod(out, 0o644)
         return out
@@ -82,6 +91,19 @@ def make_bundles(repo, work, origin_root, board, key, cert):
     made["other-key"] = ("/update/other-key.raucb", new_version)
     os.unlink(new_root)
 
+    # For another board (RAUC's compatible check), and one whose root file system is
+    # larger than a slot (onair's check against the signed manifest's size).
+    other_root = os.path.join(work, "root-other.ext4")
+    made["other-board"] = ("/update/other-board.raucb", root_with(base, other_root, "vmtest-other", work=work, board="rpi4"))
+    bundle("other-board", other_root, key, cert, for_board="rpi4")
+    os.unlink(other_root)
+    large_root = os.path.join(work, "root-large.ext4")
+    made["too-large"] = ("/update/too-large.raucb", root_with(base, large_root, "vmtest-large", work=work))
+    with open(large_root, "r+b") as f:
+        f.truncate((slot_mib(repo, board) + 32) << 20)
+    bundle("too-large", large_root, key, cert)
+    os.unlink(large_root)
+
     # Corrupted in its payload (the image inside the SquashFS): its signature still holds,
     # and dm-verity finds the changed blocks as RAUC reads them.
     corrupt = os.path.join(folder, "corrupt.raucb")
@@ -93,9 +115,18 @@ def make_bundles(repo, work, origin_root, board, key, cert):
     return made
 
 
+def slot_mib(repo, board):
+    """ROOT_SLOT_MIB of the board's board.conf (image/build.sh: 768 unless set): each root slot's size."""
+    with open(os.path.join(repo, "board", board, "board.conf")) as f:
+        found = re.search(r"(?m)^ROOT_SLOT_MIB=(\d+)", f.read())
+    return int(found.group(1)) if found else 768
+
+
 def slots(shell):
-    """onair-slot-efi status on the board, as a dict."""
-    status, output = shell.run("/usr/lib/onair/onair-slot-efi status", timeout=30)
+    """onair-slot-efi status on the board, as a dict. (Right after an install the board
+    is still writing the slot back from its page cache, which under TCG can hold up a
+    read of the boot partition for tens of seconds.)"""
+    status, output = shell.run("/usr/lib/onair/onair-slot-efi status", timeout=180)
     return dict(line.split("=", 1) for line in output.splitlines() if "=" in line) if status == 0 else {"error": output[-300:]}
 
 
@@ -122,6 +153,37 @@ def install_into(check, shell, url, slot, entry, what):
                  f"exit {status}: {output.strip()[-600:]} / {after}"), seconds
 
 
+def cut_during_install(machine, url, when):
+    """Starts `onair update URL` on the board and cuts the power once WHEN(state, since)
+    holds of the install's state (/run/onair/update.state; SINCE(word): seconds since the
+    state first named WORD). Returns where the install was."""
+    # (The last install's state goes first: the new one's is what the cut waits for.)
+    machine.shell.run(f"rm -f /run/onair/update.state; setsid onair update {url} >/run/update-cut.log 2>&1 </dev/null &", timeout=10)
+    first = {}
+    deadline = time.monotonic() + 300
+    where = "before the install began"
+    while time.monotonic() < deadline:
+        _, output = machine.shell.run("cat /run/onair/update.state 2>/dev/null", timeout=10)
+        state = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+        now = time.monotonic()
+        for word in ("installing", "copying"):
+            if word in (state.get("phase", "") + " " + state.get("step", "")).lower():
+                first.setdefault(word, now)
+        if state:
+            where = f"{state.get('phase')}, {state.get('percent')}% {state.get('step')}, {state.get('bytes')} bytes"
+        if state.get("phase") in ("installed", "failed"):
+            where += " (the install had ended)"
+            break
+        if when(state, lambda word: now - first.get(word, now)):
+            break
+    machine.power_cut()
+    return where
+
+
+def console_tail(text, lines=30):
+    return "\n".join(line for line in text.splitlines() if "update." in line or "onair-update" in line)[-1500:] or text[-800:]
+
+
 def reboot(machine, timeout=120):
     """A reboot asked on the board: QEMU (-no-reboot) ends when the board resets."""
     machine.shell.run("systemctl reboot", timeout=5)
@@ -145,7 +207,7 @@ def scenario(t, disk, origin, timings):
     t.remove_boot_file(disk, "test-uvc.conf")
     t.write_boot_file(disk, "test-shell.conf", "")
     conf = t.read_boot_file(disk, "onair.conf")
-    t.write_boot_file(disk, "onair.conf", conf + f"\n[update]\nconfirm_seconds = {CONFIRM_SECONDS}\n")
+    t.write_boot_file(disk, "onair.conf", conf + f"\n[update]\nconfirm_seconds = {CONFIRM_SECONDS}\nreboot = idle\n\n[server]\ntoken = {TOKEN}\n")
 
     # Boot 4: slot A, as flashed.
     machine = t.Machine(disk, 4, shell=True)
@@ -157,18 +219,59 @@ def scenario(t, disk, origin, timings):
         before = data_files(machine.shell)
         check("9 update: the data partition holds the earlier boots' streams and recordings", len(before) > 10, f"{len(before)} files")
         flashed = slots(machine.shell)
-        for name, why in (("other-key", "signed by a key the board does not trust"), ("corrupt", "corrupted in its payload")):
+        for name, why, said in (("other-key", "signed by a key the board does not trust", "signature"),
+                                ("corrupt", "corrupted in its payload", ""),
+                                ("other-board", "for another board", "compatible"),
+                                ("too-large", "larger than the slot", "is larger than slot rootfs")):
             status, output, _ = install(machine.shell, url[name])
             after = slots(machine.shell)
             check(f"9 update: a bundle {why} is refused with one line saying why, and the slots are as they were",
-                  status not in (0, None) and "onair update: " in output and after.get("primary") == "A"
+                  status not in (0, None) and "onair update: " in output and said.lower() in output.lower() and after.get("primary") == "A"
                   and after.get("slot.A.entry") == flashed.get("slot.A.entry") and after.get("booted") == "A",
                   f"exit {status}: {output.strip()[-400:]} / {after}")
-        installed, seconds = install_into(check, machine.shell, url["new"], "B", "onair-2-b+1.conf", "the newer bundle")
-        timings["bundle download and install (s)"] = round(seconds, 1)
-        if not installed:
-            return
-        reboot(machine)
+
+        # Three power cuts at random moments of an install: while it downloads, while RAUC
+        # checks the bundle, while it copies the image into slot B. Each time the board
+        # boots slot A as it was.
+        rng = random.Random(int(os.environ.get("VM_SEED", "0")) or None)
+        size = os.path.getsize(os.path.join(origin.root, "update", "new.raucb"))
+        # (A download over the VM's network can be over between two looks at the state:
+        # then the cut comes at the first look after it.)
+        cuts = (("while it downloads", lambda state, since: state.get("phase") not in (None, "downloading")
+                 or int(state.get("bytes", "0")) >= fraction * size),
+                ("while RAUC checks the bundle", lambda state, since: state.get("phase") == "installing" and since("installing") >= delay),
+                ("while RAUC copies the image into slot B", lambda state, since: "Copying image" in state.get("step", "") and since("copying") >= delay))
+        for number, (moment, when) in enumerate(cuts, 1):
+            fraction, delay = rng.uniform(0.1, 0.8), rng.uniform(0, 1.5)
+            where = cut_during_install(machine, url["new"], when)
+            machine = t.Machine(disk, f"4-cut{number}", shell=True)
+            ready = machine.wait_for(r"onair: deferred_start\.done[^\n]*", 420)
+            after = slots(machine.shell) if ready else {}
+            check(f"9 update: a power cut {moment} ({where}) leaves the board booting slot A as it was",
+                  ready and re.search(r"update\.slot slot=A [^\n]*state=confirmed", machine.text()) and after.get("booted") == "A"
+                  and after.get("primary") == "A" and after.get("slot.A.entry") == flashed.get("slot.A.entry"),
+                  f"{after} / {machine.text()[-800:]}")
+
+        # The second install goes through the API, and update.reboot = idle reboots the
+        # board into it (nothing is live or recording: onair is armed).
+        started = time.monotonic()
+        answer = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", "-X", "POST", "-T", os.path.join(origin.root, "update", "new.raucb"),
+                                 "-H", f"Authorization: Bearer {TOKEN}", f"http://127.0.0.1:{t.HTTP_PORT}/api/update"],
+                                capture_output=True, text=True, timeout=600)
+        check("9 update: POST /api/update with the operator's token takes the bundle (202)", answer.stdout.strip().endswith("202"),
+              answer.stdout[-400:] + answer.stderr[-400:])
+        installed = machine.wait_for(r"onair: update\.installed[^\n]*", 600)
+        timings["bundle upload and install (s)"] = round(time.monotonic() - started, 1)
+        text = machine.text()
+        check("9 update: the console shows the install as it goes: begun, its steps, installed, the reboot at idle",
+              installed and re.search(r"onair: update\.installing [^\n]*phase=receiving", text) and re.search(r"onair: update\.progress [^\n]*Copying image", text)
+              and "when nothing is live or recording" in installed.group(0)
+              and machine.wait_for(r"onair: update\.rebooting [^\n]*idle", 60), console_tail(text))
+        try:
+            machine.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            check("9 update: the board reboots by itself once installed (update.reboot = idle)", False, machine.text()[-600:])
+            machine.power_cut()
 
         # Boot 5: B on trial, confirmed by onair.
         machine = t.Machine(disk, 5, shell=True)
