@@ -167,7 +167,7 @@ final class UpdateService: Sendable {
 
         deinit {
             guard !committed else { return }
-            report.update { $0.phase = .failed; $0.error = "the upload ended after \($0.bytes) bytes, before the whole bundle came" }
+            report.update { $0.phase = .failed; $0.error = "the upload stopped after \($0.bytes) bytes, before the whole bundle came (the client went away, or sent more than \(Update.largestBundle >> 20) MiB)" }
             service.busy.withLock { $0 = false }
         }
     }
