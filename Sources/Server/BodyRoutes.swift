@@ -60,22 +60,27 @@ extension WebServer {
         public var methods: [String]
         /// Only with the operator's bearer token (`server.token`), checked at the head.
         public var operatorOnly = false
-        public var handle: @Sendable (BodyRequest) -> BodyReply
-        /// A body handed on as it comes: given the request's head (an empty body).
-        public var stream: (@Sendable (BodyRequest) -> StreamStart)?
+        public var taking: Taking
+
+        /// How the route takes a body: whole, into memory, then answered; or handed on as
+        /// it comes, to a taker the head's answer gives (the request's head: an empty body).
+        public enum Taking: Sendable {
+            case whole(@Sendable (BodyRequest) -> BodyReply)
+            case streamed(@Sendable (BodyRequest) -> StreamStart)
+        }
 
         public init(prefix: String, maximumBody: Int, methods: [String], handle: @escaping @Sendable (BodyRequest) -> BodyReply) {
             self.prefix = prefix
             self.maximumBody = maximumBody
             self.methods = methods
-            self.handle = handle
+            taking = .whole(handle)
         }
 
         public init(prefix: String, maximumBody: Int, methods: [String], operatorOnly: Bool,
                     stream: @escaping @Sendable (BodyRequest) -> StreamStart) {
-            self.init(prefix: prefix, maximumBody: maximumBody, methods: methods) { _ in BodyReply(status: 500) }
+            (self.prefix, self.maximumBody, self.methods) = (prefix, maximumBody, methods)
             self.operatorOnly = operatorOnly
-            self.stream = stream
+            taking = .streamed(stream)
         }
 
         func takes(_ url: String) -> Bool { url == prefix || url.hasPrefix(prefix + "/") }
@@ -114,7 +119,7 @@ extension WebServer {
         }
         if route.operatorOnly, let refusal = operatorRefusal(header) { return .refuse(refusal) }
         let upload = Upload(route: route)
-        if let start = route.stream {
+        if case .streamed(let start) = route.taking {
             switch start(request(route, url: url, method: method, body: [], connection: connection)) {
             case .take(let stream): upload.stream = stream
             case .refuse(let answer): return .refuse(Reply(status: answer.status, body: .bytes(answer.body), headers: answer.headers))
@@ -146,8 +151,13 @@ extension WebServer {
             return Reply(status: 413, body: .bytes(Array("a body of at most \(upload.route.maximumBody) bytes\n".utf8)),
                          headers: [("Content-Type", "text/plain")])
         }
-        let answer = upload.stream?.finish()
-            ?? upload.route.handle(request(upload.route, url: url, method: method, body: upload.body, connection: connection))
+        let answer: BodyReply
+        switch upload.route.taking {
+        case .whole(let handle): answer = handle(request(upload.route, url: url, method: method, body: upload.body, connection: connection))
+        case .streamed:
+            // The taker is dropped only with a body too large, answered above.
+            answer = upload.stream?.finish() ?? BodyReply(status: 500, body: Array("the body's taker is gone\n".utf8))
+        }
         return Reply(status: answer.status, body: .bytes(answer.body), headers: answer.headers)
     }
 
