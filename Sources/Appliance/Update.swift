@@ -88,11 +88,16 @@ enum Update {
         }
         report.update { $0.phase = .installed; $0.percent = 100 }
         say("installed \(options.source) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
-        if options.reboot {
-            ThisProcess.syncFileSystems()
-            guard ThisProcess.runShell("systemctl reboot") == 0 else { return fail("systemctl reboot failed: reboot to boot the new slot") }
-        }
+        if options.reboot, !rebootIntoNewSlot() { return fail("systemctl reboot failed: reboot to boot the new slot") }
         return 0
+    }
+
+    /// The reboot that boots an installed slot, for `--reboot` and for the appliance's
+    /// (`?reboot=1`, `update.reboot = idle`): the file systems synced, then systemd's
+    /// reboot. False when it could not be asked for.
+    static func rebootIntoNewSlot() -> Bool {
+        ThisProcess.syncFileSystems()
+        return ThisProcess.runShell("systemctl reboot") == 0
     }
 
     static func isURL(_ text: String) -> Bool { text.hasPrefix("http://") || text.hasPrefix("https://") }

@@ -23,7 +23,7 @@ final class UpdateService: Sendable {
         /// RAUC's program (a stand-in in tests).
         var rauc = "rauc"
         /// Reboots the board; false when it could not.
-        var restart: @Sendable () -> Bool = { ThisProcess.syncFileSystems(); return ThisProcess.runShell("systemctl reboot") == 0 }
+        var restart: @Sendable () -> Bool = { Update.rebootIntoNewSlot() }
     }
 
     private let setup: Setup
@@ -161,8 +161,7 @@ final class UpdateService: Sendable {
                 service.busy.withLock { $0 = false }
                 return nil
             }
-            report.update { _ in }
-            return file.path
+            return file.path  // (the byte count reaches the state file with the install's first step)
         }
 
         deinit {
