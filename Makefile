@@ -139,7 +139,7 @@ image: image-deps $(UPDATE_KEY) $(UPDATE_CERT)
 	$(if $(filter qemu-x86_64,$(BOARD)),$(MAKE) $(UVC_CAMERA))
 	UPDATE_CERTS=$(UPDATE_CERT) image/build.sh $(BOARD) $(call bin_for,$(BOARD_ARCH)) out
 
-# A signed update bundle of the image's root file system: out/onair-BOARD.raucb (EFI boards).
+# A signed update bundle of the image's root file system: out/onair-BOARD.raucb.
 bundle: image
 	image/bundle.sh $(BOARD) out $(UPDATE_KEY) $(UPDATE_CERT)
 

@@ -6,17 +6,15 @@
 #
 #   image/build.sh BOARD ONAIR_BINARY OUTDIR      (CAMERA=csi|usb overrides the board's)
 #
-# Partitions: 1) FAT boot partition (ONAIR-BOOT): onair.conf for the owner, and the EFI
-# loader with each root slot's kernel (efi boards) or the Raspberry Pi firmware (rpi
-# boards); then the root file system, mounted read-only: on efi boards two slots
-# (onair-root-a, onair-root-b, ROOT_SLOT_MIB each) that signed updates (RAUC) write in
-# turn, the image filling slot A; on rpi boards one (onair-root); last the data partition
+# The root file system, mounted read-only, goes in two slots (A and B, ROOT_SLOT_MIB each)
+# that signed updates (RAUC) write in turn, the image filling slot A; the data partition
 # (onair-data) for streams, spool, recordings and the journal, grown to fill the disk at
-# boot and checked every boot, which no update touches.
+# boot and checked every boot, is never touched by an update. The boot partition(s) and
+# the layout differ by BOOT: image/disk.sh.
 #
-# Also out/onair-BOARD.root.ext4 (efi boards): the root file system alone, what
-# image/bundle.sh signs into an update bundle. UPDATE_CERTS (a PEM file of certificates)
-# is the keyring the board trusts bundles from (make image passes its development one).
+# Also out/onair-BOARD.root.ext4: the root file system alone, what image/bundle.sh signs
+# into an update bundle. UPDATE_CERTS (a PEM file of certificates) is the keyring the
+# board trusts bundles from (make image passes its development one).
 set -euo pipefail
 
 board=${1:?board name}
@@ -27,7 +25,7 @@ repo=$(dirname "$here")
 boarddir=$repo/board/$board
 [ -f "$boarddir/board.conf" ] || { echo "make image: no board '$board' (boards: $(ls "$repo/board" | grep -v '\.md$' | tr '\n' ' '))" >&2; exit 2; }
 camera_override=${CAMERA:-}
-ARCH= SUITE= BOOT= COMPONENTS=main ROOT_SLOT_MIB=768 PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= TEST_HELPERS= CONFIG_TXT=
+ARCH= SUITE= BOOT= COMPONENTS=main ROOT_SLOT_MIB=768 BOOT_SLOT_MIB=256 PACKAGES= CMDLINE= SERIAL= MODULES= MODPROBE_OPTIONS= SERVICES= INSTALL= TEST_HELPERS= CONFIG_TXT=
 CAMERA= CSI_CONFIG_TXT= CSI_MODULES= DTBS=
 # shellcheck source=/dev/null
 . "$boarddir/board.conf"
@@ -56,10 +54,8 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
 fi
 
 update_certs=${UPDATE_CERTS:-}
-if [ "$BOOT" = efi ]; then
-    [ -f "$update_certs" ] && grep -q "BEGIN CERTIFICATE" "$update_certs" ||
-        { echo "make image BOARD=$board: UPDATE_CERTS must name a PEM file of the certificates update bundles are signed with (make image makes a development one), not '${update_certs}'; no image was made." >&2; exit 2; }
-fi
+[ -f "$update_certs" ] && grep -q "BEGIN CERTIFICATE" "$update_certs" ||
+    { echo "make image BOARD=$board: UPDATE_CERTS must name a PEM file of the certificates update bundles are signed with (make image makes a development one), not '${update_certs}'; no image was made." >&2; exit 2; }
 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
@@ -94,8 +90,11 @@ sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS" "deb http://deb.d
 case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
 [ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
 system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools fdisk ca-certificates"
-# EFI boards update in A/B slots: RAUC installs signed bundles (its D-Bus service with it).
-[ "$BOOT" = efi ] && system="$system systemd-boot-efi rauc rauc-service"
+# Updates in A/B slots: RAUC installs signed bundles (its D-Bus service with it). EFI boards
+# boot through systemd-boot; the Raspberry Pi's try a new slot by kexec (onair-slot-rpi),
+# with Debian's kexec-tools (which brings Xen's libraries: 3.8 MB).
+system="$system rauc rauc-service"
+case "$BOOT" in efi) system="$system systemd-boot-efi" ;; rpi) system="$system kexec-tools" ;; esac
 say "root file system ($SUITE $ARCH: $PACKAGES)"
 # The board's packages (the kernel among them) go in second, after initramfs-tools is told
 # not to update: the kernel's hook makes the initramfs once, and the trigger that would make
@@ -149,15 +148,14 @@ for pair in $TEST_HELPERS; do
 done
 
 # Read-only root: what must be written lives in /run (tmpfs), /data or a tmpfs of its own.
-# With two root slots, the kernel's command line (root=PARTLABEL=onair-root-a) names the
-# root, mounted read-only; fstab has no line for it (both slots' file systems carry one label).
-root_line="LABEL=onair-root   /               ext4   ro,noatime                    0 1"
-[ "$BOOT" = efi ] && root_line="# / is the slot the boot entry names (root=PARTLABEL=onair-root-a|b), read-only"
+# The kernel's command line names the root slot (root=PARTLABEL=onair-root-a on EFI boards,
+# root=PARTUUID=6f6e6169-05 on the Pi's), mounted read-only; fstab has no line for it (both
+# slots' file systems carry one label).
 cat > "$root/etc/fstab" <<EOF
 # The root file system is read-only so a power cut cannot corrupt it (onair.service
 # writes only to /data). /data is checked at every boot (tune2fs -c 1) and grown to fill
 # the disk (onair-grow-data.service).
-$root_line
+# / is the slot the boot loader names (rauc.slot=A|B on the kernel's command line), read-only
 LABEL=ONAIR-BOOT   /boot/firmware  vfat   ro,fmask=0133,dmask=0022      0 2
 LABEL=onair-data   /data           ext4   noatime,commit=1              0 2
 /data/journal      /var/log/journal none  bind,x-systemd.requires-mounts-for=/data 0 0
@@ -196,18 +194,23 @@ mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
 systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
-# Updates (EFI boards): RAUC with the slots, the keyring, and onair-slot-efi as its boot
-# loader backend (systemd-boot's boot counting); its status on /data, which updates keep.
-if [ "$BOOT" = efi ]; then
-    install -D -m 0755 "$here/rootfs/onair-slot-efi" "$root/usr/lib/onair/onair-slot-efi"
-    install -D -m 0755 "$here/rootfs/onair-update-deadline" "$root/usr/lib/onair/onair-update-deadline"
-    install -D -m 0644 "$here/rootfs/onair-update-deadline.service" "$root/etc/systemd/system/onair-update-deadline.service"
-    systemctl --root="$root" enable onair-update-deadline.service >/dev/null 2>&1
-    install -D -m 0644 "$update_certs" "$root/etc/rauc/keyring.pem"
-    cat > "$root/etc/rauc/system.conf" <<EOF
+# Updates: RAUC with the slots, the keyring, and the board's boot loader backend
+# (onair-slot-efi: systemd-boot's boot counting; onair-slot-rpi: the Pi firmware's
+# autoboot.txt and a kexec for the try), as /usr/lib/onair/onair-slot; its status on
+# /data, which updates keep.
+case "$BOOT" in
+    efi) slot_a=/dev/disk/by-partlabel/onair-root-a slot_b=/dev/disk/by-partlabel/onair-root-b ;;
+    rpi) slot_a=/dev/disk/by-partuuid/6f6e6169-05 slot_b=/dev/disk/by-partuuid/6f6e6169-06 ;;
+esac
+install -D -m 0755 "$here/rootfs/onair-slot-$BOOT" "$root/usr/lib/onair/onair-slot"
+install -D -m 0755 "$here/rootfs/onair-update-deadline" "$root/usr/lib/onair/onair-update-deadline"
+install -D -m 0644 "$here/rootfs/onair-update-deadline.service" "$root/etc/systemd/system/onair-update-deadline.service"
+systemctl --root="$root" enable onair-update-deadline.service >/dev/null 2>&1
+install -D -m 0644 "$update_certs" "$root/etc/rauc/keyring.pem"
+cat > "$root/etc/rauc/system.conf" <<EOF
 # RAUC (rauc.readthedocs.io, "System Configuration File"): what this board accepts and where
 # it writes. A bundle must be for this board (compatible) and signed by a certificate of
-# the keyring; it is written into the slot not running, and onair-slot-efi makes that slot
+# the keyring; it is written into the slot not running, and onair-slot makes that slot
 # boot once; it stays only when onair confirms it healthy (update.confirm_seconds).
 [system]
 compatible=onair-$board
@@ -222,161 +225,29 @@ path=/etc/rauc/keyring.pem
 use-bundle-signing-time=true
 
 [handlers]
-bootloader-custom-backend=/usr/lib/onair/onair-slot-efi
+bootloader-custom-backend=/usr/lib/onair/onair-slot
 
 [slot.rootfs.0]
-device=/dev/disk/by-partlabel/onair-root-a
+device=$slot_a
 type=ext4
 bootname=A
 
 [slot.rootfs.1]
-device=/dev/disk/by-partlabel/onair-root-b
+device=$slot_b
 type=ext4
 bootname=B
 EOF
+if [ "$BOOT" = rpi ]; then
+    # kexec-tools' own units would load a kernel at every shutdown and kexec into it
+    # (LOAD_KEXEC): onair-slot loads one only to try a slot.
+    sed -i 's/^LOAD_KEXEC=.*/LOAD_KEXEC=false/' "$root/etc/default/kexec"
+    systemctl --root="$root" disable kexec-load.service kexec.service >/dev/null 2>&1 || true
 fi
 
 # The status lines and the login share the console: no kernel chatter over them.
 mkdir -p "$root/etc/sysctl.d"
 echo 'kernel.printk = 3 4 1 3' > "$root/etc/sysctl.d/10-onair-console.conf"
 
-# 2. The boot partition: the owner's onair.conf, and the EFI loader with the kernel, or the
-# Raspberry Pi firmware with the kernel, its device trees, config.txt and cmdline.txt.
-boot=$work/boot
-mkdir -p "$boot"
-install -m 0644 "$here/onair.conf" "$boot/onair.conf"
-kernel=$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)
-initrd=$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)
-if [ "$BOOT" = efi ]; then
-    efi_name=$( [ "$ARCH" = amd64 ] && echo BOOTX64.EFI || echo BOOTAA64.EFI )
-    efi_stub=$( [ "$ARCH" = amd64 ] && echo systemd-bootx64.efi || echo systemd-bootaa64.efi )
-    # Slot A's kernel and initramfs in /a/, its entry the first generation, without a boot
-    # counter: good (image/rootfs/onair-slot-efi says how updates add slot B's). No
-    # default in loader.conf: systemd-boot boots the first entry as it sorts them.
-    mkdir -p "$boot/EFI/BOOT" "$boot/loader/entries" "$boot/a"
-    cp "$root/usr/lib/systemd/boot/efi/$efi_stub" "$boot/EFI/BOOT/$efi_name"
-    cp "$kernel" "$boot/a/vmlinuz"
-    cp "$initrd" "$boot/a/initrd.img"
-    # panic=10: a slot whose kernel panics reboots, into the other slot if it is on trial.
-    options="console=tty1 console=$serial_device,$serial_speed panic=10 $CMDLINE"
-    printf 'timeout 0\nconsole-mode keep\n' > "$boot/loader/loader.conf"
-    printf 'title onair (slot A)\nlinux /a/vmlinuz\ninitrd /a/initrd.img\noptions root=PARTLABEL=onair-root-a rauc.slot=A ro %s\n' \
-        "$options" > "$boot/loader/entries/onair-1-a.conf"
-    # Each root slot carries its kernel, initramfs and command line: an update brings them.
-    cp "$kernel" "$root/boot/vmlinuz.slot"
-    cp "$initrd" "$root/boot/initrd.img.slot"
-    echo "$options" > "$root/usr/share/onair/kernel-options"
-else
-    # As Debian's raspi-firmware lays it out (its kernel hook, z50-raspi-firmware): the
-    # firmware (start4.elf and fixup4.dat for the Pi 4; the Pi 5 boots from its EEPROM),
-    # the board's device trees named as the firmware looks for them, the kernel and
-    # initramfs, config.txt and cmdline.txt.
-    cp -r "$root/usr/lib/raspi-firmware/." "$boot/"
-    kver=${kernel##*/vmlinuz-}
-    for dtb in $DTBS; do cp "$root/usr/lib/linux-image-$kver/broadcom/$dtb" "$boot/"; done
-    cp "$kernel" "$boot/vmlinuz"
-    cp "$initrd" "$boot/initrd.img"
-    {   echo "# onair on $board: the Raspberry Pi firmware's settings, read at power-up."
-        echo "# https://www.raspberrypi.com/documentation/computers/config_txt.html"
-        echo "arm_64bit=1"
-        echo "enable_uart=1"
-        echo "upstream_kernel=1"
-        echo "kernel=vmlinuz"
-        echo "initramfs initrd.img followkernel"
-        [ -n "$CONFIG_TXT" ] && printf '%s\n' "$CONFIG_TXT"
-        if [ "$CAMERA" = csi ]; then echo "# The CSI camera (make image CAMERA=csi)."; printf '%s\n' "$CSI_CONFIG_TXT"; fi
-    } > "$boot/config.txt"
-    echo "console=tty1 console=$serial_device,$serial_speed root=LABEL=onair-root ro rootwait fsck.repair=yes $CMDLINE" > "$boot/cmdline.txt"
-fi
-# The kernel, initramfs, device trees and firmware now live on the boot partition; the
-# root keeps the modules.
-rm -rf "$root"/boot/vmlinuz-* "$root"/boot/initrd.img-* "$root"/boot/System.map-* "$root"/usr/lib/linux-image-* \
-    "$root"/usr/lib/modules/*/dtb "$root"/usr/lib/modules/*/vmlinuz "$root/usr/lib/raspi-firmware" \
-    "$root"/vmlinuz* "$root"/initrd.img*
-if [ -f "$root/boot/vmlinuz.slot" ]; then mv "$root/boot/vmlinuz.slot" "$root/boot/vmlinuz"; mv "$root/boot/initrd.img.slot" "$root/boot/initrd.img"; fi
-# Nothing reads documentation, manuals or translations on an appliance: onair and the
-# console speak English, and the C locale is built into glibc.
-rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/info" \
-    "$root/usr/share/locale" "$root/usr/share/i18n" "$root/usr/share/lintian" "$root/usr/share/bug"
-
-# 3. The data partition: the folders onair and journald expect, nothing else.
-data=$work/data
-mkdir -p "$data/journal" "$data/cache" "$data/timesync" "$data/rauc"
-
-# Each file system as a file, with fixed identities and times (SOURCE_DATE_EPOCH).
-find "$root" "$boot" "$data" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0r touch --no-dereference --date="@$SOURCE_DATE_EPOCH"
-mib() { echo $(( ($1 + 1048575) / 1048576 )); }
-root_bytes=$(du -sb "$root" | cut -f1)
-root_mib=$(( $(mib "$root_bytes") * 5 / 4 + 64 ))
-boot_bytes=$(du -sb "$boot" | cut -f1)
-# An EFI boot partition holds both slots' kernels and initramfs: room for a second set.
-[ "$BOOT" = efi ] && boot_bytes=$(( boot_bytes + $(du -sb "$boot/a" | cut -f1) ))
-boot_mib=$(( $(mib "$boot_bytes") + 64 ))
-[ $boot_mib -lt 128 ] && boot_mib=128
-data_mib=64
-# The partition(s) the root goes in: one its size, or two slots of ROOT_SLOT_MIB.
-slot_mib=$root_mib slots=1
-if [ "$BOOT" = efi ]; then
-    slot_mib=$ROOT_SLOT_MIB slots=2
-    [ "$root_mib" -le "$slot_mib" ] ||
-        { echo "make image BOARD=$board: the root file system needs $root_mib MiB, more than a slot's ROOT_SLOT_MIB=$slot_mib (board.conf); no image was made." >&2; exit 2; }
-fi
-say "file systems: boot $boot_mib MiB, root $root_mib MiB in $slots slot(s) of $slot_mib MiB, data $data_mib MiB (grows at first boot)"
-mkfs.vfat -F 32 -n ONAIR-BOOT -i 0a1a0001 --invariant -C "$work/boot.fat" $(( boot_mib * 1024 )) >/dev/null
-( cd "$boot" && find . -mindepth 1 -type d | sort | sed 's|^\./||' | while read -r d; do mmd -i "$work/boot.fat" "::$d"; done
-  find . -type f | sort | sed 's|^\./||' | while read -r f; do mcopy -m -i "$work/boot.fat" "$f" "::$f"; done )
-mkfs.ext4 -q -L onair-root -U 6f6e6169-7200-4000-8000-726f6f740001 -E root_owner=0:0,hash_seed=6f6e6169-7200-4000-8000-000000000001 \
-    -d "$root" "$work/root.ext4" "${root_mib}M" >/dev/null
-mkfs.ext4 -q -L onair-data -U 6f6e6169-7200-4000-8000-646174610001 -E root_owner=0:0,hash_seed=6f6e6169-7200-4000-8000-000000000002 \
-    -d "$data" "$work/data.ext4" "${data_mib}M" >/dev/null
-tune2fs -c 1 "$work/data.ext4" >/dev/null  # a full check at every mount
-# mkfs.ext4 -d copies each file's ctime, which touch cannot set, and its atime, which
-# reading the tree (mkfs itself included) moves under relatime (e2fsprogs 1.47.0): set
-# both to SOURCE_DATE_EPOCH with debugfs, so two builds give the same file systems.
-clamp_times() {
-    ( cd "$2" && find . | sed 's|^\.||; s|^$|/|' |
-        sed 's|.*|sif "&" ctime @'"$SOURCE_DATE_EPOCH"'\nsif "&" atime @'"$SOURCE_DATE_EPOCH"'|' ) |
-        debugfs -w -f - "$1" >/dev/null 2>&1
-}
-clamp_times "$work/root.ext4" "$root"
-clamp_times "$work/data.ext4" "$data"
-
-# The disk, 1 MiB aligned: GPT with the EFI system partition first, or for the Raspberry
-# Pi's firmware an MBR with the FAT (type 0c) first.
-total_mib=$(( 1 + boot_mib + slots * slot_mib + data_mib + 1 ))
-truncate -s "${total_mib}M" "$image"
-if [ "$BOOT" = rpi ]; then
-    sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
-label: dos
-label-id: 0x6f6e6169
-unit: sectors
-start=2048, size=$(( boot_mib * 2048 )), type=c, bootable
-size=$(( root_mib * 2048 )), type=83
-size=$(( data_mib * 2048 )), type=83
-EOF
-else
-    sfdisk --quiet --no-reread --no-tell-kernel "$image" <<EOF
-label: gpt
-label-id: 6F6E6169-7200-4000-8000-000000000000
-unit: sectors
-start=2048, size=$(( boot_mib * 2048 )), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, uuid=6F6E6169-7200-4000-8000-000000000001, name="onair-boot"
-size=$(( slot_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000002, name="onair-root-a"
-size=$(( slot_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000004, name="onair-root-b"
-size=$(( data_mib * 2048 )), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, uuid=6F6E6169-7200-4000-8000-000000000003, name="onair-data"
-EOF
-fi
-place() { dd if="$1" of="$image" bs=1M seek="$2" conv=notrunc,sparse status=none; }
-place "$work/boot.fat" 1
-place "$work/root.ext4" $(( 1 + boot_mib ))
-place "$work/data.ext4" $(( 1 + boot_mib + slots * slot_mib ))
-
-bmaptool -q create -o "$image.bmap" "$image"
-( cd "$out" && sha256sum "$(basename "$image")" > "$(basename "$image").sha256" )
-# What the image is made of, beside it (image/manifest.sh wrote it into the root).
-packages=$out/onair-$board.packages.txt
-cp "$root/usr/share/onair/packages.txt" "$packages"
-made_of=$(grep -E '^(archive|kernel)=' "$root/usr/share/onair/image.txt" | tr '\n' ' ')
-[ "$BOOT" = efi ] && mv "$work/root.ext4" "$out/onair-$board.root.ext4"
-rm -rf "$work"
-say "$image ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used), $image.bmap, $image.sha256, $packages"
-say "Debian packages: $made_of($(wc -l <"$packages") packages)"
+# 2. The boot partitions, the file systems and the disk (image/disk.sh).
+# shellcheck source=image/disk.sh
+. "$here/disk.sh"

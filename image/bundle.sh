@@ -18,7 +18,7 @@ key=${3:?signing key}
 cert=${4:?certificate}
 rootfs=${5:-$out/onair-$board.root.ext4}
 say() { echo "make bundle: $*"; }
-[ -f "$rootfs" ] || { echo "make bundle BOARD=$board: $rootfs is missing: only EFI boards have update bundles, and make image makes it." >&2; exit 2; }
+[ -f "$rootfs" ] || { echo "make bundle BOARD=$board: $rootfs is missing (make image makes it)." >&2; exit 2; }
 for f in "$key" "$cert"; do
     [ -f "$f" ] || { echo "make bundle BOARD=$board: $f is missing (UPDATE_KEY, UPDATE_CERT)" >&2; exit 2; }
 done

@@ -44,7 +44,11 @@ virt machine's PL061 line 3, pulsed by the monitor's system_powerdown. rpi5: the
 line 3 of a gpio-sim chip the test makes from configfs before onair starts, pressed through
 a shell the test has on a virtio serial port; scenario 8 then presses it by the button's
 timing rules (a bouncing press, two presses inside min_interval_ms, a long press) and reads
-onair's journal of them. Both read the tally (PL061 line 4) from the host. What this
+onair's journal of them. Both read the tally (PL061 line 4) from the host. The test plays
+the Pi firmware: it boots the slot partition 1's autoboot.txt names. rpi4 then runs
+scenario 9 on the Pi's A/B layout (scripts/vm_update_rpi.py: an update booted by kexec,
+confirmed and committed, a broken one given up, the firmware back on the committed slot).
+What this
 proves: the arm64 binary and its Swift runtime, trixie's libraries, the image's services
 and configuration, V4L2/ALSA/DRM/evdev/GPIO on Debian's arm64 kernels. What only a Pi can
 prove: the firmware's boot (config.txt, the device trees), the VideoCore's encoder, the
@@ -67,6 +71,7 @@ import urllib.request
 
 import vm_virt
 import vm_update
+import vm_update_rpi
 import vm_webcam
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -108,22 +113,23 @@ def run(args, **kw):
 # --- the image's partitions, as a user's PC sees them ---------------------------------
 
 def partitions(image):
+    """{partition number: (offset, size)} in bytes."""
     table = json.loads(run(["sfdisk", "--json", image]).stdout)["partitiontable"]
-    return [(p["start"] * 512, p["size"] * 512) for p in table["partitions"]]
+    return {int(re.search(r"(\d+)$", p["node"]).group(1)): (p["start"] * 512, p["size"] * 512) for p in table["partitions"]}
 
 
 def write_boot_file(image, name, text):
     """Writes NAME on the FAT boot partition (mtools at the partition's offset)."""
-    offset, _ = partitions(image)[0]
+    offset, _ = partitions(image)[1]
     path = os.path.join(WORK, name)
     with open(path, "w") as f:
         f.write(text)
     run(["mcopy", "-o", "-i", f"{image}@@{offset}", path, f"::{name}"])
 
 
-def copy_boot_file(image, name):
-    """Copies NAME off the FAT boot partition into WORK; returns the copy's path."""
-    offset, _ = partitions(image)[0]
+def copy_boot_file(image, name, partition=1):
+    """Copies NAME off a FAT partition (the boot partition) into WORK; returns the copy's path."""
+    offset, _ = partitions(image)[partition]
     path = os.path.join(WORK, name)
     run(["mcopy", "-o", "-i", f"{image}@@{offset}", f"::{name}", path])
     return path
@@ -131,18 +137,19 @@ def copy_boot_file(image, name):
 
 def remove_boot_file(image, name):
     """Deletes NAME from the FAT boot partition, if it is there."""
-    offset, _ = partitions(image)[0]
+    offset, _ = partitions(image)[1]
     subprocess.run(["mdel", "-i", f"{image}@@{offset}", f"::{name}"], capture_output=True)
 
 
-def read_boot_file(image, name):
-    offset, _ = partitions(image)[0]
+def read_boot_file(image, name, partition=1):
+    offset, _ = partitions(image)[partition]
     return run(["mtype", "-i", f"{image}@@{offset}", f"::{name}"]).stdout
 
 
 def data_partition(image):
     """A copy of the data partition, for e2fsck and debugfs."""
-    offset, size = partitions(image)[-1]  # the data partition is the last
+    table = partitions(image)
+    offset, size = table[max(table)]  # the data partition is the last
     path = os.path.join(WORK, "data.ext4")
     run(["dd", f"if={image}", f"of={path}", "bs=1M", f"skip={offset // 1048576}", f"count={size // 1048576}", "status=none"])
     return path
@@ -278,11 +285,12 @@ class Machine:
         self.started = time.monotonic()
         self.shell = None
         if VIRT:
-            # The image's own kernel and initramfs, from its FAT, on the virt machine.
+            # The image's own kernel and initramfs, from the slot's boot partition
+            # autoboot.txt names (the harness plays the Pi firmware), on the virt machine.
             self.shell = vm_virt.Shell(os.path.join(WORK, "shell.sock"))
-            machine = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "cortex-a72",
-                       "-kernel", copy_boot_file(image, "vmlinuz"), "-initrd", copy_boot_file(image, "initrd.img"),
-                       "-append", vm_virt.cmdline(BOARD), "-device", "virtio-keyboard-pci"] + self.shell.qemu_arguments()
+            kernel, initrd, line = vm_virt.firmware(image, copy_boot_file, read_boot_file)
+            machine = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "cortex-a72", "-kernel", kernel, "-initrd", initrd,
+                       "-append", vm_virt.cmdline(BOARD, line), "-device", "virtio-keyboard-pci"] + self.shell.qemu_arguments()
         else:
             # -vga none: q35 would add a standard VGA as the first display, and the
             # monitor's screendump shows the first display.
@@ -671,6 +679,8 @@ def main():
             check("3 record: stopped and published, the tally is dark again", levels == [False] * 6, str(levels))
             if BOARD == "rpi5":
                 vm_virt.check_button_rules(machine, check)
+            if BOARD == "rpi4":
+                machine = vm_update_rpi.scenario(sys.modules[__name__], machine, disk, origin, timings)
             machine.shutdown()
             machine = None
             log = check_data_partition(disk)
@@ -950,7 +960,7 @@ IMAGE_INFO = {}  # /usr/share/onair/image.txt of the image (image/manifest.sh), 
 def root_used_mb(image):
     """The root file system's used space, as df on the board reports it; and what the image
     says it is made of (IMAGE_INFO)."""
-    offset, size = partitions(image)[1]
+    offset, size = partitions(image)[5 if VIRT else 2]  # slot A
     path = os.path.join(WORK, "root.ext4")
     run(["dd", f"if={image}", f"of={path}", "bs=1M", f"skip={offset // 1048576}", f"count={size // 1048576}", "status=none"])
     header = run(["dumpe2fs", "-h", path]).stdout

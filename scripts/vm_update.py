@@ -56,8 +56,9 @@ def root_with(base, path, version_suffix, replace=None, work=None, board=None):
     return re.search(r"(?m)^version=(.*)$", info).group(1)
 
 
-def make_bundles(repo, work, origin_root, board, key, cert):
-    """The test's bundles under ORIGIN_ROOT/update/: {name: (url path, version)}."""
+def make_bundles(repo, work, origin_root, board, key, cert, refusals=True):
+    """The test's bundles under ORIGIN_ROOT/update/: {name: (url path, version)}; without
+    REFUSALS only the newer build and the broken one."""
     base = os.path.join(repo, "out", f"onair-{board}.root.ext4")
     folder = os.path.join(origin_root, "update")
     os.makedirs(folder, exist_ok=True)
@@ -84,6 +85,9 @@ def make_bundles(repo, work, origin_root, board, key, cert):
                       root_with(base, broken_root, "vmtest-broken", replace=[("/usr/bin/onair", broken_onair)], work=work))
     bundle("broken", broken_root, key, cert)
     os.unlink(broken_root)
+    if not refusals:
+        os.unlink(new_root)
+        return made
 
     other_key, other_cert = os.path.join(work, "other.key.pem"), os.path.join(work, "other.cert.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -125,10 +129,10 @@ def slot_mib(repo, board):
 
 
 def slots(shell):
-    """onair-slot-efi status on the board, as a dict. (Right after an install the board
+    """onair-slot status on the board, as a dict. (Right after an install the board
     is still writing the slot back from its page cache, which under TCG can hold up a
     read of the boot partition for tens of seconds.)"""
-    status, output = shell.run("/usr/lib/onair/onair-slot-efi status", timeout=180)
+    status, output = shell.run("/usr/lib/onair/onair-slot status", timeout=180)
     return dict(line.split("=", 1) for line in output.splitlines() if "=" in line) if status == 0 else {"error": output[-300:]}
 
 
@@ -147,7 +151,7 @@ def install(shell, url, timeout=600):
 
 def boot_entries(t, disk):
     """The boot entries on the disk's EFI system partition, read with the board off."""
-    offset, _ = t.partitions(disk)[0]
+    offset, _ = t.partitions(disk)[1]
     listing = subprocess.run(["mdir", "-b", "-i", f"{disk}@@{offset}", "::loader/entries"], capture_output=True, text=True)
     return sorted(os.path.basename(line.strip()) for line in listing.stdout.splitlines() if line.strip().endswith(".conf"))
 

@@ -1,9 +1,10 @@
 """make vm-test BOARD=rpi4|rpi5: what QEMU's aarch64 `virt` machine needs that a Pi has
 otherwise, so that the image itself stays as it is flashed.
 
-The board's own kernel and initramfs (from its FAT) boot with a command line that adds the
-test's devices (modules and options, which modprobe reads) and two units passed as systemd
-credentials (systemd.extra-unit.*): the test tone, and the test's way into the board — a
+The board's own kernel and initramfs boot from the slot's boot partition that partition
+1's autoboot.txt names (the test plays the Pi firmware), with its cmdline.txt and what the
+test adds: its devices (modules and options, which modprobe reads) and two units passed
+as systemd credentials (systemd.extra-unit.*): the test tone, and the test's way into the board — a
 shell on a virtio serial port whose other end is a unix socket of the host's, for what only
 the inside of the board can do (set a simulated button line, power off cleanly). On a
 kernel that builds gpio-sim (the rpi5 image's), that unit first makes a simulated GPIO chip
@@ -48,8 +49,34 @@ def unit(name, text):
             f"systemd.wants={name}")
 
 
-def cmdline(board):
-    line = ("root=LABEL=onair-root ro rootwait console=tty1 console=ttyAMA0,115200 quiet "
+def autoboot_partition(text):
+    """The partition autoboot.txt's [all] section boots (boot_partition), as the firmware
+    reads it; None when it names none."""
+    section, partition = "all", None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line[1:].split("]")[0]
+        elif section == "all" and line.startswith("boot_partition="):
+            partition = int(line.split("=", 1)[1]) if line.split("=", 1)[1].isdigit() else None
+    return partition
+
+
+def firmware(image, copy_file, read_file):
+    """What a Pi's firmware boots, read off the image: partition 1's autoboot.txt names the
+    committed slot's boot partition; its kernel, initramfs and cmdline.txt. (The firmware
+    would read config.txt and the device tree there too: the virt machine has its own.)
+    Returns (kernel path, initramfs path, command line)."""
+    partition = autoboot_partition(read_file(image, "autoboot.txt"))
+    return (copy_file(image, "vmlinuz", partition), copy_file(image, "initrd.img", partition),
+            read_file(image, "cmdline.txt", partition).strip())
+
+
+def cmdline(board, slot_line):
+    """The slot's cmdline.txt (SLOT_LINE), then what the virt machine needs: its UART as the
+    console, the test's devices and units. (A Pi's firmware adds its own words too, before
+    cmdline.txt's; onair-slot-rpi keeps either where they are when it kexecs a slot.)"""
+    line = (f"{slot_line} console=ttyAMA0,115200 "
             "modules-load=vivid,snd_aloop vivid.n_devs=1 vivid.node_types=0x1 "
             "snd_aloop.index=0 snd_aloop.id=Loopback snd_aloop.pcm_substreams=1 ")
     if board == "rpi4":
@@ -79,6 +106,9 @@ device = /dev/ttyAMA0
 interval_s = 5
 [performance]
 capacity.x264 = 20M
+[update]
+# Scenario 9 (rpi4): a slot on trial is confirmed after 10 s healthy.
+confirm_seconds = 10
 """
 BUTTON_SETTINGS = {
     "rpi4": """[button]

@@ -19,7 +19,7 @@ public struct UpdateOptions: Equatable {
 /// block against the signed hash tree as it copies (dm-verity); the running slot and the
 /// data partition are never written. The new slot boots once at the next reboot and stays
 /// only when onair confirms it healthy; otherwise the board comes back to this slot
-/// (image/rootfs/onair-slot-efi).
+/// (image/rootfs/onair-slot-efi and onair-slot-rpi).
 enum Update {
     static let usage = """
     Usage: onair update FILE|URL [--reboot]
@@ -35,7 +35,7 @@ enum Update {
 
     """
 
-    /// The board's RAUC configuration: images of EFI boards have one.
+    /// The board's RAUC configuration: every image has one.
     static let systemConfiguration = "/etc/rauc/system.conf"
     /// The largest bundle downloaded: a 768 MiB slot and its hash tree, with room.
     static let largestBundle = 1 << 30
@@ -87,17 +87,29 @@ enum Update {
             return failed("\(options.source) was not installed: \(error)")
         }
         report.update { $0.phase = .installed; $0.percent = 100 }
-        say("installed \(options.source) into the slot not running: it boots at the next reboot\(options.reboot ? " (now)" : "")")
-        if options.reboot, !rebootIntoNewSlot() { return fail("systemctl reboot failed: reboot to boot the new slot") }
+        say("installed \(options.source) into the slot not running: it boots \(options.reboot ? "now" : nextReboot)")
+        if options.reboot, !rebootIntoNewSlot() { return fail("the reboot into the new slot failed: reboot to boot it") }
         return 0
     }
 
+    /// The board's boot loader backend (image/rootfs/onair-slot-efi or -rpi), which RAUC
+    /// calls too.
+    static let slotBackend = "/usr/lib/onair/onair-slot"
+
     /// The reboot that boots an installed slot, for `--reboot` and for the appliance's
-    /// (`?reboot=1`, `update.reboot = idle`): the file systems synced, then systemd's
-    /// reboot. False when it could not be asked for.
+    /// (`?reboot=1`, `update.reboot = idle`): the file systems synced, then the backend's
+    /// reboot (on EFI boards systemd's, on the Raspberry Pi's a kexec into the installed
+    /// slot: its firmware cannot be asked to try one), or systemd's where there is none.
+    /// False when it could not be asked for.
     static func rebootIntoNewSlot() -> Bool {
         ThisProcess.syncFileSystems()
-        return ThisProcess.runShell("systemctl reboot") == 0
+        return ThisProcess.runShell(FileSystem.exists(slotBackend) ? slotBackend + " reboot" : "systemctl reboot") == 0
+    }
+
+    /// When an installed slot boots: on EFI boards at any reboot (systemd-boot tries it);
+    /// on the Raspberry Pi's only at one onair makes, since it is tried by kexec.
+    static var nextReboot: String {
+        FileSystem.exists(BootSlots.autoboot) ? "at onair's next reboot (onair update --reboot, update.reboot = idle)" : "at the next reboot"
     }
 
     static func isURL(_ text: String) -> Bool { text.hasPrefix("http://") || text.hasPrefix("https://") }

@@ -187,7 +187,7 @@ extension UpdateService {
                 case .receiving, .downloading, .installing:
                     lines.append((.updateInstalling, .info, [("source", state.source), ("phase", state.phase.rawValue)]))
                 case .installed:
-                    let when = said.rebootAfter == state.id ? "now" : setup.reboot == .idle ? "when nothing is live or recording" : "at the next reboot"
+                    let when = said.rebootAfter == state.id ? "now" : setup.reboot == .idle ? "when nothing is live or recording" : Update.nextReboot
                     lines.append((.updateInstalled, .info, [("source", state.source), ("boots", when)]))
                 case .failed:
                     lines.append((.updateInstallFailed, .error, [("source", state.source), ("error", state.error ?? "unknown")]))
@@ -206,7 +206,7 @@ extension UpdateService {
         guard let reboot else { return }
         log(.updateRebooting, ("source", state.source), ("reason", reboot))
         if !setup.restart() {
-            log(.updateRebooting, level: .error, ("error", "systemctl reboot failed"), ("action", "the new slot boots at the next reboot"))
+            log(.updateRebooting, level: .error, ("error", "the reboot failed"), ("action", "the new slot boots " + Update.nextReboot))
         }
     }
 }

@@ -5,34 +5,72 @@ import Media
 import System
 import Threading
 
-/// The root slot onair runs from, as the boot loader sees the slots (EFI boards: the entries
-/// image/rootfs/onair-slot-efi keeps on the EFI system partition,
-/// `onair-GEN-SLOT[+LEFT[-DONE]].conf`, systemd-boot's boot counting).
+/// The root slot onair runs from, as the boot loader sees the slots: on EFI boards the
+/// entries image/rootfs/onair-slot-efi keeps on the EFI system partition
+/// (`onair-GEN-SLOT[+LEFT[-DONE]].conf`, systemd-boot's boot counting); on the Raspberry
+/// Pi's, the firmware's autoboot.txt and the try's state beside it (onair-slot-rpi).
 struct BootSlots: Equatable, Sendable {
     /// "A" or "B": the kernel's `rauc.slot=`.
     var booted: String
-    /// The booted slot's entry still counts tries: an update's first boot, not yet confirmed.
+    /// An update's first boot, not yet confirmed.
     var trial: Bool
-    /// The other slot's entry is newer and ran out of tries: an update to it fell back here.
+    /// An update to the other slot fell back here.
     var rolledBack: Bool
 
     static let entriesFolder = "/boot/firmware/loader/entries"
+    static let autoboot = "/boot/firmware/autoboot.txt"
+    static let tryFile = "/boot/firmware/onair-trial"
 
     /// The slots of this board, nil off an A/B image.
     static func current() -> BootSlots? {
-        guard FileSystem.exists(Update.systemConfiguration), let line = FileSystem.readText("/proc/cmdline", limit: 4096),
-              let names = FileSystem.names(in: entriesFolder) else { return nil }
+        guard FileSystem.exists(Update.systemConfiguration), let line = FileSystem.readText("/proc/cmdline", limit: 4096) else { return nil }
+        if let autoboot = FileSystem.readText(autoboot, limit: 4096) {
+            return parse(commandLine: line, autoboot: autoboot, try: FileSystem.readText(tryFile, limit: 256) ?? "")
+        }
+        guard let names = FileSystem.names(in: entriesFolder) else { return nil }
         return parse(commandLine: line, entries: names)
     }
 
+    static func bootedSlot(_ commandLine: String) -> String? {
+        let booted = commandLine.split(whereSeparator: { $0 == " " || $0 == "\n" }).first(where: { $0.hasPrefix("rauc.slot=") })
+            .map { String($0.dropFirst("rauc.slot=".count)) }
+        return booted.flatMap { ["A", "B"].contains($0) ? $0 : nil }
+    }
+
     static func parse(commandLine: String, entries: [String]) -> BootSlots? {
-        guard let booted = commandLine.split(separator: " ").first(where: { $0.hasPrefix("rauc.slot=") })
-            .map({ String($0.dropFirst("rauc.slot=".count)).trimmingWhitespace() }), ["A", "B"].contains(booted) else { return nil }
+        guard let booted = bootedSlot(commandLine) else { return nil }
         let parsed = entries.compactMap(Entry.init)
         guard let mine = parsed.first(where: { $0.slot == booted }) else { return nil }
         let other = parsed.first { $0.slot != booted }
         return BootSlots(booted: booted, trial: mine.triesLeft != nil,
                          rolledBack: other.map { $0.generation > mine.generation && $0.triesLeft == 0 } ?? false)
+    }
+
+    /// The Raspberry Pi's slots: autoboot.txt's `[all]` `boot_partition` is the committed
+    /// slot (2: A, 3: B); the try's file says "SLOT installed|trying|bad". The booted slot
+    /// is on trial when it is the one trying and not the committed one; the other slot
+    /// trying (a reset during its try brought the firmware back here) or given up means
+    /// an update fell back.
+    static func parse(commandLine: String, autoboot: String, try state: String) -> BootSlots? {
+        guard let booted = bootedSlot(commandLine), let committed = committedSlot(autoboot) else { return nil }
+        let words = state.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        guard words.count == 2, ["A", "B"].contains(words[0]) else {
+            return BootSlots(booted: booted, trial: false, rolledBack: false)
+        }
+        let (slot, word) = (words[0], words[1])
+        return BootSlots(booted: booted, trial: slot == booted && word == "trying" && booted != committed,
+                         rolledBack: slot != booted && (word == "trying" || word == "bad"))
+    }
+
+    /// The slot autoboot.txt's `[all]` section boots, nil when it names neither.
+    static func committedSlot(_ autoboot: String) -> String? {
+        var section = "all", partition: String?
+        for raw in autoboot.split(separator: "\n") {
+            let line = raw.trimmingWhitespace()
+            if line.hasPrefix("[") { section = String(line.dropFirst().prefix { $0 != "]" }); continue }
+            if section == "all", line.hasPrefix("boot_partition=") { partition = String(line.dropFirst("boot_partition=".count)) }
+        }
+        switch partition { case "2": return "A"; case "3": return "B"; default: return nil }
     }
 
     /// One entry's name: `onair-12-b+0-1.conf` → generation 12, slot B, 0 tries left.

@@ -178,6 +178,34 @@ final class BootSlotsTests: XCTestCase {
         }
     }
 
+    /// The Raspberry Pi's slots: autoboot.txt commits one, the try's file says the rest.
+    func testTheRaspberryPisSlots() {
+        let a = "[all]\ntryboot_a_b=1\nboot_partition=2\n[tryboot]\nboot_partition=3\n"
+        let b = "[all]\ntryboot_a_b=1\nboot_partition=3\n[tryboot]\nboot_partition=2\n"
+        let line = "coherent_pool=1M console=ttyAMA10,115200 root=PARTUUID=6f6e6169-05 rauc.slot=A ro rootwait\n"
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: ""), BootSlots(booted: "A", trial: false, rolledBack: false))
+        // Installed, not yet tried: nothing to say until onair reboots into it.
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "B installed\n"), BootSlots(booted: "A", trial: false, rolledBack: false))
+        // B booted once by kexec, A still committed: B is on trial.
+        XCTAssertEqual(BootSlots.parse(commandLine: "root=PARTUUID=6f6e6169-06 rauc.slot=B", autoboot: a, try: "B trying\n"),
+                       BootSlots(booted: "B", trial: true, rolledBack: false))
+        // A reset during the try (the firmware boots A), or the try given up: rolled back.
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "B trying"), BootSlots(booted: "A", trial: false, rolledBack: true))
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "B bad"), BootSlots(booted: "A", trial: false, rolledBack: true))
+        // B committed (its try's file gone), then booted by the firmware.
+        XCTAssertEqual(BootSlots.parse(commandLine: "rauc.slot=B", autoboot: b, try: ""), BootSlots(booted: "B", trial: false, rolledBack: false))
+        XCTAssertEqual(BootSlots.committedSlot(b), "B")
+        // Only [all] commits; a file naming no slot's partition is no A/B board.
+        XCTAssertEqual(BootSlots.committedSlot("[tryboot]\nboot_partition=3\n[all]\nboot_partition=2"), "A")
+        for text in ["", "[all]\nboot_partition=5", "[tryboot]\nboot_partition=3", "boot_partition=99999999999999999999"] {
+            XCTAssertNil(BootSlots.parse(commandLine: line, autoboot: text, try: ""), text)
+        }
+        XCTAssertNil(BootSlots.parse(commandLine: "ro quiet", autoboot: a, try: ""))
+        // A try's file that is not two words says nothing.
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "B"), BootSlots(booted: "A", trial: false, rolledBack: false))
+        XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "C trying"), BootSlots(booted: "A", trial: false, rolledBack: false))
+    }
+
     /// Entry names are read without trusting them: no number in one can trap.
     func testEntryNames() {
         XCTAssertEqual(BootSlots.Entry("onair-12-b+0-1.conf"), BootSlots.Entry(generation: 12, slot: "B", triesLeft: 0))
