@@ -187,6 +187,19 @@ def console_tail(text, lines=30):
     return "\n".join(line for line in text.splitlines() if "update." in line or "onair-update" in line)[-1500:] or text[-800:]
 
 
+def check_back_on_b(t, machine, said, version=None):
+    """The board runs slot B again and says the update to the other slot was rolled back,
+    and why: on the console (the check SAID) and in /api/status (with B's VERSION, if given)."""
+    back = machine.wait_for(r"onair: update\.slot slot=B [^\n]*", 420)
+    t.check(said, back and "state=rolled_back" in back.group(0) and "not confirmed" in back.group(0),
+            back.group(0) if back else machine.text()[-1200:])
+    machine.wait_for(r"onair: deferred_start\.done[^\n]*", 120)
+    status = t.http_json("/api/status").get("update") or {}
+    t.check("9 update: /api/status says so too" + (", and that B runs the newer build" if version else ""),
+            status.get("slot") == "B" and status.get("state") == "rolled_back" and status.get("reason")
+            and (version is None or status.get("version") == version), str(status))
+
+
 def scenario(t, disk, origin, timings):
     """T: the vm_test module (its Machine, check, say, and helpers)."""
     check, say = t.check, t.say
@@ -316,13 +329,7 @@ def scenario(t, disk, origin, timings):
 
         # Boot 7: B again, saying so.
         machine = t.Machine(disk, 7, shell=True)
-        back = machine.wait_for(r"onair: update\.slot slot=B [^\n]*", 420)
-        check("9 update: the board comes back to slot B by itself and says the update was rolled back, and why",
-              back and "state=rolled_back" in back.group(0) and "not confirmed" in back.group(0),
-              back.group(0) if back else machine.text()[-1200:])
-        machine.wait_for(r"onair: deferred_start\.done[^\n]*", 120)
-        status_json = t.http_json("/api/status").get("update") or {}
-        check("9 update: /api/status says so too", status_json.get("state") == "rolled_back" and status_json.get("reason"), str(status_json))
+        check_back_on_b(t, machine, "9 update: the board comes back to slot B by itself and says the update was rolled back, and why")
         after = data_files(machine.shell)
         changed = sorted(name for name in before if after.get(name) != before[name])
         check("9 update: the streams and recordings on the data partition are byte-identical through updates and a rollback",

@@ -88,13 +88,6 @@ def scenario(t, machine, disk, origin, timings):
 
     # The firmware boots the committed slot: B.
     machine = t.Machine(disk, 9)
-    back = machine.wait_for(r"onair: update\.slot slot=B [^\n]*", 420)
-    check("9 update: the firmware boots slot B (autoboot.txt); it says the update to A was rolled back, and why",
-          back and "state=rolled_back" in back.group(0) and "not confirmed" in back.group(0),
-          back.group(0) if back else machine.text()[-1200:])
-    machine.wait_for(r"onair: deferred_start\.done[^\n]*", 120)
-    status_json = t.http_json("/api/status").get("update") or {}
-    check("9 update: /api/status says slot B runs the newer build, and the update to A rolled back",
-          status_json.get("slot") == "B" and status_json.get("state") == "rolled_back" and status_json.get("version") == bundles["new"][1],
-          str(status_json))
+    vm_update.check_back_on_b(t, machine, "9 update: the firmware boots slot B (autoboot.txt); it says the update to A was "
+                              "rolled back, and why", bundles["new"][1])
     return machine
