@@ -29,7 +29,8 @@ enum Update {
     anything is written; the running system and the data partition are not touched. A URL
     (http or https) is downloaded to /data/update first, at most 1 GiB.
       --reboot   reboot into the new slot when it is installed (otherwise it boots at
-                 the next reboot)
+                 the next reboot; on a Raspberry Pi, the next one onair makes, since
+                 it is tried by kexec)
     The new slot is tried once: it stays only when onair has run healthy in it for
     update.confirm_seconds; otherwise the board boots this slot again by itself.
 
@@ -37,6 +38,7 @@ enum Update {
 
     /// The board's RAUC configuration: every image has one.
     static let systemConfiguration = "/etc/rauc/system.conf"
+    static let noSlots = "this system has no update slots (\(systemConfiguration) is missing: the image predates onair's updates; flash a current one)"
     /// The largest bundle downloaded: a 768 MiB slot and its hash tree, with room.
     static let largestBundle = 1 << 30
 
@@ -58,9 +60,10 @@ enum Update {
 
     static func run(_ options: UpdateOptions) -> Int32 {
         guard FileSystem.exists(systemConfiguration) else {
-            return fail("this system has no update slots (\(systemConfiguration) is missing: images of EFI boards have them)", status: 2)
+            return fail(noSlots, status: 2)
         }
         if let busy = InstallReport.busy(at: options.stateFile) { return fail("\(options.source) was not installed: \(busy)") }
+        if let why = cannotTry() { return fail("\(options.source) was not installed: \(why)") }
         var bundle = options.source
         var downloaded: String?
         let report = InstallReport(path: options.stateFile, InstallState(isURL(bundle) ? .downloading : .installing, source: options.source))
@@ -104,6 +107,15 @@ enum Update {
     static func rebootIntoNewSlot() -> Bool {
         ThisProcess.syncFileSystems()
         return ThisProcess.runShell(FileSystem.exists(slotBackend) ? slotBackend + " reboot" : "systemctl reboot") == 0
+    }
+
+    /// Why this board cannot try a new slot (its backend's `can-try`: a Raspberry Pi 4 cannot
+    /// kexec), or nil; asked before anything is downloaded, received or written.
+    static func cannotTry(backend: String = slotBackend) -> String? {
+        guard FileSystem.exists(backend) else { return nil }
+        var said = ""
+        let status = ThisProcess.run([backend, "can-try"]) { line in if said.isEmpty { said = line.trimmingWhitespace() } }
+        return status == 0 ? nil : said.isEmpty ? "\(backend) can-try failed" : said
     }
 
     /// When an installed slot boots: on EFI boards at any reboot (systemd-boot tries it);

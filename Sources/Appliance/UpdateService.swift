@@ -22,6 +22,8 @@ final class UpdateService: Sendable {
         var systemConfiguration = Update.systemConfiguration
         /// RAUC's program (a stand-in in tests).
         var rauc = "rauc"
+        /// The boot loader backend, asked whether the board can try a new slot.
+        var slotBackend = Update.slotBackend
         /// Reboots the board; false when it could not.
         var restart: @Sendable () -> Bool = { Update.rebootIntoNewSlot() }
     }
@@ -74,8 +76,9 @@ final class UpdateService: Sendable {
         case let other?: return refuse(400, "reboot=\(other): expected 1 (reboot into the new slot once installed) or 0")
         }
         guard FileSystem.exists(setup.systemConfiguration) else {
-            return refuse(501, "this system has no update slots (\(setup.systemConfiguration) is missing: images of EFI boards have them)")
+            return refuse(501, "this system has no update slots (\(setup.systemConfiguration) is missing: the image predates onair's updates; flash a current one)")
         }
+        if let why = Update.cannotTry(backend: setup.slotBackend) { return refuse(501, why) }
         guard busy.withLock({ busy in defer { busy = true }; return !busy }) else { return refuse(409, "an update is being received or installed already") }
         if let other = InstallReport.busy(at: setup.statePath) {
             busy.withLock { $0 = false }

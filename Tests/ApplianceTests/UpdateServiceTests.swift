@@ -24,7 +24,7 @@ final class UpdateServiceTests: XCTestCase {
 
     /// A stand-in for `rauc install BUNDLE`: keeps what it was given, says RAUC's progress,
     /// fails with RAUC's LastError when `fail` exists, and waits while `hold` exists.
-    private func service(reboot: Settings.UpdateReboot = .never, slots: Bool = true) throws -> UpdateService {
+    private func service(reboot: Settings.UpdateReboot = .never, slots: Bool = true, backend: String? = nil) throws -> UpdateService {
         let script = directory + "/rauc"
         try """
         #!/bin/sh
@@ -42,6 +42,7 @@ final class UpdateServiceTests: XCTestCase {
         let restarts = self.restarts
         return UpdateService(.init(directory: directory + "/data/update", statePath: directory + "/run/update.state", reboot: reboot,
                                    systemConfiguration: directory + "/system.conf", rauc: script,
+                                   slotBackend: backend ?? directory + "/no-backend",
                                    restart: { restarts.withLock { $0 += 1 }; return true }),
                              log: Log(format: .logfmt, write: { [captured] in captured.add($0) }))
     }
@@ -130,6 +131,17 @@ final class UpdateServiceTests: XCTestCase {
         let off = try self.server(plain)
         defer { off.stop() }
         XCTAssertEqual(try post(off, body: small).status, 501, "a board without slots says so")
+
+        // A board that cannot try a new slot (a Raspberry Pi 4: no kexec) says why at the head.
+        let backend = directory + "/onair-slot"
+        try "#!/bin/sh\n[ \"$1\" = can-try ] && { echo 'this board cannot try a new slot: no kexec'; exit 1; }\nexit 2\n"
+            .write(toFile: backend, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: backend)
+        let stuck = try self.server(try service(backend: backend))
+        defer { stuck.stop() }
+        let refused = try post(stuck, body: small)
+        XCTAssertEqual(refused.status, 501)
+        XCTAssertTrue(refused.text.contains("cannot try a new slot: no kexec"), refused.text)
     }
 
     /// A client that goes away half-way leaves no bundle, and the install is said failed.

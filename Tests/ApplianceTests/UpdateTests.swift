@@ -206,6 +206,36 @@ final class BootSlotsTests: XCTestCase {
         XCTAssertEqual(BootSlots.parse(commandLine: line, autoboot: a, try: "C trying"), BootSlots(booted: "A", trial: false, rolledBack: false))
     }
 
+    /// The Pi's backend (image/rootfs/onair-slot-rpi) knows when the board cannot try a slot
+    /// by kexec: CPUs the firmware started with spin tables (a Pi 4's) cannot go offline,
+    /// and sysfs gives them no `online` file.
+    func testThePiBackendKnowsWhenItCannotKexec() throws {
+        let script = URL(fileURLWithPath: #filePath).appendingPathComponent("../../../image/rootfs/onair-slot-rpi").standardized.path
+        let root = NSTemporaryDirectory() + "onair-cpus-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let files = FileManager.default
+        for cpu in 0..<4 { try files.createDirectory(atPath: root + "/sys/devices/system/cpu/cpu\(cpu)", withIntermediateDirectories: true) }
+        try files.createDirectory(atPath: root + "/bin", withIntermediateDirectories: true)
+        func canTry() throws -> (status: Int32, said: String) {
+            let process = Process(), output = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = [script, "can-try"]
+            process.environment = ["ONAIR_SYSFS": root + "/sys", "PATH": root + "/bin"]
+            process.standardOutput = output
+            try process.run()
+            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, said)
+        }
+        let stuck = try canTry()
+        XCTAssertEqual(stuck.status, 1)
+        XCTAssertTrue(stuck.said.contains("spin tables"), stuck.said)
+        for cpu in 1..<4 { files.createFile(atPath: root + "/sys/devices/system/cpu/cpu\(cpu)/online", contents: Data("1\n".utf8)) }
+        XCTAssertTrue(try canTry().said.contains("kexec is missing"))
+        files.createFile(atPath: root + "/bin/kexec", contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        XCTAssertEqual(try canTry().status, 0, "PSCI (a Pi 5, the virt machine): every CPU but the first can go offline")
+    }
+
     /// Entry names are read without trusting them: no number in one can trap.
     func testEntryNames() {
         XCTAssertEqual(BootSlots.Entry("onair-12-b+0-1.conf"), BootSlots.Entry(generation: 12, slot: "B", triesLeft: 0))
