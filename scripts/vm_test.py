@@ -368,6 +368,14 @@ class Machine:
         time.sleep(1)
         return path
 
+    def cpu_state(self):
+        """Where each virtual CPU is (the monitor's `info cpus` and the instruction at its
+        pc): for a boot that hangs before onair, to tell a guest's hang from the emulator's."""
+        try:
+            return self.command("info cpus") + self.command("x /3i $pc")
+        except OSError as error:
+            return f"(no monitor: {error})"
+
     def power_cut(self):
         try:
             self.monitor.sendall(b"quit\n")
@@ -593,7 +601,8 @@ def main():
         machine = Machine(disk, 1)
         ready = machine.wait_for(r"onair: deferred_start\.done .*first_frame_ms=(\S+) done_ms=(\S+)", 420)
         timings["boot to onair ready (s)"] = round(time.monotonic() - machine.started, 1)
-        if not check("1 boot: systemd starts onair, which reports on the serial console", ready, machine.text()[-1500:] if not ready else ""):
+        if not check("1 boot: systemd starts onair, which reports on the serial console", ready,
+                     machine.text()[-1500:] + machine.cpu_state() if not ready else ""):
             return finish(timings)
         timings["onair start to first preview frame (ms)"] = ready.group(1)
         timings["onair start to deferred start done (ms)"] = ready.group(2)
@@ -724,7 +733,8 @@ def main():
         say("boot 2: booting again")
         machine = Machine(disk, 2)
         ready = machine.wait_for(r"onair: deferred_start\.done", 420)
-        if not check("4 power cut: the board boots again and onair starts", ready, machine.text()[-1500:] if not ready else ""):
+        if not check("4 power cut: the board boots again and onair starts", ready,
+                     machine.text()[-1500:] + machine.cpu_state() if not ready else ""):
             return finish(timings)
         status = machine.wait_for(r"onair: armed[^\n]*", 30)  # the buttons are live once the status lines run
         check("4 power cut: the board keeps its name across the reboot (a new transient machine id)",
