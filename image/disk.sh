@@ -58,9 +58,9 @@ else
         if [ "$CAMERA" = csi ]; then echo "# The CSI camera (make image CAMERA=csi)."; printf '%s\n' "$CSI_CONFIG_TXT"; fi
     } > "$slot_boot/config.txt"
     options="$options rootwait fsck.repair=yes"
-    # autoboot.txt commits slot A, as onair-slot-rpi writes it (the Raspberry Pi docs' A/B
-    # example: the [tryboot] section would be the other slot).
-    printf '[all]\ntryboot_a_b=1\nboot_partition=2\n[tryboot]\nboot_partition=3\n' > "$boot/autoboot.txt"
+    # autoboot.txt commits slot A, made as onair-slot-rpi makes it at each commit (the
+    # Raspberry Pi docs' A/B example: the [tryboot] section would be the other slot).
+    sh "$here/rootfs/onair-slot-rpi" autoboot A > "$boot/autoboot.txt"
 fi
 cp "$kernel" "$root/boot/vmlinuz.slot"
 cp "$initrd" "$root/boot/initrd.img.slot"

@@ -101,9 +101,6 @@ def main():
         out = subprocess.run(["mtype", "-i", fat, f"::{name}"], capture_output=True)
         return out.stdout if out.returncode == 0 else None
 
-    def fat_files():
-        return files_of(2)
-
     for number, want in ((5, "onair-root"), (7, "onair-data")):
         with open(image, "rb") as f:
             f.seek(parts[number]["start"] * 512 + 1024)
@@ -113,7 +110,7 @@ def main():
         check(f"partition {number} is ext4 '{want}'", magic == 0xEF53 and name == want, f"magic {magic:#x}, label {name!r}")
     check("partition 6 (root B) is the same size as 5 (root A)", parts[5]["size"] == parts[6]["size"])
 
-    files = fat_files()
+    files = files_of(2)
     required = ["config.txt", "cmdline.txt"]
     if board == "rpi4":
         required += ["start4.elf", "fixup4.dat"]

@@ -48,9 +48,8 @@ onair's journal of them. Both read the tally (PL061 line 4) from the host. The t
 the Pi firmware: it boots the slot partition 1's autoboot.txt names. rpi4 then runs
 scenario 9 on the Pi's A/B layout (scripts/vm_update_rpi.py: an update booted by kexec,
 confirmed and committed, a broken one given up, the firmware back on the committed slot).
-What this
-proves: the arm64 binary and its Swift runtime, trixie's libraries, the image's services
-and configuration, V4L2/ALSA/DRM/evdev/GPIO on Debian's arm64 kernels. What only a Pi can
+What this proves: the arm64 binary and its Swift runtime, trixie's libraries, the image's
+services and configuration, V4L2/ALSA/DRM/evdev/GPIO on Debian's arm64 kernels. What only a Pi can
 prove: the firmware's boot (config.txt, the device trees), the VideoCore's encoder, the
 camera connector, the HDMI/DSI planes (vc4), the GPIO header and the header UART.
 

@@ -12,7 +12,7 @@ autoboot.txt names (vm_virt.firmware).
   boot 9  the firmware boots what autoboot.txt names, B, which says the update to A was
           rolled back, and why.
 
-What the virt machine cannot show (README, "What only a Pi proves"): the firmware reading
+What the virt machine cannot show (README, "What only a real board can prove"): the firmware reading
 autoboot.txt itself, config.txt and the device tree it passes (a slot booted by kexec keeps
 the running one's), and the firmware's own tryboot flag, which nothing here sets.
 """
