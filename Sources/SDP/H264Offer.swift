@@ -60,9 +60,10 @@ public enum H264Offer {
     /// The first of the section's payload types (its preference order) that the stream can
     /// be sent as; nil when none.
     public static func choose(_ media: SessionDescription.Media, stream: Profile) -> String? {
-        media.formats.first { payloadType in
-            guard let map = media.rtpmap(payloadType), map.encoding.uppercased() == "H264", map.clockRate == 90_000 else { return false }
-            let parameters = media.fmtp(payloadType)
+        let payloadTypes = media.payloadTypes
+        return media.formats.first { payloadType in
+            guard let map = payloadTypes.rtpmap(payloadType), map.encoding.uppercased() == "H264", map.clockRate == 90_000 else { return false }
+            let parameters = payloadTypes.fmtp(payloadType)
             guard parameters["packetization-mode"] == "1" else { return false }
             // RFC 6184 §8.1: no profile-level-id means 42000A, Baseline level 1.
             let offered = parameters["profile-level-id"].flatMap(Profile.init(hex:)) ?? Profile(profileIDC: 66, constraints: 0, levelIDC: 10)

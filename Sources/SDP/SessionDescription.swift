@@ -16,6 +16,54 @@ public struct SessionDescription: Sendable, Equatable {
         }
     }
 
+    /// An rtpmap's encoding name, clock rate and channels (RFC 8866 §6.6).
+    public typealias RTPMap = (encoding: String, clockRate: Int, channels: Int?)
+
+    /// A media section's rtpmap and fmtp attributes by payload type; the first of each
+    /// payload type counts, as RFC 8866 §6.6 allows only one.
+    public struct PayloadTypes: Sendable {
+        private var rtpmaps: [Substring: String] = [:]
+        private var fmtps: [Substring: String] = [:]
+
+        init(_ media: Media) {
+            for attribute in media.attributes {
+                guard let value = attribute.value, attribute.name == "rtpmap" || attribute.name == "fmtp", let key = Self.key(value) else { continue }
+                if attribute.name == "rtpmap" {
+                    if rtpmaps[key] == nil { rtpmaps[key] = value }
+                } else if fmtps[key] == nil {
+                    fmtps[key] = value
+                }
+            }
+        }
+
+        public func rtpmap(_ payloadType: String) -> RTPMap? { Self.rtpmap(rtpmaps[payloadType[...]]) }
+        public func fmtp(_ payloadType: String) -> [String: String] { Self.fmtp(fmtps[payloadType[...]]) }
+
+        /// The payload type an rtpmap or fmtp value is about: the text before its space.
+        static func key(_ value: String) -> Substring? {
+            guard let space = value.firstIndex(of: " ") else { return nil }
+            return value[..<space]
+        }
+
+        static func rtpmap(_ value: String?) -> RTPMap? {
+            guard let value, let space = value.firstIndex(of: " ") else { return nil }
+            let fields = value[value.index(after: space)...].split(separator: "/")
+            guard fields.count >= 2, let clock = Int(fields[1]), clock > 0, clock <= 1_000_000 else { return nil }
+            return (String(fields[0]), clock, fields.count > 2 ? Int(fields[2]) : nil)
+        }
+
+        static func fmtp(_ value: String?) -> [String: String] {
+            guard let value, let space = value.firstIndex(of: " ") else { return [:] }
+            var parameters: [String: String] = [:]
+            for pair in value[value.index(after: space)...].split(separator: ";") {
+                let kv = pair.split(separator: "=", maxSplits: 1)
+                guard let key = kv.first?.trimmingWhitespace(), !key.isEmpty else { continue }
+                parameters[key.lowercased()] = kv.count > 1 ? kv[1].trimmingWhitespace() : ""
+            }
+            return parameters
+        }
+    }
+
     public struct Media: Sendable, Equatable {
         /// `video`, `audio`, `application`.
         public var kind: String
@@ -39,32 +87,20 @@ public struct SessionDescription: Sendable, Equatable {
         public func has(_ name: String) -> Bool { attributes.contains { $0.name == name } }
 
         /// `a=rtpmap:<pt> <encoding>/<clock>[/<channels>]` (RFC 8866 §6.6), by payload type.
-        public func rtpmap(_ payloadType: String) -> (encoding: String, clockRate: Int, channels: Int?)? {
-            for value in values("rtpmap") {
-                let parts = value.split(separator: " ", maxSplits: 1)
-                guard parts.count == 2, parts[0] == payloadType else { continue }
-                let fields = parts[1].split(separator: "/")
-                guard fields.count >= 2, let clock = Int(fields[1]), clock > 0, clock <= 1_000_000 else { return nil }
-                return (String(fields[0]), clock, fields.count > 2 ? Int(fields[2]) : nil)
-            }
-            return nil
+        /// One pass over the attributes: to ask of every format, use `payloadTypes`.
+        public func rtpmap(_ payloadType: String) -> RTPMap? {
+            PayloadTypes.rtpmap(values("rtpmap").first { PayloadTypes.key($0) == payloadType[...] })
         }
 
-        /// `a=fmtp:<pt> k=v;k=v` as a dictionary (keys lower-cased).
+        /// `a=fmtp:<pt> k=v;k=v` as a dictionary (keys lower-cased). One pass, as `rtpmap`.
         public func fmtp(_ payloadType: String) -> [String: String] {
-            for value in values("fmtp") {
-                let parts = value.split(separator: " ", maxSplits: 1)
-                guard parts.count == 2, parts[0] == payloadType else { continue }
-                var parameters: [String: String] = [:]
-                for pair in parts[1].split(separator: ";") {
-                    let kv = pair.split(separator: "=", maxSplits: 1)
-                    guard let key = kv.first?.trimmingWhitespace(), !key.isEmpty else { continue }
-                    parameters[key.lowercased()] = kv.count > 1 ? kv[1].trimmingWhitespace() : ""
-                }
-                return parameters
-            }
-            return [:]
+            PayloadTypes.fmtp(values("fmtp").first { PayloadTypes.key($0) == payloadType[...] })
         }
+
+        /// Every payload type's rtpmap and fmtp, indexed in one pass over the attributes,
+        /// so asking of each of the m-line's formats costs formats + attributes, not their
+        /// product (an offer of 16,000 formats and 2,000 rtpmaps must not cost seconds).
+        public var payloadTypes: PayloadTypes { PayloadTypes(self) }
 
         /// `a=extmap:<id>[/direction] <uri>` (RFC 8285 §8), by URI.
         public func extensionID(_ uri: String) -> Int? {
@@ -103,6 +139,7 @@ public struct SessionDescription: Sendable, Equatable {
         case tooLarge(Int)
         case tooManyLines
         case tooManyMedia
+        case tooManyFormats(line: Int)
         case notSDP(line: Int)
         case badMedia(line: Int)
 
@@ -111,6 +148,7 @@ public struct SessionDescription: Sendable, Equatable {
             case .tooLarge(let size): return "SDP of \(size) bytes; at most \(SessionDescription.sizeLimit)"
             case .tooManyLines: return "SDP of more than \(SessionDescription.lineLimit) lines"
             case .tooManyMedia: return "SDP with more than \(SessionDescription.mediaLimit) media sections"
+            case .tooManyFormats(let line): return "SDP line \(line): an m= line of more than \(SessionDescription.formatLimit) formats"
             case .notSDP(let line): return "SDP line \(line) is not <type>=<value>"
             case .badMedia(let line): return "SDP line \(line): an m= line needs <media> <port> <proto> <formats>"
             }
@@ -121,6 +159,8 @@ public struct SessionDescription: Sendable, Equatable {
     public static let sizeLimit = 64 << 10
     public static let lineLimit = 2000
     public static let mediaLimit = 16
+    /// RTP has 128 payload types (RFC 3550 §5.1), so no m= line lists more formats.
+    public static let formatLimit = 128
 
     public init(sessionLines: [(type: Character, value: String)], attributes: [Attribute], media: [Media]) {
         self.sessionLines = sessionLines
@@ -149,6 +189,7 @@ public struct SessionDescription: Sendable, Equatable {
                     throw ParseError.badMedia(line: number)
                 }
                 guard media.count < Self.mediaLimit else { throw ParseError.tooManyMedia }
+                guard fields.count - 3 <= Self.formatLimit else { throw ParseError.tooManyFormats(line: number) }
                 media.append(Media(kind: String(fields[0]), port: port, proto: String(fields[2]), formats: fields[3...].map(String.init)))
             case "a":
                 let attribute: Attribute

@@ -149,21 +149,24 @@ public struct WHEPAnswer: Sendable {
     /// The offer's distinct encodings, an H.264 with its profile-level-id and mode (what
     /// decides), for a refusal.
     static func encodings(_ offered: SessionDescription.Media) -> [String] {
+        let payloadTypes = offered.payloadTypes
         var seen: [String] = []
+        var known: Set<String> = []
         for format in offered.formats {
-            guard let map = offered.rtpmap(format), map.encoding.lowercased() != "rtx" else { continue }
-            let fmtp = offered.fmtp(format)
+            guard let map = payloadTypes.rtpmap(format), map.encoding.lowercased() != "rtx" else { continue }
+            let fmtp = payloadTypes.fmtp(format)
             let name = map.encoding.uppercased() == "H264"
                 ? "H264 \(fmtp["profile-level-id"] ?? "42000a") mode \(fmtp["packetization-mode"] ?? "0")" : map.encoding
-            if !seen.contains(name) { seen.append(name) }
+            if known.insert(name).inserted { seen.append(name) }
         }
         return seen
     }
 
     /// The offer's Opus payload type (RFC 7587 §7: `opus/48000/2` whatever is sent).
     static func opus(_ media: SessionDescription.Media) -> UInt8? {
-        media.formats.first { format in
-            guard let map = media.rtpmap(format) else { return false }
+        let payloadTypes = media.payloadTypes
+        return media.formats.first { format in
+            guard let map = payloadTypes.rtpmap(format) else { return false }
             return map.encoding.lowercased() == "opus" && map.clockRate == 48_000
         }.flatMap { UInt8($0) }
     }

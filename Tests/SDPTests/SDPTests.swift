@@ -127,9 +127,32 @@ final class SDPTests: XCTestCase {
         refused("v=0\r\nm=video\r\n", .badMedia(line: 2))
         refused("v=0\r\nm=video 99999 RTP/AVP 96\r\n", .badMedia(line: 2))
         refused("v=0\r\n" + String(repeating: "m=video 9 RTP/AVP 96\r\n", count: 17), .tooManyMedia)
+        // RTP has 128 payload types: an m= line of more formats is no honest offer (issue 44's
+        // 64 KB offer had 16,300).
+        refused("v=0\r\nm=video 9 RTP/AVP " + Array(repeating: "1", count: 129).joined(separator: " ") + "\r\n", .tooManyFormats(line: 2))
+        XCTAssertNoThrow(try SessionDescription(parsing: "v=0\r\nm=video 9 RTP/AVP " + (0..<128).map(String.init).joined(separator: " ") + "\r\n"))
         // Odd but harmless values are kept, not trusted: a bad rtpmap is simply no codec.
         let odd = try? SessionDescription(parsing: "v=0\r\nm=video 9 RTP/AVP 96\r\na=rtpmap:96 H264/abc\r\na=fmtp:96 ;;=;x\r\n")
         XCTAssertNil(odd?.media[0].rtpmap("96"))
         XCTAssertEqual(odd?.media[0].fmtp("96"), ["x": ""])
+    }
+
+    /// The payload types' index says what asking each format one at a time says: the
+    /// first rtpmap and fmtp of each payload type, nothing for a format without one.
+    func testThePayloadTypeIndexAnswersAsTheAttributesDo() throws {
+        let offer = try SessionDescription(parsing: "v=0\r\nm=video 9 RTP/AVP 96 97 98 99\r\na=rtpmap:96 H264/90000\r\n"
+            + "a=fmtp:96 packetization-mode=1;profile-level-id=42e01f\r\na=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\n"
+            + "a=rtpmap:96 VP8/90000\r\na=fmtp:96 x=1\r\na=rtpmap:98 H264/abc\r\na=rtpmap:999 opus/48000/2\r\n")
+        let media = offer.media[0]
+        let index = media.payloadTypes
+        for format in media.formats + ["999", "1"] {
+            XCTAssertEqual(index.rtpmap(format).map { "\($0.encoding)/\($0.clockRate)/\($0.channels ?? 0)" },
+                           media.rtpmap(format).map { "\($0.encoding)/\($0.clockRate)/\($0.channels ?? 0)" }, format)
+            XCTAssertEqual(index.fmtp(format), media.fmtp(format), format)
+        }
+        XCTAssertEqual(index.rtpmap("96")?.encoding, "H264", "the first rtpmap of a payload type counts")
+        XCTAssertEqual(index.fmtp("96")["packetization-mode"], "1")
+        XCTAssertNil(index.rtpmap("98"), "a malformed rtpmap is no codec")
+        XCTAssertEqual(index.rtpmap("999")?.channels, 2)
     }
 }
