@@ -55,7 +55,8 @@ public struct ICELiteSession: Sendable {
     public let remote: ICECredentials
     /// The address the browser nominated (USE-CANDIDATE, §8.2.1): media go there.
     public private(set) var selected: PeerAddress?
-    /// CLOCK_MONOTONIC ns of the last authenticated request: consent (RFC 7675 §5.1).
+    /// CLOCK_MONOTONIC ns of the last authenticated request from the selected pair's
+    /// address (any address before one is selected): consent (RFC 7675 §5.1).
     public private(set) var lastConsent: Int64
 
     /// RFC 7675 §5.1: consent expires 30 s after the last response to a check.
@@ -95,8 +96,11 @@ public struct ICELiteSession: Sendable {
         guard request.username == "\(local.ufrag):\(remote.ufrag)", received.integrityMatches(key: Array(local.password.utf8)) else {
             return .error(Self.errorResponse(to: request, code: 401, reason: "Unauthorized"), code: 401)
         }
-        lastConsent = now
         if request.useCandidate { selected = address }
+        // RFC 7675 §5.1: consent is per candidate pair. Checks on other pairs are answered
+        // (the browser may still probe them) but refresh nothing: media go only to the
+        // selected pair, so only its checks say the receiver still wants them.
+        if selected == nil || selected == address { lastConsent = now }
         let response = STUNMessage(messageClass: .success, transactionID: request.transactionID, attributes: [
             STUNMessage.xorMappedAddress(address: address.address, port: address.port, transactionID: request.transactionID)])
         return .reply(response.serialized(integrityKey: Array(local.password.utf8), fingerprint: true))

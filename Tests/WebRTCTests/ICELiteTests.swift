@@ -66,6 +66,26 @@ final class ICELiteTests: XCTestCase {
         XCTAssertTrue(session.consentExpired(now: 55 * second + 1))
     }
 
+    /// RFC 7675 §5.1: once a pair is selected, only checks from its address keep the media
+    /// flowing; a second address that knows the password (the session's owner elsewhere)
+    /// is answered but cannot keep media going to a receiver that stopped asking.
+    func testConsentComesOnlyFromTheSelectedPair() {
+        var session = ICELiteSession(local: local, remote: remote, started: 0)
+        _ = session.answer(request(id: 1, nominate: true), from: browser, now: second)
+        XCTAssertEqual(session.selected, browser)
+        let elsewhere = PeerAddress(address: [127, 0, 0, 88], port: 40_000)
+        for n in 1...10 {
+            guard case .reply = session.answer(request(id: UInt8(n + 1)), from: elsewhere, now: Int64(n) * 10 * second) else {
+                return XCTFail("a check from another address is still answered")
+            }
+        }
+        XCTAssertEqual(session.selected, browser, "an unnominated check moves nothing")
+        XCTAssertEqual(session.lastConsent, second, "consent was not refreshed from another address")
+        XCTAssertTrue(session.consentExpired(now: 31 * second + 1))
+        _ = session.answer(request(id: 20), from: browser, now: 40 * second)
+        XCTAssertEqual(session.lastConsent, 40 * second, "the selected pair's own check refreshes it")
+    }
+
     func testCredentialsAreRandomAndOffersAreChecked() {
         let a = ICECredentials.random(), b = ICECredentials.random()
         XCTAssertNotEqual(a, b)
