@@ -49,15 +49,6 @@ public final class LoginLimiter: Sendable {
         min(Double(burst), bucket.tokens + Double(max(0, now - bucket.at)) / Double(refill))
     }
 
-    /// The address as counted: IPv4's four bytes (also when mapped into IPv6), IPv6's
-    /// first eight; anything else as its text.
-    static func key(_ client: String) -> [UInt8] {
-        if client.contains(":"), let address = SocketAddress(numeric: client, port: 0, ipv6: true) {
-            let bytes = address.addressBytes
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return Array(bytes[12...]) }
-            return Array(bytes[..<8])
-        }
-        if let address = SocketAddress(numeric: client, port: 0, ipv6: false) { return address.addressBytes }
-        return Array(client.utf8.prefix(64))
-    }
+    /// The address as counted (IPv6 by its /64).
+    static func key(_ client: String) -> [UInt8] { SocketAddress.clientGroup(client) }
 }

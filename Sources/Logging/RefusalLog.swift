@@ -11,7 +11,7 @@ public final class RefusalLog: Sendable {
 
     /// Logs `event` with `fields` and the count left out before it, unless this minute's
     /// lines are spent.
-    public func emit(_ event: Event, to log: Log, _ fields: [(String, Any)], now: Int64 = KernelClock.monotonic()) {
+    public func emit(_ event: Event, to log: Log, _ fields: [(String, Any)], level: Log.Level = .warn, now: Int64 = KernelClock.monotonic()) {
         let minute = now / 60_000_000_000
         let (emit, suppressed) = state.withLock { state -> (Bool, Int) in
             if state.minute != minute { state = (minute, 0, state.suppressed) }
@@ -20,6 +20,6 @@ public final class RefusalLog: Sendable {
             defer { state.suppressed = 0 }
             return (true, state.suppressed)
         }
-        if emit { log.emit(event, level: .warn, fields + [("suppressed_before", suppressed)]) }
+        if emit { log.emit(event, level: level, fields + [("suppressed_before", suppressed)]) }
     }
 }

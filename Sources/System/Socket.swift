@@ -88,3 +88,19 @@ extension ThisProcess {
         return getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(clamping: files.rlim_cur) : nil
     }
 }
+
+extension SocketAddress {
+    /// What a per-address limit counts a client's address as: IPv4's four bytes (also
+    /// when mapped into IPv6), IPv6's /64 — one host is given a whole /64 and can take any
+    /// address in it (RFC 8981), so counting exact addresses would count one host many
+    /// times; anything that is not a numeric address, as its first 64 bytes of text.
+    public static func clientGroup(_ client: String) -> [UInt8] {
+        if client.contains(":"), let address = SocketAddress(numeric: client, port: 0, ipv6: true) {
+            let bytes = address.addressBytes
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return Array(bytes[12...]) }
+            return Array(bytes[..<8])
+        }
+        if let address = SocketAddress(numeric: client, port: 0, ipv6: false) { return address.addressBytes }
+        return Array(client.utf8.prefix(64))
+    }
+}

@@ -5,6 +5,7 @@ extension Event {
     public static let webrtcListening = Event("webrtc.listening")
     public static let webrtcOffered = Event("webrtc.offered")
     public static let webrtcRefused = Event("webrtc.refused")
+    public static let webrtcDisplaced = Event("webrtc.displaced")
     public static let webrtcConnected = Event("webrtc.connected")
     public static let webrtcEnded = Event("webrtc.ended")
     public static let webrtcNoSound = Event("webrtc.no_sound")

@@ -8,7 +8,10 @@ import System
 /// what it has cost. Owned by that one thread; time is given (CLOCK_MONOTONIC ns), so
 /// every rule here runs on virtual time in the tests.
 final class Peer {
+    /// The session's resource id: a capability, known only to the offerer.
     let id: String
+    /// A short random name for logs and /api/status, unrelated to `id`.
+    let name: String
     /// The HTTP client that opened it (the per-address limit counts these).
     let client: String
     let created: Int64
@@ -58,6 +61,7 @@ final class Peer {
          audio: (answer: WHEPAnswer.Audio, ssrc: UInt32)? = nil, cname: String, expectedFingerprint: [UInt8], certificate: DTLSCertificate) throws {
         self.audio = audio
         self.id = id
+        name = String(ICECredentials.random().ufrag.filter { $0.isLetter || $0.isNumber }.prefix(6))
         self.client = client
         created = now
         self.ice = ice

@@ -77,7 +77,7 @@ extension WebRTCServer {
                 let wasConnected = peer.connected
                 for flight in try peer.receiveDTLS(datagram, now: now) { send(flight, to: source) }
                 if peer.connected && !wasConnected {
-                    log.emit(.webrtcConnected, level: .info, [("session", peer.id), ("media", address.description),
+                    log.emit(.webrtcConnected, level: .info, [("session", peer.name), ("media", address.description),
                                                              ("handshake_ms", (now - (peer.handshakeStarted ?? now)) / 1_000_000)])
                     publish(viewers, now: now)
                 }
@@ -147,8 +147,9 @@ extension WebRTCServer {
         viewers.peers[peer.id] = nil
         viewers.byUfrag[peer.ice.local.ufrag] = nil
         if let media = peer.media { viewers.byAddress[PeerAddress(media)] = nil }
-        log.emit(.webrtcEnded, level: .info, [("session", peer.id), ("reason", reason), ("packets", peer.stats.packets),
-                                              ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)])
+        let fields: [(String, Any)] = [("session", peer.name), ("reason", reason), ("packets", peer.stats.packets),
+                                       ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)]
+        if peer.media == nil { offerLog.emit(.webrtcEnded, to: log, fields, level: .info) } else { log.emit(.webrtcEnded, level: .info, fields) }
         publish(viewers, now: monotonicNanoseconds())
     }
 
@@ -157,13 +158,14 @@ extension WebRTCServer {
         var table: [String: SessionStatus] = [:]
         for peer in viewers.peers.values {
             let media = peer.media.map { PeerAddress($0).description }
-            table[peer.id] = SessionStatus(id: peer.id, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
+            table[peer.id] = SessionStatus(id: peer.name, resource: peer.id, since: peer.created, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
                                            connected: peer.connected, packets: peer.stats.packets, bytes: peer.stats.bytes,
                                            audioPackets: peer.stats.audioPackets, nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
                                            pictureLosses: peer.stats.pictureLosses, roundTripMs: peer.stats.roundTripMs,
                                            firstPictureMs: peer.stats.firstPicture.map { ($0 - peer.created) / 1_000_000 })
         }
-        shared.withLock { $0.sessions = table }
+        // A session an offer displaced is not counted again before this thread ends it.
+        shared.withLock { shared in shared.sessions = table.filter { !shared.ending.contains($0.key) } }
     }
 
     @discardableResult

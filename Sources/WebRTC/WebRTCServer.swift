@@ -40,7 +40,13 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     }
 
     public struct SessionStatus: Sendable, Equatable {
+        /// A short name for status pages and logs; not the session's resource, which is a
+        /// capability (whoever knows it may end the session) and is never listed.
         public var id: String
+        /// The resource id (`/whep/session/<resource>`), known only to the offerer.
+        var resource: String
+        /// When the offer came (CLOCK_MONOTONIC ns).
+        var since: Int64
         public var client: String
         /// Where the media go, once the browser nominated a pair.
         public var media: String?
@@ -66,6 +72,9 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     let packetizer = H264Packetizer()
     let shared = Locked(Shared())
     private let refusals = RefusalLog(perMinute: WebRTCServer.refusalsPerMinute)
+    /// Offers, and the end of sessions that never checked connectivity: a flood of offers
+    /// that displace one another must not flood the log either.
+    let offerLog = RefusalLog(perMinute: 60)
     let opus: Locked<OpusState>
     let audioSSRC: UInt32
 
@@ -147,20 +156,14 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         do { offer = try SessionDescription(parsing: text) } catch {
             return refuse(400, "\(error)", client: client)
         }
-        let (live, count, fromClient, microphone) = shared.withLock { shared in
-            (shared.stream, shared.sessions.count + shared.arriving.count,
-             shared.sessions.values.filter { $0.client == client }.count + shared.arriving.filter { $0.client == client }.count,
-             shared.microphone)
+        let group = SocketAddress.clientGroup(client)
+        let (live, admission, microphone) = shared.withLock { shared in
+            (shared.stream, admit(group, shared), shared.microphone)
         }
         guard let live else { return refuse(503, "no stream is live", client: client, retryAfter: 5) }
         if let requested, requested != live.id { return refuse(404, "stream \(requested) is not live", client: client) }
         guard let profile = live.profile else { return refuse(503, "the live stream has not made its first picture yet", client: client, retryAfter: 1) }
-        guard count < settings.maxViewers else {
-            return refuse(503, "\(settings.maxViewers) WebRTC viewers already (webrtc.max_viewers)", client: client, retryAfter: 10)
-        }
-        guard fromClient < settings.perAddress else {
-            return refuse(503, "\(settings.perAddress) WebRTC viewers from \(client) already", client: client, retryAfter: 10)
-        }
+        if let refusal = refusal(admission, client: client) { return refusal }
         let local = WHEPAnswer.Local(credentials: .random(), fingerprint: certificate.sdpFingerprint, candidates: candidates,
                                      videoSSRC: ssrc, cname: cname, stream: profile, audioSSRC: microphone == nil ? nil : audioSSRC)
         let answer: WHEPAnswer
@@ -184,10 +187,42 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         } catch {
             return refuse(500, "\(error)", client: client)
         }
-        shared.withLock { $0.arriving.append(peer) }
+        // The places are counted again as the session takes one: other offers may have
+        // come while this one was answered.
+        let taken = shared.withLock { shared -> Places.Admission in
+            let admission = admit(group, shared)
+            guard case .admit(let displaced) = admission else { return admission }
+            if let displaced {
+                shared.sessions[displaced] = nil
+                shared.arriving.removeAll { $0.id == displaced }
+                shared.ending.append(displaced)
+            }
+            shared.arriving.append(peer)
+            return admission
+        }
+        if let refusal = refusal(taken, client: client) { return refusal }
         poke()
-        log.emit(.webrtcOffered, level: .info, [("session", id), ("client", client)])
+        if case .admit(_?) = taken {
+            refusals.emit(.webrtcDisplaced, to: log, [("client", client), ("reason", "a session that never checked connectivity gave its place to a new offer")])
+        }
+        offerLog.emit(.webrtcOffered, to: log, [("session", peer.name), ("client", client)], level: .info)
         return .answer(sdp: answer.sdp.text, id: id)
+    }
+
+    /// Whether a client of `group` may take a place now, from what the UDP thread last
+    /// published and the sessions it has not taken yet.
+    private func admit(_ group: [UInt8], _ shared: Shared) -> Places.Admission {
+        let holders = shared.sessions.values.map { Places.Holder(id: $0.resource, group: SocketAddress.clientGroup($0.client), checked: $0.media != nil, since: $0.since) }
+            + shared.arriving.map { Places.Holder(id: $0.id, group: SocketAddress.clientGroup($0.client), checked: false, since: $0.created) }
+        return Places.admit(holders, group: group, maximum: settings.maxViewers, perAddress: settings.perAddress)
+    }
+
+    private func refusal(_ admission: Places.Admission, client: String) -> OfferResult? {
+        switch admission {
+        case .admit: return nil
+        case .full: return refuse(503, "\(settings.maxViewers) WebRTC viewers already (webrtc.max_viewers)", client: client, retryAfter: 10)
+        case .fullFromAddress: return refuse(503, "\(settings.perAddress) WebRTC viewers from \(client) already", client: client, retryAfter: 10)
+        }
     }
 
     /// One line per refusal, at most `refusalsPerMinute` a minute: thousands of offers

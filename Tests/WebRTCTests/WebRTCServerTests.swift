@@ -53,16 +53,44 @@ final class WebRTCServerTests: XCTestCase {
         guard case .answer(_, let first) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("no answer") }
         guard case .refused(503, let message, 10) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("a second from one address") }
         XCTAssertTrue(message.contains("from 10.0.0.1"), message)
-        guard case .answer = server.offer(offer(), client: "10.0.0.2") else { return XCTFail("another address") }
-        guard case .refused(503, let full, 10) = server.offer(offer(), client: "10.0.0.3") else { return XCTFail("over max_viewers") }
-        XCTAssertTrue(full.contains("webrtc.max_viewers"), full)
+        guard case .refused(503, _, 10) = server.offer(offer(), client: "::ffff:10.0.0.1") else { return XCTFail("the same address, IPv4-mapped") }
+        guard case .answer = server.offer(offer(), client: "2001:db8:1:2::1") else { return XCTFail("another address") }
+        guard case .refused(503, _, 10) = server.offer(offer(), client: "2001:db8:1:2:ffff::9") else { return XCTFail("the same /64") }
         XCTAssertTrue(server.end(first))
         XCTAssertFalse(server.end("no-such-session"))
     }
 
-    /// Thousands of offers from as many addresses: the places fill, the rest are refused,
-    /// and the log gets at most 20 lines a minute of it.
-    func testAFloodOfOffersIsRefusedWithoutFloodingTheLog() throws {
+    /// The places as `Places` gives them: a checked session keeps its place; at the limit a
+    /// new offer displaces the oldest session that never checked connectivity, and is
+    /// refused only when every place is checked.
+    func testAPlaceIsHeldFirmlyOnlyOnceConnectivityIsChecked() {
+        func holder(_ id: String, _ group: UInt8, checked: Bool, since: Int64) -> Places.Holder {
+            Places.Holder(id: id, group: [10, 0, 0, group], checked: checked, since: since)
+        }
+        let mixed = [holder("a", 1, checked: true, since: 1), holder("b", 2, checked: false, since: 5), holder("c", 3, checked: false, since: 3)]
+        XCTAssertEqual(Places.admit(mixed, group: [10, 0, 0, 9], maximum: 4, perAddress: 2), .admit(displacing: nil))
+        XCTAssertEqual(Places.admit(mixed, group: [10, 0, 0, 9], maximum: 3, perAddress: 2), .admit(displacing: "c"), "the oldest pending")
+        XCTAssertEqual(Places.admit(mixed, group: [10, 0, 0, 1], maximum: 3, perAddress: 1), .fullFromAddress)
+        let checked = mixed.map { var h = $0; h.checked = true; return h }
+        XCTAssertEqual(Places.admit(checked, group: [10, 0, 0, 9], maximum: 3, perAddress: 2), .full)
+    }
+
+    /// Issue 44's flood: offers from 3 addresses re-posted every half second, none ever
+    /// checking connectivity, hold no place a real viewer cannot take at once.
+    func testOffersThatNeverCheckConnectivityCannotKeepAViewerOut() throws {
+        let server = try server(maxViewers: 10, perAddress: 4)
+        live(server)
+        for round in 0..<8 {
+            for n in 0..<12 { _ = server.offer(offer(), client: "10.0.0.\(n % 3 + 1)", now: Int64(round) * 500_000_000) }
+            guard case .answer = server.offer(offer(), client: "192.0.2.\(round + 1)") else { return XCTFail("a real viewer refused in round \(round)") }
+            let held = server.shared.withLock { $0.sessions.count + $0.arriving.count }
+            XCTAssertLessThanOrEqual(held, 10, "never more than webrtc.max_viewers places")
+        }
+    }
+
+    /// Thousands of offers from as many addresses: at most max_viewers places are ever
+    /// held, and the log gets a bounded number of lines a minute of it.
+    func testAFloodOfOffersHoldsNoMorePlacesAndDoesNotFloodTheLog() throws {
         let lines = Locked(0)
         let log = Log.silent { _, _, _ in lines.withLock { $0 += 1 } }
         let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: 8, perAddress: 1),
@@ -70,17 +98,17 @@ final class WebRTCServerTests: XCTestCase {
         defer { server.stop() }
         live(server)
         let before = lines.withLock { $0 }
-        var accepted = 0, refused = 0
         for n in 0..<2000 {
             switch server.offer(offer(), client: "10.\(n / 65_536).\(n / 256 % 256).\(n % 256)") {
-            case .answer: accepted += 1
-            case .refused(503, _, 10): refused += 1
+            case .answer: break
             case .refused(let status, let message, _): XCTFail("\(status) \(message)")
             }
+            XCTAssertLessThanOrEqual(server.shared.withLock { $0.sessions.count + $0.arriving.count }, 8)
         }
-        XCTAssertEqual(accepted, 8)
-        XCTAssertEqual(refused, 1992)
-        XCTAssertLessThanOrEqual(lines.withLock { $0 } - before, 8 + WebRTCServer.refusalsPerMinute + 1, "offers logged, refusals capped")
+        server.stop()
+        // Within two minutes of the clock, should the run straddle one's end.
+        XCTAssertLessThanOrEqual(lines.withLock { $0 } - before, 2 * (2 * 60 + WebRTCServer.refusalsPerMinute) + 8,
+                                 "offers and their ends capped at 60 a minute each, displacements at 20")
     }
 
     func testBadOffersAreRefusedInOneLine() throws {
@@ -117,8 +145,19 @@ final class WebRTCServerTests: XCTestCase {
         let session = String(location.dropFirst(WHEPResource.prefix.count))
         XCTAssertEqual(respond("PATCH", session, type: "application/trickle-ice-sdpfrag").status, 405)
         XCTAssertEqual(respond("GET", session).status, 405)
+        // /api/status lists a name for the session, never its resource: the resource is what
+        // ends it, and only the offerer knows it.
+        let listed = try XCTUnwrap(waitForSessions(server, count: 3).first)
+        XCTAssertFalse(location.contains(listed.id))
+        XCTAssertEqual(respond("DELETE", "/session/" + listed.id).status, 404, "the listed name ends nothing")
         XCTAssertEqual(respond("DELETE", session).status, 200)
         XCTAssertEqual(respond("DELETE", "/session/nothing").status, 404)
         XCTAssertEqual(respond("DELETE", "").status, 405)
+    }
+
+    /// The sessions as /api/status reads them, once the UDP thread has taken `count`.
+    func waitForSessions(_ server: WebRTCServer, count: Int) -> [WebRTCServer.SessionStatus] {
+        for _ in 0..<200 where server.sessions.count < count { usleep(10_000) }
+        return server.sessions
     }
 }
