@@ -34,7 +34,12 @@ extension RTSPServer {
             let first = watched.count
             // The connections polled, by position (accepting below appends to the list).
             let polled = clients.connections
-            watched += polled.map { ($0.socket, $0.waiting > 0 ? [.readable, .writable] : .readable) }
+            // A connection with too much waiting to go is not read until it drains.
+            watched += polled.map { connection -> (FileDescriptor, Poll.Events) in
+                var events: Poll.Events = connection.reading ? .readable : []
+                if connection.waiting > 0 { events.insert(.writable) }
+                return (connection.socket, events)
+            }
             let ready = (try? Poll.wait(watched, timeoutMs: 100)) ?? []
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
             let later = monotonicNanoseconds()
@@ -61,7 +66,14 @@ extension RTSPServer {
             }
             guard let (socket, peer) = taken else { return }
             let connection = Connection(socket: socket, peer: peer, now: now)
-            let fromClient = clients.connections.filter { $0.client == connection.client }.count
+            let group = connection.group
+            let fromClient = clients.connections.filter { $0.group == group }.count
+            if fromClient < settings.perAddress, clients.connections.count >= settings.maxClients,
+               let idle = clients.connections.filter({ $0.session?.playing != true }).min(by: { $0.opened < $1.opened }) {
+                // A connection that plays nothing gives its place to a new one: idle
+                // connections kept alive cannot keep a real client out.
+                close(idle, clients: clients, reason: "its place went to a new client: it played nothing while every place was taken")
+            }
             let refusal: String? = clients.connections.count >= settings.maxClients ? "\(settings.maxClients) RTSP clients already (rtsp.max_clients)"
                 : fromClient >= settings.perAddress ? "\(settings.perAddress) RTSP clients from \(connection.client) already (rtsp.max_clients_per_address)" : nil
             if let refusal {
@@ -79,9 +91,9 @@ extension RTSPServer {
     /// sign of life), and what waits to go to it.
     private func serve(_ connection: Connection, events: Poll.Events, clients: Clients, buffer: inout [UInt8], now: Int64) {
         do {
-            if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
+            if connection.reading && (events.contains(.readable) || events.contains(.hangUp) || events.contains(.error)) {
                 // A bounded read per turn, so one client's flood cannot starve the others.
-                for _ in 0..<4 {
+                for _ in 0..<4 where connection.reading {
                     guard let count = try buffer.withUnsafeMutableBytes({ try connection.socket.receiveSome(into: $0) }) else { break }
                     guard count > 0 else { throw Closed.byClient }
                     try read(Array(buffer[0..<count]), from: connection, clients: clients, now: now)
@@ -96,11 +108,12 @@ extension RTSPServer {
     }
 
     enum Closed: Error, CustomStringConvertible {
-        case byClient, afterRefusal
+        case byClient, afterRefusal, notReading
         var description: String {
             switch self {
             case .byClient: return "the client closed the connection"
             case .afterRefusal: return "a request that could not be read"
+            case .notReading: return "the client sends requests and does not read the answers"
             }
         }
     }
@@ -121,10 +134,10 @@ extension RTSPServer {
                 let response: RTSPResponse
                 if let cseq = request.cseq {
                     response = respond(request, on: connection, clients: clients, now: now)
-                    connection.queue(response.serialized(cseq: cseq))
                 } else {
-                    connection.queue(refuse(400, "\(request.method.prefix(20)) without a valid CSeq", connection).serialized(cseq: nil))
+                    response = refuse(400, "\(request.method.prefix(20)) without a valid CSeq", connection)
                 }
+                guard connection.queue(response.serialized(cseq: request.cseq)) else { throw Closed.notReading }
             case .interleaved:
                 // The client's RTCP (receiver reports) over TCP: heard, nothing to answer.
                 continue

@@ -13,6 +13,8 @@ final class Connection {
     var parser = RTSPParser()
     /// When something last came from the client (a request, interleaved RTCP).
     var lastHeard: Int64
+    /// When it was accepted (the oldest idle connection gives its place first).
+    let opened: Int64
     /// Since when part of a request has waited for the rest (a client that trickles a
     /// head byte by byte is not let hold its connection).
     var partialSince: Int64?
@@ -27,21 +29,33 @@ final class Connection {
     /// client further behind loses pictures until the next IDR rather than holding
     /// memory or growing its delay.
     static let outputLimit = 1 << 20
+    /// While this much waits, the client's requests are not read: a client that pipelines
+    /// requests and never reads the answers is held back by TCP, not by onair's memory.
+    static let readPause = 64 << 10
+    /// Answers beyond the media's limit: one turn's reading (at most 64 KiB of requests)
+    /// can make this much; past it the client is closed (it does not read).
+    static let answerLimit = outputLimit + (1 << 20)
+
+    /// The client's address as the per-address limits count it (IPv6 by its /64).
+    var group: [UInt8] { SocketAddress.clientGroup(client) }
+    /// Whether the connection may read requests now (not too much waits to go).
+    var reading: Bool { waiting < Self.readPause }
 
     init(socket: FileDescriptor, peer: SocketAddress, now: Int64) {
         self.socket = socket
         self.peer = peer
         client = peer.host
         lastHeard = now
+        opened = now
     }
 
     var waiting: Int { out.count - sent }
 
-    /// Queues `bytes`; false (and nothing queued) when the client is too far behind for
-    /// media. Responses are always queued.
+    /// Queues `bytes`; false (and nothing queued) when the client is too far behind: for
+    /// media past `outputLimit`, for answers past `answerLimit`.
     @discardableResult
     func queue(_ bytes: [UInt8], media: Bool = false) -> Bool {
-        if media && waiting + bytes.count > Self.outputLimit { return false }
+        if waiting + bytes.count > (media ? Self.outputLimit : Self.answerLimit) { return false }
         out += bytes
         return true
     }

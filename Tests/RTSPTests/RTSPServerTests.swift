@@ -200,8 +200,70 @@ final class RTSPServerTests: XCTestCase {
         try waitUntil { third.socket.isClosedByPeer }
         let elsewhere = try XCTUnwrap(Client(port: server.port, from: "127.0.0.2"))
         XCTAssertEqual(elsewhere.request("OPTIONS", "*").status, 200)
+        // Every place is taken by a connection that plays nothing: the oldest gives its
+        // place to a new client.
         let fourth = try XCTUnwrap(Client(port: server.port, from: "127.0.0.3"))
-        XCTAssertEqual(fourth.response()?.status, 503, "three in all")
+        XCTAssertEqual(fourth.request("OPTIONS", "*").status, 200, "an idle connection's place")
+        try waitUntil { first.socket.isClosedByPeer }
+        XCTAssertEqual(second.request("OPTIONS", "*").status, 200, "the oldest idle one went, only it")
+    }
+
+    /// Issue 44: connections that play nothing, kept alive, cannot keep a real client out;
+    /// playing clients keep their places, and when every place plays, a new one is refused.
+    func testIdleConnectionsGiveTheirPlacesToAClientThatPlays() throws {
+        let server = try server(maxClients: 3, perAddress: 2)
+        live(server)
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let idle = try (0..<3).map { n in try XCTUnwrap(Client(port: server.port, from: "127.0.0.\(n + 1)")) }
+        for client in idle { XCTAssertEqual(client.request("GET_PARAMETER", base).status, 200) }
+        var players: [Client] = []
+        for n in 0..<3 {
+            let player = try XCTUnwrap(Client(port: server.port, from: "127.0.1.\(n + 1)"))
+            let setup = player.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"])
+            XCTAssertEqual(setup.status, 200, "player \(n)")
+            let session = try XCTUnwrap(setup.headers["session"]?.split(separator: ";").first.map(String.init))
+            XCTAssertEqual(player.request("PLAY", base + "/", ["Session": session]).status, 200)
+            players.append(player)
+        }
+        for client in idle { try waitUntil { client.socket.isClosedByPeer } }
+        let late = try XCTUnwrap(Client(port: server.port, from: "127.0.2.1"))
+        XCTAssertEqual(late.response()?.status, 503, "every place plays")
+        XCTAssertEqual(server.sessions.filter(\.playing).count, 3)
+    }
+
+    /// Issue 44: a client that pipelines requests and never reads the answers is not read
+    /// further once 64 KiB of answers wait for it — TCP holds it back, not onair's memory —
+    /// and every answer is still there, in order, when it reads; others are served meanwhile.
+    func testAClientThatDoesNotReadIsHeldBackByTCP() throws {
+        let server = try server()
+        live(server)
+        // Small buffers of its own, so the kernel holds little of what it sends or is sent.
+        let greedy = try XCTUnwrap(Client(port: server.port, bufferBytes: 4096))
+        let pad = String(repeating: "p", count: 2000)
+        func request(_ cseq: Int) -> [UInt8] { Array("DESCRIBE rtsp://127.0.0.1:\(server.port)/live RTSP/1.0\r\nCSeq: \(cseq)\r\nX-Pad: \(pad)\r\n\r\n".utf8) }
+        let size = request(1_000_000).count
+        let planned = 25 << 20
+        var sent = 0, pending: [UInt8] = [], next = 1_000_000
+        while sent < planned {
+            if pending.isEmpty { pending = (0..<64).flatMap { _ in defer { next += 1 }; return request(next) } }
+            let n = pending.withUnsafeBytes { Glibc.send(greedy.socket.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if n > 0 {
+                sent += n
+                pending.removeFirst(n)
+                continue
+            }
+            // The socket takes nothing more: the server has stopped reading, or is slow.
+            var poll = pollfd(fd: greedy.socket.fd, events: Int16(POLLOUT), revents: 0)
+            if Glibc.poll(&poll, 1, 3000) == 0 { break }
+        }
+        XCTAssertLessThan(sent, planned, "the server stopped reading a client that does not read")
+        let other = try XCTUnwrap(Client(port: server.port, from: "127.0.0.2"))
+        XCTAssertEqual(other.request("OPTIONS", "*").status, 200, "others are served meanwhile")
+        for expected in 1_000_000..<(1_000_000 + sent / size) {
+            guard let answer = greedy.response() else { return XCTFail("answer \(expected) missing") }
+            XCTAssertEqual(answer.status, 200)
+            guard answer.headers["cseq"] == String(expected) else { return XCTFail("answer \(answer.headers["cseq"] ?? "-") where \(expected) was due") }
+        }
     }
 
     /// Nothing heard for the session timeout: the connection and its session are ended.
@@ -250,8 +312,8 @@ final class Client {
         var body: String
     }
 
-    init?(port: UInt16, from source: String = "127.0.0.1") {
-        guard let socket = RawSocket(port: port, from: source, timeoutMilliseconds: 5000) else { return nil }
+    init?(port: UInt16, from source: String = "127.0.0.1", bufferBytes: Int32? = nil) {
+        guard let socket = RawSocket(port: port, from: source, timeoutMilliseconds: 5000, bufferBytes: bufferBytes) else { return nil }
         self.socket = socket
     }
 

@@ -9,9 +9,15 @@ import Glibc
 public final class RawSocket {
     public let fd: Int32
 
-    public init?(port: UInt16, from source: String = "127.0.0.1", timeoutMilliseconds: Int = 10_000) {
+    /// `bufferBytes` sets the socket's send and receive buffers before it connects (a
+    /// client that takes little at a time).
+    public init?(port: UInt16, from source: String = "127.0.0.1", timeoutMilliseconds: Int = 10_000, bufferBytes: Int32? = nil) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
+        if var size = bufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
