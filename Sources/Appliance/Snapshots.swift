@@ -6,8 +6,9 @@ import Threading
 /// `GET /api/snapshot.jpg`: the newest captured picture as JPEG, as the stream shows it
 /// (rotated as `video.rotation` says). The capture thread only keeps a reference to each
 /// frame (its planes are shared, not copied); the JPEG is made when asked, by one request
-/// at a time, and kept for as long as no newer frame has come — a hundred viewers asking
-/// within one frame interval cost one encode.
+/// at a time, and answered again until a frame captured a second after it has come: at
+/// most one encode per second of capture, however many ask and however often (a client
+/// asking once a frame would otherwise keep the encoder at the frame rate).
 final class Snapshots: Sendable {
     private let rotation: Rotation
     private let latest = Locked<VideoFrame?>(nil)
@@ -20,7 +21,14 @@ final class Snapshots: Sendable {
         var frame: (index: Int64, captureTime: Int64)?
         var jpeg: [UInt8] = []
         var failed = false
+        var count = 0
     }
+
+    /// A JPEG is made again only for a frame captured this long after the last one's.
+    static let intervalNanoseconds: Int64 = 1_000_000_000
+
+    /// How many JPEGs have been made.
+    var encodes: Int { encoding.withLock { $0.count } }
 
     init(rotation: Rotation, log: Log) {
         self.rotation = rotation
@@ -34,7 +42,9 @@ final class Snapshots: Sendable {
     func jpeg() -> [UInt8]? {
         guard let frame = latest.withLock({ $0 }) else { return nil }
         return encoding.withLock { state -> [UInt8]? in
-            if let made = state.frame, made.index == frame.index, made.captureTime == frame.captureTime { return state.jpeg }
+            if let made = state.frame, frame.captureTime >= made.captureTime, frame.captureTime - made.captureTime < Self.intervalNanoseconds {
+                return state.jpeg
+            }
             let picture = rotation == .none ? frame : frame.rotated(rotation)
             do {
                 if state.encoder?.width != picture.width || state.encoder?.height != picture.height {
@@ -43,6 +53,7 @@ final class Snapshots: Sendable {
                 state.jpeg = try state.encoder!.encode(picture)
                 state.frame = (frame.index, frame.captureTime)
                 state.failed = false
+                state.count += 1
                 return state.jpeg
             } catch {
                 if !state.failed { log(.snapshotFailed, level: .warn, ("problem", "\(error)")) }
