@@ -184,11 +184,9 @@ public final class Fetcher {
                 counts.resumed += 1
                 kept += FileSystem.size(rendition.copy.path(number)) ?? 0
             } else {
-                let (bytes, checked) = try fetchChecked(Self.resolve(segment.uri, against: rendition.url), copy: rendition.copy,
-                                                        discontinuity: segment.discontinuity)
-                try rendition.copy.store(number, bytes)
-                kept += Int64(bytes.count)
-                ends = checked
+                let url = Self.resolve(segment.uri, against: rendition.url)
+                ends = try withRetries { try rendition.copy.fetch(number, from: url, http: http, discontinuity: segment.discontinuity) }
+                kept += FileSystem.size(rendition.copy.path(number)) ?? 0
                 counts.fetched += 1
             }
             try rendition.copy.listed(number, segment, ends: ends)
@@ -255,21 +253,10 @@ public final class Fetcher {
         return Self.resolve(map, against: base)
     }
 
-    /// A segment that parses and continues the one before it (onair's HLS rules: every
-    /// track's tfdt where the previous segment ended, unless EXT-X-DISCONTINUITY says
-    /// otherwise); fetched again when it does not, as a failed request is.
-    func fetchChecked(_ url: String, copy: LocalCopy, discontinuity: Bool) throws -> ([UInt8], LocalCopy.Span) {
-        try withRetries {
-            let bytes = try http.get(url, limit: FileSystem.segmentLimit)
-            switch copy.check(bytes, discontinuity: discontinuity) {
-            case .success(let ends): return (bytes, ends)
-            case .failure(let why): throw FetchError("\(url): \(why)")
-            }
-        }
-    }
-
     /// `body`, tried up to `attempts` times while it fails in a way that may pass (no
-    /// answer, a 5xx, 408, 429, a segment that did not check); the last failure, said so.
+    /// answer, a 5xx, 408, 429, a segment that did not check — it must continue the one
+    /// before it, onair's HLS rules: every track's tfdt where the previous segment ended,
+    /// unless EXT-X-DISCONTINUITY says otherwise); the last failure, said so.
     func withRetries<T>(_ body: () throws -> T) throws -> T {
         var last = FetchError("")
         for attempt in 0..<Self.attempts {

@@ -1,4 +1,6 @@
+import Files
 import HTTP
+import System
 
 /// Why a fetch stopped, in one line.
 public struct FetchError: Error, CustomStringConvertible, Equatable {
@@ -24,6 +26,8 @@ public protocol Getter: AnyObject {
     func get(_ url: String) throws -> [UInt8]
     /// The body, refused (a FetchError) as soon as it is larger than `limit`.
     func get(_ url: String, limit: Int) throws -> [UInt8]
+    /// The body written to `fd` (the file at `path`), refused once larger than `limit`.
+    func download(_ url: String, limit: Int, into fd: FileDescriptor, path: String) throws
 }
 
 extension Getter {
@@ -31,6 +35,12 @@ extension Getter {
         let bytes = try get(url)
         guard bytes.count <= limit else { throw FetchError.tooLarge(url, limit: limit) }
         return bytes
+    }
+
+    /// This one holds the body first; `CurlGetter` writes it as it arrives.
+    public func download(_ url: String, limit: Int, into fd: FileDescriptor, path: String) throws {
+        let bytes = try get(url, limit: limit)
+        try bytes.withUnsafeBytes { try AtomicFile.writeAll(fd, $0, path: path) }
     }
 }
 
@@ -52,14 +62,33 @@ public final class CurlGetter: Getter {
     public func get(_ url: String) throws -> [UInt8] { try get(url, limit: limit) }
 
     public func get(_ url: String, limit: Int) throws -> [UInt8] {
+        try perform(url, limit: limit, sink: nil).body
+    }
+
+    /// Each piece of the body written to the file as it comes: the memory a segment costs
+    /// is libcurl's buffer, not the segment.
+    public func download(_ url: String, limit: Int, into fd: FileDescriptor, path: String) throws {
+        var failure: Error?
+        _ = try perform(url, limit: limit) { piece in
+            do { try AtomicFile.writeAll(fd, piece, path: path) } catch {
+                failure = error
+                return false
+            }
+            return true
+        }
+        if let failure { throw failure }
+    }
+
+    private func perform(_ url: String, limit: Int, sink: ((UnsafeRawBufferPointer) -> Bool)?) throws -> CurlClient.Response {
         var request = CurlClient.Request("GET", url)
         request.followRedirects = true
         request.lowSpeed = (Self.lowSpeedBytes, Self.lowSpeedSeconds)
         request.keep = min(limit, self.limit)
         request.refuseLarger = true
+        request.sink = sink
         let response: CurlClient.Response
         do { response = try client.perform(request) } catch { throw FetchError("\(url): \(error)") }
         guard response.isSuccess else { throw FetchError("\(url): HTTP \(response.status)", status: response.status) }
-        return response.body
+        return response
     }
 }

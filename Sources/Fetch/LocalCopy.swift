@@ -4,6 +4,7 @@ import HLS
 import Layout
 import Media
 import MP4
+import System
 
 /// The fetched pieces on disk: `init.mp4`, `seg/<media sequence number>.m4s` (each
 /// written whole and renamed, so a name always means a complete, checked segment), and
@@ -54,11 +55,33 @@ struct LocalCopy {
         var ends: [UInt32: Int64] = [:]
     }
 
-    /// Where `bytes` starts and ends each track, or why it cannot be the next segment.
-    func check(_ bytes: [UInt8], discontinuity: Bool) -> Result<Span, FetchError> {
-        let segment: ParsedSegment
-        do { segment = try ParsedSegment(bytes: bytes, trex: trex) } catch { return .failure(FetchError("not an fMP4 media segment (\(error))")) }
-        let trafs = segment.fragments.flatMap(\.trafs)
+    /// Fetches segment `number` from `url` into its file as it arrives — never held in
+    /// memory whole, whatever its size — and checks it there before its name is given
+    /// (AtomicFile: a file that does not check is never renamed into place). Where it
+    /// starts and ends each track, or why it cannot be the next segment.
+    mutating func fetch(_ number: Int, from url: String, http: Getter, discontinuity: Bool) throws -> Span {
+        var span = Span()
+        try AtomicFile.write(to: path(number)) { fd, temporary in
+            try http.download(url, limit: FileSystem.segmentLimit, into: fd, path: temporary)
+            let (reader, size) = try FileSystem.openRegularNamed(temporary)
+            switch check(reader, size: size, path: temporary, discontinuity: discontinuity) {
+            case .success(let ends): span = ends
+            case .failure(let why): throw FetchError("\(url): \(why)")
+            }
+        }
+        fetched.insert(number)
+        return span
+    }
+
+    /// Where the segment in `fd` (`size` bytes) starts and ends each track, or why it
+    /// cannot be the next segment; only its moof boxes are read into memory.
+    func check(_ fd: FileDescriptor, size: Int64, path: String, discontinuity: Bool) -> Result<Span, FetchError> {
+        let trafs: [ParsedSegment.TrackFragment]
+        do {
+            trafs = try ParsedSegment.trackFragments(size: size, trex: trex) { offset, count in
+                try? FileSystem.read(fd, at: offset, count: count, path: path)
+            }
+        } catch { return .failure(FetchError("not an fMP4 media segment (\(error))")) }
         guard !trafs.isEmpty else { return .failure(FetchError("no moof")) }
         var ends = Span()
         for traf in trafs {
@@ -75,16 +98,12 @@ struct LocalCopy {
         return .success(ends)
     }
 
-    mutating func store(_ number: Int, _ bytes: [UInt8]) throws {
-        try AtomicFile.write(bytes, to: path(number))
-        fetched.insert(number)
-    }
-
     /// Counts a segment now on disk into the copy and the continuity check: `ends` as
     /// `check` found them, or read again from a segment an earlier run stored.
     mutating func listed(_ number: Int, _ segment: ParsedPlaylist.Segment, ends known: Span?) throws {
         var ends = known
-        if ends == nil, let bytes = FileSystem.read(path(number)), case .success(let found) = check(bytes, discontinuity: true) { ends = found }
+        if ends == nil, let (fd, size) = try? FileSystem.openRegular(path(number)),
+           case .success(let found) = check(fd, size: size, path: path(number), discontinuity: true) { ends = found }
         guard let ends else { throw FetchError("\(path(number)): unreadable") }
         expected.merge(ends.ends) { $1 }
         let starts = ends.starts.compactMap { id, tfdt in tracks.first { $0.trackID == id }.map { Double(tfdt) / Double($0.timescale) } }

@@ -135,3 +135,50 @@ public struct FragmentedFile: Sendable {
         }
     }
 }
+
+extension ParsedSegment {
+    /// A media segment's track fragments, read through `read(offset, count)` (exactly
+    /// `count` bytes at `offset`, or nil) from one of `size` bytes: only its `moof` boxes
+    /// are held in memory, each at most `maximumMoof` bytes, so a segment fetched to a file
+    /// is checked without being held whole. Each moof must be followed by the `mdat` its
+    /// samples lie in (ISO/IEC 14496-12 §8.8.4, §8.16 for styp and sidx before them).
+    public static func trackFragments(size: Int64, maximumMoof: Int64 = 4 << 20, trex: [ParsedInit.Trex] = [],
+                                      read: (Int64, Int) -> [UInt8]?) throws -> [TrackFragment] {
+        var offset: Int64 = 0
+        var fragments: [TrackFragment] = []
+        var moof: (offset: Int64, trafs: [TrackFragment])?
+        while offset < size {
+            let count = Int(min(16, size - offset))
+            guard count >= 8, let head = read(offset, count) else { throw MP4Error.badBox("a box cut short", at: Int(clamping: offset)) }
+            var r = ByteReader(head)
+            let box = try BoxHeader.read(&r, available: size - offset, topLevel: true)
+            switch box.type {
+            case "moof":
+                guard moof == nil else { throw MP4Error.badBox("moof without its mdat", at: Int(clamping: offset)) }
+                guard box.size <= maximumMoof, let bytes = read(offset, Int(box.size)) else {
+                    throw MP4Error.badBox("moof of \(box.size) bytes", at: Int(clamping: offset))
+                }
+                // Sample ranges come out relative to the moof's first byte (default-base-is-moof).
+                moof = (offset, try ParsedSegment(bytes: bytes, trex: trex).fragments.flatMap(\.trafs))
+            case "mdat":
+                guard let (moofOffset, trafs) = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(clamping: offset)) }
+                let payload = (offset + Int64(box.headerSize))..<(offset + box.size)
+                for traf in trafs {
+                    for sample in traf.samples where sample.size > 0 {
+                        let start = moofOffset + Int64(sample.range.lowerBound), end = moofOffset + Int64(sample.range.upperBound)
+                        guard start >= payload.lowerBound, end <= payload.upperBound else {
+                            throw MP4Error.badBox("track \(traf.trackID) data outside its mdat", at: Int(clamping: moofOffset))
+                        }
+                    }
+                }
+                fragments += trafs
+                moof = nil
+            default:
+                break  // styp, sidx, prft, free: nothing the check needs
+            }
+            offset += box.size
+        }
+        guard moof == nil else { throw MP4Error.badBox("moof without its mdat", at: Int(clamping: moof!.offset)) }
+        return fragments
+    }
+}
