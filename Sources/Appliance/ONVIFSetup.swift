@@ -68,9 +68,9 @@ enum ONVIFSetup {
         guard let listen = settings.listen, let address = try? ListenAddress(listen), !address.isLoopback else { return nil }
         // Asked again every few seconds: the interface of a LAN address, or every one,
         // may get its address (DHCP) after onair has started.
-        let interfaces: @Sendable () -> [[UInt8]] = {
-            let lan = NetworkInterfaces.ipv4().map(\.address)
-            return address.isWildcard ? lan : lan.filter { SocketAddress.host($0) == address.host }
+        let interfaces: @Sendable () -> [InterfaceAddress] = {
+            let lan = NetworkInterfaces.ipv4().map { InterfaceAddress(address: $0.address, prefixLength: $0.prefixLength) }
+            return address.isWildcard ? lan : lan.filter { SocketAddress.host($0.address) == address.host }
         }
         do {
             return try Discovery(device: onvif.device, port: settings.onvifDiscoveryPort, interfaces: interfaces, xaddrs: { interfaces, loopback in

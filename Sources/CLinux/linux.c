@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/timex.h>
 #include <linux/falloc.h>
 #include "onair_linux.h"
@@ -27,6 +28,24 @@ int onair_accept(int socket, void *address, unsigned int *length) {
     int fd = accept4(socket, (struct sockaddr *)address, &size, SOCK_NONBLOCK | SOCK_CLOEXEC);
     *length = size;
     return fd;
+}
+
+long onair_receive_with_local(int socket, void *buffer, unsigned long size, void *source, uint8_t local[4]) {
+    struct iovec vector = {.iov_base = buffer, .iov_len = size};
+    union { char bytes[CMSG_SPACE(sizeof(struct in_pktinfo))]; struct cmsghdr align; } control;
+    struct msghdr message = {.msg_name = source, .msg_namelen = sizeof(struct sockaddr_in), .msg_iov = &vector, .msg_iovlen = 1,
+                             .msg_control = control.bytes, .msg_controllen = sizeof(control.bytes)};
+    memset(local, 0, 4);
+    ssize_t count = recvmsg(socket, &message, MSG_DONTWAIT);
+    if (count < 0) return -1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == IPPROTO_IP && header->cmsg_type == IP_PKTINFO) {
+            struct in_pktinfo info;
+            memcpy(&info, CMSG_DATA(header), sizeof(info));
+            memcpy(local, &info.ipi_spec_dst, 4);
+        }
+    }
+    return count;
 }
 
 int onair_mkostemp(char *name_template) {

@@ -9,14 +9,20 @@ import Threading
 /// ProbeMatches to
 /// whoever sends a Probe the device matches — by multicast on the LAN interfaces it joined
 /// the group on, or sent straight to one of the board's addresses (a directed probe, §4.2).
-/// One thread; probes are answered at most `answersPerSecond` a second, so a flood costs a
-/// bounded share of one core and never touches the stream.
+/// Only the link is answered (WS-Discovery is link-local, §3.1.1): a probe that came in on
+/// an interface onair does not listen on, or from a source outside that interface's subnet
+/// (a spoofed source elsewhere: an answer 14 times the probe's size would go there), is
+/// not answered; nor is the board's own loopback answered but from loopback. One thread;
+/// probes are answered at most `answersPerSecond` a second, and `answersPerSource` to any
+/// one source, so a flood costs a bounded share of one core, never touches the stream, and
+/// cannot take the answers real probes need.
 public final class Discovery: Sendable {
     public static let group: [UInt8] = [239, 255, 255, 250]
     public static let defaultPort: UInt16 = 3702
     static let namespace = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
     static let addressing = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
     static let answersPerSecond = 50
+    static let answersPerSource = 5
 
     public let port: UInt16
     let device: ONVIFDevice
@@ -25,11 +31,11 @@ public final class Discovery: Sendable {
     let socket: FileDescriptor
     /// The LAN interfaces' IPv4 addresses now, looked at every `rescan`; and those the
     /// group is joined on.
-    let currentInterfaces: @Sendable () -> [[UInt8]]
-    private let joined = Locked<[[UInt8]]>([])
+    let currentInterfaces: @Sendable () -> [InterfaceAddress]
+    private let joined = Locked<[InterfaceAddress]>([])
     /// Nanoseconds between looks at the interfaces.
     let rescan: Int64
-    var interfaces: [[UInt8]] { joined.withLock { $0 } }
+    var interfaces: [[UInt8]] { joined.withLock { $0.map(\.address) } }
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
     private let thread = StoppableThread()
@@ -39,9 +45,9 @@ public final class Discovery: Sendable {
     private let instance: Int64
     private let messages = Locked<Int>(0)
 
-    /// `interfaces`: the IPv4 addresses of the LAN interfaces to join the group on and
-    /// announce from, as they are now (asked again every five seconds).
-    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [[UInt8]],
+    /// `interfaces`: the IPv4 addresses (and prefixes) of the LAN interfaces to join the
+    /// group on, announce from and answer on, as they are now (asked again every five seconds).
+    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [InterfaceAddress],
                 xaddrs: @escaping @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String],
                 rescanSeconds: Double = 5, log: Log) throws {
         self.device = device
@@ -49,6 +55,7 @@ public final class Discovery: Sendable {
         self.xaddrs = xaddrs
         self.log = log
         socket = try FileDescriptor.sharedDatagramSocket(bound: SocketAddress(bytes: [0, 0, 0, 0], port: port)!)
+        try socket.reportLocalAddresses()
         self.port = try socket.boundAddress().port
         currentInterfaces = interfaces
         instance = max(1, KernelClock.realtime() / 1_000_000_000)
@@ -61,16 +68,18 @@ public final class Discovery: Sendable {
     /// forgets those that have gone.
     func refresh(first: Bool = false) {
         let now = currentInterfaces()
+        let addresses = now.map(\.address)
         let (added, changed) = joined.withLock { joined -> ([[UInt8]], Bool) in
-            let added = now.filter { !joined.contains($0) }
-            let changed = !added.isEmpty || joined.contains { !now.contains($0) }
+            let before = joined.map(\.address)
+            let added = addresses.filter { !before.contains($0) }
+            let changed = joined != now
             joined = now
             return (added, changed)
         }
         for interface in added { try? socket.joinMulticast(group: Self.group, interface: interface) }
         announce(Self.hello, on: added)
         if changed || first {
-            log.emit(.discoveryListening, level: .info, [("port", Int(port)), ("interfaces", now.map { SocketAddress.host($0) }.joined(separator: " "))])
+            log.emit(.discoveryListening, level: .info, [("port", Int(port)), ("interfaces", now.map { SocketAddress.host($0.address) }.joined(separator: " "))])
         }
     }
 
@@ -88,6 +97,7 @@ public final class Discovery: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var drain = [UInt8](repeating: 0, count: 16)
         var budget = AnswerBudget(perSecond: Self.answersPerSecond)
+        var perSource = SourceBudget(perSecond: Self.answersPerSource)
         var scanned = monotonicNanoseconds()
         while !thread.isStopped {
             if monotonicNanoseconds() - scanned >= rescan {
@@ -97,13 +107,20 @@ public final class Discovery: Sendable {
             _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
             for _ in 0..<64 {
-                guard let (count, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
-                guard budget.allows(now: monotonicNanoseconds()) else {
-                    refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", "more than \(Self.answersPerSecond) probes a second")])
+                guard let (count, from, local) = (try? socket.receiveDatagramWithLocal(into: &buffer)) ?? nil else { break }
+                let now = monotonicNanoseconds()
+                if let refusal = Self.outOfScope(source: from.bytes, local: local, interfaces: joined.withLock { $0 }) {
+                    refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", refusal)])
+                    continue
+                }
+                guard budget.allows(now: now), perSource.allows(from.bytes, now: now) else {
+                    refusals.emit(.discoveryRefused, to: log, [("client", from.host),
+                                                               ("reason", "more than \(Self.answersPerSecond) probes a second, or \(Self.answersPerSource) from one source")])
                     continue
                 }
                 if let reply = answer(Array(buffer[0..<count]), from: from) {
                     budget.spend()
+                    perSource.spend(from.bytes)
                     _ = try? socket.sendDatagram(Array(reply.utf8), to: from)
                 }
             }
@@ -145,6 +162,22 @@ public final class Discovery: Sendable {
             guard device.scopes.contains(where: { $0 == wanted || $0.hasPrefix(wanted + "/") }) else { return false }
         }
         return true
+    }
+
+    /// Why a datagram from `source` that came in on the local address `local` is not
+    /// answered: it came in where onair does not listen, or from where no host on that
+    /// link can be; nil when it may be answered. Loopback answers loopback alone.
+    static func outOfScope(source: [UInt8], local: [UInt8], interfaces: [InterfaceAddress]) -> String? {
+        if source.first == 127 || local.first == 127 {
+            return source.first == 127 && local.first == 127 ? nil : "loopback and the LAN do not mix"
+        }
+        guard let interface = interfaces.first(where: { $0.address == local }) else {
+            return "came in on \(SocketAddress.host(local)), where onair does not listen"
+        }
+        guard interface.contains(source) else {
+            return "not on the link of \(SocketAddress.host(local))/\(interface.prefixLength)"
+        }
+        return nil
     }
 
     var endpoint: String { "<wsa:EndpointReference><wsa:Address>urn:uuid:\(device.uuid)</wsa:Address></wsa:EndpointReference>" }
@@ -208,4 +241,22 @@ struct AnswerBudget {
     }
 
     mutating func spend() { used += 1 }
+}
+
+/// Answers to each source in the current second (CLOCK_MONOTONIC): at most `perSecond`
+/// each. Only sources answered this second are kept, and the global budget bounds those.
+struct SourceBudget {
+    let perSecond: Int
+    private var second: Int64 = .min
+    private var used: [[UInt8]: Int] = [:]
+
+    init(perSecond: Int) { self.perSecond = perSecond }
+
+    mutating func allows(_ source: [UInt8], now: Int64) -> Bool {
+        let current = now / 1_000_000_000
+        if current != second { (second, used) = (current, [:]) }
+        return used[source, default: 0] < perSecond
+    }
+
+    mutating func spend(_ source: [UInt8]) { used[source, default: 0] += 1 }
 }

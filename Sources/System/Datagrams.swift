@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 
 extension SocketAddress {
     /// The address's bytes (4 for IPv4, 16 for IPv6) and port, as a datagram's sender is
@@ -213,5 +214,48 @@ extension FileDescriptor {
             try once { bind(socket.rawValue, raw.assumingMemoryBound(to: sockaddr.self), address.length) }
         }
         return socket
+    }
+}
+
+/// An IPv4 interface's address and prefix: what is on its link.
+public struct InterfaceAddress: Hashable, Sendable {
+    public var address: [UInt8]
+    public var prefixLength: Int
+
+    public init(address: [UInt8], prefixLength: Int) {
+        self.address = address
+        self.prefixLength = max(0, min(32, prefixLength))
+    }
+
+    /// Whether `other` (4 bytes) is in this interface's subnet.
+    public func contains(_ other: [UInt8]) -> Bool {
+        guard address.count == 4, other.count == 4 else { return false }
+        let mask: UInt32 = prefixLength == 0 ? 0 : ~UInt32(0) << (32 - prefixLength)
+        func value(_ bytes: [UInt8]) -> UInt32 { bytes.reduce(0) { $0 << 8 | UInt32($1) } }
+        return value(address) & mask == value(other) & mask
+    }
+}
+
+extension FileDescriptor {
+    /// Asks the kernel to say, with each datagram, the local address it came in on
+    /// (IP_PKTINFO, ip(7)); read them with `receiveDatagramWithLocal`.
+    public func reportLocalAddresses() throws { try setOption(Int32(IPPROTO_IP), IP_PKTINFO, 1) }
+
+    /// One IPv4 datagram, its sender, and the local address it was received on (the
+    /// receiving interface's own address for a multicast one); nil when none waits.
+    public func receiveDatagramWithLocal(into buffer: inout [UInt8]) throws -> (count: Int, from: SocketAddress, local: [UInt8])? {
+        var source = sockaddr_storage()
+        var local: [UInt8] = [0, 0, 0, 0]
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            local.withUnsafeMutableBufferPointer { local in
+                withUnsafeMutablePointer(to: &source) { onair_receive_with_local(rawValue, bytes.baseAddress, UInt(bytes.count), $0, local.baseAddress) }
+            }
+        }
+        if count < 0 {
+            let error = Errno.current
+            if error == .again || error == .interrupted || error == .connectionRefused { return nil }
+            throw error
+        }
+        return (Int(count), SocketAddress(storage: source, ipv6: false), local)
     }
 }

@@ -16,7 +16,8 @@ final class ONVIFClientTests: XCTestCase {
 
     /// onair in a namespace with a LAN (10.77.0.1 and .2 on a veth pair), `steps` run
     /// beside it; each step's output is one line, `tag {json}`.
-    func onLAN(_ name: String, settings: [String] = [], arguments: String = "", steps: [(tag: String, command: String)]) throws -> [String: [String: Any]] {
+    func onLAN(_ name: String, settings: [String] = [], arguments: String = "", listen: String = "0.0.0.0:8080", setup: String = "",
+               steps: [(tag: String, command: String)]) throws -> [String: [String: Any]] {
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
             throw XCTSkip("\(Self.python) is missing: run the tests with 'make test'")
         }
@@ -29,7 +30,8 @@ final class ONVIFClientTests: XCTestCase {
             ip link add lan0 type veth peer name lan1
             ip addr add 10.77.0.1/24 dev lan0; ip addr add 10.77.0.2/24 dev lan1
             ip link set lan0 up; ip link set lan1 up
-            '\(onairBinary())' run --source synthetic --out '\(out)' --listen 0.0.0.0:8080 \(sets) \(arguments) 2> '\(out)/onair.log' &
+            \(setup)
+            '\(onairBinary())' run --source synthetic --out '\(out)' --listen \(listen) \(sets) \(arguments) 2> '\(out)/onair.log' &
             onair=$!
             for i in $(seq 150); do grep -q event=segment.stored '\(out)/onair.log' && grep -q event=onvif.discovery '\(out)/onair.log' && break; sleep 0.1; done
             \(steps.map { "printf '%s ' '\($0.tag)'; \($0.command) || true" }.joined(separator: "\n"))
@@ -90,6 +92,26 @@ final class ONVIFClientTests: XCTestCase {
     /// by default, gets the snapshot with HTTP Digest and plays the stream with RTSP
     /// Digest; a wrong secret is refused; a viewer is taken with PasswordText, not with
     /// PasswordDigest (its password is not kept). Discovery still finds the board.
+    /// Issue 44: WS-Discovery is link-local. The board listens on lan0 (10.77.0.1/24)
+    /// alone: a probe from its link is answered; one from an address outside that subnet
+    /// (a spoofed source the answer would be reflected to) is not, nor is one that comes in
+    /// on another interface (lan2, 10.66.0.1), where onair does not listen.
+    func testDiscoveryAnswersOnlyTheLinkItListensOn() throws {
+        let answers = try onLAN("onvif-scope", listen: "10.77.0.1:8080", setup: """
+            ip addr add 10.99.0.2/24 dev lan1
+            ip link add lan2 type veth peer name lan3
+            ip addr add 10.66.0.1/24 dev lan2; ip addr add 10.66.0.2/24 dev lan3
+            ip link set lan2 up; ip link set lan3 up
+            """, steps: [
+                ("link", client("discover 10.77.0.1 3702 10.77.0.2")),
+                ("elsewhere", client("discover 10.77.0.1 3702 10.99.0.2")),
+                ("unlistened", client("discover 10.66.0.1 3702 10.66.0.2")),
+            ])
+        XCTAssertEqual((answers["link"]?["services"] as? [Any])?.count, 1, "\(answers)")
+        XCTAssertNotNil(answers["elsewhere"]?["error"], "a source outside the link is not answered: \(answers)")
+        XCTAssertNotNil(answers["unlistened"]?["error"], "an interface onair does not listen on is not answered: \(answers)")
+    }
+
     func testAnNVRIsAdoptedWithItsPasswordAndRefusedWithAWrongOne() throws {
         let scratch = try temporaryDirectory("onvif-access")
         defer { try? FileManager.default.removeItem(atPath: scratch) }

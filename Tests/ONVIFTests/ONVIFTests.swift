@@ -220,7 +220,7 @@ final class DiscoveryTests: XCTestCase {
     /// late) is joined and announced at the next look, said in one line, and named in
     /// the answers from then on.
     func testAnInterfaceThatComesLaterIsTakenUp() throws {
-        let present = Locked<[[UInt8]]>([])
+        let present = Locked<[InterfaceAddress]>([])
         let lines = Locked<[String]>([])
         let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { present.withLock { $0 } },
                                       xaddrs: { interfaces, _ in interfaces.map { "http://\(SocketAddress.host($0)):8080/onvif/device_service" } },
@@ -231,7 +231,7 @@ final class DiscoveryTests: XCTestCase {
         let from = try XCTUnwrap(SocketAddress(numeric: "192.168.1.9", port: 40_000, ipv6: false))
         let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
         XCTAssertTrue(discovery.answer(probe, from: from)?.contains("<d:XAddrs></d:XAddrs>") ?? false, "no address yet")
-        present.withLock { $0 = [[192, 0, 2, 5]] }
+        present.withLock { $0 = [InterfaceAddress(address: [192, 0, 2, 5], prefixLength: 24)] }
         discovery.refresh()  // what the thread does every `rescanSeconds`
         XCTAssertEqual(lines.withLock { $0 }, ["", "192.0.2.5"])
         XCTAssertTrue(discovery.answer(probe, from: from)?.contains("http://192.0.2.5:8080/onvif/device_service") ?? false)
@@ -303,6 +303,37 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertGreaterThan(answers, 0)
         XCTAssertLessThanOrEqual(answers, 400)
         XCTAssertLessThanOrEqual(lines.withLock { $0 }, 2 * 20, "refusals said at most 20 times a minute")
+    }
+
+    /// Issue 44: only the link is answered — a source on the subnet of the interface the
+    /// probe came in on; loopback only from loopback; nothing on an interface not listened on.
+    func testOnlyTheLinkAProbeCameInOnIsAnswered() {
+        let lan = [InterfaceAddress(address: [192, 168, 1, 20], prefixLength: 24), InterfaceAddress(address: [10, 0, 0, 1], prefixLength: 8)]
+        XCTAssertNil(Discovery.outOfScope(source: [192, 168, 1, 9], local: [192, 168, 1, 20], interfaces: lan))
+        XCTAssertNil(Discovery.outOfScope(source: [10, 200, 3, 4], local: [10, 0, 0, 1], interfaces: lan))
+        XCTAssertNil(Discovery.outOfScope(source: [127, 0, 0, 1], local: [127, 0, 0, 1], interfaces: lan))
+        XCTAssertNotNil(Discovery.outOfScope(source: [203, 0, 113, 7], local: [192, 168, 1, 20], interfaces: lan), "off the link")
+        XCTAssertNotNil(Discovery.outOfScope(source: [192, 168, 1, 9], local: [10, 0, 0, 1], interfaces: lan), "the other interface's link")
+        XCTAssertNotNil(Discovery.outOfScope(source: [172, 16, 0, 9], local: [172, 16, 0, 1], interfaces: lan), "not listened on")
+        XCTAssertNotNil(Discovery.outOfScope(source: [127, 0, 0, 1], local: [192, 168, 1, 20], interfaces: lan))
+        XCTAssertNotNil(Discovery.outOfScope(source: [192, 168, 1, 9], local: [127, 0, 0, 1], interfaces: lan))
+        XCTAssertNotNil(Discovery.outOfScope(source: [192, 168, 1, 9], local: [0, 0, 0, 0], interfaces: lan), "the kernel did not say")
+        XCTAssertTrue(InterfaceAddress(address: [10, 1, 2, 3], prefixLength: 0).contains([1, 2, 3, 4]))
+        XCTAssertFalse(InterfaceAddress(address: [10, 1, 2, 3], prefixLength: 32).contains([10, 1, 2, 4]))
+    }
+
+    /// Five answers a second to any one source: a flood from one address leaves the rest
+    /// of the second's answers to everyone else.
+    func testOneSourceGetsFiveAnswersASecond() {
+        var budget = SourceBudget(perSecond: Discovery.answersPerSource)
+        var flooder = 0
+        for probe in 0..<100 where budget.allows([192, 168, 1, 66], now: Int64(probe) * 1_000_000) {
+            budget.spend([192, 168, 1, 66])
+            flooder += 1
+        }
+        XCTAssertEqual(flooder, 5)
+        XCTAssertTrue(budget.allows([192, 168, 1, 9], now: 500_000_000), "another source")
+        XCTAssertTrue(budget.allows([192, 168, 1, 66], now: 1_000_000_000), "the next second")
     }
 
     func testUUIDsCarryTheirVersionAndVariant() {

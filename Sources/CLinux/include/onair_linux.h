@@ -20,6 +20,13 @@ int onair_pipe(int ends[2], int nonblocking);
 /// `address` takes a struct sockaddr_storage; `length` its size in, the address's out.
 int onair_accept(int socket, void *address, unsigned int *length);
 
+/// recvmsg(2) of one IPv4 datagram on a socket with IP_PKTINFO set (ip(7)): the byte
+/// count or -1 (errno); `source` takes a struct sockaddr_in, and `local` the 4 bytes of the
+/// address it was received on (in_pktinfo's ipi_spec_dst: the interface's own address for
+/// a multicast or broadcast datagram), zero when the kernel did not say. The CMSG_* macros
+/// that walk the control data are what Swift cannot import.
+long onair_receive_with_local(int socket, void *buffer, unsigned long size, void *source, uint8_t local[4]);
+
 /// mkostemp(3) (GNU) with O_CLOEXEC: the descriptor, or -1 (errno).
 int onair_mkostemp(char *name_template);
 

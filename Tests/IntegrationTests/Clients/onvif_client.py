@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ONVIF as NVRs and hubs speak it, from PyPI's clients (the tests' real clients):
 
-  onvif_client.py discover HOST PORT          a directed WS-Discovery probe (WSDiscovery)
+  onvif_client.py discover HOST PORT [SOURCE] a directed WS-Discovery probe (WSDiscovery),
+                                               from the local address SOURCE if given
   onvif_client.py discover-multicast           a multicast probe on every interface
   onvif_client.py camera HOST PORT USER PASS [text]
                                                onvif-zeep: device information, profiles,
@@ -30,7 +31,7 @@ def discover():
         wsd.stop()
 
 
-def discover_directed(address, port):
+def discover_directed(address, port, source=None):
     """A Probe sent straight to the device, its ProbeMatches read from the same socket:
     WSDiscovery's own directed mode sends from a socket it never reads (2.1.2), so its
     message builder and parser are used here around a plain UDP socket."""
@@ -41,6 +42,8 @@ def discover_directed(address, port):
     message = createSOAPMessage(probe)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.settimeout(3)
+        if source:
+            sock.bind((source, 0))
         sock.sendto(message.encode() if isinstance(message, str) else message, (address, port))
         data, sender = sock.recvfrom(65536)
     env = parseSOAPMessage(data, sender[0])
@@ -82,7 +85,7 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     try:
         if command == "discover":
-            result = discover_directed(args[0], int(args[1]))
+            result = discover_directed(args[0], int(args[1]), *args[2:3])
         elif command == "discover-multicast":
             result = discover()
         elif command == "camera":
