@@ -88,6 +88,25 @@ static inline int onair_dtls_certificate_check(const char *pem, size_t length, u
 /// it is checked against the SDP's fingerprint after the handshake (RFC 8827 §6.5).
 static int onair_dtls_accept_any(int ok, X509_STORE_CTX *store) { (void)ok; (void)store; return 1; }
 
+/// The server's cookie (RFC 6347 §4.2.1): 16 random bytes of its own per session, kept in
+/// the SSL's app-data slot. A ClientHello is answered with a HelloVerifyRequest naming it,
+/// and the handshake's flight (certificate and all, ~12 times a ClientHello's size) goes
+/// only to a client that echoes it — one that receives at the address it sends from.
+/// Each session already has its own state (its WHEP offer made it), so a random cookie per
+/// session is as good as the stateless HMAC §4.2.1 suggests for servers without.
+static inline int onair_dtls_cookie_generate(SSL *ssl, unsigned char *cookie, unsigned int *length) {
+    const unsigned char *secret = (const unsigned char *)SSL_get_app_data(ssl);
+    if (secret == NULL) return 0;
+    memcpy(cookie, secret, 16);
+    *length = 16;
+    return 1;
+}
+
+static inline int onair_dtls_cookie_verify(SSL *ssl, const unsigned char *cookie, unsigned int length) {
+    const unsigned char *secret = (const unsigned char *)SSL_get_app_data(ssl);
+    return secret != NULL && length == 16 && CRYPTO_memcmp(cookie, secret, 16) == 0;
+}
+
 static inline SSL *onair_dtls_new(const char *pem, size_t length, int server) {
     SSL_CTX *ctx = SSL_CTX_new(DTLS_method());
     if (ctx == NULL) return NULL;
@@ -99,9 +118,14 @@ static inline SSL *onair_dtls_new(const char *pem, size_t length, int server) {
         || SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION) != 1
         || SSL_CTX_set_tlsext_use_srtp(ctx, "SRTP_AEAD_AES_128_GCM:SRTP_AES128_CM_SHA1_80") != 0) goto done;
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, onair_dtls_accept_any);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_QUERY_MTU);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_QUERY_MTU | (server ? SSL_OP_COOKIE_EXCHANGE : 0));
+    SSL_CTX_set_cookie_generate_cb(ctx, onair_dtls_cookie_generate);
+    SSL_CTX_set_cookie_verify_cb(ctx, onair_dtls_cookie_verify);
     ssl = SSL_new(ctx);
     if (ssl == NULL) goto done;
+    unsigned char *cookie = OPENSSL_malloc(16);
+    if (cookie == NULL || RAND_bytes(cookie, 16) != 1) { OPENSSL_free(cookie); SSL_free(ssl); ssl = NULL; goto done; }
+    SSL_set_app_data(ssl, cookie);
     BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
     if (in == NULL || out == NULL) { BIO_free(in); BIO_free(out); SSL_free(ssl); ssl = NULL; goto done; }
     BIO_set_mem_eof_return(in, -1);  // an empty inbox means "wait", not end of stream
@@ -117,7 +141,10 @@ done:
     return ssl;
 }
 
-static inline void onair_dtls_free(SSL *ssl) { SSL_free(ssl); }
+static inline void onair_dtls_free(SSL *ssl) {
+    OPENSSL_free(SSL_get_app_data(ssl));
+    SSL_free(ssl);
+}
 
 /// Feeds one datagram (may be empty) and advances the handshake: 1 when done, 0 while in
 /// progress, -1 on failure.
