@@ -36,20 +36,25 @@ extension WebRTCServer {
         for peer in viewers.peers.values { close(peer, viewers: viewers, reason: "the server stopped") }
     }
 
-    /// New sessions, ended ones, and the pictures queued since the last turn.
+    /// New sessions, ended ones, and the pictures queued since the last turn. The new ones
+    /// leave `arriving` only as the table that lists them is published (in one lock), so
+    /// an offer counting the places never misses one.
     private func take(into viewers: Viewers, now: Int64) {
         let (arriving, ending) = shared.withLock { shared -> ([Peer], [String]) in
-            defer { shared.arriving = []; shared.ending = [] }
+            defer { shared.ending = [] }
             return (shared.arriving, shared.ending)
+        }
+        // Ended first, all before one table is published: a table made between two of them
+        // would list the second again, and one made after the new ones are added would
+        // list them while `arriving` still counts them.
+        for id in ending {
+            if let peer = viewers.peers[id] { close(peer, viewers: viewers, reason: "DELETE", publishing: false) }
         }
         for peer in arriving {
             viewers.peers[peer.id] = peer
             viewers.byUfrag[peer.ice.local.ufrag] = peer
         }
-        for id in ending {
-            if let peer = viewers.peers[id] { close(peer, viewers: viewers, reason: "DELETE") }
-        }
-        if !arriving.isEmpty || !ending.isEmpty { publish(viewers, now: now) }
+        if !arriving.isEmpty || !ending.isEmpty { publish(viewers, now: now, taken: arriving.map(\.id)) }
     }
 
     private func receive(_ datagram: [UInt8], from source: SocketAddress, viewers: Viewers, now: Int64) {
@@ -139,7 +144,7 @@ extension WebRTCServer {
         publish(viewers, now: now)
     }
 
-    private func close(_ peer: Peer, viewers: Viewers, reason: String) {
+    private func close(_ peer: Peer, viewers: Viewers, reason: String, publishing: Bool = true) {
         // Told at once (a close_notify), rather than left to notice the silence.
         if let media = peer.media, peer.connected, !peer.dtls.isClosed {
             for datagram in peer.dtls.close() { send(datagram, to: media) }
@@ -150,11 +155,12 @@ extension WebRTCServer {
         let fields: [(String, Any)] = [("session", peer.name), ("reason", reason), ("packets", peer.stats.packets),
                                        ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)]
         if peer.media == nil { offerLog.emit(.webrtcEnded, to: log, fields, level: .info) } else { log.emit(.webrtcEnded, level: .info, fields) }
-        publish(viewers, now: monotonicNanoseconds())
+        if publishing { publish(viewers, now: monotonicNanoseconds()) }
     }
 
-    /// The sessions as the web server's thread reads them.
-    private func publish(_ viewers: Viewers, now: Int64) {
+    /// The sessions as the web server's thread reads them; `taken`: sessions moved from
+    /// `arriving` into the table.
+    private func publish(_ viewers: Viewers, now: Int64, taken: [String] = []) {
         var table: [String: SessionStatus] = [:]
         for peer in viewers.peers.values {
             let media = peer.media.map { PeerAddress($0).description }
@@ -165,7 +171,10 @@ extension WebRTCServer {
                                            firstPictureMs: peer.stats.firstPicture.map { ($0 - peer.created) / 1_000_000 })
         }
         // A session an offer displaced is not counted again before this thread ends it.
-        shared.withLock { shared in shared.sessions = table.filter { !shared.ending.contains($0.key) } }
+        shared.withLock { shared in
+            shared.sessions = table.filter { !shared.ending.contains($0.key) }
+            if !taken.isEmpty { shared.arriving.removeAll { taken.contains($0.id) } }
+        }
     }
 
     @discardableResult

@@ -103,7 +103,8 @@ final class WebRTCServerTests: XCTestCase {
             case .answer: break
             case .refused(let status, let message, _): XCTFail("\(status) \(message)")
             }
-            XCTAssertLessThanOrEqual(server.shared.withLock { $0.sessions.count + $0.arriving.count }, 8)
+            let state = server.shared.withLock { ($0.sessions.keys.sorted(), $0.arriving.map(\.id), $0.ending) }
+            XCTAssertLessThanOrEqual(state.0.count + state.1.count, 8, "\(state)")
         }
         server.stop()
         // Within two minutes of the clock, should the run straddle one's end.
