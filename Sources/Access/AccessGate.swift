@@ -46,7 +46,7 @@ public final class AccessGate: Sendable {
         switch scheme {
         case "digest":
             guard let parameters = DigestAuthority.parameters(authorization) else { return fail("a malformed Digest answer", client: client, channel: channel, now: now) }
-            switch digest.verify(parameters, method: method, uri: uri, list: list, now: now) {
+            switch digest.verify(parameters, method: method, uri: uri, client: client, qop: channel != .rtsp, list: list, now: now) {
             case .user(let name): return .allowed(user: name)
             case .stale: return .challenge(stale: true)
             case .refused(let reason): return fail(reason, client: client, channel: channel, now: now)
@@ -69,11 +69,12 @@ public final class AccessGate: Sendable {
         }
     }
 
-    /// The WWW-Authenticate values for a 401: SHA-256 then MD5 with qop over HTTP
+    /// The WWW-Authenticate values for a 401 to `client` (its nonce is good from its
+    /// address alone): SHA-256 then MD5 with qop over HTTP
     /// (browsers, curl, ffmpeg's HLS), MD5 alone in RFC 2069's form over RTSP.
-    public func challenges(_ channel: Channel, stale: Bool, now: Int64 = KernelClock.monotonic()) -> [String] {
-        channel == .rtsp ? digest.challenges(realm: list.realm, algorithms: [.md5], qop: false, stale: stale, now: now)
-            : digest.challenges(realm: list.realm, algorithms: [.sha256, .md5], qop: true, stale: stale, now: now)
+    public func challenges(_ channel: Channel, stale: Bool, client: String, now: Int64 = KernelClock.monotonic()) -> [String] {
+        channel == .rtsp ? digest.challenges(realm: list.realm, algorithms: [.md5], qop: false, stale: stale, client: client, now: now)
+            : digest.challenges(realm: list.realm, algorithms: [.sha256, .md5], qop: true, stale: stale, client: client, now: now)
     }
 
     /// A refused login: one line (at most 20 a minute), and a failure against the address.

@@ -145,9 +145,9 @@ extension RTSPServer {
         case .allowed:
             return nil
         case .challenge(let stale):
-            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: stale).map { ("WWW-Authenticate", $0) })
+            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: stale, client: connection.client).map { ("WWW-Authenticate", $0) })
         case .refused:
-            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: false).map { ("WWW-Authenticate", $0) })
+            return RTSPResponse(status: 401, headers: access.challenges(.rtsp, stale: false, client: connection.client).map { ("WWW-Authenticate", $0) })
         case .throttled(let seconds):
             // RTSP has no 429 (RFC 2326 §7.1.1): 503 with when to come back (§12.31).
             return RTSPResponse(status: 503, headers: [("Retry-After", "\(seconds)")])

@@ -15,19 +15,19 @@ extension WebServer {
         case .allowed:
             return nil
         case .challenge(let stale):
-            return challenge(access, stale: stale)
+            return challenge(access, stale: stale, client: clientAddress(connection))
         case .refused:
-            return challenge(access, stale: false)
+            return challenge(access, stale: false, client: clientAddress(connection))
         case .throttled(let seconds):
             return Reply(status: 429, body: .bytes(Array("too many failed logins from this address: try again in \(seconds) s\n".utf8)),
                          headers: [("Content-Type", "text/plain"), ("Retry-After", "\(seconds)")])
         }
     }
 
-    private func challenge(_ access: AccessGate, stale: Bool) -> Reply {
+    private func challenge(_ access: AccessGate, stale: Bool, client: String) -> Reply {
         Reply(status: 401, body: .bytes(Array("a viewer's name and password are asked for\n".utf8)),
               headers: [("Content-Type", "text/plain"), ("Cache-Control", "no-store")]
-                + access.challenges(.http, stale: stale).map { ("WWW-Authenticate", $0) })
+                + access.challenges(.http, stale: stale, client: client).map { ("WWW-Authenticate", $0) })
     }
 
     /// A request header's whole value, by its length.

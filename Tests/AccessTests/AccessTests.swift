@@ -65,11 +65,12 @@ final class AccessTests: XCTestCase {
     }
 
     /// A client's answer to the first challenge, as RFC 7616 §3.4 has it computed.
-    func answer(_ challenge: String, user: String, password: String, method: String = "GET", uri: String = "/", qop: Bool? = nil) -> String {
+    func answer(_ challenge: String, user: String, password: String, method: String = "GET", uri: String = "/", qop: Bool? = nil,
+                count: String = "00000001") -> String {
         let parameters = DigestAuthority.parameters(challenge)!
         let algorithm = DigestAlgorithm(rawValue: parameters["algorithm"]!)!
         let nonce = parameters["nonce"]!
-        let counted = (qop ?? (parameters["qop"] != nil)) ? (count: "00000001", clientNonce: "c0ffee") : nil
+        let counted = (qop ?? (parameters["qop"] != nil)) ? (count: count, clientNonce: "c0ffee") : nil
         let response = DigestAuthority.response(stored: AccessList.credentialDigest(user, parameters["realm"]!, password, algorithm), nonce: nonce,
                                                 counted: counted, method: method, uri: uri, algorithm)
         return "Digest username=\"\(user)\", realm=\"\(parameters["realm"]!)\", nonce=\"\(nonce)\", uri=\"\(uri)\", algorithm=\(algorithm.rawValue), "
@@ -80,18 +81,18 @@ final class AccessTests: XCTestCase {
         let gate = AccessGate(list: list, token: "operator-token-0123", log: .silent())
         let now: Int64 = 1000 * second
         XCTAssertEqual(gate.check(nil, method: "GET", uri: "/", client: "10.0.0.1", channel: .http, now: now), .challenge(stale: false))
-        let http = gate.challenges(.http, stale: false, now: now)
+        let http = gate.challenges(.http, stale: false, client: "10.0.0.1", now: now)
         XCTAssertEqual(http.count, 2)
         XCTAssertTrue(http[0].contains("algorithm=SHA-256") && http[0].contains("qop=\"auth\"") && http[0].contains("realm=\"\(realm)\""), http[0])
         XCTAssertTrue(http[1].contains("algorithm=MD5"))
-        for challenge in http {
-            XCTAssertEqual(gate.check(answer(challenge, user: "alice", password: "correct horse", uri: "/streams/a/playlist.m3u8?_HLS_msn=3"),
+        for (n, challenge) in http.enumerated() {
+            XCTAssertEqual(gate.check(answer(challenge, user: "alice", password: "correct horse", uri: "/streams/a/playlist.m3u8?_HLS_msn=3", count: "0000000\(2 * n + 1)"),
                                       method: "GET", uri: "/streams/a/playlist.m3u8", client: "10.0.0.1", channel: .http, now: now + second),
                            .allowed(user: "alice"))
-            XCTAssertEqual(gate.check(answer(challenge, user: "frigate", password: "Nvr2secretqrstuvwxyz2345"), method: "GET", uri: "/",
+            XCTAssertEqual(gate.check(answer(challenge, user: "frigate", password: "Nvr2secretqrstuvwxyz2345", count: "0000000\(2 * n + 2)"), method: "GET", uri: "/",
                                       client: "10.0.0.1", channel: .http, now: now), .allowed(user: "frigate"))
         }
-        let rtsp = gate.challenges(.rtsp, stale: false, now: now)
+        let rtsp = gate.challenges(.rtsp, stale: false, client: "10.0.0.1", now: now)
         XCTAssertEqual(rtsp.count, 1)
         XCTAssertFalse(rtsp[0].contains("qop"), "GStreamer answers in RFC 2069's form")
         let uri = "rtsp://10.0.0.2:8554/live"
@@ -104,12 +105,57 @@ final class AccessTests: XCTestCase {
                                   uri: uri, client: "10.0.0.1", channel: .rtsp, now: now), .refused)
         XCTAssertEqual(gate.check(answer(http[0], user: "alice", password: "correct horse", uri: "/a"), method: "GET", uri: "/b",
                                   client: "10.0.0.1", channel: .http, now: now), .refused)
-        let forged = answer(http[0].replacingOccurrences(of: "nonce=\"0", with: "nonce=\"1"), user: "alice", password: "correct horse")
-        XCTAssertEqual(gate.check(forged, method: "GET", uri: "/", client: "10.0.0.1", channel: .http, now: now), .refused)
+        let forged = answer(http[0].replacingOccurrences(of: "nonce=\"0", with: "nonce=\"1"), user: "alice", password: "correct horse", count: "00000009")
+        XCTAssertEqual(gate.check(forged, method: "GET", uri: "/", client: "10.0.0.1", channel: .http, now: now), .challenge(stale: true),
+                       "a nonce this board did not make for this address is never let in")
         // An old nonce with the right password: challenged again, stale.
         XCTAssertEqual(gate.check(answer(http[0], user: "alice", password: "correct horse"), method: "GET", uri: "/", client: "10.0.0.1",
                                   channel: .http, now: now + 601 * second), .challenge(stale: true))
-        XCTAssertTrue(gate.challenges(.http, stale: true, now: now)[0].hasSuffix("stale=true"))
+        XCTAssertTrue(gate.challenges(.http, stale: true, client: "10.0.0.1", now: now)[0].hasSuffix("stale=true"))
+    }
+
+    /// Issue 44: a captured Digest answer is not taken again — not with the count it had
+    /// (a browser's parallel requests may still come in any order), not from another
+    /// address — and over HTTP an answer must carry a count (RFC 2069's form is RTSP's).
+    func testACapturedDigestAnswerIsNotTakenTwice() {
+        let gate = AccessGate(list: list, log: .silent())
+        let now: Int64 = 2000 * second
+        let challenge = gate.challenges(.http, stale: false, client: "10.0.0.1", now: now)[0]
+        func check(_ count: String, from client: String = "10.0.0.1", uri: String = "/streams/a/playlist.m3u8") -> AccessGate.Decision {
+            gate.check(answer(challenge, user: "alice", password: "correct horse", uri: uri, count: count), method: "GET", uri: uri,
+                       client: client, channel: .http, now: now + second)
+        }
+        XCTAssertEqual(check("00000003"), .allowed(user: "alice"))
+        XCTAssertEqual(check("00000003"), .challenge(stale: true), "the same count again: a replay")
+        XCTAssertEqual(check("00000001"), .allowed(user: "alice"), "an earlier count not yet used (requests overtake one another)")
+        XCTAssertEqual(check("00000002"), .allowed(user: "alice"))
+        XCTAssertEqual(check("00000001"), .challenge(stale: true))
+        XCTAssertEqual(check("00000050"), .allowed(user: "alice"))
+        XCTAssertEqual(check("00000004"), .challenge(stale: true), "more than 64 behind the highest: taken as seen")
+        XCTAssertEqual(check("00000051", from: "10.0.0.66"), .challenge(stale: true), "the nonce was made for another address")
+        XCTAssertEqual(gate.check(answer(challenge, user: "alice", password: "correct horse", qop: false), method: "GET", uri: "/",
+                                  client: "10.0.0.1", channel: .http, now: now + second), .refused, "no count over HTTP")
+        // Over RTSP, RFC 2069's form (no count) is taken, from the nonce's own address.
+        let rtsp = gate.challenges(.rtsp, stale: false, client: "2001:db8:1:2::5", now: now)[0]
+        let uri = "rtsp://10.0.0.2:8554/live"
+        let signed = answer(rtsp, user: "alice", password: "correct horse", method: "DESCRIBE", uri: uri)
+        XCTAssertEqual(gate.check(signed, method: "DESCRIBE", uri: uri, client: "2001:db8:1:2::9", channel: .rtsp, now: now), .allowed(user: "alice"),
+                       "the same /64")
+        XCTAssertEqual(gate.check(signed, method: "DESCRIBE", uri: uri, client: "2001:db8:9:9::5", channel: .rtsp, now: now), .challenge(stale: true))
+    }
+
+    /// The counts of at most `capacity` nonces are kept; a nonce dropped from them is
+    /// stale from then on, never new again.
+    func testForgottenNoncesAreStaleNotNew() {
+        let counts = NonceCounts(capacity: 2)
+        let lifetime: Int64 = 600 * second
+        XCTAssertTrue(counts.first(1, nonce: "a", made: 10, now: 11 * second, lifetime: lifetime))
+        XCTAssertTrue(counts.first(1, nonce: "b", made: 11, now: 12 * second, lifetime: lifetime))
+        XCTAssertTrue(counts.first(1, nonce: "c", made: 12, now: 13 * second, lifetime: lifetime), "a is forgotten")
+        XCTAssertFalse(counts.first(1, nonce: "a", made: 10, now: 14 * second, lifetime: lifetime), "a again: stale, not new")
+        XCTAssertFalse(counts.first(2, nonce: "a", made: 10, now: 14 * second, lifetime: lifetime))
+        XCTAssertFalse(counts.first(1, nonce: "b", made: 11, now: 14 * second, lifetime: lifetime), "b is remembered")
+        XCTAssertTrue(counts.first(2, nonce: "b", made: 11, now: 14 * second, lifetime: lifetime))
     }
 
     func testBasicAndTheOperatorsToken() {
