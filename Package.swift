@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout", "Access"]),
         // ONVIF Profile S for NVRs and hubs: the SOAP reader (no DTD), the Device and Media
         // services, WS-Security's UsernameToken, WS-Discovery.
-        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access"]),
+        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access", "Files"]),
         // Who may watch: viewers' stored digests and NVRs' device accounts, HTTP/RTSP
         // Digest (RFC 7616) with stateless nonces, failed logins limited per address.
         .target(name: "Access", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL"]),

@@ -122,12 +122,12 @@ public struct AccessList: Sendable, Equatable {
         return Array(out.prefix(Int(length)))
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
     }
 
-    static func unhex(_ text: String) -> [UInt8]? {
+    public static func unhex(_ text: String) -> [UInt8]? {
         let bytes = Array(text.utf8)
         guard bytes.count % 2 == 0, bytes.count <= 256 else { return nil }
         func nibble(_ b: UInt8) -> UInt8? {

@@ -1,5 +1,6 @@
 import Access
 import Files
+import Layout
 import Logging
 import Media
 import ONVIF
@@ -56,7 +57,7 @@ enum ONVIFSetup {
             live: { stream }, clock: { let now = clock.read(); return ONVIFClock(unixMilliseconds: now.wallMs, synchronized: now.synchronized) },
             interfaces: { ONVIFSetup.interfaces() }, rtspPort: rtspPort, snapshotPath: snapshots ? Pipeline.snapshotPath : nil, access: access)
         return ONVIFService(device: ONVIFSetup.device(name: settings.deviceName ?? "onair", version: CommandLineParser.version),
-                            environment: environment, log: log)
+                            environment: environment, nonceFile: StreamLayout(root: settings.dataDirectory).onvifNonces, log: log)
     }
 
     /// WS-Discovery on the LAN the web server listens on: every LAN interface for a

@@ -38,6 +38,10 @@ public struct StreamLayout: Sendable, Equatable {
     /// so browsers see the same fingerprint across restarts; readable by onair alone.
     public var dtlsCertificate: String { root + "/webrtc-certificate.pem" }
 
+    /// `<root>/onvif-nonces`: the nonces of ONVIF requests already taken, one hex line
+    /// each, so a captured request is not taken again after a restart.
+    public var onvifNonces: String { root + "/onvif-nonces" }
+
     /// The index of the streams one destination lists (`PublishedIndex`), by its key.
     public func publishedIndex(_ key: String) -> String { published + "/" + key + ".json" }
 

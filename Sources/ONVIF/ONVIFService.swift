@@ -44,14 +44,21 @@ public final class ONVIFService: Sendable {
     let environment: Environment
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
-    /// Nonces of accepted digests, so one cannot be replayed (a bounded set: the oldest go).
-    private let nonces = Locked<(set: Set<[UInt8]>, order: [[UInt8]])>(([], []))
+    /// Nonces of accepted digests, so one cannot be replayed, across restarts too.
+    private let nonces: UsedNonces
 
-    public init(device: ONVIFDevice, environment: Environment, log: Log) {
+    /// `nonceFile`: where the nonces taken are kept across restarts (nil: in memory only).
+    public init(device: ONVIFDevice, environment: Environment, nonceFile: String? = nil, log: Log) {
         self.device = device
         self.environment = environment
         self.log = log
+        nonces = UsedNonces(path: nonceFile)
     }
+
+    /// How far a digest's Created may be from the board's clock, when that is synchronised
+    /// (ONVIF Core §5.12.2 leaves the window to the device; five minutes is WS-Security's
+    /// usual allowance for clocks that drift).
+    static let createdWindowMs: Int64 = 5 * 60_000
 
     /// The answer to a POST on `path`: an HTTP status and the SOAP envelope. `host` is the
     /// request's Host header (the address the client reached the board at, which the URIs
@@ -104,8 +111,9 @@ public final class ONVIFService: Sendable {
 
     /// Why a token is refused, or nil when it is good: a known user, the password (or the
     /// digest of nonce, creation time and password, OASIS UsernameToken Profile §3.1), a
-    /// nonce not seen before. The creation time is not held against the board's clock,
-    /// which may not be synchronised. PasswordDigest needs the secret itself, which only
+    /// nonce not seen before (in this run or an earlier one), and — when the board's clock
+    /// is synchronised — a creation time within five minutes of it; an unsynchronised clock
+    /// cannot judge one. PasswordDigest needs the secret itself, which only
     /// device accounts keep (`AccessList`); a viewer can send PasswordText. Wrong
     /// credentials count against the client's address, as over HTTP and RTSP.
     func authenticate(_ token: UsernameToken?, access: AccessGate, client: String, now: Int64 = KernelClock.monotonic()) -> String? {
@@ -119,8 +127,10 @@ public final class ONVIFService: Sendable {
                     problem = "a PasswordDigest without a nonce"
                 } else if !AccessList.constantTimeEqual(Self.digest(nonce: token.nonce, created: token.created, password: secret), Base64.decode(token.password) ?? []) {
                     problem = "a wrong password for \(name)"
+                } else if let stale = Self.createdProblem(token.created, clock: environment.clock()) {
+                    problem = stale
                 } else {
-                    problem = fresh(token.nonce) ? nil : "a nonce used before (a replayed request)"
+                    problem = nonces.first(token.nonce) ? nil : "a nonce used before (a replayed request)"
                 }
             } else if access.list.viewers.contains(where: { $0.name == token.username }) {
                 problem = "a PasswordDigest for viewer \(name), whose password is not kept: give the NVR a device account (onair passwd --device) or PasswordText"
@@ -134,15 +144,15 @@ public final class ONVIFService: Sendable {
         return problem
     }
 
-    /// Whether a digest's nonce is new (then it is remembered; the oldest of 4,096 go).
-    private func fresh(_ nonce: [UInt8]) -> Bool {
-        nonces.withLock { nonces -> Bool in
-            guard !nonces.set.contains(nonce) else { return false }
-            nonces.set.insert(nonce)
-            nonces.order.append(nonce)
-            if nonces.order.count > 4096 { nonces.set.remove(nonces.order.removeFirst()) }
-            return true
+    /// Why a digest's Created is not taken, on a synchronised clock: not a date, or
+    /// further than the window from the board's time; nil when it is taken.
+    static func createdProblem(_ created: String, clock: ONVIFClock) -> String? {
+        guard clock.synchronized else { return nil }
+        guard let time = UTCDate.parse(created) else { return "a Created time that is not a date (\(created.prefix(40)))" }
+        guard abs(time - clock.unixMilliseconds) <= createdWindowMs else {
+            return "a Created time \(created.prefix(40)) more than 5 minutes from the board's clock (a replayed request, or a client clock that is off)"
         }
+        return nil
     }
 
     /// SHA-1(nonce + created + password).

@@ -1,3 +1,4 @@
+import Foundation
 import Access
 import Logging
 import Media
@@ -63,7 +64,8 @@ final class ONVIFServiceTests: XCTestCase {
 
     /// With `users`, device accounts by those names and secrets, and viewer alice
     /// (password "correct horse"), whose password itself is not kept.
-    func service(users: [String: String]? = nil, rtsp: UInt16? = 8554, limiter: LoginLimiter = LoginLimiter()) -> ONVIFService {
+    func service(users: [String: String]? = nil, rtsp: UInt16? = 8554, limiter: LoginLimiter = LoginLimiter(),
+                 clock: ONVIFClock = ONVIFClock(unixMilliseconds: 1_796_000_000_000, synchronized: false), nonceFile: String? = nil) -> ONVIFService {
         let access = users.map { users in
             AccessGate(list: AccessList(realm: "onair-test", viewers: [AccessList.viewer(AccessList.viewerValue(name: "alice", password: "correct horse", realm: "onair-test"))!],
                                         devices: users.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }),
@@ -72,10 +74,10 @@ final class ONVIFServiceTests: XCTestCase {
         let environment = ONVIFService.Environment(
             live: { ONVIFStream(width: 1280, height: 720, fps: 30, bitrate: 3_000_000, govLength: 60, h264Profile: "High",
                                 audio: .init(sampleRate: 48_000, bitrate: 64_000, channels: 1)) },
-            clock: { ONVIFClock(unixMilliseconds: 1_796_000_000_000, synchronized: false) },
+            clock: { clock },
             interfaces: { [ONVIFInterface(name: "eth0", hardwareAddress: "dc:a6:32:01:02:03", mtu: 1500, ipv4: [("192.168.1.20", 24)], dhcp: true)] },
             rtspPort: rtsp, snapshotPath: "/api/snapshot.jpg", access: access)
-        return ONVIFService(device: Self.device, environment: environment, log: .silent())
+        return ONVIFService(device: Self.device, environment: environment, nonceFile: nonceFile, log: .silent())
     }
 
     static func request(_ operation: String, service: String = "device", header: String = "") -> [UInt8] {
@@ -158,8 +160,8 @@ final class ONVIFServiceTests: XCTestCase {
                        "tuOSpGlFlIXsozq4HFNeeGeFLEI=")
     }
 
-    static func token(user: String, password: String, nonce: [UInt8] = Array("0123456789abcdef".utf8), digest: Bool = true) -> String {
-        let created = "2026-12-05T08:00:00Z"
+    static func token(user: String, password: String, nonce: [UInt8] = Array("0123456789abcdef".utf8), digest: Bool = true,
+                      created: String = "2026-12-05T08:00:00Z") -> String {
         let value = digest ? Base64.encode(ONVIFService.digest(nonce: nonce, created: created, password: password)) : password
         let type = digest ? "PasswordDigest" : "PasswordText"
         return """
@@ -189,6 +191,53 @@ final class ONVIFServiceTests: XCTestCase {
         let (digestStatus, digestFault) = try call(onvif, "GetProfiles", media: true, header: Self.token(user: "alice", password: "correct horse", nonce: Array("n4".utf8)))
         XCTAssertEqual(digestStatus, 400)
         XCTAssertTrue(digestFault.find("Reason", "Text")?.text.contains("onair passwd --device") ?? false, "\(digestFault)")
+    }
+
+    /// Issue 44: a captured request is not taken again — not after a restart (the nonces
+    /// taken are kept in a file), and, on a synchronised clock, not once its Created is more
+    /// than five minutes from the board's time (1999's never).
+    func testACapturedDigestIsNotTakenAgainAfterARestartOrOnceOld() throws {
+        let folder = NSTemporaryDirectory() + "onair-onvif-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = folder + "/onvif-nonces"
+        let now = try XCTUnwrap(UTCDate.parse("2026-12-05T08:02:00Z"))
+        let synchronized = ONVIFClock(unixMilliseconds: now, synchronized: true)
+        let captured = Self.token(user: "viewer", password: "secret-1", nonce: Array("captured-1".utf8))
+        XCTAssertEqual(try call(service(users: ["viewer": "secret-1"], clock: synchronized, nonceFile: file), "GetDeviceInformation", header: captured).0, 200)
+        // onair restarts: a new service on the same data directory.
+        let restarted = service(users: ["viewer": "secret-1"], clock: synchronized, nonceFile: file)
+        let (status, fault) = try call(restarted, "GetDeviceInformation", header: captured)
+        XCTAssertEqual(status, 400)
+        XCTAssertTrue(fault.find("Reason", "Text")?.text.contains("a nonce used before") ?? false, "\(fault)")
+        let old = Self.token(user: "viewer", password: "secret-1", nonce: Array("old-1".utf8), created: "1999-01-01T00:00:00Z")
+        let (oldStatus, oldFault) = try call(restarted, "GetDeviceInformation", header: old)
+        XCTAssertEqual(oldStatus, 400)
+        XCTAssertTrue(oldFault.find("Reason", "Text")?.text.contains("more than 5 minutes") ?? false, "\(oldFault)")
+        XCTAssertEqual(try call(restarted, "GetDeviceInformation", header: Self.token(user: "viewer", password: "secret-1", nonce: Array("new-1".utf8),
+                                                                                   created: "2026-12-05T07:58:30Z")).0, 200, "within the window")
+        // An unsynchronised clock cannot judge Created: taken, the nonce still once only.
+        let unsynchronised = service(users: ["viewer": "secret-1"], nonceFile: file)
+        XCTAssertEqual(try call(unsynchronised, "GetDeviceInformation", header: old).0, 200)
+        XCTAssertEqual(try call(unsynchronised, "GetDeviceInformation", header: old).0, 400)
+    }
+
+    /// The file of nonces stays bounded: rewritten with the last `capacity` when it holds
+    /// twice as many, and a torn line is skipped.
+    func testTheNonceFileStaysBounded() throws {
+        let folder = NSTemporaryDirectory() + "onair-onvif-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = folder + "/onvif-nonces"
+        let nonces = UsedNonces(path: file, capacity: 4)
+        for n in 0..<9 { XCTAssertTrue(nonces.first(Array("n\(n)".utf8))) }
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(lines.count, 4, "rewritten with the last 4 when it would hold 9")
+        try (String(contentsOfFile: file, encoding: .utf8) + "0123abc").write(toFile: file, atomically: false, encoding: .utf8)
+        let again = UsedNonces(path: file, capacity: 4)
+        XCTAssertFalse(again.first(Array("n8".utf8)))
+        XCTAssertFalse(again.first(Array("n5".utf8)))
+        XCTAssertTrue(again.first(Array("n1".utf8)), "forgotten: past the capacity")
     }
 
     /// Wrong tokens count against the client's address as wrong HTTP and RTSP logins do:
