@@ -26,8 +26,9 @@
    it being confirmed by an HTTP origin (nginx WebDAV on loopback); median and worst.
 5. Taking footage home (bench_offline.py): export and fetch of 10- and 60-minute
    streams, throughput and memory, against `ffmpeg -c copy -movflags +faststart`.
-6. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, and
-   a normal client's latency while 2,000 slow sockets are open (nginx beside it).
+6. Hardening (bench_hardening.py): `onair validate` on 1k/10k/100k-segment playlists, a
+   normal client's latency while 2,000 slow sockets are open (nginx beside it), and the
+   time issue 44's 64 KB WHEP offers cost, with /api/status timed while four are posted.
 7. Glass-to-glass latency (bench_latency.py): in real time, headless Chromium showing the
    synthetic camera through the viewer, regular HLS against low-latency HLS, median and
    95th percentile over 60 s each, and how soon a part is served after its last frame.
@@ -350,6 +351,7 @@ def main():
         bench_offline.export_and_fetch(ONAIR, ONAIR_BENCH, work, stream, SECONDS, measure)
         bench_hardening.validate_scaling(ONAIR, work)
         bench_hardening.connection_test(ONAIR, work)
+        bench_hardening.offer_cost(ONAIR, work)
         bench_latency.report(ONAIR)
         bench_rtsp.report(ONAIR)
     finally:

@@ -171,3 +171,56 @@ http {{ access_log off; server {{ listen 127.0.0.1:{nginx_port}; root {out}; }} 
         good = [l for l in lat if l != float("inf")]
         worst = f"{good[-1]:.1f}" if good else "-"
         print(f"  {name:20} median {good[len(good) // 2] if good else float('nan'):7.1f}  worst {worst:>8}  failed {failed} of {len(lat)}")
+
+
+def hostile_offer(formats, rtpmaps):
+    """Issue 44's WHEP offer: one m=video of `formats` and `rtpmaps` H.264 lines that decide nothing."""
+    head = ("v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\na=ice-ufrag:Z7bS\r\n"
+            "a=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\na=fingerprint:sha-256 " + ":".join(["AB"] * 32) + "\r\n")
+    return (head + "m=video 9 UDP/TLS/RTP/SAVPF " + " ".join(formats) + "\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\n"
+            + "".join(f"a=rtpmap:{i % 128} H264/90000\r\n" for i in range(rtpmaps))).encode()
+
+
+def timed_request(port, method, path, body=b"", headers=""):
+    """ms to the whole answer, and its status (0: none within 60 s)."""
+    start = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(body)}\r\n{headers}\r\n".encode() + body)
+            reply = b""
+            while chunk := s.recv(65536):
+                reply += chunk
+        status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else 0
+    except OSError:
+        status = 0
+    return (time.monotonic() - start) * 1000, status
+
+
+def offer_cost(onair, work):
+    """Issue 44: the 64 KB WHEP offers (16,300 formats; 128 formats and 1,950 rtpmaps) timed
+    one at a time, and /api/status timed while four are posted at once."""
+    port = free_port()
+    server = subprocess.Popen([onair, "run", "--source", "synthetic", "--set", "video.quality=low", "--set", "record.enabled=off",
+                               "--set", "webrtc.port=0", "--listen", f"127.0.0.1:{port}", "--out", os.path.join(work, "offers")],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(6)  # a live stream with its first picture
+    sdp = "Content-Type: application/sdp\r\n"
+    wide, deep = hostile_offer(["1"] * 16_300, 1_300), hostile_offer([str(i) for i in range(128)], 1_950)
+    try:
+        quiet = sorted(timed_request(port, "GET", "/api/status")[0] for _ in range(5))[2]
+        singles = [(name, timed_request(port, "POST", "/whep", offer, sdp)) for name, offer in (("16,300 formats", wide), ("128 formats, 1,950 rtpmaps", deep))]
+        results = []
+        posters = [threading.Thread(target=lambda o=o: results.append(timed_request(port, "POST", "/whep", o, sdp))) for o in (wide, deep, wide, deep)]
+        for poster in posters:
+            poster.start()
+        during = timed_request(port, "GET", "/api/status")
+        for poster in posters:
+            poster.join()
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"hostile WHEP offers of {len(wide) // 1024} KB (issue 44; before: 9.8 s each, and /api/status timed out at 60 s with four)")
+    for name, (ms, status) in singles:
+        print(f"  {name:28} answered {status} in {ms:7.1f} ms")
+    print(f"  /api/status: {quiet:.1f} ms alone, {during[0]:.1f} ms ({during[1]}) while four are posted; "
+          f"the four took {max(r[0] for r in results):.1f} ms at most")
