@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Threading
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -91,6 +92,41 @@ final class RTSPPlaybackTests: XCTestCase {
                                         "client \(n)")
         }
         for viewer in hls { XCTAssertEqual(viewer.wait(seconds: 60).status, 0, viewer.stderr) }
+    }
+
+    /// Issue 44's flood: every place held by connections that play nothing, kept alive
+    /// with GET_PARAMETER (8 from one address, 2 from another), and re-opened as soon as one
+    /// is closed. ffprobe still gets the stream, each of three times.
+    func testIdleConnectionsCannotKeepARealClientOut() throws {
+        let (onair, _, url, _) = try serve("rtsp-idle", ["rtsp.max_clients=10", "rtsp.max_clients_per_address=8"])
+        defer { onair.signal(SIGTERM); onair.wait() }
+        let port = try XCTUnwrap(UInt16(url.split(separator: ":").last!.prefix { $0.isNumber }))
+        let stop = Locked(false)
+        let holders = (0..<10).map { n in
+            WorkerThread(name: "idle-\(n)") {
+                var cseq = 0
+                while !stop.withLock({ $0 }) {
+                    guard let socket = RawSocket(port: port, from: n < 8 ? "127.0.0.2" : "127.0.0.3", timeoutMilliseconds: 1000) else { usleep(50_000); continue }
+                    // Kept alive until the server closes it; then opened again.
+                    while !stop.withLock({ $0 }) {
+                        cseq += 1
+                        guard socket.send("GET_PARAMETER \(url) RTSP/1.0\r\nCSeq: \(cseq)\r\n\r\n"), !socket.response().isEmpty else { break }
+                        usleep(200_000)
+                    }
+                }
+            }
+        }
+        defer {
+            stop.withLock { $0 = true }
+            for holder in holders { holder.join() }
+        }
+        usleep(1_000_000)  // every place taken
+        for attempt in 0..<3 {
+            let probe = try runTool("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
+                                                         "-of", "csv=p=0", url], seconds: 60)
+            XCTAssertEqual(probe.status, 0, "attempt \(attempt): \(probe.stderr)")
+            XCTAssertTrue(String(decoding: probe.stdout, as: UTF8.self).contains("h264"), "attempt \(attempt)")
+        }
     }
 
     /// A client killed mid-stream (no TEARDOWN) is reaped at once: its connection closed.
