@@ -52,6 +52,9 @@ SWIFT_RELEASE = $(WITH_DEPS) mkdir -p .build && printf '{"schemaVersion": "1.0",
 MOTO := .build/moto/bin/moto_server
 # ONVIF's real clients from PyPI (issue 32): WS-Discovery, and onvif-zeep as NVRs' scripts use it.
 ONVIF_CLIENTS := .build/onvif/installed
+# A WebRTC stack that is not a browser's (issue 45): aiortc, which offers H.264 as
+# Constrained Baseline only and decodes with libavcodec (PyAV's wheel carries its own).
+WEBRTC_CLIENTS := .build/webrtc/installed
 
 DEBS_deps := $(BUILD_DEBS)
 DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
@@ -90,7 +93,7 @@ run: build
 
 # Unit tests, then the integration tests that run the release binary for real. The tests
 # are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
-test: test-deps $(MOTO) $(ONVIF_CLIENTS)
+test: test-deps $(MOTO) $(ONVIF_CLIENTS) $(WEBRTC_CLIENTS)
 	$(SWIFT_RELEASE)
 	toolchain/check-binary.sh $(RELEASE_BIN)
 	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
@@ -102,6 +105,11 @@ $(MOTO):
 $(ONVIF_CLIENTS):
 	python3 -m venv .build/onvif
 	.build/onvif/bin/pip install -q 'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2'
+	touch $@
+
+$(WEBRTC_CLIENTS):
+	python3 -m venv .build/webrtc
+	.build/webrtc/bin/pip install -q 'aiortc==1.16.0'
 	touch $@
 
 bench: test-deps build

@@ -39,6 +39,10 @@ public enum H264Offer {
             }
         }
 
+        /// Baseline, Main or High: 8-bit 4:2:0, what every software H.264 decoder
+        /// (libavcodec, OpenH264's High-less builds aside) plays whichever is signalled.
+        var isEightBitFourTwoZero: Bool { [66, 77, 100].contains(profileIDC) }
+
         /// A receiver of `offered` decodes a stream of this profile: a Constrained Baseline
         /// stream by any of the profiles that contain it, a Main stream by Main's and the
         /// High profiles', a High stream by High's and those above it (ITU-T H.264 A.2.4–
@@ -58,8 +62,10 @@ public enum H264Offer {
     }
 
     /// The first of the section's payload types (its preference order) that the stream can
-    /// be sent as; nil when none.
-    public static func choose(_ media: SessionDescription.Media, stream: Profile) -> String? {
+    /// be sent as; nil when none. `stretching`: also a payload type whose profile is below
+    /// the stream's (Baseline or Main for a High stream), for receivers that offer only
+    /// Constrained Baseline though their decoder plays High — see `WHEPAnswer`.
+    public static func choose(_ media: SessionDescription.Media, stream: Profile, stretching: Bool = false) -> String? {
         let payloadTypes = media.payloadTypes
         return media.formats.first { payloadType in
             guard let map = payloadTypes.rtpmap(payloadType), map.encoding.uppercased() == "H264", map.clockRate == 90_000 else { return false }
@@ -67,7 +73,7 @@ public enum H264Offer {
             guard parameters["packetization-mode"] == "1" else { return false }
             // RFC 6184 §8.1: no profile-level-id means 42000A, Baseline level 1.
             let offered = parameters["profile-level-id"].flatMap(Profile.init(hex:)) ?? Profile(profileIDC: 66, constraints: 0, levelIDC: 10)
-            guard stream.decodable(by: offered) else { return false }
+            guard stream.decodable(by: offered) || stretching && stream.isEightBitFourTwoZero && offered.isEightBitFourTwoZero else { return false }
             return parameters["level-asymmetry-allowed"] == "1" || offered.levelIDC >= stream.levelIDC
         }
     }

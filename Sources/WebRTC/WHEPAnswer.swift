@@ -18,6 +18,9 @@ public struct WHEPAnswer: Sendable {
     /// The offer's DTLS fingerprint (`sha-256 AB:CD:…`), checked against the browser's
     /// certificate at the handshake.
     public var remoteFingerprint: String
+    /// The stream is sent under a payload type whose profile is below its own (a receiver
+    /// that offered only Constrained Baseline or Main).
+    public var profileStretched = false
 
     public struct Video: Sendable, Equatable {
         public var mid: String
@@ -84,7 +87,7 @@ public struct WHEPAnswer: Sendable {
             case .noVideo: return "the offer has no video section"
             case .notReceiving: return "the offer's video does not receive (recvonly or sendrecv)"
             case .noH264(let stream, let offered):
-                return "the offer has no H.264 with packetization-mode=1 that decodes the stream's \(stream) (offered: \(offered.prefix(12).joined(separator: ", ")))"
+                return "the offer has no H.264 with packetization-mode=1 for the stream's \(stream) (offered: \(offered.prefix(12).joined(separator: ", ")))"
             case .noICE: return "the offer has no valid ice-ufrag and ice-pwd"
             case .noFingerprint: return "the offer has no DTLS fingerprint"
             case .noRTCPMux: return "the offer does not multiplex RTCP (rtcp-mux, RFC 8829 §5.1.1)"
@@ -99,9 +102,22 @@ public struct WHEPAnswer: Sendable {
         guard let videoIndex = offer.media.firstIndex(where: { $0.kind == "video" && $0.port != 0 }) else { throw Refusal.noVideo }
         let offered = offer.media[videoIndex]
         guard ["recvonly", "sendrecv"].contains(offered.direction) else { throw Refusal.notReceiving }
-        guard let payloadType = H264Offer.choose(offered, stream: local.stream), let pt = UInt8(payloadType) else {
+        // A payload type whose profile decodes the stream; failing that, one of Constrained
+        // Baseline or Main. Many receivers offer only Constrained Baseline (aiortc's 42e01f,
+        // GStreamer's webrtcbin with x264 caps, embedded players) while the decoder behind
+        // the offer — libavcodec, a hardware decoder of a phone or TV — plays High. The
+        // board has one encoder and makes High; a Constrained Baseline rung for such a
+        // viewer would cost a second encode of every frame. So the High stream is sent
+        // under the payload type offered, and the answer names that profile (RFC 6184
+        // §8.2.2: an answer's profile-level-id is the offer's). The trade-off: a receiver
+        // whose decoder is truly Baseline-only (rare: some old hardware) gets pictures it
+        // cannot decode, where a refusal would have told it at once; the log says which
+        // sessions were sent a profile above the one offered (`profile_stretched`).
+        let strict = H264Offer.choose(offered, stream: local.stream)
+        guard let payloadType = strict ?? H264Offer.choose(offered, stream: local.stream, stretching: true), let pt = UInt8(payloadType) else {
             throw Refusal.noH264(stream: local.stream.hex, offered: Self.encodings(offered))
         }
+        profileStretched = strict == nil
         guard let ufrag = offer.value("ice-ufrag", in: offered), let password = offer.value("ice-pwd", in: offered),
               let remote = ICECredentials(offeredUfrag: ufrag, password: password) else { throw Refusal.noICE }
         guard let fingerprint = offer.value("fingerprint", in: offered) else { throw Refusal.noFingerprint }

@@ -205,7 +205,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         if case .admit(_?) = taken {
             refusals.emit(.webrtcDisplaced, to: log, [("client", client), ("reason", "a session that never checked connectivity gave its place to a new offer")])
         }
-        offerLog.emit(.webrtcOffered, to: log, [("session", peer.name), ("client", client)], level: .info)
+        offerLog.emit(.webrtcOffered, to: log, [("session", peer.name), ("client", client)] + (answer.profileStretched ? [("profile_stretched", true)] : []),
+                      level: .info)
         return .answer(sdp: answer.sdp.text, id: id)
     }
 

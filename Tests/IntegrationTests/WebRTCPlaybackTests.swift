@@ -1,5 +1,8 @@
 import Foundation
+import STUN
+import System
 import TestSupport
+import Threading
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -181,6 +184,96 @@ final class WebRTCPlaybackTests: XCTestCase {
                                              body: Array("v=0\r\n".utf8))
         XCTAssertEqual(refused.status, 503)
         XCTAssertNotNil(refused.header("Retry-After"))
+    }
+
+    /// Issue 45: aiortc (PyPI), a WebRTC stack that is not a browser's, offers H.264 as
+    /// Constrained Baseline only; it is answered in its own profile and decodes the High
+    /// stream with libavcodec, picture after picture.
+    func testAiortcOfferingConstrainedBaselineOnlyPlays() throws {
+        let (python, client) = try aiortc()
+        let port = try startLive()
+        let run = try runTool(python, [client, "http://127.0.0.1:\(port)/whep", "60"], seconds: 90)
+        let output = String(decoding: run.stdout, as: UTF8.self)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output + run.stderr)
+        XCTAssertEqual(result["status"] as? Int, 201, output)
+        XCTAssertGreaterThanOrEqual(result["frames"] as? Int ?? 0, 60, output)
+        XCTAssertGreaterThan(result["width"] as? Int ?? 0, 0, output)
+        let fmtp = (result["fmtp"] as? [String])?.first ?? ""
+        XCTAssertTrue(fmtp.contains("profile-level-id=42"), "answered in the profile it offered: \(fmtp)")
+        XCTAssertTrue(fmtp.contains("packetization-mode=1"), fmtp)
+    }
+
+    /// Issue 44: every place held by offers that never check connectivity, posted again as
+    /// fast as they are displaced: a real viewer (aiortc) still gets in and plays.
+    func testOffersThatNeverConnectCannotKeepAViewerOut() throws {
+        let (python, client) = try aiortc()
+        let port = try startLive(["webrtc.max_viewers=10", "webrtc.max_viewers_per_address=40"])
+        let offer = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\na=ice-ufrag:Z7bS\r\na=ice-pwd:a9Qm2GKlxbN4t6nS0N2bqUaX\r\n"
+            + "a=fingerprint:sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":") + "\r\nm=video 9 UDP/TLS/RTP/SAVPF 102\r\na=mid:0\r\n"
+            + "a=recvonly\r\na=rtcp-mux\r\na=rtpmap:102 H264/90000\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=640c1f\r\n"
+        let stop = Locked(false)
+        let flooder = WorkerThread(name: "offer-flood") {
+            while !stop.withLock({ $0 }) {
+                _ = try? HTTPClient.request(port: port, "/whep", method: "POST", headers: ["Content-Type": "application/sdp"], body: Array(offer.utf8))
+                usleep(50_000)  // 20 offers a second (issue 44's flood: 24)
+            }
+        }
+        defer { stop.withLock { $0 = true }; flooder.join() }
+        usleep(1_000_000)  // every place held
+        XCTAssertEqual(try webrtcSessions(port).count, 10, "the flood holds every place")
+        let run = try runTool(python, [client, "http://127.0.0.1:\(port)/whep", "30"], seconds: 90)
+        let output = String(decoding: run.stdout, as: UTF8.self)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output + run.stderr)
+        XCTAssertEqual(result["status"] as? Int, 201, output)
+        XCTAssertGreaterThanOrEqual(result["frames"] as? Int ?? 0, 30, output)
+    }
+
+    /// Issue 44: a viewer frozen (SIGSTOP) stops its consent checks; checks from another
+    /// address that knows both sides' ICE credentials (the session's owner elsewhere) are
+    /// answered but keep nothing flowing: the session ends when consent lapses (RFC 7675).
+    func testConsentFromAnotherAddressKeepsNoMediaFlowing() throws {
+        let (python, client) = try aiortc()
+        let port = try startLive()
+        let viewer = try Child(python, [client, "http://127.0.0.1:\(port)/whep", "30", "hold"])
+        defer { viewer.signal(SIGKILL); viewer.wait() }
+        let line = try XCTUnwrap(viewer.waitForLog("holding ", seconds: 60), viewer.stderr)
+        let held = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.dropFirst("holding ".count).utf8)) as? [String: Any])
+        let board = try XCTUnwrap(held["board"] as? [String: String]), browser = try XCTUnwrap(held["viewer"] as? [String: String])
+        let (boardUfrag, boardPassword, viewerUfrag) = (try XCTUnwrap(board["ice-ufrag"]), try XCTUnwrap(board["ice-pwd"]), try XCTUnwrap(browser["ice-ufrag"]))
+        let status = try apiStatus(port: port)
+        let udp = try XCTUnwrap((status["webrtc"] as? [String: Any])?["port"] as? Int)
+        XCTAssertEqual(try webrtcSessions(port).first?["connected"] as? Bool, true)
+        viewer.signal(SIGSTOP)
+        // Authenticated checks (no USE-CANDIDATE) from 127.0.0.88 every two seconds.
+        let socket = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.88", port: 0, ipv6: false)))
+        let target = try XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: UInt16(udp), ipv6: false))
+        var answered = 0, buffer = [UInt8](repeating: 0, count: 2048)
+        let deadline = Date().addingTimeInterval(60)
+        var ended = false
+        var n: UInt8 = 0
+        while Date() < deadline && !ended {
+            n &+= 1
+            let check = STUNMessage(messageClass: .request, transactionID: Array(repeating: n, count: 12), attributes: [
+                .init(STUNMessage.AttributeType.username, Array("\(boardUfrag):\(viewerUfrag)".utf8)),
+                .init(STUNMessage.AttributeType.priority, [0x6E, 0, 0x1E, 0xFF]),
+                .init(STUNMessage.AttributeType.iceControlling, [1, 2, 3, 4, 5, 6, 7, 8])])
+            _ = try socket.sendDatagram(check.serialized(integrityKey: Array(boardPassword.utf8), fingerprint: true), to: target)
+            if (try Poll.wait(socket, for: .readable, timeoutMs: 2000)).contains(.readable), let (count, _) = try socket.receiveDatagram(into: &buffer),
+               (try? STUNMessage.parse(Array(buffer[0..<count])))?.message.messageClass == .success {
+                answered += 1
+            }
+            ended = try webrtcSessions(port).isEmpty
+        }
+        XCTAssertGreaterThan(answered, 0, "the checks from elsewhere were answered")
+        XCTAssertTrue(ended, "consent lapsed for the frozen viewer although checks kept coming from another address")
+    }
+
+    /// The Python with aiortc that `make test` installs, and the WHEP client script.
+    func aiortc() throws -> (python: String, client: String) {
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = package.appendingPathComponent(".build/webrtc/bin/python3").path
+        guard FileManager.default.isExecutableFile(atPath: python) else { throw XCTSkip("\(python) is missing: run the tests with 'make test'") }
+        return (python, URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients/whep_client.py").path)
     }
 
     /// A live synthetic stream with WebRTC on any port; its web server's port.

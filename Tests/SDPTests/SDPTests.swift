@@ -102,6 +102,20 @@ final class SDPTests: XCTestCase {
         // No H.264 in mode 1 at all: nothing to send.
         let vp8 = try SessionDescription(parsing: "v=0\r\nm=video 9 RTP/AVP 96 97\r\na=rtpmap:96 VP8/90000\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 packetization-mode=0\r\n").media[0]
         XCTAssertNil(H264Offer.choose(vp8, stream: constrainedBaseline))
+        // aiortc's offer: Constrained Baseline only. Strictly nothing decodes a High stream;
+        // stretched, the first mode-1 type, for a stream a software decoder plays.
+        let aiortc = try SessionDescription(parsing: "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 97 98 99 100 101 102\r\n"
+            + "a=rtpmap:97 VP8/90000\r\na=rtpmap:98 rtx/90000\r\na=fmtp:98 apt=97\r\na=rtpmap:99 H264/90000\r\n"
+            + "a=fmtp:99 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f\r\na=rtpmap:100 rtx/90000\r\n"
+            + "a=rtpmap:101 H264/90000\r\na=fmtp:101 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=42001f\r\n"
+            + "a=rtpmap:102 H264/90000\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n").media[0]
+        let high = try XCTUnwrap(H264Offer.Profile(hex: "64001f"))
+        XCTAssertNil(H264Offer.choose(aiortc, stream: high))
+        XCTAssertEqual(H264Offer.choose(aiortc, stream: high, stretching: true), "99")
+        XCTAssertNil(H264Offer.choose(aiortc, stream: try XCTUnwrap(H264Offer.Profile(hex: "7a001f")), stretching: true), "4:2:2 is not stretched")
+        // Stretching takes the first mode-1 type whatever its profile: the answer asks for a
+        // strict one first (WHEPAnswerUnitTests), so Chromium still gets its High type.
+        XCTAssertEqual(H264Offer.choose(video, stream: high, stretching: true), "102")
         XCTAssertEqual(constrainedBaseline.hex, "42c01f")
         XCTAssertNil(H264Offer.Profile(hex: "42c01"))
         XCTAssertNil(H264Offer.Profile(hex: "zzzzzz"))

@@ -46,8 +46,18 @@ final class WHEPAnswerUnitTests: XCTestCase {
         let answer = try WHEPAnswer(offer: offered, local: high)
         XCTAssertEqual(answer.video.payloadType, 104)
         XCTAssertTrue(answer.sdp.text.contains("a=fmtp:104 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=f40028\r\n"), answer.sdp.text)
+        XCTAssertFalse(answer.profileStretched)
+        // Only Main offered: the High stream goes under Main's payload type, answered as
+        // Main (RFC 6184 §8.2.2), and the answer says it stretched the profile.
         offered.media[0].formats = ["96", "102"]
-        XCTAssertThrowsError(try WHEPAnswer(offer: offered, local: high))
+        let stretched = try WHEPAnswer(offer: offered, local: high)
+        XCTAssertEqual(stretched.video.payloadType, 102)
+        XCTAssertTrue(stretched.profileStretched)
+        XCTAssertTrue(stretched.sdp.text.contains("a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=4d0028\r\n"), stretched.sdp.text)
+        // A stream no software decoder is sure to play (High 4:2:2) is not stretched.
+        var fourTwoTwo = local
+        fourTwoTwo.stream = H264Offer.Profile(profileIDC: 122, constraints: 0, levelIDC: 0x28)
+        XCTAssertThrowsError(try WHEPAnswer(offer: offered, local: fourTwoTwo))
     }
 
     /// Sound goes as Opus in the picture's BUNDLE when the board has a microphone; without
