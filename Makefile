@@ -98,19 +98,26 @@ test: test-deps $(MOTO) $(ONVIF_CLIENTS) $(WEBRTC_CLIENTS)
 	toolchain/check-binary.sh $(RELEASE_BIN)
 	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
 
+# Each of the tests' Python clients lives in a venv made once per machine (as toolchain/
+# deps.sh's libraries are), under $(VENVS), named by what it holds; .build/<name> links to
+# it, so a fresh clone on a machine that has them installs nothing.
+VENVS ?= /var/cache/onair-venvs
+define venv
+	@dir=$(VENVS)/$(1)-$$(echo "$(2)" | sha256sum | cut -c1-12); \
+	if [ ! -e $$dir/installed ]; then \
+		echo "make: a venv for $(1): $(2)"; rm -rf $$dir && python3 -m venv $$dir && $$dir/bin/pip install -q $(2) && touch $$dir/installed; \
+	fi; \
+	mkdir -p .build && { [ -L .build/$(1) ] || rm -rf .build/$(1); } && ln -sfn $$dir .build/$(1)
+endef
+
 $(MOTO):
-	python3 -m venv .build/moto
-	.build/moto/bin/pip install -q 'moto[server]==5.2.5' 'boto3==1.*'
+	$(call venv,moto,'moto[server]==5.2.5' 'boto3==1.*')
 
 $(ONVIF_CLIENTS):
-	python3 -m venv .build/onvif
-	.build/onvif/bin/pip install -q 'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2'
-	touch $@
+	$(call venv,onvif,'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2')
 
 $(WEBRTC_CLIENTS):
-	python3 -m venv .build/webrtc
-	.build/webrtc/bin/pip install -q 'aiortc==1.16.0'
-	touch $@
+	$(call venv,webrtc,'aiortc==1.16.0')
 
 bench: test-deps build
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
