@@ -38,9 +38,13 @@ public enum FuzzRunner {
                 remember(input)
                 alarm(hangSeconds)
             }
-            if let budget, !withinBudget(target, input, seconds: budget) {
-                slow.append(number)
-                if let crashDirectory { save(input, to: "\(crashDirectory)/\(target.name)-slow-\(number).bin") }
+            if let budget {
+                if !withinBudget(target, input, seconds: budget) {
+                    slow.append(number)
+                    if let crashDirectory { save(input, to: "\(crashDirectory)/\(target.name)-slow-\(number).bin") }
+                }
+            } else {
+                target.run(input)
             }
             if number % 1000 == 999 { progress(number + 1) }
         }
@@ -82,7 +86,12 @@ public enum FuzzRunner {
         let crash = open("\(directory)/\(target)-crash.bin", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let hang = open("\(directory)/\(target)-hang.bin", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard crash >= 0, hang >= 0 else { return }
-        current = (crash, hang, UnsafeMutableRawBufferPointer.allocate(byteCount: 8 << 20, alignment: 8))
+        // A run after another: the files are the new target's, the buffer is kept.
+        if let previous = current {
+            close(previous.crash)
+            close(previous.hang)
+        }
+        current = (crash, hang, current?.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 8 << 20, alignment: 8))
         for number in [SIGILL, SIGSEGV, SIGBUS, SIGTRAP, SIGABRT, SIGFPE, SIGALRM] {
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { number in

@@ -9,21 +9,25 @@ final class FuzzTests: XCTestCase {
     /// Cases per target: enough to reach every mutation kind many times in a few seconds.
     static let cases = 1500
 
+    /// Where a case that crashes or hangs is left: the runner's alarm is armed only with
+    /// one, so a hang (10 s in one case) ends the suite with its input saved, not never.
+    static let finds = NSTemporaryDirectory() + "onair-fuzz-finds"
+
     func testEveryTargetSurvivesItsMutations() {
         for target in FuzzTargets.all {
-            let result = FuzzRunner.run(target, cases: Self.cases, seed: 13)
+            let result = FuzzRunner.run(target, cases: Self.cases, seed: 13, crashDirectory: Self.finds)
             XCTAssertEqual(result.cases, Self.cases, target.name)
             XCTAssertEqual(result.slow, [], "\(target.name): cases over the budget of \(FuzzRunner.budgetSeconds) s (super-linear?)")
         }
     }
 
     func testTheServerSurvivesRawRequests() {
-        XCTAssertEqual(FuzzRunner.run(FuzzTargets.http, cases: 150, seed: 13, budget: nil).cases, 150)
+        XCTAssertEqual(FuzzRunner.run(FuzzTargets.http, cases: 150, seed: 13, crashDirectory: Self.finds, budget: nil).cases, 150)
     }
 
     /// A running onair (the release binary) against its endpoints' parameters.
     func testTheApplianceSurvivesItsEndpoints() {
-        XCTAssertEqual(FuzzRunner.run(FuzzTargets.api, cases: 150, seed: 13, budget: nil).cases, 150)
+        XCTAssertEqual(FuzzRunner.run(FuzzTargets.api, cases: 150, seed: 13, crashDirectory: Self.finds, budget: nil).cases, 150)
     }
 
     /// `Corpus/<target>/*`: inputs that once crashed, hung or broke a promise.
