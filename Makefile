@@ -94,9 +94,11 @@ run: build
 # Unit tests, then the integration tests that run the release binary for real. The tests
 # are XCTest; Swift Testing is off so the run closes on XCTest's summary line.
 test: test-deps $(MOTO) $(ONVIF_CLIENTS) $(WEBRTC_CLIENTS)
+	mkdir -p .build && date +%s > .build/test-started
 	$(SWIFT_RELEASE)
 	toolchain/check-binary.sh $(RELEASE_BIN)
-	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing
+	$(WITH_DEPS) ONAIR_BINARY=$(abspath $(RELEASE_BIN)) swift test --disable-swift-testing 2>&1 | tee .build/test.log; \
+		status=$${PIPESTATUS[0]}; toolchain/test-report.sh .build/test.log $$(cat .build/test-started); exit $$status
 
 # Each of the tests' Python clients lives in a venv made once per machine (as toolchain/
 # deps.sh's libraries are), under $(VENVS), named by what it holds; .build/<name> links to
