@@ -37,7 +37,7 @@ final class Connection {
     static let answerLimit = outputLimit + (1 << 20)
 
     /// The client's address as the per-address limits count it (IPv6 by its /64).
-    var group: [UInt8] { SocketAddress.clientGroup(client) }
+    let group: [UInt8]
     /// Whether the connection may read requests now (not too much waits to go).
     var reading: Bool { waiting < Self.readPause }
 
@@ -45,6 +45,7 @@ final class Connection {
         self.socket = socket
         self.peer = peer
         client = peer.host
+        group = SocketAddress.clientGroup(client)
         lastHeard = now
         opened = now
     }
