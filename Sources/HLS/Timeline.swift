@@ -102,6 +102,9 @@ public struct SegmentGrid: Sendable, Equatable {
     public func slot(_ ticks: Int64) -> Int64 {
         ticks <= start ? 0 : (ticks - start) / segmentTicks
     }
+
+    /// The first boundary after the slot `ticks` falls in.
+    public func nextBoundary(after ticks: Int64) -> Int64 { start + (slot(ticks) + 1) * segmentTicks }
 }
 
 /// Decides which video frames must be IDR frames: the first frame, and the first frame at

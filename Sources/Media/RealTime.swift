@@ -28,6 +28,12 @@ public struct RealTimeStream: Sendable, Equatable {
     /// The live AAC's AudioSpecificConfig (ISO/IEC 14496-3 §1.6.2.1), rate and channels;
     /// nil for a stream without sound.
     public var audio: Audio?
+    /// Asks the live encoder for an IDR soon (a viewer joined, or lost a picture): any
+    /// thread may call it, and it returns at once. The encoder makes one at its next frame
+    /// unless one is due within a few frames or one was made so in the last second.
+    public var askForPicture: @Sendable () -> Void = {}
+
+    public static func == (a: RealTimeStream, b: RealTimeStream) -> Bool { a.id == b.id && a.audio == b.audio }
 
     public struct Audio: Sendable, Equatable {
         public var config: [UInt8]
@@ -40,9 +46,10 @@ public struct RealTimeStream: Sendable, Equatable {
         }
     }
 
-    public init(id: String, audio: Audio? = nil) {
+    public init(id: String, audio: Audio? = nil, askForPicture: @escaping @Sendable () -> Void = {}) {
         self.id = id
         self.audio = audio
+        self.askForPicture = askForPicture
     }
 }
 

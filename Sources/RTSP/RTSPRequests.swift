@@ -116,6 +116,9 @@ extension RTSPServer {
             if !session.playing {
                 session.playing = true
                 session.waitingForSync = true
+                // The first picture at once rather than at the grid's next IDR (up to a
+                // segment away).
+                shared.withLock { $0.stream?.askForPicture }?()
                 log.emit(.rtspPlaying, level: .info, [("session", session.id), ("client", connection.client), ("transport", session.transportName),
                                                       ("tracks", session.tracks.count)])
             }

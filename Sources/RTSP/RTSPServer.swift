@@ -85,6 +85,8 @@ public final class RTSPServer: RealTimeOutput, Sendable {
         var sps: [UInt8] = []
         var pps: [UInt8] = []
         var audio: RealTimeStream.Audio?
+        /// Asks the live encoder for an IDR (a client began to play).
+        var askForPicture: @Sendable () -> Void = {}
     }
 
     /// About a second of media; further behind, the sender drops them (clients wait for
@@ -145,7 +147,7 @@ public final class RTSPServer: RealTimeOutput, Sendable {
     // MARK: The live stream (the live output's thread)
 
     public func began(_ stream: RealTimeStream) {
-        shared.withLock { $0.stream = LiveStream(id: stream.id, audio: stream.audio) }
+        shared.withLock { $0.stream = LiveStream(id: stream.id, audio: stream.audio, askForPicture: stream.askForPicture) }
     }
 
     public func picture(_ picture: RealTimePicture) {

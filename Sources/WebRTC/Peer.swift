@@ -39,6 +39,8 @@ final class Peer {
     private(set) var waitingForSync = true
     private var history: PacketHistory
     var stats = Stats()
+    /// It asked for a picture (PLI, FIR): the UDP thread asks the live encoder.
+    var wantsPicture = false
 
     struct Stats {
         var packets = 0, bytes = 0, nacks = 0, retransmitted = 0, pictureLosses = 0
@@ -109,11 +111,13 @@ final class Peer {
                     out.append(protected)
                 }
             case .pictureLoss(_, let media) where media == ssrc:
-                // The next IDR is on the segment grid; one out of turn would break the
-                // HLS segments' alignment, so the viewer waits for it.
+                // The live encoder is asked for an IDR (at most one a second for all
+                // viewers; it cuts no segment): the viewer gets a picture soon.
                 stats.pictureLosses += 1
+                wantsPicture = true
             case .fullIntraRequest:
                 stats.pictureLosses += 1
+                wantsPicture = true
             case .receiverReport(_, let reports):
                 measureRoundTrip(reports, ntpMiddle: ntpMiddle)
             case .senderReport(let report):

@@ -82,6 +82,7 @@ extension WebRTCServer {
                 let wasConnected = peer.connected
                 for flight in try peer.receiveDTLS(datagram, now: now) { send(flight, to: source) }
                 if peer.connected && !wasConnected {
+                    askForPicture()
                     log.emit(.webrtcConnected, level: .info, [("session", peer.name), ("media", address.description),
                                                              ("handshake_ms", (now - (peer.handshakeStarted ?? now)) / 1_000_000)])
                     publish(viewers, now: now)
@@ -92,6 +93,10 @@ extension WebRTCServer {
         case .rtp:
             guard let peer = viewers.byAddress[address] else { return }
             for packet in peer.receiveRTCP(datagram, now: now, ntpMiddle: Self.ntpMiddle(now: now)) { send(packet, to: source) }
+            if peer.wantsPicture {
+                peer.wantsPicture = false
+                askForPicture()
+            }
         case .unknown:
             return
         }

@@ -83,6 +83,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         /// The live stream and the H.264 profile of its parameter sets (nil until its
         /// first IDR).
         var stream: (id: String, profile: H264Offer.Profile?)?
+        /// Asks the live encoder for an IDR (a viewer's keys are ready, or it lost a picture).
+        var askForPicture: @Sendable () -> Void = {}
         var arriving: [Peer] = []
         var ending: [String] = []
         var frames: [OutgoingFrame] = []
@@ -271,8 +273,14 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     // MARK: The live stream (the live output's thread)
 
     public func began(_ stream: RealTimeStream) {
-        shared.withLock { $0.stream = (stream.id, nil) }
+        shared.withLock { shared in
+            shared.stream = (stream.id, nil)
+            shared.askForPicture = stream.askForPicture
+        }
     }
+
+    /// A picture at once for a viewer that begins or lost one, not at the grid's next IDR.
+    func askForPicture() { shared.withLock { $0.askForPicture }() }
 
     public func picture(_ picture: RealTimePicture) {
         let delay = KernelClock.monotonic() - picture.captureTime

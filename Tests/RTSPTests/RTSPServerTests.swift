@@ -208,6 +208,24 @@ final class RTSPServerTests: XCTestCase {
         XCTAssertEqual(second.request("OPTIONS", "*").status, 200, "the oldest idle one went, only it")
     }
 
+    /// Issue 45: a client that begins to play asks the live encoder for a picture at once
+    /// (once per PLAY that starts it, not for a PLAY that only refreshes).
+    func testPlayAsksTheEncoderForAPicture() throws {
+        let server = try server()
+        let asked = Locked(0)
+        server.began(RealTimeStream(id: "boot-1", audio: nil, askForPicture: { asked.withLock { $0 += 1 } }))
+        picture(server, sync: true)
+        let client = try XCTUnwrap(Client(port: server.port))
+        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let setup = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"])
+        let session = try XCTUnwrap(setup.headers["session"]?.split(separator: ";").first.map(String.init))
+        XCTAssertEqual(asked.withLock { $0 }, 0, "nothing plays yet")
+        XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 200)
+        XCTAssertEqual(asked.withLock { $0 }, 1)
+        XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 200)
+        XCTAssertEqual(asked.withLock { $0 }, 1, "already playing")
+    }
+
     /// Issue 44: connections that play nothing, kept alive, cannot keep a real client out;
     /// playing clients keep their places, and when every place plays, a new one is refused.
     func testIdleConnectionsGiveTheirPlacesToAClientThatPlays() throws {

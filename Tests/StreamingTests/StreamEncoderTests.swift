@@ -71,3 +71,27 @@ final class AudioClockDriftTests: XCTestCase {
         XCTAssertLessThanOrEqual(abs(audioEnd - videoEnd), 1024, "audio ends \(Double(audioEnd - videoEnd) / 48_000) s from the video")
     }
 }
+
+/// Issue 45: a real-time viewer's request for a picture makes the next frame an IDR — not
+/// when the grid's is a few frames away, and at most one a second for requests — and the
+/// grid's IDRs stay where they were.
+final class PictureRequestTests: XCTestCase {
+    func testARequestedIDRComesAtTheNextFrameAndTheGridKeepsItsOwn() throws {
+        let origin: Int64 = 5_000_000_000
+        let (encoder, timeline) = try smallStreamEncoder(origin: origin)
+        let picture = [UInt8](repeating: 128, count: VideoFrame.byteCount(width: 64, height: 48))
+        // 10 fps, 2 s segments: the grid's IDRs at frames 0, 20, 40.
+        let asks: Set<Int> = [5, 7, 18, 46]
+        var samples: [EncodedSample] = []
+        for i in 0..<60 {
+            if asks.contains(i) { encoder.pictureRequests.ask() }
+            samples += try encoder.encode(VideoFrame(width: 64, height: 48, planes: picture, captureTime: origin + Int64(i) * 100_000_000, index: Int64(i)))
+        }
+        samples += try encoder.flush().video
+        let start = timeline.startTicks(timescale: Timescale.video)
+        let idrs = samples.filter(\.isSync).map { Int(($0.pts - start) / 9_000) }
+        // 5: at once; 7: within a second of 5, so at 15; 18: the grid's 20 answers it; 46: at once.
+        XCTAssertEqual(idrs, [0, 5, 15, 20, 40, 46])
+        XCTAssertEqual(encoder.keyframesRequested, 3)
+    }
+}

@@ -94,9 +94,11 @@ final class PeerTests: XCTestCase {
         XCTAssertEqual(peer.stats.retransmitted, 2)
         // Older than a second: nothing (the picture has long been shown or given up).
         XCTAssertEqual(peer.receiveRTCP(try browser.send.protect(rtcp: nack), now: 2 * second, ntpMiddle: 0), [])
-        // A PLI is counted; the next IDR comes on the segment grid.
+        // A PLI is counted, and the peer wants a picture (the UDP thread asks the encoder).
+        XCTAssertFalse(peer.wantsPicture)
         _ = peer.receiveRTCP(try browser.send.protect(rtcp: rtcpFeedback(type: 206, format: 1, fci: [])), now: 2 * second, ntpMiddle: 0)
         XCTAssertEqual(peer.stats.pictureLosses, 1)
+        XCTAssertTrue(peer.wantsPicture)
         // Not SRTCP under the browser's key: ignored.
         XCTAssertEqual(peer.receiveRTCP(nack, now: 0, ntpMiddle: 0), [])
     }

@@ -44,6 +44,8 @@ struct StreamTotals {
     var framesSkipped: Int
     var framesRepeated: Int
     var audioSilenceFilled: Int
+    /// IDRs made for real-time viewers between the grid's.
+    var keyframesRequested = 0
 }
 
 /// One stream from its first frame to its end: the output's encoders (`StreamEncoder`) and
@@ -82,7 +84,8 @@ final class EncodedStream {
 
     var totals: StreamTotals {
         StreamTotals(framesEncoded: encoder.framesEncoded, framesSkipped: encoder.framesSkipped,
-                     framesRepeated: encoder.framesRepeated, audioSilenceFilled: encoder.audioSilenceFilled)
+                     framesRepeated: encoder.framesRepeated, audioSilenceFilled: encoder.audioSilenceFilled,
+                     keyframesRequested: encoder.keyframesRequested)
     }
 
     func encode(_ frame: VideoFrame) throws {

@@ -91,7 +91,7 @@ final class HLSSink: EncodedSink {
         log(.streamEnded, ("id", id), ("segments", writer.segmentCount),
             ("duration", decimalSeconds(writer.totalTicks, timescale: Timescale.video)),
             ("frames", totals.framesEncoded), ("skipped", totals.framesSkipped), ("repeated", totals.framesRepeated),
-            ("silence_samples", totals.audioSilenceFilled), ("bytes", writer.totalBytes))
+            ("silence_samples", totals.audioSilenceFilled), ("idrs_for_viewers", totals.keyframesRequested), ("bytes", writer.totalBytes))
     }
 
     /// A stream that stops without its ENDLIST (a failure) is no longer live either.

@@ -24,7 +24,8 @@ final class RealTimeSink: EncodedSink {
         let audio = origin.encoder.audio.map {
             RealTimeStream.Audio(config: $0.audioSpecificConfig, sampleRate: $0.settings.sampleRate, channels: $0.settings.channels)
         }
-        output.began(RealTimeStream(id: id, audio: audio))
+        let requests = origin.encoder.pictureRequests
+        output.began(RealTimeStream(id: id, audio: audio, askForPicture: { requests.ask() }))
     }
 
     func append(video sample: EncodedSample) throws {

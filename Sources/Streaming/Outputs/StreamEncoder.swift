@@ -31,6 +31,11 @@ final class StreamEncoder {
     var video: VideoEncoder { videos[0] }
     let audio: AACEncoder?
     private var planner: KeyframePlanner
+    /// IDRs the real-time viewers ask for, between the grid's; and when the last was made.
+    let pictureRequests = PictureRequests()
+    private var lastRequestedKeyframe: Int64?
+    /// IDRs made for requests, so far.
+    private(set) var keyframesRequested = 0
     /// The last slot of the frame-rate grid that was encoded, and its picture.
     private var lastSlot: Int64?
     private var lastInput: VideoFrame?
@@ -107,7 +112,14 @@ final class StreamEncoder {
 
     private func encode(_ input: VideoFrame, slot: Int64) throws -> [EncodedSample] {
         let ticks = epoch.ticks + rescale(slot, from: Int64(fps), to: Timescale.video)
-        let keyframe = planner.needsKeyframe(at: ticks)
+        let onGrid = planner.needsKeyframe(at: ticks)
+        let requested = pictureRequests.answers(at: ticks, frameTicks: Timescale.video / Int64(fps), gridKeyframe: onGrid, grid: planner.grid,
+                                                lastForced: lastRequestedKeyframe)
+        if requested {
+            lastRequestedKeyframe = ticks
+            keyframesRequested += 1
+        }
+        let keyframe = onGrid || requested
         let jobs = (topRung + 1..<videos.count).map { rung in
             let job = RungJob(videos[rung])
             rungThreads[rung - 1].async { job.run(input, ticks: ticks, keyframe: keyframe) }
