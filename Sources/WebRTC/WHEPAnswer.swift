@@ -102,22 +102,8 @@ public struct WHEPAnswer: Sendable {
         guard let videoIndex = offer.media.firstIndex(where: { $0.kind == "video" && $0.port != 0 }) else { throw Refusal.noVideo }
         let offered = offer.media[videoIndex]
         guard ["recvonly", "sendrecv"].contains(offered.direction) else { throw Refusal.notReceiving }
-        // A payload type whose profile decodes the stream; failing that, one of Constrained
-        // Baseline or Main. Many receivers offer only Constrained Baseline (aiortc's 42e01f,
-        // GStreamer's webrtcbin with x264 caps, embedded players) while the decoder behind
-        // the offer — libavcodec, a hardware decoder of a phone or TV — plays High. The
-        // board has one encoder and makes High; a Constrained Baseline rung for such a
-        // viewer would cost a second encode of every frame. So the High stream is sent
-        // under the payload type offered, and the answer names that profile (RFC 6184
-        // §8.2.2: an answer's profile-level-id is the offer's). The trade-off: a receiver
-        // whose decoder is truly Baseline-only (rare: some old hardware) gets pictures it
-        // cannot decode, where a refusal would have told it at once; the log says which
-        // sessions were sent a profile above the one offered (`profile_stretched`).
-        let strict = H264Offer.choose(offered, stream: local.stream)
-        guard let payloadType = strict ?? H264Offer.choose(offered, stream: local.stream, stretching: true), let pt = UInt8(payloadType) else {
-            throw Refusal.noH264(stream: local.stream.hex, offered: Self.encodings(offered))
-        }
-        profileStretched = strict == nil
+        let (payloadType, pt, stretched) = try Self.videoPayloadType(offered, stream: local.stream)
+        profileStretched = stretched
         guard let ufrag = offer.value("ice-ufrag", in: offered), let password = offer.value("ice-pwd", in: offered),
               let remote = ICECredentials(offeredUfrag: ufrag, password: password) else { throw Refusal.noICE }
         guard let fingerprint = offer.value("fingerprint", in: offered) else { throw Refusal.noFingerprint }
@@ -160,6 +146,26 @@ public struct WHEPAnswer: Sendable {
         sdp = SessionDescription(sessionLines: [("v", "0"), ("o", "- \(generator.next() >> 2) 2 IN IP4 0.0.0.0"), ("s", "-"),
                                                 ("c", "IN IP4 0.0.0.0"), ("t", "0 0")],
                                  attributes: session, media: sections)
+    }
+
+    /// The payload type the picture goes under: one whose profile decodes the stream;
+    /// failing that, one of Constrained Baseline or Main (`stretched`). Many receivers
+    /// offer only Constrained Baseline (aiortc's 42e01f, GStreamer's webrtcbin with x264
+    /// caps, embedded players) while the decoder behind the offer — libavcodec, a hardware
+    /// decoder of a phone or TV — plays High. The board has one encoder and makes High; a
+    /// Constrained Baseline rung for such a viewer would cost a second encode of every
+    /// frame. So the High stream is sent under the payload type offered, and the answer
+    /// names that profile (RFC 6184 §8.2.2: an answer's profile-level-id is the offer's).
+    /// The trade-off: a receiver whose decoder is truly Baseline-only (rare: some old
+    /// hardware) gets pictures it cannot decode, where a refusal would have told it at
+    /// once; the log says which sessions were sent a profile above the one offered.
+    static func videoPayloadType(_ offered: SessionDescription.Media, stream: H264Offer.Profile) throws
+        -> (text: String, value: UInt8, stretched: Bool) {
+        let strict = H264Offer.choose(offered, stream: stream)
+        guard let payloadType = strict ?? H264Offer.choose(offered, stream: stream, stretching: true), let value = UInt8(payloadType) else {
+            throw Refusal.noH264(stream: stream.hex, offered: Self.encodings(offered))
+        }
+        return (payloadType, value, strict == nil)
     }
 
     /// The offer's distinct encodings, an H.264 with its profile-level-id and mode (what
