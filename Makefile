@@ -121,7 +121,7 @@ $(ONVIF_CLIENTS):
 $(WEBRTC_CLIENTS):
 	$(call venv,webrtc,'aiortc==1.16.0')
 
-bench: test-deps build
+bench: test-deps build $(WEBRTC_CLIENTS)
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) python3 scripts/bench.py
 
 # The fuzzer of every reader of outside input (boxes, playlists, whole streams, onair.conf,

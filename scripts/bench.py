@@ -34,6 +34,8 @@
    95th percentile over 60 s each, and how soon a part is served after its last frame.
 8. RTSP (bench_rtsp.py): glass-to-glass into ffmpeg's low-delay decoder over TCP and UDP,
    and onair's CPU with 0, 1 and 10 RTSP clients.
+9. WebRTC (bench_webrtc.py): how soon a viewer (aiortc) sees its first picture, median and
+   95th percentile of 20 openings at random moments, and the IDRs made for viewers.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
@@ -51,6 +53,7 @@ import bench_hardening
 import bench_latency
 import bench_offline
 import bench_rtsp
+import bench_webrtc
 
 ONAIR = os.environ.get("ONAIR_BINARY", ".build/release/onair")
 ONAIR_BENCH = os.path.join(os.path.dirname(ONAIR), "onair-bench")
@@ -354,6 +357,7 @@ def main():
         bench_hardening.offer_cost(ONAIR, work)
         bench_latency.report(ONAIR)
         bench_rtsp.report(ONAIR)
+        bench_webrtc.report(ONAIR)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
