@@ -104,12 +104,18 @@ extension FileDescriptor {
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rawValue, bytes.baseAddress, bytes.count, 0, $0, &length) }
             }
         }
-        if count < 0 {
-            let error = Errno.current
-            if error == .again || error == .interrupted || error == .connectionRefused { return nil }
-            throw error
-        }
+        guard try Self.received(count) else { return nil }
         return (count, SocketAddress(storage: storage, ipv6: Int32(storage.ss_family) == AF_INET6))
+    }
+
+    /// A receive's result: true when a datagram came; false when none is there now (or the
+    /// call was interrupted, or an ICMP port unreachable for an earlier send was reported:
+    /// nothing to read either way); throws any other error.
+    static func received(_ count: Int) throws -> Bool {
+        guard count < 0 else { return true }
+        let error = Errno.current
+        if error == .again || error == .interrupted || error == .connectionRefused { return false }
+        throw error
     }
 
     /// Sends one datagram to `address` (of the socket's family: the address a datagram
@@ -248,14 +254,10 @@ extension FileDescriptor {
         var local: [UInt8] = [0, 0, 0, 0]
         let count = buffer.withUnsafeMutableBytes { bytes in
             local.withUnsafeMutableBufferPointer { local in
-                withUnsafeMutablePointer(to: &source) { onair_receive_with_local(rawValue, bytes.baseAddress, UInt(bytes.count), $0, local.baseAddress) }
+                withUnsafeMutablePointer(to: &source) { Int(onair_receive_with_local(rawValue, bytes.baseAddress, UInt(bytes.count), $0, local.baseAddress)) }
             }
         }
-        if count < 0 {
-            let error = Errno.current
-            if error == .again || error == .interrupted || error == .connectionRefused { return nil }
-            throw error
-        }
-        return (Int(count), SocketAddress(storage: source, ipv6: false), local)
+        guard try Self.received(count) else { return nil }
+        return (count, SocketAddress(storage: source, ipv6: false), local)
     }
 }
