@@ -113,7 +113,8 @@ public struct AccessList: Sendable, Equatable {
         hash(Array("\(name):\(realm):\(password)".utf8), algorithm)
     }
 
-    static func hash(_ bytes: [UInt8], _ algorithm: DigestAlgorithm) -> [UInt8] {
+    /// libcrypto's MD5 or SHA-256 of `bytes`.
+    public static func hash(_ bytes: [UInt8], _ algorithm: DigestAlgorithm) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 64)
         var length: UInt32 = 0
         _ = bytes.withUnsafeBytes { raw in

@@ -1,5 +1,4 @@
 import Access
-import COpenSSL
 import Files
 import System
 import Threading
@@ -29,7 +28,8 @@ final class UsedNonces: Sendable {
         var state = State()
         if let path {
             let text = FileSystem.read(path, limit: 2 * capacity * 33 + 33).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            for line in text.split(separator: "\n") where line.utf8.count == 32 {
+            let lines = text.split(separator: "\n")
+            for line in lines where line.utf8.count == 32 {
                 guard let key = AccessList.unhex(String(line)), state.set.insert(key).inserted else { continue }
                 state.order.append(key)
             }
@@ -37,7 +37,9 @@ final class UsedNonces: Sendable {
                 for old in state.order.prefix(state.order.count - capacity) { state.set.remove(old) }
                 state.order.removeFirst(state.order.count - capacity)
             }
-            state.lines = state.order.count
+            // The file's lines, not the nonces kept: the rewrite comes when the file holds
+            // twice the capacity, so it never outgrows what is read back here.
+            state.lines = lines.count
             state.file = try? FileDescriptor.open(path, .writeOnly, options: [.create, .append], permissions: 0o600)
             // A line torn by a power cut is ended, so the next one starts on its own.
             if !text.isEmpty && !text.hasSuffix("\n") { try? state.file?.writeAll(Array("\n".utf8)) }
@@ -70,10 +72,5 @@ final class UsedNonces: Sendable {
         try? state.file?.writeAll(Array((AccessList.hex(key) + "\n").utf8))
     }
 
-    static func key(_ nonce: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        _ = nonce.withUnsafeBytes { bytes in EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, EVP_sha256(), nil) }
-        return Array(out.prefix(16))
-    }
+    static func key(_ nonce: [UInt8]) -> [UInt8] { Array(AccessList.hash(nonce, .sha256).prefix(16)) }
 }

@@ -238,6 +238,13 @@ final class ONVIFServiceTests: XCTestCase {
         XCTAssertFalse(again.first(Array("n8".utf8)))
         XCTAssertFalse(again.first(Array("n5".utf8)))
         XCTAssertTrue(again.first(Array("n1".utf8)), "forgotten: past the capacity")
+        // However many restarts come between, the file never holds more than it reads back.
+        for round in 0..<5 {
+            let restarted = UsedNonces(path: file, capacity: 4)
+            for n in 0..<7 { XCTAssertTrue(restarted.first(Array("r\(round)-\(n)".utf8))) }
+            XCTAssertLessThanOrEqual(try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").count, 8)
+        }
+        XCTAssertFalse(UsedNonces(path: file, capacity: 4).first(Array("r4-6".utf8)), "still known after the rounds")
     }
 
     /// Wrong tokens count against the client's address as wrong HTTP and RTSP logins do:
