@@ -14,6 +14,8 @@ final class Peer {
     let name: String
     /// The HTTP client that opened it (the per-address limit counts these).
     let client: String
+    /// The client's address as the per-address limit counts it (IPv6 by its /64).
+    let group: [UInt8]
     let created: Int64
     var ice: ICELiteSession
     let video: WHEPAnswer.Video
@@ -65,6 +67,7 @@ final class Peer {
         self.id = id
         name = String(ICECredentials.random().ufrag.filter { $0.isLetter || $0.isNumber }.prefix(6))
         self.client = client
+        group = SocketAddress.clientGroup(client)
         created = now
         self.ice = ice
         self.video = video

@@ -169,7 +169,7 @@ extension WebRTCServer {
         var table: [String: SessionStatus] = [:]
         for peer in viewers.peers.values {
             let media = peer.media.map { PeerAddress($0).description }
-            table[peer.id] = SessionStatus(id: peer.name, resource: peer.id, since: peer.created, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
+            table[peer.id] = SessionStatus(id: peer.name, resource: peer.id, since: peer.created, group: peer.group, client: peer.client, media: media, ageMs: (now - peer.created) / 1_000_000,
                                            connected: peer.connected, packets: peer.stats.packets, bytes: peer.stats.bytes,
                                            audioPackets: peer.stats.audioPackets, nacks: peer.stats.nacks, retransmitted: peer.stats.retransmitted,
                                            pictureLosses: peer.stats.pictureLosses, roundTripMs: peer.stats.roundTripMs,

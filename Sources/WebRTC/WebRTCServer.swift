@@ -47,6 +47,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         var resource: String
         /// When the offer came (CLOCK_MONOTONIC ns).
         var since: Int64
+        /// The client's address as the per-address limit counts it.
+        var group: [UInt8]
         public var client: String
         /// Where the media go, once the browser nominated a pair.
         public var media: String?
@@ -215,8 +217,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     /// Whether a client of `group` may take a place now, from what the UDP thread last
     /// published and the sessions it has not taken yet.
     private func admit(_ group: [UInt8], _ shared: Shared) -> Places.Admission {
-        let holders = shared.sessions.values.map { Places.Holder(id: $0.resource, group: SocketAddress.clientGroup($0.client), checked: $0.media != nil, since: $0.since) }
-            + shared.arriving.map { Places.Holder(id: $0.id, group: SocketAddress.clientGroup($0.client), checked: false, since: $0.created) }
+        let holders = shared.sessions.values.map { Places.Holder(id: $0.resource, group: $0.group, checked: $0.media != nil, since: $0.since) }
+            + shared.arriving.map { Places.Holder(id: $0.id, group: $0.group, checked: false, since: $0.created) }
         return Places.admit(holders, group: group, maximum: settings.maxViewers, perAddress: settings.perAddress)
     }
 
