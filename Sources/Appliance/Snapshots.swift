@@ -18,7 +18,8 @@ final class Snapshots: Sendable {
     /// Only the thread holding `encoding`'s lock touches the encoder.
     private struct Encoding {
         var encoder: JPEGEncoder?
-        var frame: (index: Int64, captureTime: Int64)?
+        /// The capture time of the frame the JPEG was made from.
+        var madeFrom: Int64?
         var jpeg: [UInt8] = []
         var failed = false
         var count = 0
@@ -42,7 +43,7 @@ final class Snapshots: Sendable {
     func jpeg() -> [UInt8]? {
         guard let frame = latest.withLock({ $0 }) else { return nil }
         return encoding.withLock { state -> [UInt8]? in
-            if let made = state.frame, frame.captureTime >= made.captureTime, frame.captureTime - made.captureTime < Self.intervalNanoseconds {
+            if let made = state.madeFrom, frame.captureTime >= made, frame.captureTime - made < Self.intervalNanoseconds {
                 return state.jpeg
             }
             let picture = rotation == .none ? frame : frame.rotated(rotation)
@@ -51,7 +52,7 @@ final class Snapshots: Sendable {
                     state.encoder = try JPEGEncoder(width: picture.width, height: picture.height)
                 }
                 state.jpeg = try state.encoder!.encode(picture)
-                state.frame = (frame.index, frame.captureTime)
+                state.madeFrom = frame.captureTime
                 state.failed = false
                 state.count += 1
                 return state.jpeg
