@@ -64,9 +64,13 @@ let package = Package(
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
+        // The live stream published once, which the real-time outputs and destinations join
+        // and leave at run time: a bounded ring per reader, RTP payloads made once, Opus on
+        // a thread of its own while a reader wants it.
+        .target(name: "Live", dependencies: ["Media", "RTP", "Codecs", "Logging", "Threading"]),
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
         // transports, and the server (one thread for every client).
-        .target(name: "RTSP", dependencies: ["Media", "RTP", "System", "Threading", "Logging", "Layout", "Access"]),
+        .target(name: "RTSP", dependencies: ["Media", "RTP", "Live", "System", "Threading", "Logging", "Layout", "Access"]),
         // ONVIF Profile S for NVRs and hubs: the SOAP reader (no DTD), the Device and Media
         // services, WS-Security's UsernameToken, WS-Discovery.
         .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access", "Files"]),
@@ -79,7 +83,7 @@ let package = Package(
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
         // WebRTC: ICE-lite sessions, DTLS-SRTP, the WHEP answer and the datagram demux.
-        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media",
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "Live", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media",
                                                "Codecs"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
         .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
@@ -91,7 +95,7 @@ let package = Package(
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Spool", "Recording", "Layout"]),
+                                                  "Spool", "Recording", "Layout", "Live"]),
         .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout"]),
@@ -99,7 +103,7 @@ let package = Package(
         .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -120,8 +124,9 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "Media", "System"]),
         .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Access", "Media", "Logging", "System", "Threading"]),
-        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
-        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Live", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
+        .testTarget(name: "LiveTests", dependencies: ["Live", "Media", "Logging", "RTP", "Threading", "Codecs"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Live", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),

@@ -5,6 +5,7 @@ import Fetch
 import Files
 import HLS
 import Layout
+import Live
 import Logging
 import Media
 import Publishing
@@ -39,6 +40,8 @@ final class Pipeline: Sendable {
     /// playlist (only when there is a web server to serve them).
     let liveEdge: LiveEdge?
     /// WHEP viewers of the live stream (only with a web server to take their offers).
+    /// The live stream as the session publishes it, which WebRTC and RTSP read.
+    let feed: LiveFeed
     let webrtc: WebRTCServer?
     let rtsp: RTSPServer?
     /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
@@ -86,13 +89,13 @@ final class Pipeline: Sendable {
         Self.recover(settings, publisher: publisher, recordings: recordings, log: log)
         liveEdge = settings.listen != nil && settings.partMilliseconds > 0 ? LiveEdge() : nil
         access = Self.accessGate(settings, log: log)
-        webrtc = Self.openWebRTC(settings, log: log)
-        rtsp = Self.openRTSP(settings, access: access, log: log)
+        feed = LiveFeed(audioBitrate: settings.audioBitrate, log: log)
+        webrtc = Self.openWebRTC(settings, feed: feed, log: log)
+        rtsp = Self.openRTSP(settings, feed: feed, access: access, log: log)
         onvif = ONVIFSetup.service(settings, rtspPort: rtsp?.port, snapshots: snapshots != nil, clock: clock, access: access, log: log)
         updates = UpdateService(.init(directory: settings.dataDirectory + "/update", reboot: settings.updateReboot), log: log)
-        let realTime: [RealTimeOutput] = [webrtc as RealTimeOutput?, rtsp].compactMap { $0 }
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
-                                   liveEdge: liveEdge, realTime: realTime, log: log)
+                                   liveEdge: liveEdge, feed: feed, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -196,8 +199,8 @@ final class Pipeline: Sendable {
     /// The session on the settings' profiles; what it stores goes to the publisher, the
     /// storage keeper and the live bit rate.
     private static func makeSession(_ settings: Settings, storage: StorageKeeper, publisher: Publisher?, telemetry: Telemetry,
-                                    clock: any WallClock, liveEdge: LiveEdge?, realTime: [RealTimeOutput], log: Log) -> Session {
-        Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, realTime: realTime,
+                                    clock: any WallClock, liveEdge: LiveEdge?, feed: LiveFeed, log: Log) -> Session {
+        Session(profile: settings.sessionProfile, log: log, clock: clock, liveEdge: liveEdge, feed: feed,
                 makeRoom: { storage.makeRoom(recording: $0) }) { [publisher] event in
             publisher?.observe(event)
             guard case .segmentStored(let id, _, let bytes, _) = event else { return }
@@ -240,14 +243,14 @@ final class Pipeline: Sendable {
     /// The WebRTC server on the web server's address, its certificate kept in the data
     /// directory. One that cannot be had (the port taken, the certificate unwritable)
     /// does not stop the appliance: it says why once, and the viewer plays LL-HLS.
-    private static func openWebRTC(_ settings: Settings, log: Log) -> WebRTCServer? {
+    private static func openWebRTC(_ settings: Settings, feed: LiveFeed, log: Log) -> WebRTCServer? {
         guard let listen = settings.listen, let port = settings.webrtcPort, let address = try? ListenAddress(listen) else { return nil }
         do {
             let kept = try DTLSCertificate.kept(at: StreamLayout(root: settings.dataDirectory).dtlsCertificate)
             if let replaced = kept.replaced { log(.webrtcUnavailable, level: .warn, ("problem", replaced), ("action", "made a new certificate")) }
             return try WebRTCServer(settings: .init(host: address.host, port: port, maxViewers: settings.webrtcViewers,
-                                                    perAddress: settings.webrtcViewersPerAddress, audioBitrate: settings.audioBitrate),
-                                    certificate: kept.certificate, log: log)
+                                                    perAddress: settings.webrtcViewersPerAddress),
+                                    certificate: kept.certificate, feed: feed, log: log)
         } catch {
             log(.webrtcUnavailable, level: .error, ("problem", "\(error)"), ("action", "viewers play LL-HLS; WHEP answers 404"))
             return nil
@@ -271,11 +274,11 @@ final class Pipeline: Sendable {
 
     /// The RTSP server on the web server's address; one that cannot be had (the port
     /// taken) does not stop the appliance: it says why once.
-    private static func openRTSP(_ settings: Settings, access: AccessGate?, log: Log) -> RTSPServer? {
+    private static func openRTSP(_ settings: Settings, feed: LiveFeed, access: AccessGate?, log: Log) -> RTSPServer? {
         guard let listen = settings.listen, let port = settings.rtspPort, let address = try? ListenAddress(listen) else { return nil }
         do {
             return try RTSPServer(settings: .init(host: address.host, port: port, maxClients: settings.rtspClients,
-                                                  perAddress: settings.rtspClientsPerAddress, access: access), log: log)
+                                                  perAddress: settings.rtspClientsPerAddress, access: access), feed: feed, log: log)
         } catch {
             log(.rtspUnavailable, level: .error, ("problem", "\(error)"), ("action", "no RTSP; HLS and WebRTC are served"))
             return nil
@@ -352,6 +355,7 @@ final class Pipeline: Sendable {
         server?.stop()
         webrtc?.stop()
         rtsp?.stop()
+        feed.stop()
         discovery.withLock { $0?.stop() }
         update.withLock { $0?.stop() }
         updates.stop()

@@ -1,3 +1,4 @@
+import Live
 import Logging
 import Media
 import RTP
@@ -5,7 +6,7 @@ import System
 import Threading
 
 /// The server's one thread: one poll(2) over the listening socket, every connection, the
-/// RTCP port and the wake pipe; the requests that came, the media the live output queued
+/// RTCP port and the wake pipe; the requests that came, what the live feed published
 /// sent to each playing client in turn, and every second the sender reports and the
 /// sessions' timeouts.
 extension RTSPServer {
@@ -17,6 +18,8 @@ extension RTSPServer {
         /// After an accept that failed for want of descriptors, the listener rests until
         /// then (a level-triggered poll would spin on it).
         var listenerRestsUntil: Int64 = 0
+        /// The server's place in the live feed, while a client plays.
+        var reader: LiveReader?
     }
 
     /// A head must be whole this long after its first byte came.
@@ -184,18 +187,33 @@ extension RTSPServer {
 
     // MARK: Media
 
-    /// Each queued picture and sound to every playing client. A client begins at an IDR,
-    /// with a sender report on each track first (so it can line them up from the first
-    /// packet); one that cannot take a picture waits for the next IDR.
-    private func sendMedia(to clients: Clients) {
-        let (media, overflowed) = shared.withLock { shared -> ([OutgoingMedia], Bool) in
-            defer { shared.media = []; shared.overflowed = false }
-            return (shared.media, shared.overflowed)
+    /// Joins the live feed when a client begins to play, leaves it when none does.
+    func read(for clients: Clients) {
+        let playing = clients.connections.contains { $0.session?.playing == true }
+        if playing, clients.reader == nil {
+            clients.reader = feed.join("rtsp", wants: [.pictures, .aac, .rtp], capacity: Self.queuedMedia) { [weak self] in self?.poke() }
+        } else if !playing, let reader = clients.reader {
+            feed.leave(reader)
+            clients.reader = nil
         }
-        guard !media.isEmpty || overflowed else { return }
+    }
+
+    /// What the feed published since the last turn, to every playing client in the order it
+    /// came. A client begins at an IDR, with a sender report on each track first (so it
+    /// can line them up from the first packet); one that cannot take a picture, and every
+    /// client when the server fell a whole ring behind, waits for the next IDR.
+    private func sendMedia(to clients: Clients) {
+        guard let taken = clients.reader?.take(), !taken.items.isEmpty || taken.overflowed else { return }
+        let media = taken.items.compactMap { item -> OutgoingMedia? in
+            switch item {
+            case .picture(let picture): OutgoingMedia(kind: .picture(isSync: picture.isSync), payloads: picture.payloads, timestamp: picture.rtpTimestamp)
+            case .sound(let sound): OutgoingMedia(kind: .sound, payloads: sound.payloads, timestamp: sound.rtpTimestamp)
+            case .opus: nil
+            }
+        }
         for connection in clients.connections {
             guard let session = connection.session, session.playing else { continue }
-            if overflowed { session.waitingForSync = true }
+            if taken.overflowed { session.waitingForSync = true }
             for item in media { send(item, to: session, on: connection) }
             try? connection.flush()
         }
@@ -286,9 +304,7 @@ extension RTSPServer {
                                        dropped: session.stats.dropped))
         }
         table.sort { $0.ageMs > $1.ageMs }
-        shared.withLock { shared in
-            shared.sessions = table
-            shared.playing = table.filter(\.playing).count
-        }
+        shared.withLock { $0 = table }
+        read(for: clients)
     }
 }

@@ -1,5 +1,6 @@
 import Access
 import Layout
+import Live
 import Media
 import RTP
 import System
@@ -43,12 +44,12 @@ extension RTSPServer {
 
     private func describe(_ request: RTSPRequest) -> RTSPResponse {
         guard let target = RTSPTarget(request.uri), target.track == nil else { return RTSPResponse(status: 404) }
-        let live = shared.withLock { $0.stream }
-        guard let live, target.names(live.id) else {
-            return live == nil ? RTSPResponse(status: 503, headers: [("Retry-After", "5")]) : RTSPResponse(status: 404)
+        let live = feed.now
+        guard let stream = live.stream, target.names(stream.id) else {
+            return live.stream == nil ? RTSPResponse(status: 503, headers: [("Retry-After", "5")]) : RTSPResponse(status: 404)
         }
         guard !live.sps.isEmpty else { return RTSPResponse(status: 503, headers: [("Retry-After", "1")]) }
-        let audio = live.audio.flatMap { try? AudioSpecificConfig(bytes: $0.config) }.map {
+        let audio = stream.audio.flatMap { try? AudioSpecificConfig(bytes: $0.config) }.map {
             RTSPDescription.Audio(config: $0, payloadType: Self.audioPayloadType)
         }
         var generator = SystemRandomNumberGenerator()
@@ -60,8 +61,7 @@ extension RTSPServer {
 
     private func setUp(_ request: RTSPRequest, on connection: Connection, clients: Clients, now: Int64) -> RTSPResponse {
         guard let target = RTSPTarget(request.uri) else { return refuse(404, "SETUP of \(request.uri.prefix(80))", connection) }
-        let live = shared.withLock { $0.stream }
-        guard let live, target.names(live.id) else { return refuse(404, "SETUP of a stream that is not live", connection) }
+        guard let live = feed.now.stream, target.names(live.id) else { return refuse(404, "SETUP of a stream that is not live", connection) }
         // A single-track URL names the picture (a client that skipped DESCRIBE's controls).
         let index = target.track ?? 0
         guard index == 0 || (index == 1 && live.audio != nil) else { return refuse(404, "SETUP of track \(index), which the stream has not", connection) }
@@ -117,8 +117,9 @@ extension RTSPServer {
                 session.playing = true
                 session.waitingForSync = true
                 // The first picture at once rather than at the grid's next IDR (up to a
-                // segment away).
-                shared.withLock { $0.stream?.askForPicture }?()
+                // segment away), once the server reads the feed.
+                read(for: clients)
+                feed.askForPicture()
                 log.emit(.rtspPlaying, level: .info, [("session", session.id), ("client", connection.client), ("transport", session.transportName),
                                                       ("tracks", session.tracks.count)])
             }

@@ -1,4 +1,5 @@
 import Access
+import Live
 import Logging
 import Media
 import RTP
@@ -7,12 +8,12 @@ import Threading
 
 /// RTSP 1.0 (RFC 2326) clients of the live stream — NVRs, home-automation hubs, ffmpeg,
 /// VLC — on one TCP port, with RTP over UDP unicast or interleaved in the connection.
-/// Pictures come from the live output's thread and are packetized there once (RFC 6184,
-/// the packetizer WebRTC uses; AAC per RFC 3640); one thread of the server's own reads
-/// every connection, answers every request and sends every client its packets. No client
-/// has a thread, and none has a copy of the stream: each gets its own RTP headers around
-/// the payloads made once.
-public final class RTSPServer: RealTimeOutput, Sendable {
+/// One thread of the server's own reads every connection, answers every request and sends
+/// every client its packets; it reads the live feed while a client plays, pictures
+/// (RFC 6184) and AAC (RFC 3640) packetized once for every RTP reader. No client has a
+/// thread, and none has a copy of the stream: each gets its own RTP headers around the
+/// payloads made once.
+public final class RTSPServer: Sendable {
     public struct Settings: Sendable {
         /// The address to bind (the web server's).
         public var host: String
@@ -61,39 +62,16 @@ public final class RTSPServer: RealTimeOutput, Sendable {
     let log: Log
     let cname: String
     let ssrc: (video: UInt32, audio: UInt32)
-    let packetizer = H264Packetizer(maximumPayload: 1400)
-    let aac = AACPacketizer(maximumPayload: 1400)
-    let shared = Locked(Shared())
+    let feed: LiveFeed
+    /// The sessions as the server's thread last published them, for /api/status.
+    let shared = Locked<[SessionStatus]>([])
     let refusals = RefusalLog(perMinute: 20)
 
-    /// What the live output's thread and the server's thread hand each other.
-    struct Shared {
-        var stream: LiveStream?
-        /// Media packetized once, in the order made, for the server's thread to send.
-        var media: [OutgoingMedia] = []
-        /// Media were dropped: every client begins again at the next IDR.
-        var overflowed = false
-        /// Sessions playing (the live thread packetizes only while there are some).
-        var playing = 0
-        var sessions: [SessionStatus] = []
-    }
-
-    /// The live stream as DESCRIBE tells it: its parameter sets (once its first IDR came)
-    /// and its sound.
-    struct LiveStream {
-        var id: String
-        var sps: [UInt8] = []
-        var pps: [UInt8] = []
-        var audio: RealTimeStream.Audio?
-        /// Asks the live encoder for an IDR (a client began to play).
-        var askForPicture: @Sendable () -> Void = {}
-    }
-
-    /// About a second of media; further behind, the sender drops them (clients wait for
-    /// the next IDR) rather than holding the encoder.
+    /// About a second of media (30 pictures, 47 AAC frames); further behind, the sender
+    /// drops them (clients wait for the next IDR) rather than holding the encoder.
     static let queuedMedia = 90
 
-    public init(settings: Settings, log: Log) throws {
+    public init(settings: Settings, feed: LiveFeed, log: Log) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "rtsp", host: settings.host)
@@ -108,6 +86,7 @@ public final class RTSPServer: RealTimeOutput, Sendable {
         mediaPorts = (try rtpSocket.boundAddress().port, try rtcpSocket.boundAddress().port)
         wake = try makePipe(nonBlocking: true)
         self.settings = settings
+        self.feed = feed
         self.log = log
         var generator = SystemRandomNumberGenerator()
         ssrc = (generator.next(), generator.next())
@@ -142,50 +121,7 @@ public final class RTSPServer: RealTimeOutput, Sendable {
         _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) }
     }
 
-    public var sessions: [SessionStatus] { shared.withLock { $0.sessions } }
-
-    // MARK: The live stream (the live output's thread)
-
-    public func began(_ stream: RealTimeStream) {
-        shared.withLock { $0.stream = LiveStream(id: stream.id, audio: stream.audio, askForPicture: stream.askForPicture) }
-    }
-
-    public func picture(_ picture: RealTimePicture) {
-        let playing = shared.withLock { shared -> Int in
-            if picture.isSync, shared.stream != nil, !picture.sps.isEmpty, !picture.pps.isEmpty {
-                shared.stream?.sps = picture.sps
-                shared.stream?.pps = picture.pps
-            }
-            return shared.playing
-        }
-        guard playing > 0, let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
-        let payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
-        queue(OutgoingMedia(kind: .picture(isSync: picture.isSync), payloads: payloads, timestamp: RTPClock.video(picture.captureTime)))
-    }
-
-    public func encodedSound(_ sound: RealTimeSound) {
-        let (playing, rate) = shared.withLock { ($0.playing, $0.stream?.audio?.sampleRate) }
-        guard playing > 0, let rate else { return }
-        let payloads = aac.payloads(sound.accessUnit)
-        guard !payloads.isEmpty else { return }
-        queue(OutgoingMedia(kind: .sound, payloads: payloads, timestamp: RTPClock.timestamp(sound.captureTime, rate: Int64(rate))))
-    }
-
-    public func ended(stream id: String) {
-        shared.withLock { if $0.stream?.id == id { $0.stream = nil } }
-        poke()
-    }
-
-    private func queue(_ media: OutgoingMedia) {
-        shared.withLock { shared in
-            if shared.media.count >= Self.queuedMedia {
-                shared.media.removeAll()
-                shared.overflowed = true
-            }
-            shared.media.append(media)
-        }
-        poke()
-    }
+    public var sessions: [SessionStatus] { shared.withLock { $0 } }
 }
 
 /// One picture's or one AAC frame's RTP payloads, made once for every client, with the

@@ -2,6 +2,7 @@ import Codecs
 import Devices
 import Files
 import HLS
+import Live
 import Logging
 import Media
 import Spool
@@ -51,15 +52,16 @@ public final class Session: Sendable {
     private let names: StreamNames
     /// The live stream's parts, for the built-in server's low-latency playlist.
     private let liveEdge: LiveEdge?
-    /// The real-time senders (WebRTC, RTSP), each fed the live stream as it is encoded.
-    private let realTime: [RealTimeOutput]
+    /// Where the live stream is published as it is encoded, for the outputs that read it
+    /// (WebRTC, RTSP).
+    private let feed: LiveFeed?
 
     public init(profile: SessionProfile, log: Log, clock: any WallClock = SystemWallClock(), liveEdge: LiveEdge? = nil,
-                realTime: [RealTimeOutput] = [], makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
+                feed: LiveFeed? = nil, makeRoom: @escaping @Sendable (_ recording: String?) -> Bool = { _ in false },
                 observer: @escaping @Sendable (StreamEvent) -> Void = { _ in }) {
         self.makeRoom = makeRoom
         self.liveEdge = liveEdge
-        self.realTime = realTime
+        self.feed = feed
         self.clock = clock
         names = StreamNames(root: profile.dataDirectory, device: profile.device)
         self.profile = profile
@@ -144,7 +146,7 @@ public final class Session: Sendable {
         let preroll = profile.prerollSeconds
         let makeRoom: SpaceRetry.MakeRoom = { [weak self, makeRoom] in makeRoom(self?.currentStream) }
         var outputs: [(StreamOutput, seconds: Double)] = [
-            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, edge: liveEdge, realTime: realTime,
+            (EncodingOutput.live(live, prerollSeconds: preroll, log: log, makeRoom: makeRoom, edge: liveEdge, feed: feed,
                                  observer: observer), 0.2)]
         // The recording gets the deeper queue: it must keep every frame it can.
         if let recording {

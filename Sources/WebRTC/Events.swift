@@ -8,5 +8,4 @@ extension Event {
     public static let webrtcDisplaced = Event("webrtc.displaced")
     public static let webrtcConnected = Event("webrtc.connected")
     public static let webrtcEnded = Event("webrtc.ended")
-    public static let webrtcNoSound = Event("webrtc.no_sound")
 }

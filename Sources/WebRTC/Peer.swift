@@ -1,3 +1,4 @@
+import Live
 import RTP
 import STUN
 import System
@@ -185,7 +186,7 @@ final class Peer {
 
     /// One 20 ms Opus packet (RFC 7587 §4.2: one frame per packet), once keyed; sound
     /// needs no IDR to begin.
-    func send(audio frame: OutgoingAudio) -> [UInt8]? {
+    func send(audio frame: OpusPacket) -> [UInt8]? {
         guard let srtp, let audio else { return nil }
         let packet = RTPPacket(payloadType: audio.answer.payloadType, sequenceNumber: nextAudioSequence, timestamp: frame.rtpTimestamp,
                                ssrc: audio.ssrc, payload: frame.payload).serialized()
@@ -242,12 +243,6 @@ struct OutgoingFrame {
     var isSync: Bool
     /// The capture time as NTP (abs-capture-time).
     var captureNTP: UInt64
-}
-
-/// A 20 ms Opus packet for every viewer, with its 48 kHz timestamp.
-struct OutgoingAudio {
-    var payload: [UInt8]
-    var rtpTimestamp: UInt32
 }
 
 /// The packets sent to one viewer in the last second, by sequence number, for NACKs

@@ -1,3 +1,4 @@
+import Live
 import Logging
 import Media
 import RTP
@@ -5,8 +6,8 @@ import STUN
 import System
 import Threading
 
-/// The one UDP thread: every datagram on the port, every viewer's timers, and the
-/// pictures the live output queued, sent to each viewer in turn.
+/// The one UDP thread: every datagram on the port, every viewer's timers, and what the
+/// live feed published since the last turn, sent to each viewer in turn.
 extension WebRTCServer {
     /// What only this thread touches.
     final class Viewers {
@@ -14,6 +15,8 @@ extension WebRTCServer {
         var byUfrag: [String: Peer] = [:]
         var byAddress: [PeerAddress: Peer] = [:]
         var nextReports: Int64 = 0
+        /// The server's place in the live feed, while it has viewers.
+        var reader: LiveReader?
     }
 
     func run() {
@@ -34,6 +37,25 @@ extension WebRTCServer {
             tick(viewers, now: now)
         }
         for peer in viewers.peers.values { close(peer, viewers: viewers, reason: "the server stopped") }
+        read(for: viewers)
+    }
+
+    /// Joins the live feed when the first viewer comes, leaves it with the last: pictures
+    /// packetized for RTP, and Opus while a viewer's answer took sound.
+    private func read(for viewers: Viewers) {
+        var wants: LiveReader.Wants = [.pictures, .rtp]
+        if viewers.peers.values.contains(where: { $0.audio != nil }) { wants.insert(.opus) }
+        switch (viewers.reader, viewers.peers.isEmpty) {
+        case (nil, false):
+            viewers.reader = feed.join("webrtc", wants: wants, capacity: Self.queuedItems) { [weak self] in self?.poke() }
+        case (let reader?, true):
+            feed.leave(reader)
+            viewers.reader = nil
+        case (let reader?, false) where reader.wants != wants:
+            feed.update(reader, wants: wants)
+        default:
+            break
+        }
     }
 
     /// New sessions, ended ones, and the pictures queued since the last turn. The new ones
@@ -54,7 +76,10 @@ extension WebRTCServer {
             viewers.peers[peer.id] = peer
             viewers.byUfrag[peer.ice.local.ufrag] = peer
         }
-        if !arriving.isEmpty || !ending.isEmpty { publish(viewers, now: now, taken: arriving.map(\.id)) }
+        if !arriving.isEmpty || !ending.isEmpty {
+            publish(viewers, now: now, taken: arriving.map(\.id))
+            read(for: viewers)
+        }
     }
 
     private func receive(_ datagram: [UInt8], from source: SocketAddress, viewers: Viewers, now: Int64) {
@@ -102,27 +127,39 @@ extension WebRTCServer {
         }
     }
 
-    /// Each queued picture to every viewer that has its keys. A viewer whose datagrams the
-    /// socket cannot take now waits for the next IDR.
+    /// What the feed published since the last turn, to every viewer that has its keys, in
+    /// the order it came. A viewer whose datagrams the socket cannot take now, and every
+    /// viewer when the server fell a whole ring behind, waits for the next IDR.
     private func sendFrames(to viewers: Viewers, now: Int64) {
-        let (frames, sound, overflowed) = shared.withLock { shared -> ([OutgoingFrame], [OutgoingAudio], Bool) in
-            defer { shared.frames = []; shared.sound = []; shared.overflowed = false }
-            return (shared.frames, shared.sound, shared.overflowed)
-        }
-        if overflowed { for peer in viewers.peers.values { peer.resynchronize() } }
-        for packet in sound {
-            for peer in viewers.peers.values where peer.connected {
-                if let target = peer.media, let protected = peer.send(audio: packet) { send(protected, to: target) }
-            }
-        }
-        for frame in frames {
-            for peer in viewers.peers.values where peer.connected {
-                guard let target = peer.media else { continue }
-                for packet in peer.send(frame, now: now) where !send(packet, to: target) {
-                    peer.resynchronize()
-                    break
+        guard let taken = viewers.reader?.take(), !taken.items.isEmpty || taken.overflowed else { return }
+        if taken.overflowed { for peer in viewers.peers.values { peer.resynchronize() } }
+        let wallOffset = KernelClock.realtime() - KernelClock.monotonic()
+        var delays: [Int64] = []
+        for item in taken.items {
+            switch item {
+            case .picture(let picture):
+                delays.append(KernelClock.monotonic() - picture.captureTime)
+                let frame = OutgoingFrame(payloads: picture.payloads, rtpTimestamp: picture.rtpTimestamp, isSync: picture.isSync,
+                                          captureNTP: RTCPPacket.ntpTime(unixNanoseconds: picture.captureTime + wallOffset))
+                for peer in viewers.peers.values where peer.connected {
+                    guard let target = peer.media else { continue }
+                    for packet in peer.send(frame, now: now) where !send(packet, to: target) {
+                        peer.resynchronize()
+                        break
+                    }
                 }
+            case .opus(let packet):
+                for peer in viewers.peers.values where peer.connected {
+                    if let target = peer.media, let protected = peer.send(audio: packet) { send(protected, to: target) }
+                }
+            case .sound:
+                continue
             }
+        }
+        guard !delays.isEmpty else { return }
+        shared.withLock { shared in
+            shared.senderDelays += delays
+            if shared.senderDelays.count > 128 { shared.senderDelays.removeFirst(shared.senderDelays.count - 128) }
         }
     }
 
@@ -160,7 +197,10 @@ extension WebRTCServer {
         let fields: [(String, Any)] = [("session", peer.name), ("reason", reason), ("packets", peer.stats.packets),
                                        ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)]
         if peer.media == nil { offerLog.emit(.webrtcEnded, to: log, fields, level: .info) } else { log.emit(.webrtcEnded, level: .info, fields) }
-        if publishing { publish(viewers, now: monotonicNanoseconds()) }
+        if publishing {
+            publish(viewers, now: monotonicNanoseconds())
+            read(for: viewers)
+        }
     }
 
     /// The sessions as the web server's thread reads them; `taken`: sessions moved from

@@ -1,4 +1,5 @@
 import Codecs
+import Live
 import Logging
 import Media
 import RTP
@@ -8,11 +9,11 @@ import System
 import Threading
 
 /// WHEP viewers of the live stream (draft-ietf-wish-whep) on one UDP port: offers come
-/// from the web server's thread, pictures from the live output's, and one thread of its
-/// own does every viewer's ICE-lite, DTLS and SRTP. Each picture is packetized once (on
-/// the live output's thread, RFC 6184) and only its headers and encryption are made per
-/// viewer; no viewer has a thread, a socket or a copy of the stream.
-public final class WebRTCServer: RealTimeOutput, Sendable {
+/// from the web server's thread, and one thread of its own does every viewer's ICE-lite,
+/// DTLS and SRTP. It reads the live feed while it has viewers (one reader for all of
+/// them): each picture comes packetized once (RFC 6184) and only its headers and
+/// encryption are made per viewer; no viewer has a thread, a socket or a copy of the stream.
+public final class WebRTCServer: Sendable {
     public struct Settings: Sendable {
         /// The address to bind (the web server's): a wildcard offers every interface's.
         public var host: String
@@ -20,11 +21,8 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         public var maxViewers: Int
         /// Sessions one HTTP client address may hold.
         public var perAddress: Int
-        /// Opus's bit rate (the live AAC's: `audio.bitrate`).
-        public var audioBitrate: Int
 
-        public init(host: String, port: UInt16, maxViewers: Int, perAddress: Int = 4, audioBitrate: Int = 64_000) {
-            self.audioBitrate = audioBitrate
+        public init(host: String, port: UInt16, maxViewers: Int, perAddress: Int = 4) {
             self.host = host
             self.port = port
             self.maxViewers = max(1, maxViewers)
@@ -71,44 +69,31 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
     let log: Log
     let cname: String
     let ssrc: UInt32
-    let packetizer = H264Packetizer()
+    let feed: LiveFeed
     let shared = Locked(Shared())
     private let refusals = RefusalLog(perMinute: WebRTCServer.refusalsPerMinute)
     /// Offers, and the end of sessions that never checked connectivity: a flood of offers
     /// that displace one another must not flood the log either.
     let offerLog = RefusalLog(perMinute: 60)
-    let opus: Locked<OpusState>
     let audioSSRC: UInt32
 
-    /// What the three threads hand each other.
+    /// What the web server's thread and the UDP thread hand each other.
     struct Shared {
-        /// The live stream and the H.264 profile of its parameter sets (nil until its
-        /// first IDR).
-        var stream: (id: String, profile: H264Offer.Profile?)?
-        /// Asks the live encoder for an IDR (a viewer's keys are ready, or it lost a picture).
-        var askForPicture: @Sendable () -> Void = {}
         var arriving: [Peer] = []
         var ending: [String] = []
-        var frames: [OutgoingFrame] = []
-        var sound: [OutgoingAudio] = []
-        /// The microphone's sound as it last came (rate and channels), if it comes at a
-        /// rate Opus takes: offers are answered with sound then.
-        var microphone: (rate: Int, channels: Int)?
         /// How long after its capture each of the last pictures reached the sender (ns):
         /// the encoder's share of the glass-to-glass time.
         var senderDelays: [Int64] = []
-        /// Frames were dropped: every viewer begins again at the next IDR.
-        var overflowed = false
         /// Sessions by id with the client that opened them (for the limits), as the UDP
         /// thread last saw them.
         var sessions: [String: SessionStatus] = [:]
     }
 
-    /// About a second of pictures; a sender further behind drops them (and its viewers
-    /// wait for the next IDR) rather than holding the encoder.
-    static let queuedFrames = 30
+    /// About a second of pictures and sound (30 + 50); a sender further behind drops them
+    /// (and its viewers wait for the next IDR) rather than holding the encoder.
+    static let queuedItems = 80
 
-    public init(settings: Settings, certificate: DTLSCertificate, log: Log) throws {
+    public init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "webrtc", host: settings.host)
@@ -122,6 +107,7 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         wake = try makePipe(nonBlocking: true)
         self.settings = settings
         self.certificate = certificate
+        self.feed = feed
         self.log = log
         let wildcard = settings.host == "0.0.0.0" || settings.host == "::"
         let own = wildcard ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: false) : [address]
@@ -133,7 +119,6 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         var generator = SystemRandomNumberGenerator()
         ssrc = generator.next()
         audioSSRC = generator.next()
-        opus = Locked(OpusState(bitrate: settings.audioBitrate))
         cname = ICECredentials.random().ufrag
         thread.start(name: "onair-webrtc") { [self] in run() }
         log.emit(.webrtcListening, level: .info, [("port", Int(port)), ("candidates", candidates.map(\.description).joined(separator: " ")),
@@ -161,12 +146,13 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
             return refuse(400, "\(error)", client: client)
         }
         let group = SocketAddress.clientGroup(client)
-        let (live, admission, microphone) = shared.withLock { shared in
-            (shared.stream, admit(group, shared), shared.microphone)
-        }
-        guard let live else { return refuse(503, "no stream is live", client: client, retryAfter: 5) }
-        if let requested, requested != live.id { return refuse(404, "stream \(requested) is not live", client: client) }
-        guard let profile = live.profile else { return refuse(503, "the live stream has not made its first picture yet", client: client, retryAfter: 1) }
+        let admission = shared.withLock { admit(group, $0) }
+        let live = feed.now
+        guard let stream = live.stream else { return refuse(503, "no stream is live", client: client, retryAfter: 5) }
+        if let requested, requested != stream.id { return refuse(404, "stream \(requested) is not live", client: client) }
+        // Sound when the microphone's comes at a rate Opus takes.
+        let microphone = live.microphone.flatMap { OpusEncoder.rates.contains($0.rate) && (1...2).contains($0.channels) ? $0 : nil }
+        guard let profile = Self.profile(sps: live.sps) else { return refuse(503, "the live stream has not made its first picture yet", client: client, retryAfter: 1) }
         if let refusal = refusal(admission, client: client) { return refusal }
         let local = WHEPAnswer.Local(credentials: .random(), fingerprint: certificate.sdpFingerprint, candidates: candidates,
                                      videoSSRC: ssrc, cname: cname, stream: profile, audioSSRC: microphone == nil ? nil : audioSSRC)
@@ -272,65 +258,6 @@ public final class WebRTCServer: RealTimeOutput, Sendable {
         return bytes.count == 32 ? bytes : nil
     }
 
-    // MARK: The live stream (the live output's thread)
-
-    public func began(_ stream: RealTimeStream) {
-        shared.withLock { shared in
-            shared.stream = (stream.id, nil)
-            shared.askForPicture = stream.askForPicture
-        }
-    }
-
     /// A picture at once for a viewer that begins or lost one, not at the grid's next IDR.
-    func askForPicture() { shared.withLock { $0.askForPicture }() }
-
-    public func picture(_ picture: RealTimePicture) {
-        let delay = KernelClock.monotonic() - picture.captureTime
-        let profile = picture.isSync ? Self.profile(sps: picture.sps) : nil
-        let viewers = shared.withLock { shared -> Int in
-            shared.senderDelays.append(delay)
-            if shared.senderDelays.count > 128 { shared.senderDelays.removeFirst() }
-            if let profile, let id = shared.stream?.id { shared.stream = (id, profile) }
-            return shared.sessions.count + shared.arriving.count
-        }
-        guard viewers > 0, let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
-        let payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
-        let wallOffset = KernelClock.realtime() - KernelClock.monotonic()
-        let frame = OutgoingFrame(payloads: payloads, rtpTimestamp: RTPClock.video(picture.captureTime), isSync: picture.isSync,
-                                  captureNTP: RTCPPacket.ntpTime(unixNanoseconds: picture.captureTime + wallOffset))
-        shared.withLock { shared in
-            if shared.frames.count >= Self.queuedFrames {
-                shared.frames.removeAll()
-                shared.overflowed = true
-            }
-            shared.frames.append(frame)
-        }
-        poke()
-    }
-
-    /// The microphone's sound, encoded as Opus only while someone watches: 20 ms frames
-    /// on the capture clock (a gap in the capture starts the frames again at the chunk's
-    /// own time), queued like the pictures.
-    public func sound(_ chunk: AudioChunk) {
-        let usable = OpusEncoder.rates.contains(chunk.sampleRate) && (1...2).contains(chunk.channels)
-        let viewers = shared.withLock { shared -> Int in
-            shared.microphone = usable ? (chunk.sampleRate, chunk.channels) : nil
-            return shared.sessions.count + shared.arriving.count
-        }
-        guard viewers > 0, usable else {
-            opus.withLock { $0.stop() }
-            return
-        }
-        let packets = opus.withLock { $0.encode(chunk, log: log) }
-        guard !packets.isEmpty else { return }
-        shared.withLock { shared in
-            shared.sound += packets
-            if shared.sound.count > 50 { shared.sound.removeFirst(shared.sound.count - 50) }
-        }
-        poke()
-    }
-
-    public func ended(stream id: String) {
-        shared.withLock { if $0.stream?.id == id { $0.stream = nil } }
-    }
+    func askForPicture() { feed.askForPicture() }
 }

@@ -1,3 +1,4 @@
+import Live
 @testable import Access
 import Foundation
 import Logging
@@ -18,19 +19,19 @@ final class RTSPServerTests: XCTestCase {
 
     func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent()) throws -> RTSPServer {
         let server = try RTSPServer(settings: .init(host: "127.0.0.1", port: 0, maxClients: maxClients, perAddress: perAddress,
-                                                    sessionTimeoutSeconds: timeout, access: access), log: log)
-        addTeardownBlock { server.stop() }
+                                                    sessionTimeoutSeconds: timeout, access: access), feed: LiveFeed(log: log), log: log)
+        addTeardownBlock { server.stop(); server.feed.stop() }
         return server
     }
 
     func live(_ server: RTSPServer, id: String = "boot-1", audio: Bool = true) {
-        server.began(RealTimeStream(id: id, audio: audio ? Self.audio : nil))
+        server.feed.begin(RealTimeStream(id: id, audio: audio ? Self.audio : nil))
         picture(server, sync: true)
     }
 
     func picture(_ server: RTSPServer, sync: Bool, at time: Int64 = KernelClock.monotonic()) {
         let unit: [UInt8] = sync ? [0x65, 0x88, 0x84, 0x00] : [0x41, 0x9A, 0x02]
-        server.picture(RealTimePicture(accessUnit: [0, 0, 0, UInt8(unit.count)] + unit, captureTime: time, isSync: sync, sps: Self.sps, pps: Self.pps))
+        server.feed.publish(RealTimePicture(accessUnit: [0, 0, 0, UInt8(unit.count)] + unit, captureTime: time, isSync: sync, sps: Self.sps, pps: Self.pps))
     }
 
     func testAClientDescribesSetsUpPlaysAndGetsMediaFromTheNextIDR() throws {
@@ -61,10 +62,10 @@ final class RTSPServerTests: XCTestCase {
         // comes after a sender report on each track, numbered from RTP-Info's seq.
         try waitUntil { server.sessions.first?.playing == true }
         picture(server, sync: false)
-        server.encodedSound(RealTimeSound(accessUnit: [0x21, 0x10, 0x05], captureTime: KernelClock.monotonic()))
+        server.feed.publish(RealTimeSound(accessUnit: [0x21, 0x10, 0x05], captureTime: KernelClock.monotonic()))
         let time = KernelClock.monotonic()
         picture(server, sync: true, at: time)
-        server.encodedSound(RealTimeSound(accessUnit: [0x21, 0x10, 0x06], captureTime: time))
+        server.feed.publish(RealTimeSound(accessUnit: [0x21, 0x10, 0x06], captureTime: time))
         var received: [(UInt8, [UInt8])] = []
         while received.filter({ $0.0 == 0 || $0.0 == 2 }).count < 2, let next = client.interleaved() { received.append(next) }
         XCTAssertEqual(received.prefix(3).map(\.0), [1, 3, 0], "reports on 1 and 3, then the IDR on 0")
@@ -213,7 +214,7 @@ final class RTSPServerTests: XCTestCase {
     func testPlayAsksTheEncoderForAPicture() throws {
         let server = try server()
         let asked = Locked(0)
-        server.began(RealTimeStream(id: "boot-1", audio: nil, askForPicture: { asked.withLock { $0 += 1 } }))
+        server.feed.begin(RealTimeStream(id: "boot-1", audio: nil, askForPicture: { asked.withLock { $0 += 1 } }))
         picture(server, sync: true)
         let client = try XCTUnwrap(Client(port: server.port))
         let base = "rtsp://127.0.0.1:\(server.port)/live"

@@ -1,3 +1,4 @@
+import Live
 import Media
 import RTP
 import STUN
@@ -27,7 +28,7 @@ final class PeerTests: XCTestCase {
         let browser = try connect(peer)
         let sent = peer.send(frame(sync: true, payloads: [[0x65, 1]]), now: 0)
         XCTAssertEqual(try RTPPacket(parsing: try browser.receive.unprotect(rtp: sent[0])).extensions.first, .init(id: 6, data: [0, 0, 10]))
-        let sound = try XCTUnwrap(peer.send(audio: OutgoingAudio(payload: [0xFC, 1, 2], rtpTimestamp: 4800)))
+        let sound = try XCTUnwrap(peer.send(audio: OpusPacket(payload: [0xFC, 1, 2], rtpTimestamp: 4800)))
         let packet = try RTPPacket(parsing: try browser.receive.unprotect(rtp: sound))
         XCTAssertEqual([packet.ssrc, packet.timestamp, UInt32(packet.payloadType)], [0x5555, 4800, 111])
         XCTAssertEqual(packet.payload, [0xFC, 1, 2])

@@ -1,3 +1,4 @@
+import Live
 import Logging
 import Media
 import Threading
@@ -17,14 +18,14 @@ final class WebRTCServerTests: XCTestCase {
 
     func server(maxViewers: Int = 8, perAddress: Int = 4) throws -> WebRTCServer {
         let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: maxViewers, perAddress: perAddress),
-                                      certificate: try DTLSCertificate.generate(), log: .silent())
-        addTeardownBlock { server.stop() }
+                                      certificate: try DTLSCertificate.generate(), feed: LiveFeed(log: .silent()), log: .silent())
+        addTeardownBlock { server.stop(); server.feed.stop() }
         return server
     }
 
     func live(_ server: WebRTCServer, id: String = "boot-1") {
-        server.began(RealTimeStream(id: id))
-        server.picture(RealTimePicture(accessUnit: [0, 0, 0, 2, 0x65, 0x88], captureTime: 0, isSync: true, sps: Self.sps, pps: [0x68, 0xCE]))
+        server.feed.begin(RealTimeStream(id: id))
+        server.feed.publish(RealTimePicture(accessUnit: [0, 0, 0, 2, 0x65, 0x88], captureTime: 0, isSync: true, sps: Self.sps, pps: [0x68, 0xCE]))
     }
 
     func status(_ result: WebRTCServer.OfferResult) -> Int? {
@@ -35,7 +36,7 @@ final class WebRTCServerTests: XCTestCase {
     func testOffersWaitForALiveStreamWithItsFirstPicture() throws {
         let server = try server()
         XCTAssertEqual(server.offer(offer(), client: "10.0.0.1"), .refused(status: 503, message: "no stream is live", retryAfter: 5))
-        server.began(RealTimeStream(id: "boot-1"))
+        server.feed.begin(RealTimeStream(id: "boot-1"))
         XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1")), 503, "no parameter sets yet")
         live(server)
         guard case .answer(let sdp, let id) = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("no answer") }
@@ -43,7 +44,7 @@ final class WebRTCServerTests: XCTestCase {
         XCTAssertTrue(sdp.contains("profile-level-id=42e01f"), sdp)
         XCTAssertFalse(id.isEmpty)
         XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1", stream: "boot-2")), 404)
-        server.ended(stream: "boot-1")
+        server.feed.end(stream: "boot-1")
         XCTAssertEqual(status(server.offer(offer(), client: "10.0.0.1")), 503)
     }
 
@@ -94,8 +95,8 @@ final class WebRTCServerTests: XCTestCase {
         let lines = Locked(0)
         let log = Log.silent { _, _, _ in lines.withLock { $0 += 1 } }
         let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: 8, perAddress: 1),
-                                      certificate: try DTLSCertificate.generate(), log: log)
-        defer { server.stop() }
+                                      certificate: try DTLSCertificate.generate(), feed: LiveFeed(log: log), log: log)
+        defer { server.stop(); server.feed.stop() }
         live(server)
         let before = lines.withLock { $0 }
         for n in 0..<2000 {

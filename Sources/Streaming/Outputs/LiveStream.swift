@@ -2,6 +2,7 @@ import Codecs
 import Files
 import HLS
 import Layout
+import Live
 import Logging
 import Media
 import MP4
@@ -25,9 +26,10 @@ final class LiveStream {
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
     /// `edge` gets the parts for the built-in server's low-latency playlist.
-    /// Each of `realTime` gets the top rung's pictures and the sound as they come.
+    /// `feed` gets the top rung's pictures and the sound as they come, for the outputs
+    /// that read it.
     init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
-         edge: LiveEdge? = nil, realTime: [RealTimeOutput] = [], observer: @escaping (StreamEvent) -> Void) throws {
+         edge: LiveEdge? = nil, feed: LiveFeed? = nil, observer: @escaping (StreamEvent) -> Void) throws {
         let encoder = origin.encoder
         let rate = Int64(profile.output.sampleRate)
         let ladder = encoder.videos.count > 1
@@ -65,7 +67,7 @@ final class LiveStream {
         // microphone that stopped delivering it would stop, and players with it. Sound a
         // whole segment late is made up with silence (the muxed segmenter writes its
         // pictures without it instead).
-        let sinks: [EncodedSink] = [packager] + realTime.map { RealTimeSink(output: $0, origin: origin, id: start.id) }
+        let sinks: [EncodedSink] = [packager] + (feed.map { [FeedSink(feed: $0, origin: origin, id: start.id)] } ?? [])
         stream = EncodedStream(origin: origin, sinks: sinks, marksDiscontinuities: true,
                                silenceAfterTicks: ladder ? profile.segmentTicks : nil)
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),

@@ -2,6 +2,7 @@ import HLS
 import Codecs
 import Devices
 import Files
+import Live
 import Logging
 import Media
 import Spool
@@ -125,14 +126,14 @@ final class EncodingOutput: StreamOutput {
 
     /// The live HLS stream, written into `streams/<id>/` and told to the publisher.
     static func live(_ profile: LiveProfile, prerollSeconds: Double, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom,
-                     edge: LiveEdge?, realTime: [RealTimeOutput] = [], observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
+                     edge: LiveEdge?, feed: LiveFeed? = nil, observer: @escaping @Sendable (StreamEvent) -> Void) -> EncodingOutput {
         EncodingOutput(
             name: "live", output: profile.output, rungs: profile.rungSettings, prerollSeconds: prerollSeconds, log: log,
             makeEncoder: { frame, dating, opened in
                 LiveStream.encoder(firstFrame: frame, dating: dating, profile: profile, videos: opened.videos, audio: opened.audio)
             },
             makeStream: { start, origin in
-                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, realTime: realTime,
+                try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, feed: feed,
                                observer: observer).stream
             })
     }

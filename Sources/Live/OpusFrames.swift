@@ -3,10 +3,9 @@ import Logging
 import Media
 import RTP
 
-/// The Opus encoder of WebRTC's sound and the samples not yet a whole 20 ms frame, on the
-/// live output's thread (inside a lock the UDP thread never takes). It exists only while
-/// someone watches: `stop` frees it.
-struct OpusState {
+/// The Opus encoder of the feed's sound and the samples not yet a whole 20 ms frame, on
+/// the Opus thread alone. It exists only while a reader wants Opus: `stop` frees it.
+struct OpusFrames {
     let bitrate: Int
     private var encoder: OpusEncoder?
     private var pending: [Int16] = []
@@ -27,11 +26,11 @@ struct OpusState {
     /// The whole 20 ms frames `chunk` completes, each with the 48 kHz timestamp of its
     /// first sample's capture time less the encoder's look-ahead (what the decoder plays
     /// at that timestamp was captured that much earlier).
-    mutating func encode(_ chunk: AudioChunk, log: Log) -> [OutgoingAudio] {
+    mutating func encode(_ chunk: AudioChunk, log: Log) -> [OpusPacket] {
         if encoder == nil || encoder?.sampleRate != chunk.sampleRate || encoder?.channels != chunk.channels {
             pending = []
             do { encoder = try OpusEncoder(sampleRate: chunk.sampleRate, channels: chunk.channels, bitrate: bitrate) } catch {
-                if !failed { log.emit(.webrtcNoSound, level: .warn, [("problem", "\(error)"), ("action", "WebRTC viewers get no sound")]) }
+                if !failed { log.emit(.opusFailed, level: .warn, [("problem", "\(error)"), ("action", "WebRTC viewers get no sound")]) }
                 failed = true
                 return []
             }
@@ -46,11 +45,11 @@ struct OpusState {
         pending += chunk.samples
         let frame = encoder.frameSamples * channels
         let lookahead = Int64(encoder.lookahead) * 1_000_000_000 / rate
-        var out: [OutgoingAudio] = []
+        var out: [OpusPacket] = []
         var offset = 0
         while pending.count - offset >= frame {
             if let packet = try? encoder.encode(pending[offset..<(offset + frame)]) {
-                out.append(OutgoingAudio(payload: packet, rtpTimestamp: RTPClock.timestamp(pendingStart - lookahead, rate: 48_000)))
+                out.append(OpusPacket(payload: packet, rtpTimestamp: RTPClock.timestamp(pendingStart - lookahead, rate: 48_000)))
             }
             offset += frame
             pendingStart += 20_000_000

@@ -1,6 +1,8 @@
-/// An encoded picture on its way to the real-time outputs (WebRTC, RTSP): the live
-/// stream's access unit as its encoder made it — no copy, no second encoder — with the
-/// capture time RTP's timestamps and abs-capture-time come from.
+import Media
+
+/// An encoded picture as the live output publishes it: the live stream's access unit as its
+/// encoder made it — no copy, no second encoder — with the capture time RTP's timestamps
+/// and abs-capture-time come from.
 public struct RealTimePicture: Sendable {
     /// Length-prefixed (4-byte) NAL units.
     public var accessUnit: [UInt8]
@@ -22,7 +24,7 @@ public struct RealTimePicture: Sendable {
     }
 }
 
-/// A live stream as a real-time output learns of it when it begins.
+/// A live stream as a reader learns of it when it begins.
 public struct RealTimeStream: Sendable, Equatable {
     public var id: String
     /// The live AAC's AudioSpecificConfig (ISO/IEC 14496-3 §1.6.2.1), rate and channels;
@@ -54,7 +56,7 @@ public struct RealTimeStream: Sendable, Equatable {
 }
 
 /// One AAC access unit of the live stream (raw, no ADTS header) and when its first
-/// sample was captured: the same sound HLS carries, for an output that sends AAC (RTSP).
+/// sample was captured: the same sound HLS carries.
 public struct RealTimeSound: Sendable {
     public var accessUnit: [UInt8]
     /// CLOCK_MONOTONIC ns.
@@ -66,24 +68,41 @@ public struct RealTimeSound: Sendable {
     }
 }
 
-/// What consumes the live stream as it is encoded, sample by sample, on the live output's
-/// thread: each call must return at once (hand the work to a thread of its own). The live
-/// stream feeds every output it is given the same access units (no second encoder).
-public protocol RealTimeOutput: AnyObject, Sendable {
-    /// A live stream began: what follows is `stream`'s.
-    func began(_ stream: RealTimeStream)
-    func picture(_ picture: RealTimePicture)
-    /// The live stream's AAC as encoded (RTSP).
-    func encodedSound(_ sound: RealTimeSound)
-    /// The microphone's sound as captured, for an output with an encoder of its own (Opus).
-    func sound(_ chunk: AudioChunk)
-    /// The stream ended (ENDLIST): nothing comes until the next `began`.
-    func ended(stream id: String)
+/// What a reader of the live feed takes, in the order it was published. The arrays are
+/// shared between readers (copy-on-write): no reader has a copy of the stream.
+public enum LiveItem: Sendable {
+    case picture(LivePicture)
+    case sound(LiveSound)
+    case opus(OpusPacket)
 }
 
-extension RealTimeOutput {
-    /// An output that sends no AAC ignores it.
-    public func encodedSound(_ sound: RealTimeSound) {}
-    /// An output without an encoder of its own ignores the captured sound.
-    public func sound(_ chunk: AudioChunk) {}
+/// A picture for every reader: the access unit, and — while a reader wants RTP — its
+/// RFC 6184 payloads, made once for all of them (the parameter sets before each IDR).
+public struct LivePicture: Sendable {
+    public var picture: RealTimePicture
+    /// At most `LiveFeed.maximumPayload` bytes each; empty while no reader wants RTP.
+    public var payloads: [[UInt8]]
+    /// The 90 kHz RTP timestamp of the capture time (RFC 6184 §5.1).
+    public var rtpTimestamp: UInt32
+    public var isSync: Bool { picture.isSync }
+    public var captureTime: Int64 { picture.captureTime }
+}
+
+/// An AAC frame for every reader, with its RFC 3640 payloads while a reader wants RTP.
+public struct LiveSound: Sendable {
+    public var sound: RealTimeSound
+    public var payloads: [[UInt8]]
+    /// On the sound's own clock (its sample rate, RFC 3640 §3.2.1).
+    public var rtpTimestamp: UInt32
+}
+
+/// A 20 ms Opus packet (RFC 7587 §4.2: one frame per packet) with its 48 kHz timestamp.
+public struct OpusPacket: Sendable, Equatable {
+    public var payload: [UInt8]
+    public var rtpTimestamp: UInt32
+
+    public init(payload: [UInt8], rtpTimestamp: UInt32) {
+        self.payload = payload
+        self.rtpTimestamp = rtpTimestamp
+    }
 }

@@ -1,14 +1,15 @@
 import HLS
+import Live
 import Media
 import System
 
-/// The live stream's samples to a real-time output (WebRTC, RTSP): the top rung encoded
-/// now, each picture with its capture time and the parameter sets a viewer who joins at
-/// its IDR needs, the AAC as encoded, and the microphone's sound as captured. Samples
-/// more than a second old (the pre-roll, held since before the press) are not real time
-/// and are left out.
-final class RealTimeSink: EncodedSink {
-    private let output: RealTimeOutput
+/// The live stream's samples published into the live feed, which the real-time outputs
+/// (WebRTC, RTSP) and destinations read: the top rung encoded now, each picture with its
+/// capture time and the parameter sets a viewer who joins at its IDR needs, the AAC as
+/// encoded, and the microphone's sound as captured. Samples more than a second old (the
+/// pre-roll, held since before the press) are not real time and are left out.
+final class FeedSink: EncodedSink {
+    private let feed: LiveFeed
     private let origin: StreamOrigin
     private var topRung: Int
     private let id: String
@@ -16,8 +17,8 @@ final class RealTimeSink: EncodedSink {
     /// Older than this, a picture has no place in a real-time view.
     static let staleNanoseconds: Int64 = 1_000_000_000
 
-    init(output: RealTimeOutput, origin: StreamOrigin, id: String) {
-        self.output = output
+    init(feed: LiveFeed, origin: StreamOrigin, id: String) {
+        self.feed = feed
         self.origin = origin
         self.id = id
         topRung = origin.encoder.topRung
@@ -25,7 +26,7 @@ final class RealTimeSink: EncodedSink {
             RealTimeStream.Audio(config: $0.audioSpecificConfig, sampleRate: $0.settings.sampleRate, channels: $0.settings.channels)
         }
         let requests = origin.encoder.pictureRequests
-        output.began(RealTimeStream(id: id, audio: audio, askForPicture: { requests.ask() }))
+        feed.begin(RealTimeStream(id: id, audio: audio, askForPicture: { requests.ask() }))
     }
 
     func append(video sample: EncodedSample) throws {
@@ -33,7 +34,7 @@ final class RealTimeSink: EncodedSink {
         let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Timescale.video)
         guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
         let encoder = origin.encoder.videos[topRung]
-        output.picture(RealTimePicture(accessUnit: sample.data, captureTime: captured, isSync: sample.isSync,
+        feed.publish(RealTimePicture(accessUnit: sample.data, captureTime: captured, isSync: sample.isSync,
                                        sps: encoder.sps, pps: encoder.pps))
     }
 
@@ -41,12 +42,12 @@ final class RealTimeSink: EncodedSink {
         guard let rate = origin.encoder.audio?.settings.sampleRate else { return }
         let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Int64(rate))
         guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
-        output.encodedSound(RealTimeSound(accessUnit: sample.data, captureTime: captured))
+        feed.publish(RealTimeSound(accessUnit: sample.data, captureTime: captured))
     }
 
-    func captured(_ chunk: AudioChunk) { output.sound(chunk) }
+    func captured(_ chunk: AudioChunk) { feed.publish(captured: chunk) }
 
     func discontinuity(_ change: StreamChange) throws { topRung = change.topRung }
 
-    func finish(_ totals: StreamTotals) throws { output.ended(stream: id) }
+    func finish(_ totals: StreamTotals) throws { feed.end(stream: id) }
 }

@@ -1,0 +1,162 @@
+import Logging
+import Media
+import RTP
+import Threading
+
+/// The live stream, published once by the live output and read by every output that joins
+/// it at run time (WebRTC's viewers, RTSP's clients, a destination): the top rung's
+/// pictures, the AAC, and the microphone's sound for readers that encode it themselves.
+/// What it is now (the stream, its parameter sets, the microphone's format) can be asked
+/// at any time; what it publishes goes to each reader's own ring (`LiveReader`). Nothing is
+/// made for nobody: RTP payloads only while a reader wants them, Opus only while a reader
+/// wants it, on a thread of its own (`OpusWorker`). Publishing returns at once, whatever
+/// the readers do.
+public final class LiveFeed: Sendable {
+    /// What the feed is now.
+    public struct Now: Sendable {
+        /// The stream being published; nil between streams.
+        public var stream: RealTimeStream?
+        /// The parameter sets of its last IDR (empty before its first).
+        public var sps: [UInt8] = []
+        public var pps: [UInt8] = []
+        /// The microphone's sound as it last came (rate and channels), whether or not it
+        /// is encoded as Opus.
+        public var microphone: (rate: Int, channels: Int)?
+    }
+
+    /// Payloads of at most this many bytes, for every RTP reader: within any path's MTU
+    /// with IP, UDP, RTP, SRTP and an RTP extension (RFC 8834 §4.5 for WebRTC; RTSP's UDP
+    /// and interleaved TCP take them as well).
+    public static let maximumPayload = 1200
+
+    private let state = Locked(State())
+    private let packetizer = H264Packetizer(maximumPayload: LiveFeed.maximumPayload)
+    private let aac = AACPacketizer(maximumPayload: LiveFeed.maximumPayload)
+    private let opus: OpusWorker
+
+    struct State: Sendable {
+        var now = Now()
+        var readers: [LiveReader] = []
+        /// Every reader's wants: what to make at all.
+        var wanted: LiveReader.Wants = []
+    }
+
+    /// `audioBitrate`: Opus's (the live AAC's `audio.bitrate`).
+    public init(audioBitrate: Int = 64_000, log: Log) {
+        opus = OpusWorker(bitrate: audioBitrate, log: log)
+        opus.deliver { [weak self] packets in self?.distribute(opus: packets) }
+    }
+
+    public func stop() { opus.stop() }
+
+    deinit { opus.stop() }
+
+    public var now: Now { state.withLock { $0.now } }
+
+    /// Asks the live encoder for an IDR soon (a reader joined, or one of its viewers lost
+    /// a picture); nothing between streams.
+    public func askForPicture() { state.withLock { $0.now.stream?.askForPicture }?() }
+
+    // MARK: Readers (any thread)
+
+    /// A reader from the next item published on: `capacity` items are held for it, and
+    /// `wake` is called (on the publishing thread, which it must not hold) when some are.
+    public func join(_ name: String, wants: LiveReader.Wants, capacity: Int, wake: @escaping @Sendable () -> Void) -> LiveReader {
+        let reader = LiveReader(name: name, wants: wants, capacity: capacity, wake: wake)
+        state.withLock { state in
+            state.readers.append(reader)
+            state.wanted = Self.union(state.readers)
+        }
+        opus.set(wanted: wants.contains(.opus) || wanted.contains(.opus))
+        return reader
+    }
+
+    /// The reader takes nothing more.
+    public func leave(_ reader: LiveReader) {
+        let opusWanted = state.withLock { state in
+            state.readers.removeAll { $0 === reader }
+            state.wanted = Self.union(state.readers)
+            return state.wanted.contains(.opus)
+        }
+        opus.set(wanted: opusWanted)
+    }
+
+    /// What `reader` takes from now on.
+    public func update(_ reader: LiveReader, wants: LiveReader.Wants) {
+        reader.set(wants: wants)
+        let opusWanted = state.withLock { state in
+            state.wanted = Self.union(state.readers)
+            return state.wanted.contains(.opus)
+        }
+        opus.set(wanted: opusWanted)
+    }
+
+    /// The readers joined now, and what each lost to overflow.
+    public var readers: [(name: String, discarded: Int)] { state.withLock { $0.readers }.map { ($0.name, $0.discarded) } }
+
+    private var wanted: LiveReader.Wants { state.withLock { $0.wanted } }
+
+    var opusStarted: Bool { opus.started }
+    var opusQueued: Int { opus.queued }
+
+    private static func union(_ readers: [LiveReader]) -> LiveReader.Wants {
+        readers.reduce(into: []) { $0.formUnion($1.wants) }
+    }
+
+    // MARK: Publishing (the live output's thread)
+
+    /// A stream began: what follows is `stream`'s.
+    public func begin(_ stream: RealTimeStream) {
+        state.withLock { $0.now = Now(stream: stream, microphone: $0.now.microphone) }
+    }
+
+    /// The stream ended (ENDLIST): nothing comes until the next `begin`.
+    public func end(stream id: String) {
+        state.withLock { if $0.now.stream?.id == id { $0.now.stream = nil } }
+    }
+
+    public func publish(_ picture: RealTimePicture) {
+        let wanted = state.withLock { state -> LiveReader.Wants in
+            if picture.isSync, state.now.stream != nil, !picture.sps.isEmpty, !picture.pps.isEmpty {
+                state.now.sps = picture.sps
+                state.now.pps = picture.pps
+            }
+            return state.wanted
+        }
+        guard wanted.contains(.pictures) else { return }
+        var payloads: [[UInt8]] = []
+        if wanted.contains(.rtp) {
+            guard let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
+            payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
+        }
+        distribute(.picture(LivePicture(picture: picture, payloads: payloads, rtpTimestamp: RTPClock.video(picture.captureTime))),
+                   kind: .pictures)
+    }
+
+    /// The live stream's AAC as encoded.
+    public func publish(_ sound: RealTimeSound) {
+        let (wanted, rate) = state.withLock { ($0.wanted, $0.now.stream?.audio?.sampleRate) }
+        guard wanted.contains(.aac), let rate else { return }
+        let payloads = wanted.contains(.rtp) ? aac.payloads(sound.accessUnit) : []
+        distribute(.sound(LiveSound(sound: sound, payloads: payloads, rtpTimestamp: RTPClock.timestamp(sound.captureTime, rate: Int64(rate)))),
+                   kind: .aac)
+    }
+
+    /// The microphone's sound as captured: handed to the Opus thread while a reader wants
+    /// Opus (the call returns at once).
+    public func publish(captured chunk: AudioChunk) {
+        let wanted = state.withLock { state -> Bool in
+            state.now.microphone = (chunk.sampleRate, chunk.channels)
+            return state.wanted.contains(.opus)
+        }
+        if wanted { opus.encode(chunk) }
+    }
+
+    private func distribute(opus packets: [OpusPacket]) {
+        for packet in packets { distribute(.opus(packet), kind: .opus) }
+    }
+
+    private func distribute(_ item: LiveItem, kind: LiveReader.Wants) {
+        for reader in state.withLock({ $0.readers }) where reader.offer(item, kind: kind) { reader.wake() }
+    }
+}
