@@ -96,14 +96,14 @@ let package = Package(
         // live and recording stream encoders, pre-roll, encoder choice and cost.
         .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
                                                   "Spool", "Recording", "Layout", "Live"]),
-        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access"]),
+        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access", "Media"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
         .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
         .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -111,11 +111,11 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout"]),
+        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout", "Spool"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout", "Spool"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "SystemTests", dependencies: ["System"]),
@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Access", "Media", "Logging", "System", "Threading"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Live", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
         .testTarget(name: "LiveTests", dependencies: ["Live", "Media", "Logging", "RTP", "Threading", "Codecs"]),
-        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Live", "STUN", "RTP", "Media", "System", "Logging", "Codecs", "Threading"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Live", "STUN", "RTP", "Media", "System", "Logging", "Threading", "SDP"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
@@ -134,18 +134,16 @@ let package = Package(
         .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["System", "Logging", "Devices", "Media", "Threading", "TestSupport"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout", "Spool"]),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "Media", "MP4", "Layout", "TestSupport"]),
-        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout", "Spool", "MP4"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "Media", "MP4", "TestSupport"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout", "Publishing"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
                                                    "Devices", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
-        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices",
-                                                      "Publishing", "Recording", "Layout", "Spool", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Layout", "Spool"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "Server", "System"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC",
-                                                             "STUN", "System"],
+        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing"],
                     // The real clients the tests run (Python), not Swift.
                     exclude: ["Clients"])
     ]
