@@ -15,8 +15,10 @@ final class Snapshots: Sendable {
     private let encoding = Locked(Encoding())
     private let log: Log
 
-    /// Only the thread holding `encoding`'s lock touches the encoder.
-    private struct Encoding {
+    /// Only the thread holding `encoding`'s lock touches the encoder; it has no thread of
+    /// its own (a libavcodec context may move between threads, one at a time), so the
+    /// state may be sent with the lock although the encoder is not Sendable.
+    private struct Encoding: @unchecked Sendable {
         var encoder: JPEGEncoder?
         /// The capture time of the frame the JPEG was made from.
         var madeFrom: Int64?

@@ -63,8 +63,9 @@ public final class Publisher: Sendable {
     /// Orders playlist confirmations with their journal writes (`finish`).
     let journaling = Lock()
     private let workers = Locked<[WorkerThread]>([])
-    /// Without worker threads, `runReady()` uploads through this, on its caller's thread.
-    private let inlineTransport: Locked<Transport?>
+    /// Without worker threads, `runReady()` uploads through a transport this makes, on its
+    /// caller's thread (a transport belongs to one thread: none is kept between calls).
+    private let inlineTransport: (@Sendable () -> Transport)?
 
     /// Uploads tried, failed and bytes confirmed so far.
     public var counters: Counters { state.withLock { $0.counts } }
@@ -80,7 +81,7 @@ public final class Publisher: Sendable {
         layout = StreamLayout(root: root)
         self.clock = clock
         self.jitter = jitter
-        inlineTransport = Locked(threads ? nil : makeTransport())
+        inlineTransport = threads ? nil : makeTransport
         self.destination = destination
         self.folder = folder.isEmpty || folder.hasSuffix("/") ? folder : folder + "/"
         self.lastSeen = lastSeen
@@ -150,15 +151,13 @@ public final class Publisher: Sendable {
     /// caller's thread, including what finishing one makes due; returns how many.
     @discardableResult
     public func runReady() -> Int {
-        inlineTransport.withLock { transport in
-            guard let transport else { return 0 }
-            var done = 0
-            while let work = state.withLock({ takeReady(&$0, now: nowMilliseconds) }) {
-                perform(work, with: transport)
-                done += 1
-            }
-            return done
+        guard let transport = inlineTransport?() else { return 0 }
+        var done = 0
+        while let work = state.withLock({ takeReady(&$0, now: nowMilliseconds) }) {
+            perform(work, with: transport)
+            done += 1
         }
+        return done
     }
 
     private func perform(_ work: Work, with transport: Transport) {

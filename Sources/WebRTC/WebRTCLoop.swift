@@ -64,7 +64,7 @@ extension WebRTCServer {
     private func take(into viewers: Viewers, now: Int64) {
         let (arriving, ending) = shared.withLock { shared -> ([Peer], [String]) in
             defer { shared.ending = [] }
-            return (shared.arriving, shared.ending)
+            return (shared.arriving.map(\.peer), shared.ending)
         }
         // Ended first, all before one table is published: a table made between two of them
         // would list the second again, and one made after the new ones are added would

@@ -79,7 +79,7 @@ public final class WebRTCServer: Sendable {
 
     /// What the web server's thread and the UDP thread hand each other.
     struct Shared {
-        var arriving: [Peer] = []
+        var arriving: [Arrival] = []
         var ending: [String] = []
         /// How long after its capture each of the last pictures reached the sender (ns):
         /// the encoder's share of the glass-to-glass time.
@@ -87,6 +87,14 @@ public final class WebRTCServer: Sendable {
         /// Sessions by id with the client that opened them (for the limits), as the UDP
         /// thread last saw them.
         var sessions: [String: SessionStatus] = [:]
+    }
+
+    /// A new session on its way from the web server's thread to the UDP thread, which owns
+    /// it from then on; until then the web server's thread reads only its constants (id,
+    /// address group, creation time), which no thread changes.
+    struct Arrival: @unchecked Sendable {
+        let peer: Peer
+        var id: String { peer.id }
     }
 
     /// About a second of pictures and sound (30 + 50); a sender further behind drops them
@@ -187,7 +195,7 @@ public final class WebRTCServer: Sendable {
                 shared.arriving.removeAll { $0.id == displaced }
                 shared.ending.append(displaced)
             }
-            shared.arriving.append(peer)
+            shared.arriving.append(Arrival(peer: peer))
             return admission
         }
         if let refusal = refusal(taken, client: client) { return refusal }
@@ -204,7 +212,7 @@ public final class WebRTCServer: Sendable {
     /// published and the sessions it has not taken yet.
     private func admit(_ group: [UInt8], _ shared: Shared) -> Places.Admission {
         let holders = shared.sessions.values.map { Places.Holder(id: $0.resource, group: $0.group, checked: $0.media != nil, since: $0.since) }
-            + shared.arriving.map { Places.Holder(id: $0.id, group: $0.group, checked: false, since: $0.created) }
+            + shared.arriving.map { Places.Holder(id: $0.id, group: $0.peer.group, checked: false, since: $0.peer.created) }
         return Places.admit(holders, group: group, maximum: settings.maxViewers, perAddress: settings.perAddress)
     }
 

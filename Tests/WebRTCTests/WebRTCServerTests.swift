@@ -150,7 +150,7 @@ final class WebRTCServerTests: XCTestCase {
         // /api/status lists a name for the session, never its resource: the resource is what
         // ends it, and only the offerer knows it.
         // A session is in `arriving` until the table that lists it is published: one or the other.
-        let names = server.shared.withLock { $0.arriving.map(\.name) + $0.sessions.values.map(\.id) }
+        let names = server.shared.withLock { $0.arriving.map(\.peer.name) + $0.sessions.values.map(\.id) }
         XCTAssertEqual(names.count, 3)
         for name in names {
             XCTAssertFalse(location.contains(name))
