@@ -51,16 +51,19 @@ let package = Package(
         // The file system through POSIX: atomic writes, reading, listing, removing.
         .target(name: "Files", dependencies: ["System", "Layout"]),
         // Typed events (declared beside the code that emits them) and the one log they go to.
-        .target(name: "Logging", dependencies: ["System", "Media", "Threading"]),
+        .target(name: "Logging", dependencies: ["System", "Threading", "Basics"]),
 
+        // What every module may need and none owns: JSON, Base64, UTC dates, text, SHA-256
+        // (libcrypto's, the one onair has), library versions.
+        .target(name: "Basics", dependencies: ["COpenSSL"]),
         // Pure media code: no I/O.
         .target(name: "Media"),
         .target(name: "MP4", dependencies: ["Media"]),
-        .target(name: "HLS", dependencies: ["Media", "MP4", "Threading", "Layout"]),
+        .target(name: "HLS", dependencies: ["Media", "MP4", "Threading", "Layout", "Basics"]),
 
         // Hardware and libraries.
-        .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg", "COpus"]),
-        .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM"]),
+        .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg", "COpus", "Basics"]),
+        .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM", "Basics"]),
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
@@ -70,40 +73,38 @@ let package = Package(
         .target(name: "Live", dependencies: ["Media", "RTP", "Codecs", "Logging", "Threading"]),
         // RTSP 1.0 (RFC 2326) for NVRs and hubs: requests read from a connection, responses,
         // transports, and the server (one thread for every client).
-        .target(name: "RTSP", dependencies: ["Media", "RTP", "Live", "System", "Threading", "Logging", "Layout", "Access"]),
+        .target(name: "RTSP", dependencies: ["Media", "RTP", "Live", "System", "Threading", "Logging", "Layout", "Access", "Basics"]),
         // ONVIF Profile S for NVRs and hubs: the SOAP reader (no DTD), the Device and Media
         // services, WS-Security's UsernameToken, WS-Discovery.
-        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access", "Files"]),
+        .target(name: "ONVIF", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL", "Access", "Files", "Basics"]),
         // Who may watch: viewers' stored digests and NVRs' device accounts, HTTP/RTSP
         // Digest (RFC 7616) with stateless nonces, failed logins limited per address.
-        .target(name: "Access", dependencies: ["Media", "System", "Threading", "Logging", "COpenSSL"]),
+        .target(name: "Access", dependencies: ["System", "Threading", "Logging", "COpenSSL", "Basics"]),
         // Session descriptions (RFC 8866): WebRTC's offers and answers, RTSP's DESCRIBE.
-        .target(name: "SDP", dependencies: ["Media"]),
+        .target(name: "SDP", dependencies: ["Basics"]),
         // STUN (RFC 8489) for ICE-lite: messages, MESSAGE-INTEGRITY, FINGERPRINT,
         // XOR-MAPPED-ADDRESS. No I/O.
         .target(name: "STUN", dependencies: ["COpenSSL", "Media"]),
         // WebRTC: ICE-lite sessions, DTLS-SRTP, the WHEP answer and the datagram demux.
-        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "Live", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Media",
-                                               "Codecs"]),
+        .target(name: "WebRTC", dependencies: ["STUN", "SDP", "RTP", "Live", "COpenSSL", "CSRTP", "Files", "System", "Threading", "Logging", "Codecs", "Basics"]),
         // onair's one HTTP client, over libcurl: uploads, fetch, validation, the probe.
-        .target(name: "HTTP", dependencies: ["Media", "CCurl"]),
+        .target(name: "HTTP", dependencies: ["CCurl", "Basics"]),
         // The stream on disk: the live HLS writer, recovery after a cut, the storage keeper.
         // Written by Streaming; read by Publishing, Server, Export and Fetch through Layout.
         .target(name: "Spool", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Layout"]),
-        .target(name: "Publishing", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Layout", "Spool", "HTTP"]),
-        .target(name: "Recording", dependencies: ["System", "Media", "MP4", "Files", "Threading", "Logging", "Layout"]),
+        .target(name: "Publishing", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "Layout", "Spool", "HTTP", "Basics"]),
+        .target(name: "Recording", dependencies: ["System", "MP4", "Files", "Threading", "Logging", "Layout", "Basics"]),
         // The engine between capture and files: the media queue, one worker per output, the
         // live and recording stream encoders, pre-roll, encoder choice and cost.
-        .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices",
-                                                  "Spool", "Recording", "Layout", "Live"]),
-        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access", "Media"]),
+        .target(name: "Streaming", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Logging", "Codecs", "Devices", "Spool", "Recording", "Layout", "Live", "Basics"]),
+        .target(name: "Server", dependencies: ["System", "HLS", "Files", "Threading", "Logging", "CMicroHTTPD", "Layout", "Access", "Basics"]),
         // Stored streams out as one progressive MP4 (GET /api/export).
-        .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout"]),
+        .target(name: "Export", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Layout", "Basics"]),
         // Any fMP4 HLS stream in, an offline copy out (`onair fetch`).
-        .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP"]),
+        .target(name: "Fetch", dependencies: ["System", "Media", "MP4", "HLS", "Files", "Threading", "Export", "Layout", "HTTP", "Basics"]),
 
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -111,39 +112,40 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Media", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
+        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media", "MP4", "HLS", "Publishing", "Threading", "Logging", "Layout", "Spool"]),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "SystemTests", dependencies: ["System"]),
-        .testTarget(name: "RTPTests", dependencies: ["RTP", "Media", "TestSupport"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
-        .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "Media", "System"]),
-        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Access", "Media", "Logging", "System", "Threading"]),
-        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Live", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport"]),
+        .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "System", "Basics"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Access", "Media", "Logging", "System", "Threading", "Basics"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Live", "Access", "Media", "RTP", "System", "Logging", "Threading", "TestSupport", "Basics"]),
         .testTarget(name: "LiveTests", dependencies: ["Live", "Media", "Logging", "RTP", "Threading", "Codecs"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Live", "STUN", "RTP", "Media", "System", "Logging", "Threading", "SDP"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
-        .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "MP4", "Media", "Threading", "TestSupport", "Layout", "Basics"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs", "Media", "Devices", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["System", "Logging", "Devices", "Media", "Threading", "TestSupport"]),
-        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "Media", "TestSupport", "Layout", "Spool", "MP4"]),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "Media", "MP4", "TestSupport"]),
-        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout", "Publishing"]),
+        .testTarget(name: "PublishingTests", dependencies: ["Logging", "Publishing", "Files", "HLS", "TestSupport", "Layout", "Spool", "MP4"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "Logging", "Files", "HLS", "MP4", "TestSupport"]),
+        .testTarget(name: "RecordingTests", dependencies: ["Logging", "Recording", "Files", "MP4", "HLS", "Media", "TestSupport", "Layout", "Publishing", "Basics"]),
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
                                                    "Devices", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
-        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "Server", "System"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "Server", "System", "Basics"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing"],
+        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
                     // The real clients the tests run (Python), not Swift.
                     exclude: ["Clients"])
     ]

@@ -1,5 +1,5 @@
+import Basics
 import Logging
-import Media
 import System
 
 /// The one door every way of watching passes (the web server, RTSP, ONVIF): the access

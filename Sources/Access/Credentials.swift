@@ -1,3 +1,4 @@
+import Basics
 import COpenSSL
 
 /// Who may watch (`[access]` in onair.conf): viewers, kept as salted digests, and device
@@ -113,19 +114,17 @@ public struct AccessList: Sendable, Equatable {
         hash(Array("\(name):\(realm):\(password)".utf8), algorithm)
     }
 
-    /// libcrypto's MD5 or SHA-256 of `bytes`.
+    /// libcrypto's MD5 (RFC 2617's clients) or SHA-256 (Basics' one) of `bytes`.
     public static func hash(_ bytes: [UInt8], _ algorithm: DigestAlgorithm) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 64)
+        guard algorithm == .md5 else { return SHA256.digest(bytes) }
+        var out = [UInt8](repeating: 0, count: 16)
         var length: UInt32 = 0
-        _ = bytes.withUnsafeBytes { raw in
-            EVP_Digest(raw.baseAddress, raw.count, &out, &length, algorithm == .md5 ? EVP_md5() : EVP_sha256(), nil)
-        }
+        _ = bytes.withUnsafeBytes { raw in EVP_Digest(raw.baseAddress, raw.count, &out, &length, EVP_md5(), nil) }
         return Array(out.prefix(Int(length)))
     }
 
     public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        Hex.lower(bytes)
     }
 
     public static func unhex(_ text: String) -> [UInt8]? {

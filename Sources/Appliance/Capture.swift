@@ -1,7 +1,7 @@
+import Basics
 import Codecs
 import Devices
 import Logging
-import Media
 
 /// Where pictures come from in a run: the V4L2 camera or the synthetic one.
 protocol VideoSource: AnyObject {

@@ -1,5 +1,5 @@
+import Basics
 import Logging
-import Media
 import Threading
 
 /// `time.servers`: the NTP servers the image's systemd-timesyncd asks (`onair time-config`

@@ -1,4 +1,5 @@
 import Access
+import Basics
 import Codecs
 import Devices
 import Logging

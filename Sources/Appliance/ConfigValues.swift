@@ -1,4 +1,3 @@
-import Media
 import Server
 import Spool
 

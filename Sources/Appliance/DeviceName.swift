@@ -1,5 +1,5 @@
+import Basics
 import Files
-import Media
 import System
 
 /// `device.name`: what a board is called where many publish to one destination. It names

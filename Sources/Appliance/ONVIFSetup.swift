@@ -1,8 +1,8 @@
 import Access
+import Basics
 import Files
 import Layout
 import Logging
-import Media
 import ONVIF
 import Server
 import System

@@ -7,7 +7,6 @@ import HLS
 import Layout
 import Live
 import Logging
-import Media
 import Publishing
 import Recording
 import Server

@@ -1,7 +1,7 @@
+import Basics
 import Export
 import Layout
 import Logging
-import Media
 import Publishing
 import Server
 import WebRTC

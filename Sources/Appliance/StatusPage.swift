@@ -1,3 +1,4 @@
+import Basics
 import Devices
 import Threading
 

@@ -1,7 +1,7 @@
+import Basics
 import Devices
 import Files
 import Logging
-import Media
 import Threading
 
 /// `thermal.*`: lower the frame rate instead of overheating.

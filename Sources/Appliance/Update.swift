@@ -1,6 +1,6 @@
+import Basics
 import Files
 import HTTP
-import Media
 import System
 
 /// What `onair update` was asked: a bundle's file or URL, and whether to reboot into it.

@@ -1,5 +1,5 @@
+import Basics
 import Files
-import Media
 import System
 import Threading
 

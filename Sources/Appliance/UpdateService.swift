@@ -1,6 +1,6 @@
+import Basics
 import Files
 import Logging
-import Media
 import Server
 import System
 import Threading

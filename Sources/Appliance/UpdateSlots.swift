@@ -1,7 +1,7 @@
+import Basics
 import Files
 import HTTP
 import Logging
-import Media
 import System
 import Threading
 

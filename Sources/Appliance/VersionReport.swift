@@ -1,7 +1,7 @@
+import Basics
 import Codecs
 import Devices
 import Files
-import Media
 import HTTP
 import Publishing
 import Server

@@ -1,5 +1,5 @@
+import Basics
 import CFFmpeg
-import Media
 
 /// What the linked libavcodec can do, asked by name. A static FFmpeg is configured with only
 /// onair's codecs (toolchain/deps.sh), so a configure line that dropped one would lose a

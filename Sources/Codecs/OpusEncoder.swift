@@ -1,5 +1,5 @@
+import Basics
 import COpus
-import Media
 
 /// Opus (RFC 6716) through libopus, for WebRTC's sound: browsers have no AAC there. 20 ms
 /// frames (RFC 7587 §4.2: what WebRTC endpoints expect), in-band FEC so a lost packet is

@@ -1,3 +1,4 @@
+import Basics
 import CALSA
 import Media
 import System

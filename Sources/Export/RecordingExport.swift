@@ -1,6 +1,5 @@
 import Files
 import Layout
-import Media
 import MP4
 import System
 

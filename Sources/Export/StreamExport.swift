@@ -1,3 +1,4 @@
+import Basics
 import Files
 import HLS
 import Layout

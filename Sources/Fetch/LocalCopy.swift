@@ -1,8 +1,8 @@
+import Basics
 import Export
 import Files
 import HLS
 import Layout
-import Media
 import MP4
 import System
 

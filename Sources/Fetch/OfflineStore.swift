@@ -1,5 +1,5 @@
+import Basics
 import Files
-import Media
 import Threading
 
 /// The offline copies under a data directory's `offline/`: each with a `<name>.json`

@@ -2,7 +2,6 @@ import Appliance
 import Foundation
 import HLS
 import Layout
-import Media
 import MP4
 import Server
 import TestSupport

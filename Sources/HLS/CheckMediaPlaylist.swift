@@ -1,4 +1,4 @@
-import Media
+import Basics
 import MP4
 
 /// What a checked media playlist and its files turned out to be.

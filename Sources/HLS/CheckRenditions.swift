@@ -1,4 +1,3 @@
-import Media
 
 /// What `checkAudioRenditions` found of one EXT-X-MEDIA audio rendition.
 struct AudioRenditionSummary {

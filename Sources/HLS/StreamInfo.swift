@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// One stream as a list of streams shows it (`GET /api/streams`, and `streams.json` at a
 /// destination's root): read from its playlist, which is the record of truth.

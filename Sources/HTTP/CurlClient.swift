@@ -1,5 +1,5 @@
+import Basics
 import CCurl
-import Media
 
 /// onair's one HTTP client: a libcurl easy handle, kept between requests for its
 /// connection (keep-alive), used by one thread at a time. Publishing puts segments and

@@ -1,4 +1,4 @@
-import Media
+import Basics
 import System
 import Threading
 

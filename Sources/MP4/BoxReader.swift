@@ -1,4 +1,3 @@
-import Media
 
 /// Big-endian reads over a byte array, throwing instead of trapping on short input.
 public struct ByteReader {

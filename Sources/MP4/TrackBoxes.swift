@@ -1,4 +1,3 @@
-import Media
 
 /// Where a movie's boxes are read from: an init segment's bytes (`BytesBoxSource`), or a
 /// recording read a box at a time from its descriptor (Export's `FileBoxSource`). A source

@@ -1,5 +1,4 @@
 import Logging
-import Media
 import System
 import Threading
 

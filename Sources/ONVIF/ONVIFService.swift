@@ -1,7 +1,7 @@
 import Access
+import Basics
 import COpenSSL
 import Logging
-import Media
 import System
 import Threading
 

@@ -1,3 +1,4 @@
+import Basics
 import Media
 
 /// The operations the two services answer (ONVIF Device Management and Media WSDLs,

@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// SOAP 1.2 as ONVIF uses it (ONVIF Core §5.1, §5.11): a request's envelope read into its
 /// operation (the body's first element) and its WS-Security header; answers and faults

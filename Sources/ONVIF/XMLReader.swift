@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// The XML that SOAP and WS-Discovery bring (XML 1.0 with namespaces), read into a tree —
 /// and nothing more of XML than that: no DTD is processed (a `<!DOCTYPE` is refused, so

@@ -1,5 +1,5 @@
+import Basics
 import HTTP
-import Media
 
 /// HTTP PUT (and S3 PutObject) through onair's one client (`CurlClient`): one per worker
 /// thread, so its connection is kept alive between uploads. S3 requests are signed by

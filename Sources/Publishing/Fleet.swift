@@ -1,5 +1,5 @@
+import Basics
 import Layout
-import Media
 
 /// `devices.json` at the destination's root: the boards publishing there, each with when
 /// it was last seen, whether it is live, and where its list of streams and its page are.

@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 extension Publisher {
     /// What /api/status shows of publishing.

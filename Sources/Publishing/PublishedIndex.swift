@@ -1,7 +1,7 @@
+import Basics
 import Files
 import HLS
 import Layout
-import Media
 import System
 
 /// Every stream a board has published to one destination folder, as the destination shows

@@ -2,7 +2,6 @@ import Files
 import HLS
 import Layout
 import Logging
-import Media
 import Spool
 
 /// The board's own files at the destination beside its streams: its streams.json, kept

@@ -1,3 +1,4 @@
+import Basics
 import Media
 
 /// What DESCRIBE answers (RFC 2326 §10.2, an SDP per RFC 8866): the live stream's H.264

@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// RTSP 1.0 (RFC 2326) as a server reads it from a TCP connection: requests (a request
 /// line, headers, an optional body of Content-Length bytes) and, between them, the

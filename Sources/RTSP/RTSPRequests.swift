@@ -1,4 +1,5 @@
 import Access
+import Basics
 import Layout
 import Live
 import Media

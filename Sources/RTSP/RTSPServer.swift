@@ -1,7 +1,6 @@
 import Access
 import Live
 import Logging
-import Media
 import RTP
 import System
 import Threading

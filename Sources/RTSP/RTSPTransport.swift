@@ -1,3 +1,4 @@
+import Basics
 /// A SETUP's Transport header (RFC 2326 §12.39) as onair serves it: RTP over UDP unicast
 /// to the client's pair of ports, or interleaved in the RTSP connection on a pair of
 /// channels. The client may list several; the first onair can serve is taken.

@@ -1,7 +1,7 @@
+import Basics
 import Files
 import Layout
 import Logging
-import Media
 import System
 
 /// The `recordings/` directory: finished recordings (`<id>.mp4` with a `<id>.json` beside

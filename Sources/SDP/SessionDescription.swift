@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// A session description (RFC 8866) as WebRTC and RTSP use it: the session's lines and
 /// one section per `m=` line, attributes kept in order. Parsing is bounded (size, lines,

@@ -1,3 +1,4 @@
+import Basics
 /// A single HTTP byte range (RFC 9110 §14.1.2). A header that is not exactly one
 /// `first-pos "-" [last-pos]` or `"-" suffix-length` of digits is ignored (the whole file,
 /// as §14.2 allows for an invalid or several ranges); digits too long for 64 bits are still

@@ -1,6 +1,6 @@
+import Basics
 import CMicroHTTPD
 import Files
-import Media
 import System
 import Threading
 

@@ -1,7 +1,7 @@
+import Basics
 import Files
 import HLS
 import Layout
-import Media
 import System
 
 /// The stream files and finished recordings, straight from the data directory: only what

@@ -1,10 +1,10 @@
 import Access
+import Basics
 import CMicroHTTPD
 import Files
 import HLS
 import Layout
 import Logging
-import Media
 import System
 import Threading
 

@@ -1,7 +1,6 @@
 import Files
 import HLS
 import Layout
-import Media
 import System
 
 /// What one rendition of a stream is: its folder, what it carries, and its codec facts.

@@ -1,7 +1,6 @@
 import Files
 import HLS
 import Layout
-import Media
 import System
 
 /// The codec facts the multivariant playlist and the init segment are made from, for a

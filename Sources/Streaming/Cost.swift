@@ -1,8 +1,8 @@
+import Basics
 import Codecs
 import Devices
 import Files
 import Logging
-import Media
 import System
 
 /// `performance.*`: what the board's encoders can sustain, and what to do when a

@@ -1,3 +1,4 @@
+import Basics
 import Codecs
 import Devices
 import Files

@@ -1,7 +1,7 @@
+import Basics
 import Files
 import HLS
 import Layout
-import Media
 import Threading
 
 /// Stream and recording ids, each ending in the board's `device.name`, so that boards

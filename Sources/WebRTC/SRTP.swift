@@ -1,5 +1,5 @@
+import Basics
 import CSRTP
-import Media
 
 /// One direction of SRTP (RFC 3711) and SRTCP under the keys a DTLS handshake gave
 /// (RFC 5764 §4.2), through libsrtp2: the sender's session protects every packet onair

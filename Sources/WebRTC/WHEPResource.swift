@@ -1,4 +1,4 @@
-import Media
+import Basics
 
 /// WHEP's HTTP side (draft-ietf-wish-whep §4, with RFC 9725's shared rules): the endpoint
 /// `/whep` (the live stream) or `/whep/<stream id>` takes an offer by POST and answers

@@ -1,6 +1,5 @@
 import Live
 import Logging
-import Media
 import RTP
 import STUN
 import System

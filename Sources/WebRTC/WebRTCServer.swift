@@ -1,7 +1,6 @@
 import Codecs
 import Live
 import Logging
-import Media
 import RTP
 import SDP
 import STUN

@@ -1,5 +1,5 @@
+import Basics
 import Logging
-import Media
 import System
 import XCTest
 @testable import Access

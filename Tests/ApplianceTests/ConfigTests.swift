@@ -5,7 +5,6 @@ import Devices
 import Publishing
 import HLS
 import Codecs
-import Media
 import Spool
 import Streaming
 import System

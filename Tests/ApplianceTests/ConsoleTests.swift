@@ -6,7 +6,6 @@ import Devices
 import Publishing
 import HLS
 import Codecs
-import Media
 
 /// The serial console is shared with the login prompt: agetty hangs the tty up when it
 /// starts, which makes every file opened on it before fail with EIO. The status lines

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import XCTest
 @testable import Appliance
@@ -5,7 +6,6 @@ import Devices
 import Publishing
 import HLS
 import Codecs
-import Media
 import Threading
 
 /// The status snapshot as /metrics and the console show it.

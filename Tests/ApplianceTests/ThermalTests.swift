@@ -5,7 +5,6 @@ import Devices
 import Publishing
 import HLS
 import Codecs
-import Media
 
 /// The frame-rate ladder on a made-up clock.
 final class ThermalLadderTests: XCTestCase {

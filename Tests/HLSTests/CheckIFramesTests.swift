@@ -1,7 +1,6 @@
 import Foundation
 import XCTest
 @testable import HLS
-import Media
 import MP4
 import TestSupport
 

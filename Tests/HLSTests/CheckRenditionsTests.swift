@@ -2,7 +2,6 @@ import Foundation
 import Layout
 import XCTest
 @testable import HLS
-import Media
 import MP4
 import TestSupport
 

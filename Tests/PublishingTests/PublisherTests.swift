@@ -4,7 +4,6 @@ import Logging
 @testable import Publishing
 import HLS
 import Layout
-import Media
 import Spool
 import TestSupport
 

@@ -8,7 +8,6 @@ import Logging
 @testable import Publishing
 import HLS
 import Layout
-import Media
 import MP4
 @testable import Spool
 import TestSupport

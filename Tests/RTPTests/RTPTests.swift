@@ -1,4 +1,3 @@
-import Media
 import RTP
 import TestSupport
 import XCTest

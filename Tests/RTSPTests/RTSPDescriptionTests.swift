@@ -1,3 +1,4 @@
+import Basics
 import Media
 import RTSP
 import XCTest

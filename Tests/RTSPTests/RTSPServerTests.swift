@@ -1,8 +1,8 @@
+import Basics
 import Live
 @testable import Access
 import Foundation
 import Logging
-import Media
 import RTP
 import System
 import TestSupport

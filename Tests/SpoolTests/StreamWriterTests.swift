@@ -3,7 +3,6 @@ import Foundation
 import XCTest
 @testable import Spool
 import HLS
-import Media
 import MP4
 import TestSupport
 

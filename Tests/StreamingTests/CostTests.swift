@@ -5,7 +5,6 @@ import Devices
 import Publishing
 import HLS
 import Codecs
-import Media
 
 /// The cost estimate before a session starts, and the order of sacrifice.
 final class EncodingCostTests: XCTestCase {

@@ -1,5 +1,4 @@
 import Live
-import Media
 import RTP
 import STUN
 import System

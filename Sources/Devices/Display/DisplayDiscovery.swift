@@ -1,6 +1,6 @@
+import Basics
 import CDRM
 import Logging
-import Media
 import System
 import Threading
 

@@ -1,5 +1,4 @@
 import CLinux
-import Media
 
 /// A button going down or up, with when (CLOCK_MONOTONIC ns).
 public struct ButtonEdge: Sendable, Equatable {

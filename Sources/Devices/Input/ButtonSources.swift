@@ -1,6 +1,5 @@
 import CLinux
 import Logging
-import Media
 import System
 import Threading
 

@@ -1,5 +1,5 @@
+import Basics
 import Foundation
-import Media
 import XCTest
 
 /// onair's JSON against Foundation's: what one writes the other reads back the same.
