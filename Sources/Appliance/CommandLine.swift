@@ -1,6 +1,7 @@
 import Fetch
 import Files
 import System
+import Updates
 
 /// What the command line asked for.
 public enum Invocation: Equatable {
@@ -77,7 +78,7 @@ public enum CommandLineParser {
             return .forget(id: id, settings)
         case "passwd": return try Passwd.parse(rest)
         case "selftest": return try SelfTest.parse(rest)
-        case "update": return try Update.parse(rest)
+        case "update": return try Self.parseUpdate(rest)
         default: throw ConfigError.usage("unknown command '\(command)' (try 'onair help')")
         }
     }
@@ -250,5 +251,24 @@ struct ArgumentCursor {
     mutating func value(for flag: String) throws -> String {
         guard let value = next() else { throw ConfigError.usage(missing(flag)) }
         return value
+    }
+}
+
+extension CommandLineParser {
+    /// `onair update FILE|URL [--reboot]` (Updates' `Update` says what it does).
+    static func parseUpdate(_ words: [String]) throws -> Invocation {
+        if words.contains("--help") || words.contains("-h") { return .help(Update.usage) }
+        var options: UpdateOptions?
+        var reboot = false
+        for word in words {
+            if word == "--reboot" { reboot = true; continue }
+            guard !word.hasPrefix("-"), options == nil else {
+                throw ConfigError.usage("update: unexpected '\(word)' (see 'onair update --help')")
+            }
+            options = UpdateOptions(source: word)
+        }
+        guard var options else { throw ConfigError.usage("update: expected a bundle's file or URL (see 'onair update --help')") }
+        options.reboot = reboot
+        return .update(options)
     }
 }

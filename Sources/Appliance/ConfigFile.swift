@@ -357,9 +357,3 @@ func fourHexDigits(_ value: UInt32) -> String {
     return String(repeating: "0", count: max(0, 4 - hex.count)) + hex
 }
 
-extension Character {
-    /// 0–9 and nothing else: `("0"..."9").contains` also holds "1" + a combining keycap,
-    /// which `Int(_:)` then refuses (a force-unwrap trap on a config value).
-    var isASCIIDigitish: Bool { asciiValue.map { (0x30...0x39).contains($0) } ?? false }
-}
-

@@ -56,16 +56,4 @@ extension Event {
     static let thermalStep = Event("thermal.step", console: true)
     static let thermalRungs = Event("thermal.rungs", console: true)
     static let uplinkProbe = Event("uplink.probe")
-    /// The root slot onair runs from (A/B images): its version, and whether it is an
-    /// update's first boot (trial), confirmed, or where an update fell back to, and why.
-    static let updateSlot = Event("update.slot", console: true)
-    static let updateConfirmed = Event("update.confirmed", console: true)
-    static let updateConfirmFailed = Event("update.confirm_failed", console: true)
-    /// An install of a bundle (from `onair update` or `POST /api/update`): begun, its
-    /// progress, its end, and the reboot into the new slot.
-    static let updateInstalling = Event("update.installing", console: true)
-    static let updateProgress = Event("update.progress", console: true)
-    static let updateInstalled = Event("update.installed", console: true)
-    static let updateInstallFailed = Event("update.install_failed", console: true)
-    static let updateRebooting = Event("update.rebooting", console: true)
 }

@@ -13,6 +13,7 @@ import Server
 import Spool
 import Streaming
 import Threading
+import Updates
 import ONVIF
 import RTSP
 import WebRTC
@@ -361,4 +362,20 @@ final class Pipeline: Sendable {
         return session.error
     }
 
+}
+
+extension Pipeline {
+    /// Says which slot runs (A/B images); on an update's first boot, confirms it once
+    /// healthy: the session armed or streaming and the web server answering a request (any
+    /// status: with `[access]` a 401 is an answer).
+    func watchSlot(_ slots: BootSlots?) {
+        guard let slots else { return }
+        let session = self.session
+        let watch = SlotWatch(slots, dataDirectory: settings.dataDirectory, confirmSeconds: settings.updateConfirmSeconds, healthy: { [weak self] in
+            guard [.armed, .recording].contains(session.state) else { return false }
+            guard let server = self?.server else { return true }
+            return SlotConfirmation.webServerAnswers(server.listenAddress.browserURL(port: server.port) + "api/status")
+        }, log: log)
+        update.withLock { $0 = watch }
+    }
 }

@@ -7,6 +7,7 @@ import Server
 import Streaming
 import System
 import Threading
+import Updates
 
 /// One `onair run` once the settings are final, in its phases: open devices → preview →
 /// armed → streaming → stopping → teardown. The start-up order is the talk's: camera →

@@ -11,6 +11,7 @@ import Spool
 import Streaming
 import System
 import Threading
+import Updates
 
 /// `onair run`: wires source → session → files, the web server, stdin and signals, and
 /// waits until the run is over. Exit status: 0 ok, 1 runtime failure, 2 usage or config.

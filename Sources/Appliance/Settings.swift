@@ -8,6 +8,7 @@ import Recording
 import Spool
 import Streaming
 import System
+import Updates
 
 /// Everything a run is configured with. Defaults are the embedded appliance defaults;
 /// `onair.conf` and `--set` (then the dedicated flags) override them, key by key.
@@ -116,7 +117,7 @@ public struct Settings: Sendable, Equatable {
     /// (`never`: `--reboot`, `?reboot=1`, or the next reboot), or at the first moment
     /// nothing is live or recording (`idle`).
     public var updateReboot = UpdateReboot.never
-    public enum UpdateReboot: String, Sendable, CaseIterable { case never, idle }
+    public typealias UpdateReboot = Updates.UpdateReboot
     /// What the encoders sustain, and what to do about more.
     public var performance = PerformanceSettings()
     /// The record button.

@@ -5,6 +5,7 @@ import Publishing
 import Recording
 import Threading
 import RTSP
+import Updates
 import WebRTC
 
 /// What a run has done so far, from every part of it, for `/api/status`, `/metrics` and

@@ -5,6 +5,7 @@ import Files
 import HTTP
 import Publishing
 import Server
+import Updates
 import WebRTC
 
 /// `onair version`: onair's own version and the Swift that built it, each C library in the
@@ -26,18 +27,8 @@ enum VersionReport {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// What `make image` wrote about the image onair runs from (image/manifest.sh).
-    static let imageFile = "/usr/share/onair/image.txt"
-
-    /// image.txt's `key=value` lines.
-    static func imageFields(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = parts[1].trimmingWhitespace() }
-        }
-        return fields
-    }
+    static var imageFile: String { ImageManifest.path }
+    static func imageFields(_ text: String) -> [String: String] { ImageManifest.fields(text) }
 
     /// `image: board …, Debian … packages as of …, kernel …`, and the kernel running when it
     /// is another (a board booted from a kernel outside the image); nil off an onair image.

@@ -38,3 +38,9 @@ extension BinaryInteger {
         return (self < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 }
+
+extension Character {
+    /// 0–9 and nothing else: `("0"..."9").contains` also holds "1" + a combining keycap,
+    /// which `Int(_:)` then refuses (a force-unwrap trap on a value from outside).
+    public var isASCIIDigitish: Bool { asciiValue.map { (0x30...0x39).contains($0) } ?? false }
+}

@@ -86,11 +86,3 @@ final class ClockWatchTests: XCTestCase {
         XCTAssertTrue(written.contains("NTP=10.0.2.2\n"), written)
     }
 }
-
-/// Log lines, gathered from whichever thread writes them.
-final class Captured: @unchecked Sendable {  // `all` under `lock`
-    private let lock = Lock()
-    private var all: [String] = []
-    func add(_ line: String) { lock.withLock { all.append(line) } }
-    var lines: [String] { lock.withLock { all } }
-}

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Appliance
+@testable import Updates
 import TestSupport
 import Threading
 import Logging
@@ -9,19 +9,6 @@ import Logging
 /// (bounded, streamed to a file, never left half where the install would read it). The
 /// install itself runs on the board's real RAUC in `make vm-test`.
 final class UpdateTests: XCTestCase {
-    func testTheCommandLine() throws {
-        XCTAssertEqual(try CommandLineParser.parse(["update", "/data/b.raucb"]), .update(UpdateOptions(source: "/data/b.raucb")))
-        XCTAssertEqual(try CommandLineParser.parse(["update", "--reboot", "http://h/b.raucb"]),
-                       .update(UpdateOptions(source: "http://h/b.raucb", reboot: true)))
-        guard case .help(let text) = try CommandLineParser.parse(["update", "--help"]) else { return XCTFail("no help") }
-        XCTAssertTrue(text.hasPrefix("Usage: onair update FILE|URL [--reboot]"))
-        for (words, message) in [([], "update: expected a bundle's file or URL (see 'onair update --help')"),
-                                 (["a", "b"], "update: unexpected 'b' (see 'onair update --help')"),
-                                 (["--now", "a"], "update: unexpected '--now' (see 'onair update --help')")] {
-            XCTAssertThrowsError(try CommandLineParser.parse(["update"] + words)) { XCTAssertEqual("\($0)", message) }
-        }
-    }
-
     /// RAUC's CLI says "NN% step" while it installs; nothing else is taken for progress.
     func testRAUCsProgressLines() {
         XCTAssertEqual(Update.progress("0% Installing").map { "\($0.percent) \($0.step)" }, "0 Installing")

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Appliance
+@testable import Updates
 import Logging
 import Server
 import TestSupport
@@ -24,7 +24,7 @@ final class UpdateServiceTests: XCTestCase {
 
     /// A stand-in for `rauc install BUNDLE`: keeps what it was given, says RAUC's progress,
     /// fails with RAUC's LastError when `fail` exists, and waits while `hold` exists.
-    private func service(reboot: Settings.UpdateReboot = .never, slots: Bool = true, backend: String? = nil) throws -> UpdateService {
+    private func service(reboot: UpdateReboot = .never, slots: Bool = true, backend: String? = nil) throws -> UpdateService {
         let script = directory + "/rauc"
         try """
         #!/bin/sh

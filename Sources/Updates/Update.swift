@@ -11,6 +11,8 @@ public struct UpdateOptions: Equatable {
     public var directory = "/data/update"
     /// Where the install's state is kept for the appliance to show (InstallState).
     public var stateFile = InstallState.defaultPath
+
+    public init(source: String) { self.source = source }
 }
 
 /// `onair update FILE|URL [--reboot]`: a signed update bundle (`make bundle`) installed by
@@ -20,8 +22,8 @@ public struct UpdateOptions: Equatable {
 /// data partition are never written. The new slot boots once at the next reboot and stays
 /// only when onair confirms it healthy; otherwise the board comes back to this slot
 /// (image/rootfs/onair-slot-efi and onair-slot-rpi).
-enum Update {
-    static let usage = """
+public enum Update {
+    public static let usage = """
     Usage: onair update FILE|URL [--reboot]
 
     Installs a signed update bundle (make bundle BOARD=...) into the root slot this board
@@ -37,28 +39,13 @@ enum Update {
     """
 
     /// The board's RAUC configuration: every image has one.
-    static let systemConfiguration = "/etc/rauc/system.conf"
+    public static let systemConfiguration = "/etc/rauc/system.conf"
     static let noSlots = "this system has no update slots (\(systemConfiguration) is missing: the image predates onair's updates; flash a current one)"
     /// The largest bundle downloaded: a 768 MiB slot and its hash tree, with room.
     static let largestBundle = 1 << 30
 
-    static func parse(_ words: [String]) throws -> Invocation {
-        if words.contains("--help") || words.contains("-h") { return .help(usage) }
-        var options: UpdateOptions?
-        var reboot = false
-        for word in words {
-            if word == "--reboot" { reboot = true; continue }
-            guard !word.hasPrefix("-"), options == nil else {
-                throw ConfigError.usage("update: unexpected '\(word)' (see 'onair update --help')")
-            }
-            options = UpdateOptions(source: word)
-        }
-        guard var options else { throw ConfigError.usage("update: expected a bundle's file or URL (see 'onair update --help')") }
-        options.reboot = reboot
-        return .update(options)
-    }
 
-    static func run(_ options: UpdateOptions) -> Int32 {
+    public static func run(_ options: UpdateOptions) -> Int32 {
         guard FileSystem.exists(systemConfiguration) else {
             return fail(noSlots, status: 2)
         }
@@ -97,14 +84,14 @@ enum Update {
 
     /// The board's boot loader backend (image/rootfs/onair-slot-efi or -rpi), which RAUC
     /// calls too.
-    static let slotBackend = "/usr/lib/onair/onair-slot"
+    public static let slotBackend = "/usr/lib/onair/onair-slot"
 
     /// The reboot that boots an installed slot, for `--reboot` and for the appliance's
     /// (`?reboot=1`, `update.reboot = idle`): the file systems synced, then the backend's
     /// reboot (on EFI boards systemd's, on the Raspberry Pi's a kexec into the installed
     /// slot: its firmware cannot be asked to try one), or systemd's where there is none.
     /// False when it could not be asked for.
-    static func rebootIntoNewSlot() -> Bool {
+    public static func rebootIntoNewSlot() -> Bool {
         ThisProcess.syncFileSystems()
         return ThisProcess.runShell(FileSystem.exists(slotBackend) ? slotBackend + " reboot" : "systemctl reboot") == 0
     }
@@ -176,7 +163,7 @@ enum Update {
     }
 }
 
-struct UpdateError: Error, CustomStringConvertible {
-    var description: String
+public struct UpdateError: Error, CustomStringConvertible {
+    public var description: String
     init(_ description: String) { self.description = description }
 }

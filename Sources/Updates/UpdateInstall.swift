@@ -8,20 +8,20 @@ import Threading
 /// by the appliance: its console lines, `/api/status`, and the reboot at the next idle
 /// moment (`update.reboot = idle`). One file, so an install from a terminal shows on the
 /// console and the status page too; in /run, so a reboot (or a power cut) forgets it.
-struct InstallState: Equatable, Sendable {
-    enum Phase: String, Sendable {
+public struct InstallState: Equatable, Sendable {
+    public enum Phase: String, Sendable {
         case receiving, downloading, installing, installed, failed
     }
 
-    var phase: Phase
+    public var phase: Phase
     /// The file, URL or upload installed (for people).
-    var source: String
-    var percent = 0
+    public var source: String
+    public var percent = 0
     /// RAUC's step ("Copying image to rootfs.1").
-    var step = ""
+    public var step = ""
     /// Bytes received or downloaded so far.
-    var bytes = 0
-    var error: String?
+    public var bytes = 0
+    public var error: String?
     /// Whoever installs: a running state left by a process that is gone is not taken for
     /// a running install.
     var pid: Int32
@@ -31,7 +31,7 @@ struct InstallState: Equatable, Sendable {
     /// Which install this is: two of one process are told apart by when they began.
     var id: String { "\(pid)@\(started)" }
 
-    static let defaultPath = "/run/onair/update.state"
+    public static let defaultPath = "/run/onair/update.state"
 
     init(_ phase: Phase, source: String, pid: Int32 = ThisProcess.id, started: Int = Int(monotonicNanoseconds() / 1_000_000)) {
         self.phase = phase
@@ -51,7 +51,7 @@ struct InstallState: Equatable, Sendable {
     /// The state a file says; nil for one that does not parse. Numbers of at most 12
     /// digits: nothing in the file can overflow.
     init?(text: String) {
-        let fields = VersionReport.imageFields(text)
+        let fields = ImageManifest.fields(text)
         let number = { (key: String) -> Int? in
             guard let value = fields[key], (1...12).contains(value.count), value.allSatisfy(\.isASCIIDigitish) else { return nil }
             return Int(value)
@@ -82,7 +82,7 @@ struct InstallState: Equatable, Sendable {
 
 /// The state of one install, written to its file at each change (atomically: a reader
 /// sees one state or the next). A state that cannot be written is only not shown.
-final class InstallReport: @unchecked Sendable {
+public final class InstallReport: @unchecked Sendable {
     let path: String
     private(set) var state: InstallState
 
@@ -114,7 +114,7 @@ final class InstallReport: @unchecked Sendable {
 }
 
 /// RAUC's install of a bundle, its progress handed on as it comes.
-enum Installer {
+public enum Installer {
     /// Installs `bundle` into the slot not running; throws the reason in one line. `rauc`:
     /// the program (a stand-in in tests).
     static func install(_ bundle: String, rauc: String = "rauc", systemConfiguration: String = Update.systemConfiguration,

@@ -9,7 +9,7 @@ import Threading
 /// entries image/rootfs/onair-slot-efi keeps on the EFI system partition
 /// (`onair-GEN-SLOT[+LEFT[-DONE]].conf`, systemd-boot's boot counting); on the Raspberry
 /// Pi's, the firmware's autoboot.txt and the try's state beside it (onair-slot-rpi).
-struct BootSlots: Equatable, Sendable {
+public struct BootSlots: Equatable, Sendable {
     /// "A" or "B": the kernel's `rauc.slot=`.
     var booted: String
     /// An update's first boot, not yet confirmed.
@@ -22,7 +22,7 @@ struct BootSlots: Equatable, Sendable {
     static let tryFile = "/boot/firmware/onair-trial"
 
     /// The slots of this board, nil off an A/B image.
-    static func current() -> BootSlots? {
+    public static func current() -> BootSlots? {
         guard FileSystem.exists(Update.systemConfiguration), let line = FileSystem.readText("/proc/cmdline", limit: 4096) else { return nil }
         if let autoboot = FileSystem.readText(autoboot, limit: 4096) {
             return parse(commandLine: line, autoboot: autoboot, try: FileSystem.readText(tryFile, limit: 256) ?? "")
@@ -105,11 +105,11 @@ struct BootSlots: Equatable, Sendable {
 }
 
 /// What /api/status and the console say of the slots.
-struct UpdateStatus: Equatable, Sendable {
-    var slot: String
-    var version: String?
-    var state: String
-    var reason: String?
+public struct UpdateStatus: Equatable, Sendable {
+    public var slot: String
+    public var version: String?
+    public var state: String
+    public var reason: String?
 
     /// Why the last update fell back, written by onair-update-deadline (or nil: the slot
     /// never came up far enough to say).
@@ -125,12 +125,12 @@ struct UpdateStatus: Equatable, Sendable {
 
 /// The slot onair runs from, said once on the console (`update.slot`) and kept for
 /// /api/status; on an update's first boot, its confirmation.
-final class SlotWatch: Sendable {
-    let status: Locked<UpdateStatus>
+public final class SlotWatch: Sendable {
+    public let status: Locked<UpdateStatus>
     private let confirmation: SlotConfirmation?
 
-    init(_ slots: BootSlots, dataDirectory: String, confirmSeconds: Int, healthy: @escaping @Sendable () -> Bool, log: Log) {
-        let version = VersionReport.imageFields(FileSystem.readText(VersionReport.imageFile, limit: 4096) ?? "")["version"]
+    public init(_ slots: BootSlots, dataDirectory: String, confirmSeconds: Int, healthy: @escaping @Sendable () -> Bool, log: Log) {
+        let version = ImageManifest.fields(FileSystem.readText(ImageManifest.path, limit: 4096) ?? "")["version"]
         let reasonPath = dataDirectory + "/update/" + UpdateStatus.reasonFile
         let reason = FileSystem.readText(reasonPath, limit: 4096)?.trimmingWhitespace()
         let status = UpdateStatus(slots, version: version, reason: reason.flatMap { $0.isEmpty ? nil : $0 })
@@ -144,7 +144,7 @@ final class SlotWatch: Sendable {
         confirmation?.start()
     }
 
-    func stop() { confirmation?.stop() }
+    public func stop() { confirmation?.stop() }
 }
 
 /// An update's first boot: once onair has run healthy for `update.confirm_seconds` (the
@@ -152,7 +152,7 @@ final class SlotWatch: Sendable {
 /// (`rauc status mark-good`), and the board boots it from then on. Until then the slot's
 /// entry has no tries left, so any reboot — a crash, a panic, onair-update-deadline giving
 /// up — boots the other slot.
-final class SlotConfirmation: Sendable {
+public final class SlotConfirmation: Sendable {
     private let thread = StoppableThread()
     private let stopped = Completion()
     private let seconds: Int
@@ -207,25 +207,9 @@ final class SlotConfirmation: Sendable {
     }
 
     /// Whether the web server answers a request for `url` within 3 s (any status).
-    static func webServerAnswers(_ url: String) -> Bool {
+    public static func webServerAnswers(_ url: String) -> Bool {
         var request = CurlClient.Request("GET", url)
         request.timeoutMilliseconds = 3000
         return ((try? CurlClient().perform(request))?.status ?? 0) > 0
-    }
-}
-
-extension Pipeline {
-    /// Says which slot runs (A/B images); on an update's first boot, confirms it once
-    /// healthy: the session armed or streaming and the web server answering a request (any
-    /// status: with `[access]` a 401 is an answer).
-    func watchSlot(_ slots: BootSlots?) {
-        guard let slots else { return }
-        let session = self.session
-        let watch = SlotWatch(slots, dataDirectory: settings.dataDirectory, confirmSeconds: settings.updateConfirmSeconds, healthy: { [weak self] in
-            guard [.armed, .recording].contains(session.state) else { return false }
-            guard let server = self?.server else { return true }
-            return SlotConfirmation.webServerAnswers(server.listenAddress.browserURL(port: server.port) + "api/status")
-        }, log: log)
-        update.withLock { $0 = watch }
     }
 }

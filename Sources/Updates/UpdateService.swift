@@ -11,14 +11,18 @@ import Threading
 /// `onair update` (InstallState) — said on the console and in `/api/status`; once a bundle
 /// is installed, the reboot into it when asked (`?reboot=1`) or, with `update.reboot =
 /// idle`, at the first moment nothing is live or recording.
-final class UpdateService: Sendable {
+/// `update.reboot`: when an installed update boots — never by itself (the next power
+/// cycle), or as soon as nothing is live or recording.
+public enum UpdateReboot: String, Sendable, CaseIterable { case never, idle }
+
+public final class UpdateService: Sendable {
     static let path = "/api/update"
 
-    struct Setup: Sendable {
+    public struct Setup: Sendable {
         /// Where an uploaded bundle is kept until it is installed (the data partition).
         var directory: String
         var statePath = InstallState.defaultPath
-        var reboot = Settings.UpdateReboot.never
+        var reboot = UpdateReboot.never
         var systemConfiguration = Update.systemConfiguration
         /// RAUC's program (a stand-in in tests).
         var rauc = "rauc"
@@ -26,6 +30,18 @@ final class UpdateService: Sendable {
         var slotBackend = Update.slotBackend
         /// Reboots the board; false when it could not.
         var restart: @Sendable () -> Bool = { Update.rebootIntoNewSlot() }
+
+        public init(directory: String, statePath: String = InstallState.defaultPath, reboot: UpdateReboot = .never,
+                    systemConfiguration: String = Update.systemConfiguration, rauc: String = "rauc", slotBackend: String = Update.slotBackend,
+                    restart: @escaping @Sendable () -> Bool = { Update.rebootIntoNewSlot() }) {
+            self.directory = directory
+            self.statePath = statePath
+            self.reboot = reboot
+            self.systemConfiguration = systemConfiguration
+            self.rauc = rauc
+            self.slotBackend = slotBackend
+            self.restart = restart
+        }
     }
 
     private let setup: Setup
@@ -46,17 +62,17 @@ final class UpdateService: Sendable {
         var rebooting = false
     }
 
-    init(_ setup: Setup, log: Log) {
+    public init(_ setup: Setup, log: Log) {
         self.setup = setup
         self.log = log
     }
 
-    func stop() { installs.stop() }
+    public func stop() { installs.stop() }
 
     /// The install the state file tells of, for /api/status.
-    var install: InstallState? { InstallState.read(setup.statePath) }
+    public var install: InstallState? { InstallState.read(setup.statePath) }
 
-    var route: WebServer.BodyRoute {
+    public var route: WebServer.BodyRoute {
         WebServer.BodyRoute(prefix: Self.path, maximumBody: Update.largestBundle, methods: ["POST"], operatorOnly: true) { [self] request in
             start(request)
         }
@@ -179,7 +195,7 @@ extension UpdateService {
     /// Says what changed of the install the state file tells of, and reboots into an
     /// installed slot when that is asked for and (`update.reboot = idle`) nothing is live
     /// or recording. Every second, on the control scheduler.
-    func check(idle: Bool) {
+    public func check(idle: Bool) {
         guard let state = install else { return }
         var lines: [(Event, Log.Level, [(String, Any)])] = []
         let reboot = said.withLock { said -> String? in
