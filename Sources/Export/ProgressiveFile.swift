@@ -35,37 +35,13 @@ struct ProgressiveFile {
 
     init(fd: FileDescriptor, size: Int64) throws {
         self.fd = fd
-        let source = FileBoxSource(fd: fd)
-        var offset: Int64 = 0
-        while offset < size {
-            let box = try source.box(at: offset, within: size)
-            if box.type == "moov" {
-                try readMoov(box.payload.lowerBound, end: box.payload.upperBound)
-                return
-            }
-            offset = box.payload.upperBound
-        }
-        throw MP4Error.missing("moov")
+        let movie = try MovieBoxes(file: size, in: FileBoxSource(fd: fd))
+        movieTimescale = movie.timescale
+        tracks = try movie.tracks.map(track)
     }
 
-    private mutating func readMoov(_ start: Int64, end: Int64) throws {
-        let source = FileBoxSource(fd: fd)
-        for box in try source.children(start..<end) {
-            if box.type == "mvhd" {
-                var r = ByteReader(try source.bytes(box.payload))
-                let version = try r.u8()
-                try r.skip(3 + (version == 1 ? 16 : 8))
-                movieTimescale = Int64(try r.u32())
-                guard movieTimescale > 0 else { throw MP4Error.badBox("mvhd with timescale 0", at: Int(box.payload.lowerBound)) }
-            } else if box.type == "trak" {
-                tracks.append(try readTrak(box.payload, in: source))
-            }
-        }
-        guard !tracks.isEmpty else { throw MP4Error.missing("trak") }
-    }
-
-    private func readTrak(_ range: Range<Int64>, in source: FileBoxSource) throws -> Track {
-        let boxes = try TrackBoxes(range, in: source)
+    /// A track's boxes as the cutter uses them, its times checked.
+    private func track(_ boxes: TrackBoxes) throws -> Track {
         let id = boxes.trackID
         guard boxes.timescale > 0, !boxes.sampleDescription.isEmpty else { throw MP4Error.missing("mdhd/stsd of track \(id)") }
         var track = Track(description: TrackDescription(trackID: id, handler: boxes.handler, timescale: boxes.timescale,
@@ -82,7 +58,7 @@ struct ProgressiveFile {
         let reachable: ClosedRange<Int64> = 0...(1 << 60)
         guard reachable.contains(track.mediaDuration), reachable.contains(track.empty),
               reachable.contains(track.mediaTime) else {
-            throw MP4Error.badBox("track \(id) has a duration or edit past 2^60 ticks", at: Int(clamping: range.lowerBound))
+            throw MP4Error.badBox("track \(id) has a duration or edit past 2^60 ticks", at: Int(clamping: boxes.place.lowerBound))
         }
         return track
     }

@@ -74,11 +74,14 @@ public struct TrackBoxes {
     public var selfContained = false
     /// The boxes found (a reader throws for the ones it needs).
     public var found: Set<String> = []
+    /// Where the `trak`'s payload is, for a reader's errors.
+    public var place: Range<Int64> = 0..<0
 
     private static let containers: Set<String> = ["edts", "mdia", "minf", "stbl", "dinf"]
     private static let tables: Set<String> = ["stts", "ctts", "stss", "stsc", "stco", "co64"]
 
     public init(_ trak: Range<Int64>, in source: BoxSource) throws {
+        place = trak
         var pending = [trak]
         while let range = pending.popLast() {
             for box in try source.children(range) {
@@ -151,5 +154,45 @@ public struct TrackBoxes {
         default:
             break
         }
+    }
+}
+
+/// A movie's `moov` as a reader of a whole file needs it (ISO/IEC 14496-12 §8.2.1): the
+/// movie's timescale (mvhd, §8.2.2) and each track's boxes, from any source — the one
+/// place outside the writers that walks a movie's structure.
+public struct MovieBoxes {
+    public var timescale: Int64
+    public var tracks: [TrackBoxes]
+
+    /// The first top-level `moov` of a file of `size` bytes.
+    public init(file size: Int64, in source: BoxSource) throws {
+        var offset: Int64 = 0
+        while offset < size {
+            let box = try source.box(at: offset, within: size)
+            if box.type == "moov" {
+                try self.init(moov: box.payload, in: source)
+                return
+            }
+            offset = box.payload.upperBound
+        }
+        throw MP4Error.missing("moov")
+    }
+
+    /// The boxes inside a `moov` whose payload is `range`.
+    public init(moov range: Range<Int64>, in source: BoxSource) throws {
+        timescale = 1000
+        tracks = []
+        for box in try source.children(range) {
+            if box.type == "mvhd" {
+                var r = ByteReader(try source.bytes(box.payload))
+                let version = try r.u8()
+                try r.skip(3 + (version == 1 ? 16 : 8))
+                timescale = Int64(try r.u32())
+                guard timescale > 0 else { throw MP4Error.badBox("mvhd with timescale 0", at: Int(box.payload.lowerBound)) }
+            } else if box.type == "trak" {
+                tracks.append(try TrackBoxes(box.payload, in: source))
+            }
+        }
+        guard !tracks.isEmpty else { throw MP4Error.missing("trak") }
     }
 }
