@@ -51,26 +51,10 @@ struct Planner {
     mutating func add(segmentAt path: String, track: Int? = nil) throws {
         let (fd, size) = try FileSystem.openRegularNamed(path, followLinks: false)
         defer { fd.close() }
-        var offset: Int64 = 0
-        var moof: (offset: Int64, bytes: [UInt8])?
-        while offset < size {
-            var r = ByteReader(try FileSystem.read(fd, at: offset, count: Int(min(16, size - offset)), path: path))
-            let box = try BoxHeader.read(&r, available: size - offset, topLevel: true)
-            switch box.type {
-            case "moof":
-                guard box.size <= FragmentedFile.maximumHeaderBox else { throw MP4Error.badBox("moof of \(box.size) bytes", at: Int(offset)) }
-                moof = (offset, try FileSystem.read(fd, at: offset, count: Int(box.size), path: path))
-            case "mdat":
-                guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
-                moof = nil
-                let media = (offset + Int64(box.headerSize))..<(offset + box.size)
-                try add(ParsedSegment(bytes: fragment.bytes, trex: trex), moofAt: fragment.offset, media: media, track: track)
-                pieces.append(.init(.path(path), offset: media.lowerBound, length: Int64(media.count)))
-                payload += Int64(media.count)
-            default:
-                break  // styp, sidx, free
-            }
-            offset += box.size
+        try MediaFragments.each(in: FileBoxSource(fd: fd, name: path, largest: FragmentedFile.maximumHeaderBox), size: size) { moofAt, moof, media in
+            try add(ParsedSegment(bytes: moof, trex: trex), moofAt: moofAt, media: media, track: track)
+            pieces.append(.init(.path(path), offset: media.lowerBound, length: Int64(media.count)))
+            payload += Int64(media.count)
         }
     }
 

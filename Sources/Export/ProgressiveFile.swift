@@ -64,17 +64,21 @@ struct ProgressiveFile {
     }
 }
 
-/// A recording's boxes, read from its descriptor a header at a time; a box's bytes only
-/// when small (a header box: at most 1 MiB).
+/// A recording's or a segment's boxes, read from its descriptor a header at a time; a box's
+/// bytes only when small (a header box: at most 1 MiB unless said).
 struct FileBoxSource: BoxSource {
     let fd: FileDescriptor
+    /// What errors call the file.
+    var name = "recording"
+    /// The largest box read whole (a header box: 1 MiB; a segment's moof may be more).
+    var largest: Int64 = 1 << 20
 
-    /// onair's own recording: lenient with a size-0 box, as its reader always was.
+    /// onair's own files: lenient with a size-0 box, as their readers always were.
     var sizeZeroAnywhere: Bool { true }
 
     func bytes(_ range: Range<Int64>) throws -> [UInt8] {
-        guard range.count <= 1 << 20 else { throw MP4Error.badBox("a header box of \(range.count) bytes", at: Int(clamping: range.lowerBound)) }
-        return try FileSystem.read(fd, at: range.lowerBound, count: range.count, path: "recording")
+        guard Int64(range.count) <= largest else { throw MP4Error.badBox("a header box of \(range.count) bytes", at: Int(clamping: range.lowerBound)) }
+        return try FileSystem.read(fd, at: range.lowerBound, count: range.count, path: name)
     }
 }
 

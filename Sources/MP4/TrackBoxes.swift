@@ -196,3 +196,31 @@ public struct MovieBoxes {
         guard !tracks.isEmpty else { throw MP4Error.missing("trak") }
     }
 }
+
+/// A fragmented file's top-level `moof`+`mdat` pairs in order (ISO/IEC 14496-12 §8.8.4,
+/// §8.1.1), read from any source: each `moof`'s bytes (at most
+/// `FragmentedFile.maximumHeaderBox`) with where it is, and where its `mdat`'s payload is.
+/// `styp`, `sidx` and `free` are passed over; an `mdat` without a `moof` is refused.
+public enum MediaFragments {
+    public static func each(in source: BoxSource, size: Int64,
+                            _ body: (_ moofAt: Int64, _ moof: [UInt8], _ media: Range<Int64>) throws -> Void) throws {
+        var offset: Int64 = 0
+        var moof: (offset: Int64, bytes: [UInt8])?
+        while offset < size {
+            let box = try source.box(at: offset, within: size)
+            switch box.type {
+            case "moof":
+                let length = box.payload.upperBound - offset
+                guard length <= FragmentedFile.maximumHeaderBox else { throw MP4Error.badBox("moof of \(length) bytes", at: Int(offset)) }
+                moof = (offset, try source.bytes(offset..<box.payload.upperBound))
+            case "mdat":
+                guard let fragment = moof else { throw MP4Error.badBox("mdat without a moof", at: Int(offset)) }
+                moof = nil
+                try body(fragment.offset, fragment.bytes, box.payload)
+            default:
+                break
+            }
+            offset = box.payload.upperBound
+        }
+    }
+}
