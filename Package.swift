@@ -147,7 +147,7 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Media", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
                     // The real clients the tests run (Python), not Swift.

@@ -24,4 +24,11 @@ extension Event {
     /// The rungs of a ladder encoded from here on, and those the heat dropped.
     public static let streamRungs = Event("stream.rungs", console: true)
     public static let streamStarted = Event("stream.started", console: true)
+    /// What the frame's path before the outputs logs: the preview, snapshots, the startup gate.
+    public static let cameraFirstFrame = Event("camera.first_frame")
+    public static let previewFirstFrame = Event("preview.first_frame")
+    public static let previewNone = Event("preview.none")
+    public static let previewOpened = Event("preview.opened")
+    public static let snapshotFailed = Event("snapshot.failed")
+    public static let startupBuffer = Event("startup.buffer")
 }

@@ -9,7 +9,7 @@ import Threading
 /// at a time, and answered again until a frame captured a second after it has come: at
 /// most one encode per second of capture, however many ask and however often (a client
 /// asking once a frame would otherwise keep the encoder at the frame rate).
-final class Snapshots: Sendable {
+public final class Snapshots: Sendable {
     private let rotation: Rotation
     private let latest = Locked<VideoFrame?>(nil)
     private let encoding = Locked(Encoding())
@@ -31,9 +31,9 @@ final class Snapshots: Sendable {
     static let intervalNanoseconds: Int64 = 1_000_000_000
 
     /// How many JPEGs have been made.
-    var encodes: Int { encoding.withLock { $0.count } }
+    public var encodes: Int { encoding.withLock { $0.count } }
 
-    init(rotation: Rotation, log: Log) {
+    public init(rotation: Rotation, log: Log) {
         self.rotation = rotation
         self.log = log
     }
@@ -42,7 +42,7 @@ final class Snapshots: Sendable {
     func keep(_ frame: VideoFrame) { latest.withLock { $0 = frame } }
 
     /// The JPEG of the newest frame; nil before the first frame, or when it cannot be made.
-    func jpeg() -> [UInt8]? {
+    public func jpeg() -> [UInt8]? {
         guard let frame = latest.withLock({ $0 }) else { return nil }
         return encoding.withLock { state -> [UInt8]? in
             if let made = state.madeFrom, frame.captureTime >= made, frame.captureTime - made < Self.intervalNanoseconds {

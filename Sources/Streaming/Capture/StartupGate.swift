@@ -1,13 +1,12 @@
 import Devices
 import Logging
 import Media
-import Streaming
 import System
 import Threading
 
 /// Where the first use of a captured frame goes: the screen. The DRM/KMS preview plugs
 /// in here; until then "presented" means handed to this sink.
-protocol PreviewSink: AnyObject, Sendable {
+public protocol PreviewSink: AnyObject, Sendable {
     func present(_ frame: VideoFrame)
     /// Returns once the first frame is presented (on a screen: after its flip).
     func waitForFirstFrame()
@@ -16,16 +15,16 @@ protocol PreviewSink: AnyObject, Sendable {
 }
 
 /// Notes the first presented frame and tells whoever waits for it (the deferred start).
-final class FirstFramePreview: PreviewSink, Sendable {
+public final class FirstFramePreview: PreviewSink, Sendable {
     private let presented = Completion()
     private let first = Locked<Double?>(nil)
     private let log: Log
 
-    init(log: Log) { self.log = log }
+    public init(log: Log) { self.log = log }
 
-    var firstFrameMilliseconds: Double? { first.withLock { $0 } }
+    public var firstFrameMilliseconds: Double? { first.withLock { $0 } }
 
-    func present(_ frame: VideoFrame) {
+    public func present(_ frame: VideoFrame) {
         let isFirst = first.withLock { [log] first -> Bool in
             guard first == nil else { return false }
             first = log.elapsedMilliseconds
@@ -37,7 +36,7 @@ final class FirstFramePreview: PreviewSink, Sendable {
         }
     }
 
-    func waitForFirstFrame() { presented.wait() }
+    public func waitForFirstFrame() { presented.wait() }
 }
 
 /// Between the camera and the session: every frame goes to the preview at once; until
@@ -45,7 +44,7 @@ final class FirstFramePreview: PreviewSink, Sendable {
 /// so a start asked for before the encoders existed still begins with the frame it was
 /// asked at. Once open, a feeder hands the held frames over in order (pushed as held, so
 /// the queue drops none of them) and then the gate passes everything straight through.
-final class StartupGate: CaptureSink, Sendable {
+public final class StartupGate: CaptureSink, Sendable {
     private let preview: PreviewSink
     /// Each frame is kept for `GET /api/snapshot.jpg` too.
     private let snapshots: Snapshots?
@@ -68,7 +67,7 @@ final class StartupGate: CaptureSink, Sendable {
     var droppedWhileHeld: Int { state.withLock { $0.held.dropped.video } }
 
     /// `capacity`: how many frames may be held (sound rides along with them).
-    init(capacity: Int, blocking: Bool, preview: PreviewSink, snapshots: Snapshots? = nil, log: Log) {
+    public init(capacity: Int, blocking: Bool, preview: PreviewSink, snapshots: Snapshots? = nil, log: Log) {
         self.snapshots = snapshots
         self.capacity = max(1, capacity)
         state = Condition(State(held: MediaBuffer(videoCapacity: self.capacity, audioCapacity: .max)))
@@ -77,7 +76,7 @@ final class StartupGate: CaptureSink, Sendable {
         self.log = log
     }
 
-    func capture(_ frame: VideoFrame) {
+    public func capture(_ frame: VideoFrame) {
         if state.withLock({ state -> Bool in defer { state.firstFrame = false }; return state.firstFrame }) {
             log(.cameraFirstFrame, ("frame", frame.index))
         }
@@ -86,7 +85,7 @@ final class StartupGate: CaptureSink, Sendable {
         forward(.video(frame))
     }
 
-    func capture(_ chunk: AudioChunk) { forward(.audio(chunk)) }
+    public func capture(_ chunk: AudioChunk) { forward(.audio(chunk)) }
 
     private func forward(_ item: MediaQueue.Item) {
         let isVideo = item.kind == .video
@@ -106,7 +105,7 @@ final class StartupGate: CaptureSink, Sendable {
     }
 
     /// The pipeline is ready: hand over what is held, then pass frames straight on.
-    func open(into queue: MediaQueue) {
+    public func open(into queue: MediaQueue) {
         let (count, dropped) = state.withLock { state -> (Int, Int) in state.target = queue; return (state.held.videoFrames, state.held.dropped.video) }
         log(.startupBuffer, ("held_frames", count), ("dropped_frames", dropped))
         let feeder = WorkerThread(name: "onair-startup") { [state] in
@@ -124,11 +123,11 @@ final class StartupGate: CaptureSink, Sendable {
     }
 
     /// Waits for the held frames to be handed over.
-    func join() { state.withLock { $0.feeder }?.join() }
+    public func join() { state.withLock { $0.feeder }?.join() }
 
     /// Nothing more goes anywhere; a producer waiting for room is let go (the run ends, or
     /// the pipeline failed to start and will never take the held frames).
-    func close() {
+    public func close() {
         state.withLock { state in
             state.closed = true
             state.held.removeAll()

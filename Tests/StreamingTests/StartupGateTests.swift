@@ -1,9 +1,8 @@
 import Foundation
 import XCTest
 import Logging
-import Streaming
 import TestSupport
-@testable import Appliance
+@testable import Streaming
 import Devices
 import Publishing
 import HLS

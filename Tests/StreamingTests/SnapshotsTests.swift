@@ -1,6 +1,6 @@
 import Media
 import XCTest
-@testable import Appliance
+@testable import Streaming
 
 /// `/api/snapshot.jpg` asked for once a frame: the JPEG is made at most once a second of
 /// capture, whoever asks and however often.

@@ -11,7 +11,7 @@ import Threading
 /// while recording and an amber corner while the uplink is failing.
 /// `preview.first_frame` is logged when the first flip has completed: the picture is on
 /// the screen, and the deferred start may begin.
-final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {  // DRMDisplay and PictureConverter are used on the preview thread only
+public final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendable {  // DRMDisplay and PictureConverter are used on the preview thread only
     private let display: DRMDisplay
     private let converter = PictureConverter()
     private struct State {
@@ -28,14 +28,14 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
     private let thread: Locked<WorkerThread?> = Locked(nil)
     private let presented = Completion()
 
-    var firstFrameMilliseconds: Double? { state.withLock { $0.firstFrameAt } }
+    public var firstFrameMilliseconds: Double? { state.withLock { $0.firstFrameAt } }
 
     /// The session's state on the picture from now on.
-    func showIndicators(_ indicators: @escaping @Sendable () -> DRMDisplay.Indicators) {
+    public func showIndicators(_ indicators: @escaping @Sendable () -> DRMDisplay.Indicators) {
         state.withLock { $0.indicators = indicators }
     }
 
-    init(display: DRMDisplay, log: Log) {
+    public init(display: DRMDisplay, log: Log) {
         self.display = display
         log(.previewOpened, ("device", display.path), ("connector", display.connectorName), ("mode", display.mode.description),
             ("modeset", display.atomic ? "atomic" : "legacy"), ("picture", display.plan.description),
@@ -58,7 +58,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         thread.withLock { $0 = worker }
     }
 
-    func present(_ frame: VideoFrame) {
+    public func present(_ frame: VideoFrame) {
         // While the camera's buffers are scanned out, its copies are for the encoders only.
         guard !display.importsCameraBuffers else { return }
         state.withLock { $0.next = frame }
@@ -67,7 +67,7 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
 
     /// A camera buffer to scan out (on the capture thread: the framebuffer is made now,
     /// while the loan's fd is valid).
-    func offer(_ buffer: SharedBuffer) -> Bool {
+    public func offer(_ buffer: SharedBuffer) -> Bool {
         guard display.prepare(buffer) else { return false }
         let replaced = state.withLock { state -> SharedBuffer? in
             guard !state.stopped else { return buffer }
@@ -91,10 +91,10 @@ final class DisplayPreview: PreviewSink, SharedBufferConsumer, @unchecked Sendab
         })
     }
 
-    func waitForFirstFrame() { presented.wait() }
+    public func waitForFirstFrame() { presented.wait() }
 
     /// Ends the preview and gives the display back.
-    func stop() {
+    public func stop() {
         state.withLock { $0.stopped = true }
         state.broadcast()
         let worker = thread.withLock { thread in defer { thread = nil }; return thread }
