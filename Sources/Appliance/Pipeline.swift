@@ -321,7 +321,7 @@ final class Pipeline: Sendable {
             }, rtsp: rtsp.map {
                 StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
                                           sessions: $0.sessions)
-            }, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [])
+            }, liveReaders: feed.readers, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [])
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.

@@ -97,6 +97,9 @@ struct StatusSnapshot {
     var webrtc: WebRTCStatus? = nil
     /// RTSP: the ports, the limit and the sessions now.
     var rtsp: RTSPStatus? = nil
+    /// The live feed's readers now (WebRTC while it has viewers, RTSP while a client plays),
+    /// and what each lost because it fell a whole ring behind.
+    var liveReaders: [(name: String, discarded: Int)] = []
     /// `[access]`: how many viewers and device accounts; nil: anyone may watch.
     var access: (viewers: Int, devices: Int)? = nil
     /// Devices configured but not to be had now (a button line another driver holds).
@@ -155,6 +158,7 @@ struct StatusSnapshot {
                                                                      "step": $0.step, "bytes": $0.bytes, "error": $0.error]) }]),
             "last_error": lastError, "temperature_c": temperatureC,
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
+            "live_readers": liveReaders.map { JSON.fields(["name": $0.name, "discarded": $0.discarded]) },
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),
             "unavailable": unavailable.map { JSON.fields(["key": $0.key, "device": $0.device, "problem": $0.problem]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,

@@ -34,6 +34,8 @@ public final class Discovery: Sendable {
     private let joined = Locked<[InterfaceAddress]>([])
     /// Nanoseconds between looks at the interfaces.
     let rescan: Int64
+    /// The rescans' and the answer budgets' time; the start's date (AppSequence).
+    let clock: ServerClock
     var interfaces: [[UInt8]] { joined.withLock { $0.map(\.address) } }
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
@@ -48,8 +50,9 @@ public final class Discovery: Sendable {
     /// group on, announce from and answer on, as they are now (asked again every five seconds).
     public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [InterfaceAddress],
                 xaddrs: @escaping @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String],
-                rescanSeconds: Double = 5, log: Log) throws {
+                rescanSeconds: Double = 5, log: Log, clock: ServerClock = .system) throws {
         self.device = device
+        self.clock = clock
         rescan = Int64(rescanSeconds * 1e9)
         self.xaddrs = xaddrs
         self.log = log
@@ -57,7 +60,7 @@ public final class Discovery: Sendable {
         try socket.reportLocalAddresses()
         self.port = try socket.boundAddress().port
         currentInterfaces = interfaces
-        instance = max(1, KernelClock.realtime() / 1_000_000_000)
+        instance = max(1, clock.wall() / 1_000_000_000)
         wake = try makePipe(nonBlocking: true)
         refresh(first: true)
         thread.start(name: "onair-discovery") { [self] in run() }
@@ -83,10 +86,16 @@ public final class Discovery: Sendable {
     }
 
 
+    /// The thread's turns so far (a test waits for one after moving the clock).
+    let turns = Locked(0)
+
+    /// Wakes the thread (a test that moved the clock).
+    func poke() { _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) } }
+
     /// Says Bye on the LAN, then stops.
     public func stop() {
         guard !thread.isStopped else { return }
-        thread.stop { _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) } }
+        thread.stop { poke() }
         announce(Self.bye, on: interfaces)
     }
 
@@ -97,17 +106,18 @@ public final class Discovery: Sendable {
         var drain = [UInt8](repeating: 0, count: 16)
         var budget = AnswerBudget(perSecond: Self.answersPerSecond)
         var perSource = SourceBudget(perSecond: Self.answersPerSource)
-        var scanned = monotonicNanoseconds()
+        var scanned = clock.now()
         while !thread.isStopped {
-            if monotonicNanoseconds() - scanned >= rescan {
-                scanned = monotonicNanoseconds()
+            turns.withLock { $0 += 1 }
+            if clock.now() - scanned >= rescan {
+                scanned = clock.now()
                 refresh()
             }
             _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
             for _ in 0..<64 {
                 guard let (count, from, local) = (try? socket.receiveDatagramWithLocal(into: &buffer)) ?? nil else { break }
-                let now = monotonicNanoseconds()
+                let now = clock.now()
                 if let refusal = Self.outOfScope(source: from.bytes, local: local, interfaces: joined.withLock { $0 }) {
                     refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", refusal)])
                     continue

@@ -29,7 +29,7 @@ extension RTSPServer {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         var drain = [UInt8](repeating: 0, count: 64)
         while !threadStopped {
-            let now = monotonicNanoseconds()
+            let now = clock.now()
             var watched: [(FileDescriptor, Poll.Events)] = [(wake.read, .readable), (rtcpSocket, .readable), (rtpSocket, .readable)]
             let listening = now >= clients.listenerRestsUntil
             if listening { watched.append((listener, .readable)) }
@@ -44,7 +44,7 @@ extension RTSPServer {
             }
             let ready = (try? Poll.wait(watched, timeoutMs: 100)) ?? []
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
-            let later = monotonicNanoseconds()
+            let later = clock.now()
             for (index, connection) in polled.enumerated() where first + index < ready.count && !ready[first + index].isEmpty {
                 serve(connection, events: ready[first + index], clients: clients, buffer: &buffer, now: later)
             }
@@ -169,7 +169,7 @@ extension RTSPServer {
         if connection.session === session { connection.session = nil }
         log.emit(.rtspEnded, level: .info, [("session", session.id), ("client", connection.client), ("reason", reason),
                                             ("packets", session.stats.packets), ("dropped", session.stats.dropped)])
-        publish(clients, now: monotonicNanoseconds())
+        publish(clients, now: clock.now())
     }
 
     private func close(_ connection: Connection, clients: Clients, reason: String) {
@@ -181,7 +181,7 @@ extension RTSPServer {
         }
         clients.connections.removeAll { $0 === connection }
         connection.socket.close()
-        publish(clients, now: monotonicNanoseconds())
+        publish(clients, now: clock.now())
     }
 
     // MARK: Media
@@ -258,8 +258,8 @@ extension RTSPServer {
     }
 
     private func sendReports(to session: Session, on connection: Connection) {
-        let ntp = RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime())
-        for (index, report) in session.senderReports(ntpTime: ntp, monotonic: monotonicNanoseconds(), cname: cname) {
+        let ntp = RTCPPacket.ntpTime(unixNanoseconds: clock.wall())
+        for (index, report) in session.senderReports(ntpTime: ntp, monotonic: clock.now(), cname: cname) {
             guard let track = session.tracks[index] else { continue }
             switch track.transport {
             case .interleaved(_, let channel):
@@ -303,7 +303,8 @@ extension RTSPServer {
                                        dropped: session.stats.dropped))
         }
         table.sort { $0.ageMs > $1.ageMs }
-        shared.withLock { $0 = table }
+        // The feed joined or left before the table says so (/api/status shows both).
         read(for: clients)
+        shared.withLock { $0 = table }
     }
 }

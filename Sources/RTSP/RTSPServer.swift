@@ -62,6 +62,8 @@ public final class RTSPServer: Sendable {
     let cname: String
     let ssrc: (video: UInt32, audio: UInt32)
     let feed: LiveFeed
+    /// Timers and timeouts; RTCP's NTP times.
+    let clock: ServerClock
     /// The sessions as the server's thread last published them, for /api/status.
     let shared = Locked<[SessionStatus]>([])
     let refusals = RefusalLog(perMinute: 20)
@@ -70,7 +72,7 @@ public final class RTSPServer: Sendable {
     /// drops them (clients wait for the next IDR) rather than holding the encoder.
     static let queuedMedia = 90
 
-    public init(settings: Settings, feed: LiveFeed, log: Log) throws {
+    public init(settings: Settings, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "rtsp", host: settings.host)
@@ -86,6 +88,7 @@ public final class RTSPServer: Sendable {
         wake = try makePipe(nonBlocking: true)
         self.settings = settings
         self.feed = feed
+        self.clock = clock
         self.log = log
         var generator = SystemRandomNumberGenerator()
         ssrc = (generator.next(), generator.next())

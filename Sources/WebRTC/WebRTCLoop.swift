@@ -25,7 +25,7 @@ extension WebRTCServer {
         while !threadStopped {
             _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 100)
             while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
-            let now = monotonicNanoseconds()
+            let now = clock.now()
             take(into: viewers, now: now)
             // A bounded batch, so a flood of datagrams cannot starve the pictures.
             for _ in 0..<512 {
@@ -75,9 +75,10 @@ extension WebRTCServer {
             viewers.peers[peer.id] = peer
             viewers.byUfrag[peer.ice.local.ufrag] = peer
         }
+        // The feed joined or left before the table says so (/api/status shows both).
         if !arriving.isEmpty || !ending.isEmpty {
-            publish(viewers, now: now, taken: arriving.map(\.id))
             read(for: viewers)
+            publish(viewers, now: now, taken: arriving.map(\.id))
         }
     }
 
@@ -116,7 +117,7 @@ extension WebRTCServer {
             }
         case .rtp:
             guard let peer = viewers.byAddress[address] else { return }
-            for packet in peer.receiveRTCP(datagram, now: now, ntpMiddle: Self.ntpMiddle(now: now)) { send(packet, to: source) }
+            for packet in peer.receiveRTCP(datagram, now: now, ntpMiddle: ntpMiddle(now: now)) { send(packet, to: source) }
             if peer.wantsPicture {
                 peer.wantsPicture = false
                 askForPicture()
@@ -132,12 +133,12 @@ extension WebRTCServer {
     private func sendFrames(to viewers: Viewers, now: Int64) {
         guard let taken = viewers.reader?.take(), !taken.items.isEmpty || taken.overflowed else { return }
         if taken.overflowed { for peer in viewers.peers.values { peer.resynchronize() } }
-        let wallOffset = KernelClock.realtime() - KernelClock.monotonic()
+        let wallOffset = clock.wallOffset()
         var delays: [Int64] = []
         for item in taken.items {
             switch item {
             case .picture(let picture):
-                delays.append(KernelClock.monotonic() - picture.captureTime)
+                delays.append(now - picture.captureTime)
                 let frame = OutgoingFrame(payloads: picture.payloads, rtpTimestamp: picture.rtpTimestamp, isSync: picture.isSync,
                                           captureNTP: RTCPPacket.ntpTime(unixNanoseconds: picture.captureTime + wallOffset))
                 for peer in viewers.peers.values where peer.connected {
@@ -176,7 +177,7 @@ extension WebRTCServer {
         }
         guard now >= viewers.nextReports else { return }
         viewers.nextReports = now + 1_000_000_000
-        let ntp = RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime())
+        let ntp = RTCPPacket.ntpTime(unixNanoseconds: clock.wall())
         let (video, audio) = (RTPClock.video(now), RTPClock.timestamp(now, rate: 48_000))
         for peer in viewers.peers.values {
             guard let target = peer.media else { continue }
@@ -197,8 +198,8 @@ extension WebRTCServer {
                                        ("nacks", peer.stats.nacks), ("retransmitted", peer.stats.retransmitted)]
         if peer.media == nil { offerLog.emit(.webrtcEnded, to: log, fields, level: .info) } else { log.emit(.webrtcEnded, level: .info, fields) }
         if publishing {
-            publish(viewers, now: monotonicNanoseconds())
             read(for: viewers)
+            publish(viewers, now: clock.now())
         }
     }
 
@@ -227,8 +228,8 @@ extension WebRTCServer {
     }
 
     /// The middle 32 bits of the NTP time now (RFC 3550 §6.4.1's unit for LSR and DLSR).
-    static func ntpMiddle(now: Int64) -> UInt32 {
-        UInt32(truncatingIfNeeded: RTCPPacket.ntpTime(unixNanoseconds: KernelClock.realtime()) >> 16)
+    func ntpMiddle(now: Int64) -> UInt32 {
+        UInt32(truncatingIfNeeded: RTCPPacket.ntpTime(unixNanoseconds: now + clock.wallOffset()) >> 16)
     }
 }
 

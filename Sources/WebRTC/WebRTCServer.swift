@@ -69,6 +69,8 @@ public final class WebRTCServer: Sendable {
     let cname: String
     let ssrc: UInt32
     let feed: LiveFeed
+    /// Timers, consent and timeouts; RTCP's NTP times.
+    let clock: ServerClock
     let shared = Locked(Shared())
     private let refusals = RefusalLog(perMinute: WebRTCServer.refusalsPerMinute)
     /// Offers, and the end of sessions that never checked connectivity: a flood of offers
@@ -100,7 +102,7 @@ public final class WebRTCServer: Sendable {
     /// (and its viewers wait for the next IDR) rather than holding the encoder.
     static let queuedItems = 80
 
-    public init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log) throws {
+    public init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "webrtc", host: settings.host)
@@ -115,6 +117,7 @@ public final class WebRTCServer: Sendable {
         self.settings = settings
         self.certificate = certificate
         self.feed = feed
+        self.clock = clock
         self.log = log
         let wildcard = settings.host == "0.0.0.0" || settings.host == "::"
         let own = wildcard ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: false) : [address]
@@ -147,7 +150,8 @@ public final class WebRTCServer: Sendable {
 
     /// A browser's offer (`POST /whep`, or `/whep/<id>` for `stream`): an answer and a
     /// new session, or why not.
-    public func offer(_ text: String, client: String, stream requested: String? = nil, now: Int64 = monotonicNanoseconds()) -> OfferResult {
+    public func offer(_ text: String, client: String, stream requested: String? = nil) -> OfferResult {
+        let now = clock.now()
         let offer: SessionDescription
         do { offer = try SessionDescription(parsing: text) } catch {
             return refuse(400, "\(error)", client: client)

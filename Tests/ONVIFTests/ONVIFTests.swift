@@ -5,6 +5,7 @@ import Logging
 import Media
 import System
 import Threading
+import TestSupport
 import XCTest
 @testable import ONVIF
 
@@ -276,20 +277,34 @@ final class DiscoveryTests: XCTestCase {
     /// An interface that gets its address after the start (a DHCP lease that comes
     /// late) is joined and announced at the next look, said in one line, and named in
     /// the answers from then on.
+    /// On virtual time: the thread looks again when its clock says `rescanSeconds` have
+    /// passed, not before, and no test waits for them.
     func testAnInterfaceThatComesLaterIsTakenUp() throws {
         let present = Locked<[InterfaceAddress]>([])
         let lines = Locked<[String]>([])
+        let clock = ManualClock()
         let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { present.withLock { $0 } },
                                       xaddrs: { interfaces, _ in interfaces.map { "http://\(SocketAddress.host($0)):8080/onvif/device_service" } },
-                                      rescanSeconds: 3600, log: .silent { event, _, fields in
+                                      rescanSeconds: 5, log: .silent { event, _, fields in
                                           if event == .discoveryListening { lines.withLock { $0.append("\(fields.first { $0.0 == "interfaces" }?.1 ?? "")") } }
-                                      })
+                                      }, clock: ServerClock(monotonic: clock, wallOffset: { 0 }))
         defer { discovery.stop() }
         let from = try XCTUnwrap(SocketAddress(numeric: "192.168.1.9", port: 40_000, ipv6: false))
         let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
         XCTAssertTrue(discovery.answer(probe, from: from)?.contains("<d:XAddrs></d:XAddrs>") ?? false, "no address yet")
         present.withLock { $0 = [InterfaceAddress(address: [192, 0, 2, 5], prefixLength: 24)] }
-        discovery.refresh()  // what the thread does every `rescanSeconds`
+        clock.advance(by: 4_999_999_999)
+        // Two turns of the thread after the clock moved: the second began after it.
+        let before = discovery.turns.withLock { $0 }
+        let deadline = Date().addingTimeInterval(15)
+        while discovery.turns.withLock({ $0 }) < before + 2 && Date() < deadline {
+            discovery.poke()
+            _ = try? Poll.wait([], timeoutMs: 20)
+        }
+        XCTAssertEqual(lines.withLock { $0 }, [""], "not before rescanSeconds on its clock")
+        clock.advance(by: 1)
+        discovery.poke()
+        while lines.withLock({ $0.count }) < 2 && Date() < deadline { _ = try? Poll.wait([], timeoutMs: 20) }
         XCTAssertEqual(lines.withLock { $0 }, ["", "192.0.2.5"])
         XCTAssertTrue(discovery.answer(probe, from: from)?.contains("http://192.0.2.5:8080/onvif/device_service") ?? false)
     }

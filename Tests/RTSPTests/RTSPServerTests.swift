@@ -17,9 +17,10 @@ final class RTSPServerTests: XCTestCase {
     static let pps: [UInt8] = [0x68, 0xCE, 0x3C, 0x80]
     static let audio = RealTimeStream.Audio(config: [0x11, 0x90], sampleRate: 48_000, channels: 2)
 
-    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent()) throws -> RTSPServer {
+    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent(),
+                clock: ServerClock = .system) throws -> RTSPServer {
         let server = try RTSPServer(settings: .init(host: "127.0.0.1", port: 0, maxClients: maxClients, perAddress: perAddress,
-                                                    sessionTimeoutSeconds: timeout, access: access), feed: LiveFeed(log: log), log: log)
+                                                    sessionTimeoutSeconds: timeout, access: access), feed: LiveFeed(log: log), log: log, clock: clock)
         addTeardownBlock { server.stop(); server.feed.stop() }
         return server
     }
@@ -285,18 +286,33 @@ final class RTSPServerTests: XCTestCase {
         }
     }
 
-    /// Nothing heard for the session timeout: the connection and its session are ended.
+    /// Nothing heard for the session timeout (RFC 2326 §12.37): the connection and its
+    /// session are ended — on the server's clock, which the test moves (virtual time).
     func testASilentClientIsEndedAfterTheTimeout() throws {
         let ended = Locked<[String]>([])
-        let server = try server(timeout: 1, log: .silent { event, _, fields in
+        let clock = ManualClock()
+        let server = try server(timeout: 60, log: .silent { event, _, fields in
             if event == .rtspEnded { ended.withLock { $0.append("\(fields.first { $0.0 == "reason" }?.1 ?? "")") } }
-        })
+        }, clock: ServerClock(monotonic: clock, wallOffset: { 0 }))
         live(server)
         let client = try XCTUnwrap(Client(port: server.port))
         let base = "rtsp://127.0.0.1:\(server.port)/live"
         XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;interleaved=0-1"]).status, 200)
+        // 59 s on its clock: the server has seen them (its table says the session's age) and
+        // keeps the session.
+        clock.advance(by: 59_000_000_000)
+        server.poke()
+        try waitUntil { (server.sessions.first?.ageMs ?? 0) >= 59_000 }
+        XCTAssertFalse(client.socket.isClosedByPeer)
+        XCTAssertEqual(client.request("OPTIONS", "*", ["Session": try XCTUnwrap(server.sessions.first?.id)]).status, 200, "heard: the time starts again")
+        clock.advance(by: 59_000_000_000)
+        server.poke()
+        try waitUntil { (server.sessions.first?.ageMs ?? 0) >= 118_000 }
+        XCTAssertFalse(client.socket.isClosedByPeer)
+        clock.advance(by: 2_000_000_000)
+        server.poke()
         try waitUntil { client.socket.isClosedByPeer }
-        XCTAssertEqual(ended.withLock { $0 }, ["nothing heard for 1 s"])
+        XCTAssertEqual(ended.withLock { $0 }, ["nothing heard for 60 s"])
         XCTAssertTrue(server.sessions.isEmpty)
     }
 

@@ -1,6 +1,8 @@
 import Live
 import Logging
 import Media
+import System
+import TestSupport
 import Threading
 import XCTest
 @testable import WebRTC
@@ -16,9 +18,9 @@ final class WebRTCServerTests: XCTestCase {
             + "a=rtpmap:102 H264/90000\r\na=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n"
     }
 
-    func server(maxViewers: Int = 8, perAddress: Int = 4) throws -> WebRTCServer {
+    func server(maxViewers: Int = 8, perAddress: Int = 4, clock: ServerClock = .system, log: Log = .silent()) throws -> WebRTCServer {
         let server = try WebRTCServer(settings: .init(host: "127.0.0.1", port: 0, maxViewers: maxViewers, perAddress: perAddress),
-                                      certificate: try DTLSCertificate.generate(), feed: LiveFeed(log: .silent()), log: .silent())
+                                      certificate: try DTLSCertificate.generate(), feed: LiveFeed(log: .silent()), log: log, clock: clock)
         addTeardownBlock { server.stop(); server.feed.stop() }
         return server
     }
@@ -79,10 +81,12 @@ final class WebRTCServerTests: XCTestCase {
     /// Issue 44's flood: offers from 3 addresses re-posted every half second, none ever
     /// checking connectivity, hold no place a real viewer cannot take at once.
     func testOffersThatNeverCheckConnectivityCannotKeepAViewerOut() throws {
-        let server = try server(maxViewers: 10, perAddress: 4)
+        let clock = ManualClock()
+        let server = try server(maxViewers: 10, perAddress: 4, clock: ServerClock(monotonic: clock, wallOffset: { 0 }))
         live(server)
         for round in 0..<8 {
-            for n in 0..<12 { _ = server.offer(offer(), client: "10.0.0.\(n % 3 + 1)", now: Int64(round) * 500_000_000) }
+            for n in 0..<12 { _ = server.offer(offer(), client: "10.0.0.\(n % 3 + 1)") }
+            clock.advance(by: 500_000_000)
             guard case .answer = server.offer(offer(), client: "192.0.2.\(round + 1)") else { return XCTFail("a real viewer refused in round \(round)") }
             let held = server.shared.withLock { $0.sessions.count + $0.arriving.count }
             XCTAssertLessThanOrEqual(held, 10, "never more than webrtc.max_viewers places")
@@ -111,6 +115,35 @@ final class WebRTCServerTests: XCTestCase {
         // Within two minutes of the clock, should the run straddle one's end.
         XCTAssertLessThanOrEqual(lines.withLock { $0 } - before, 2 * (2 * 60 + WebRTCServer.refusalsPerMinute) + 8,
                                  "offers and their ends capped at 60 a minute each, displacements at 20")
+    }
+
+    /// On virtual time: a session whose browser never checks connectivity keeps its place
+    /// for 30 s of the server's clock and is ended after them (the test moves the clock and
+    /// waits for nothing).
+    func testASessionThatNeverChecksConnectivityEndsAfter30Seconds() throws {
+        let clock = ManualClock()
+        let ended = Locked<[String]>([])
+        let server = try server(clock: ServerClock(monotonic: clock, wallOffset: { 0 }), log: .silent { event, _, fields in
+            if event == .webrtcEnded { ended.withLock { $0.append("\(fields.first { $0.0 == "reason" }?.1 ?? "")") } }
+        })
+        live(server)
+        guard case .answer = server.offer(offer(), client: "10.0.0.1") else { return XCTFail("no answer") }
+        clock.advance(by: 29_000_000_000)
+        server.poke()
+        try waitUntil { (server.sessions.first?.ageMs ?? 0) >= 29_000 }
+        XCTAssertEqual(ended.withLock { $0 }, [], "its place is kept for 30 s")
+        clock.advance(by: 1_500_000_000)
+        server.poke()
+        try waitUntil { server.sessions.isEmpty }
+        XCTAssertEqual(ended.withLock { $0 }, ["no ICE connectivity check in 30 s"])
+    }
+
+    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) throws {
+        let deadline = KernelClock.monotonic() + 15_000_000_000
+        while !condition() {
+            guard KernelClock.monotonic() < deadline else { return XCTFail("not within 15 s", file: file, line: line) }
+            _ = try? Poll.wait([], timeoutMs: 20)
+        }
     }
 
     func testBadOffersAreRefusedInOneLine() throws {
