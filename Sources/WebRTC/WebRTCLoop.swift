@@ -21,22 +21,26 @@ extension WebRTCServer {
     func run() {
         let viewers = Viewers()
         var buffer = [UInt8](repeating: 0, count: 2048)
-        var drain = [UInt8](repeating: 0, count: 64)
         while !threadStopped {
-            _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 100)
-            while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
-            let now = clock.now()
-            take(into: viewers, now: now)
-            // A bounded batch, so a flood of datagrams cannot starve the pictures.
-            for _ in 0..<512 {
-                guard let (count, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
-                receive(Array(buffer[0..<count]), from: from, viewers: viewers, now: now)
-            }
-            sendFrames(to: viewers, now: now)
-            tick(viewers, now: now)
+            datagrams.wait(timeoutMs: 100)
+            turn(viewers, buffer: &buffer)
         }
         for peer in viewers.peers.values { close(peer, viewers: viewers, reason: "the server stopped") }
         read(for: viewers)
+    }
+
+    /// One turn of the thread, at the clock's time: the sessions offered and ended, the
+    /// datagrams that came, what the feed published, the timers.
+    func turn(_ viewers: Viewers, buffer: inout [UInt8]) {
+        let now = clock.now()
+        take(into: viewers, now: now)
+        // A bounded batch, so a flood of datagrams cannot starve the pictures.
+        for _ in 0..<512 {
+            guard let (count, from) = datagrams.receive(into: &buffer) else { break }
+            receive(Array(buffer[0..<count]), from: from, viewers: viewers, now: now)
+        }
+        sendFrames(to: viewers, now: now)
+        tick(viewers, now: now)
     }
 
     /// Joins the live feed when the first viewer comes, leaves it with the last: pictures
@@ -224,7 +228,7 @@ extension WebRTCServer {
 
     @discardableResult
     private func send(_ datagram: [UInt8], to address: SocketAddress) -> Bool {
-        (try? socket.sendDatagram(datagram, to: address)) ?? false
+        datagrams.send(datagram, to: address)
     }
 
     /// The middle 32 bits of the NTP time now (RFC 3550 §6.4.1's unit for LSR and DLSR).

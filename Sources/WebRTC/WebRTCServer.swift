@@ -60,8 +60,8 @@ public final class WebRTCServer: Sendable {
     public let port: UInt16
     public let certificate: DTLSCertificate
     let settings: Settings
-    let socket: FileDescriptor
-    let wake: (read: FileDescriptor, write: FileDescriptor)
+    /// The UDP port every viewer's datagrams go through (in memory, in a test).
+    let datagrams: DatagramPort
     let candidates: [PeerAddress]
     private let thread = StoppableThread()
     var threadStopped: Bool { thread.isStopped }
@@ -102,35 +102,45 @@ public final class WebRTCServer: Sendable {
     /// (and its viewers wait for the next IDR) rather than holding the encoder.
     static let queuedItems = 80
 
-    public init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
+    /// The server on a UDP port of its own, its thread started.
+    public convenience init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "webrtc", host: settings.host)
         }
+        let socket: FileDescriptor, port: UInt16
         do {
             socket = try FileDescriptor.datagramSocket(bound: address, bufferBytes: 1 << 20)
             port = try socket.boundAddress().port
         } catch let error as Errno {
             throw ListenError.cannotBind(service: "webrtc", address: "UDP \(ipv6 ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
         }
-        wake = try makePipe(nonBlocking: true)
-        self.settings = settings
-        self.certificate = certificate
-        self.feed = feed
-        self.clock = clock
-        self.log = log
         let wildcard = settings.host == "0.0.0.0" || settings.host == "::"
         let own = wildcard ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: false) : [address]
         // No interface but loopback (a test machine): the loopback address, so a browser
         // on the board itself still connects.
         let listed = own.isEmpty ? NetworkInterfaces.addresses(ipv6: ipv6, loopback: true) : own
-        let bound = port
-        candidates = listed.map { PeerAddress(address: $0.bytes, port: bound) }
+        try self.init(settings: settings, certificate: certificate, feed: feed, log: log, clock: clock, datagrams: try UDPPort(socket),
+                      port: port, candidates: listed.map { PeerAddress(address: $0.bytes, port: port) })
+    }
+
+    /// The server on `datagrams`, offering `candidates`; with `thread: false` nothing runs
+    /// it but its owner's calls of `turn` (a test on virtual time).
+    init(settings: Settings, certificate: DTLSCertificate, feed: LiveFeed, log: Log, clock: ServerClock, datagrams: DatagramPort,
+         port: UInt16, candidates: [PeerAddress], thread runs: Bool = true) throws {
+        self.datagrams = datagrams
+        self.port = port
+        self.candidates = candidates
+        self.settings = settings
+        self.certificate = certificate
+        self.feed = feed
+        self.clock = clock
+        self.log = log
         var generator = SystemRandomNumberGenerator()
         ssrc = generator.next()
         audioSSRC = generator.next()
         cname = ICECredentials.random().ufrag
-        thread.start(name: "onair-webrtc") { [self] in run() }
+        if runs { thread.start(name: "onair-webrtc") { [self] in run() } }
         log.emit(.webrtcListening, level: .info, [("port", Int(port)), ("candidates", candidates.map(\.description).joined(separator: " ")),
                                                  ("fingerprint", certificate.sdpFingerprint)])
     }
@@ -141,10 +151,8 @@ public final class WebRTCServer: Sendable {
 
     deinit { stop() }
 
-    /// Wakes the UDP thread (a byte down its pipe; a full pipe wakes it as well).
-    func poke() {
-        _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) }
-    }
+    /// Wakes the UDP thread.
+    func poke() { datagrams.wake() }
 
     // MARK: WHEP (the web server's thread)
 

@@ -1,0 +1,46 @@
+/// A datagram socket as a server's one thread uses it: wait until a datagram came or the
+/// thread is woken, take what came, send. `UDPPort` is the kernel's; a test gives an
+/// in-memory one (TestSupport's `MemoryDatagrams`), so the server's protocol code runs on
+/// virtual time with nothing bound (as swift-nio's EmbeddedChannel, pion's vnet).
+public protocol DatagramPort: Sendable {
+    /// Waits until a datagram may be read, `wake` is called, or `timeoutMs` pass.
+    func wait(timeoutMs: Int32)
+    /// The next datagram that came, if any; never waits.
+    func receive(into buffer: inout [UInt8]) -> (count: Int, from: SocketAddress)?
+    /// False when it could not be sent now (the socket's buffer is full).
+    @discardableResult
+    func send(_ datagram: [UInt8], to address: SocketAddress) -> Bool
+    /// Ends a `wait` now, or the next one at once (from any thread).
+    func wake()
+}
+
+/// A bound UDP socket and a pipe to wake its thread with.
+public final class UDPPort: DatagramPort {
+    public let socket: FileDescriptor
+    private let pipe: (read: FileDescriptor, write: FileDescriptor)
+
+    public init(_ socket: FileDescriptor) throws {
+        self.socket = socket
+        pipe = try makePipe(nonBlocking: true)
+    }
+
+    public func wait(timeoutMs: Int32) {
+        _ = try? Poll.wait([(socket, .readable), (pipe.read, .readable)], timeoutMs: timeoutMs)
+        var drain = [UInt8](repeating: 0, count: 64)
+        while ((try? drain.withUnsafeMutableBytes { try pipe.read.read(into: $0) }) ?? 0) > 0 {}
+    }
+
+    public func receive(into buffer: inout [UInt8]) -> (count: Int, from: SocketAddress)? {
+        (try? socket.receiveDatagram(into: &buffer)) ?? nil
+    }
+
+    @discardableResult
+    public func send(_ datagram: [UInt8], to address: SocketAddress) -> Bool {
+        (try? socket.sendDatagram(datagram, to: address)) ?? false
+    }
+
+    /// A byte down the pipe (a full pipe wakes the thread as well).
+    public func wake() {
+        _ = try? [UInt8(1)].withUnsafeBytes { try pipe.write.write($0) }
+    }
+}
