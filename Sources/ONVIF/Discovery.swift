@@ -36,6 +36,8 @@ public final class Discovery: Sendable {
     let rescan: Int64
     /// The rescans' and the answer budgets' time; the start's date (AppSequence).
     let clock: ServerClock
+    /// When the interfaces were first looked at (in `init`, not when the thread gets to run).
+    private let firstScan: Int64
     var interfaces: [[UInt8]] { joined.withLock { $0.map(\.address) } }
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
@@ -62,6 +64,7 @@ public final class Discovery: Sendable {
         currentInterfaces = interfaces
         instance = max(1, clock.wall() / 1_000_000_000)
         wake = try makePipe(nonBlocking: true)
+        firstScan = clock.now()
         refresh(first: true)
         thread.start(name: "onair-discovery") { [self] in run() }
     }
@@ -106,7 +109,7 @@ public final class Discovery: Sendable {
         var drain = [UInt8](repeating: 0, count: 16)
         var budget = AnswerBudget(perSecond: Self.answersPerSecond)
         var perSource = SourceBudget(perSecond: Self.answersPerSource)
-        var scanned = clock.now()
+        var scanned = firstScan
         while !thread.isStopped {
             turns.withLock { $0 += 1 }
             if clock.now() - scanned >= rescan {
