@@ -237,11 +237,15 @@ final class LadderTests: XCTestCase {
         let (onair, port, _) = try serveSynthetic("ladder-gstreamer", ["video.ladder=auto"])
         let streams = try waitForStreams(port) { ($0.first?["segments"] as? Int ?? 0) >= 2 }
         let url = "http://127.0.0.1:\(port)" + (try XCTUnwrap(streams.first?["playlist"] as? String))
-        for (bits, width) in [(700_000, 640), (5_000_000, 854)] {
-            let gst = try runTool("/usr/bin/timeout", ["15", "/usr/bin/gst-launch-1.0", "-v", "urisourcebin", "uri=\(url)",
-                                                       "hlsdemux2-0::max-bitrate=\(bits)", "!", "parsebin", "!", "fakesink", "sync=false"],
-                                  seconds: 60)
-            let said = String(decoding: gst.stdout, as: UTF8.self) + gst.stderr
+        // Both limits at once: each pipeline is stopped after its 15 s, so one after the
+        // other would wait twice.
+        let limits = [(700_000, 640), (5_000_000, 854)]
+        let pipelines = try limits.map { bits, _ in
+            try Child("/usr/bin/timeout", ["15", "/usr/bin/gst-launch-1.0", "-v", "urisourcebin", "uri=\(url)",
+                                           "hlsdemux2-0::max-bitrate=\(bits)", "!", "parsebin", "!", "fakesink", "sync=false"])
+        }
+        for ((bits, width), gst) in zip(limits, pipelines) {
+            let said = gst.wait(seconds: 60).stdout + gst.stderr
             XCTAssertFalse(said.contains("ERROR"), said)
             let widths = said.matches(of: /width=\(int\)(\d+)/).map { Int($0.1)! }
             XCTAssertEqual(widths.last, width, "max-bitrate \(bits): \(widths), \(said.suffix(2000))")
