@@ -35,7 +35,8 @@
 8. RTSP (bench_rtsp.py): glass-to-glass into ffmpeg's low-delay decoder over TCP and UDP,
    and onair's CPU with 0, 1 and 10 RTSP clients.
 9. WebRTC (bench_webrtc.py): how soon a viewer (aiortc) sees its first picture, median and
-   95th percentile of 20 openings at random moments, and the IDRs made for viewers.
+   95th percentile of 20 openings at random moments, and the IDRs made for viewers; the
+   live bit rate of a minute alone and with 10 viewers joining in it.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
