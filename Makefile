@@ -61,7 +61,7 @@ DEBS_test-deps := $(BUILD_DEBS) $(TEST_DEBS)
 DEBS_image-deps := $(IMAGE_DEBS)
 DEBS_toolchain-deps := $(TOOLCHAIN_DEBS)
 
-.PHONY: all deps test-deps image-deps toolchain-deps build swift-6.0 run test bench fuzz structure image image-check image-repro bundle vm-test clean
+.PHONY: all deps test-deps image-deps toolchain-deps ci-prepare build swift-6.0 run test bench fuzz structure image image-check image-repro bundle vm-test clean
 
 all: build
 
@@ -149,6 +149,11 @@ UPDATE_CERT ?= .build/update-key/development.cert.pem
 	mkdir -p .build/update-key && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500 \
 		-subj "/O=onair/CN=onair development update key $$(hostname)" \
 		-keyout .build/update-key/development.key.pem -out .build/update-key/development.cert.pem 2>/dev/null
+
+# What .ci/run's two chains of steps share, made before they start side by side: Debian's
+# packages, the tests' Python clients and the update key (two installs at once would
+# fight over apt's lock, two makers of one venv or key over its files).
+ci-prepare: test-deps image-deps toolchain-deps $(MOTO) $(ONVIF_CLIENTS) $(WEBRTC_CLIENTS) $(UPDATE_KEY) $(UPDATE_CERT)
 
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
 image: image-deps $(UPDATE_KEY) $(UPDATE_CERT)

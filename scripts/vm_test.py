@@ -78,17 +78,20 @@ BOARD = os.environ.get("BOARD", "qemu-x86_64")
 VIRT = BOARD in vm_virt.BOARDS  # a Raspberry Pi image on QEMU's aarch64 virt machine
 IMAGE = os.path.join(REPO, "out", f"onair-{BOARD}.img")
 ONAIR = os.environ.get("ONAIR_BINARY", os.path.join(REPO, ".build", "release", "onair"))
-WORK = os.path.join(REPO, "out", "vm-test")
+# Each board's test has a folder and host ports of its own, so .ci/run can test two boards
+# at once.
+WORK = os.path.join(REPO, "out", f"vm-test-{BOARD}")
+PORTS = 18000 + 1000 * (["qemu-x86_64", "rpi4", "rpi5"].index(BOARD) if BOARD in ("qemu-x86_64", "rpi4", "rpi5") else 3)
 # The guest's real-time clock at power-on: long before the image was made, as on a board
 # without one (a Pi 4 starts at 1970; systemd then moves it to /usr/lib/clock-epoch).
 RTC_BASE = "2000-01-01"
-ORIGIN_PORT = 18081
-HTTP_PORT = 18080  # the guest's :8080, forwarded to the host's loopback
-RTSP_PORT = 18554  # the guest's RTSP :8554
+ORIGIN_PORT = PORTS + 81
+HTTP_PORT = PORTS + 80  # the guest's :8080, forwarded to the host's loopback
+RTSP_PORT = PORTS + 554  # the guest's RTSP :8554
 # The board's LAN: QEMU's second NIC sends each frame to LAN_HELPER_PORT and takes them on
 # LAN_QEMU_PORT (127.0.0.1); scripts/vm_lan.py bridges them into its own namespace.
-LAN_QEMU_PORT = 18091
-LAN_HELPER_PORT = 18092
+LAN_QEMU_PORT = PORTS + 91
+LAN_HELPER_PORT = PORTS + 92
 ONVIF_PYTHON = os.path.join(REPO, ".build", "onvif", "bin", "python3")
 ONVIF_CLIENT = os.path.join(REPO, "Tests", "IntegrationTests", "Clients", "onvif_client.py")
 
@@ -447,6 +450,11 @@ def colour_bars(path):
 
 
 def validate(stream):
+    # .ci/run tests the Raspberry Pi images while the x86 chain builds this host's onair:
+    # on a fresh clone its checker may still be on its way (the linker writes it whole).
+    deadline = time.monotonic() + 1800
+    while not os.access(ONAIR, os.X_OK) and time.monotonic() < deadline:
+        time.sleep(5)
     result = subprocess.run([ONAIR, "validate", stream], capture_output=True, text=True)
     return result.returncode == 0, (result.stdout + result.stderr).strip()[-600:]
 

@@ -40,6 +40,10 @@ host_pkgs="swiftlang libstdc++-14-dev pkg-config ca-certificates make dpkg-dev x
 sysroot_pkgs="libc6-dev libgcc-14-dev libstdc++-14-dev libswiftlang swiftlang $dev"
 want="host: $host_pkgs; arm64 sysroot: $sysroot_pkgs"
 
+# One maker of the root at a time (.ci/run builds amd64 and arm64 at once).
+mkdir -p "$base"
+exec 8>"$base/.lock"
+flock 8
 if [ "$(cat "$root/.onair-toolchain" 2>/dev/null)" != "$want" ]; then
     mkdir -p "$base/debs"
     cache_hooks=(--setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$base/debs' -name '*.deb' -exec cp -t \"\$1/var/cache/apt/archives\" {} + || true"
@@ -67,6 +71,7 @@ if [ "$(cat "$root/.onair-toolchain" 2>/dev/null)" != "$want" ]; then
     echo '{"CanonicalName": "debian-trixie-arm64", "Version": "13.0"}' > "$root/sysroot/arm64/SDKSettings.json"
     echo "$want" > "$root/.onair-toolchain"
 fi
+flock -u 8
 
 # What the compiler sees inside the root.
 scratch=/src/.build-trixie/$arch
