@@ -1,19 +1,15 @@
+import TestSupport
+
 /// Makes hostile inputs from good ones: the mutations issue 13 found onair's readers
 /// failing on, plus the generic ones (bit flips, truncations, splices). Deterministic for a
 /// seed, so every case can be made again from its number.
 public struct Mutator {
-    var state: UInt64
+    /// SplitMix64 (TestSupport's, the tests' too): small, fast, and the same everywhere.
+    private var random: SplitMix
 
-    public init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    public init(seed: UInt64) { random = SplitMix(seed: seed &+ 0x9E37_79B9_7F4A_7C15) }
 
-    /// SplitMix64: small, fast, and the same everywhere.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { random.next() }
 
     public mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
     public mutating func chance(_ oneIn: Int) -> Bool { below(oneIn) == 0 }
