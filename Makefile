@@ -150,9 +150,8 @@ UPDATE_CERT ?= .build/update-key/development.cert.pem
 		-subj "/O=onair/CN=onair development update key $$(hostname)" \
 		-keyout .build/update-key/development.key.pem -out .build/update-key/development.cert.pem 2>/dev/null
 
-# What .ci/run's two chains of steps share, made before they start side by side: Debian's
-# packages, the tests' Python clients and the update key (two installs at once would
-# fight over apt's lock, two makers of one venv or key over its files).
+# What the tests and the images need, made before any of them (.ci/run's first steps):
+# Debian's packages, the tests' Python clients and the update key.
 ci-prepare: test-deps image-deps toolchain-deps $(MOTO) $(ONVIF_CLIENTS) $(WEBRTC_CLIENTS) $(UPDATE_KEY) $(UPDATE_CERT)
 
 # A flashable image for BOARD (board/<name>/): out/onair-BOARD.img, .bmap and .sha256.
