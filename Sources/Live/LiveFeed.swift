@@ -63,45 +63,34 @@ public final class LiveFeed: Sendable {
     /// `wake` is called (on the publishing thread, which it must not hold) when some are.
     public func join(_ name: String, wants: LiveReader.Wants, capacity: Int, wake: @escaping @Sendable () -> Void) -> LiveReader {
         let reader = LiveReader(name: name, wants: wants, capacity: capacity, wake: wake)
-        state.withLock { state in
-            state.readers.append(reader)
-            state.wanted = Self.union(state.readers)
-        }
-        opus.set(wanted: wants.contains(.opus) || wanted.contains(.opus))
+        changeReaders { $0.append(reader) }
         return reader
     }
 
     /// The reader takes nothing more.
-    public func leave(_ reader: LiveReader) {
-        let opusWanted = state.withLock { state in
-            state.readers.removeAll { $0 === reader }
-            state.wanted = Self.union(state.readers)
-            return state.wanted.contains(.opus)
-        }
-        opus.set(wanted: opusWanted)
-    }
+    public func leave(_ reader: LiveReader) { changeReaders { $0.removeAll { $0 === reader } } }
 
     /// What `reader` takes from now on.
     public func update(_ reader: LiveReader, wants: LiveReader.Wants) {
         reader.set(wants: wants)
-        let opusWanted = state.withLock { state in
-            state.wanted = Self.union(state.readers)
-            return state.wanted.contains(.opus)
+        changeReaders { _ in }
+    }
+
+    /// Changes the readers and what the feed makes for them, in one lock: two threads
+    /// joining and leaving at once must not leave Opus off while a reader wants it.
+    private func changeReaders(_ change: (inout [LiveReader]) -> Void) {
+        state.withLock { state in
+            change(&state.readers)
+            state.wanted = state.readers.reduce(into: []) { $0.formUnion($1.wants) }
+            opus.set(wanted: state.wanted.contains(.opus))
         }
-        opus.set(wanted: opusWanted)
     }
 
     /// The readers joined now, and what each lost to overflow.
     public var readers: [(name: String, discarded: Int)] { state.withLock { $0.readers }.map { ($0.name, $0.discarded) } }
 
-    private var wanted: LiveReader.Wants { state.withLock { $0.wanted } }
-
     var opusStarted: Bool { opus.started }
     var opusQueued: Int { opus.queued }
-
-    private static func union(_ readers: [LiveReader]) -> LiveReader.Wants {
-        readers.reduce(into: []) { $0.formUnion($1.wants) }
-    }
 
     // MARK: Publishing (the live output's thread)
 

@@ -14,8 +14,6 @@ final class OpusWorker: Sendable {
         var stopping = false
         var thread: WorkerThread?
         var deliver: (@Sendable ([OpusPacket]) -> Void)?
-        /// Chunks lost because the thread fell behind.
-        var dropped = 0
     }
 
     /// 50 chunks: a second at the 20 ms periods ALSA is asked for.
@@ -58,10 +56,7 @@ final class OpusWorker: Sendable {
     func encode(_ chunk: AudioChunk) {
         queue.withLock { queue in
             guard queue.wanted, !queue.stopping else { return }
-            if queue.chunks.count >= Self.queuedChunks {
-                queue.chunks.removeFirst()
-                queue.dropped += 1
-            }
+            if queue.chunks.count >= Self.queuedChunks { queue.chunks.removeFirst() }
             queue.chunks.append(chunk)
         }
         queue.broadcast()
