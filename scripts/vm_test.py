@@ -79,8 +79,8 @@ BOARD = os.environ.get("BOARD", "qemu-x86_64")
 VIRT = BOARD in vm_virt.BOARDS  # a Raspberry Pi image on QEMU's aarch64 virt machine
 IMAGE = os.path.join(REPO, "out", f"onair-{BOARD}.img")
 ONAIR = os.environ.get("ONAIR_BINARY", os.path.join(REPO, ".build", "release", "onair"))
-# Each board's test has a folder and host ports of its own, so .ci/run can test two boards
-# at once.
+# Each board's test has a folder and host ports of its own: two boards' tests started at
+# once do not collide (they then boot in turn, below).
 WORK = os.path.join(REPO, "out", f"vm-test-{BOARD}")
 PORTS = 18000 + 1000 * (["qemu-x86_64", "rpi4", "rpi5"].index(BOARD) if BOARD in ("qemu-x86_64", "rpi4", "rpi5") else 3)
 # The guest's real-time clock at power-on: long before the image was made, as on a board
@@ -451,11 +451,6 @@ def colour_bars(path):
 
 
 def validate(stream):
-    # .ci/run tests the Raspberry Pi images while the x86 chain builds this host's onair:
-    # on a fresh clone its checker may still be on its way (the linker writes it whole).
-    deadline = time.monotonic() + 1800
-    while not os.access(ONAIR, os.X_OK) and time.monotonic() < deadline:
-        time.sleep(5)
     result = subprocess.run([ONAIR, "validate", stream], capture_output=True, text=True)
     return result.returncode == 0, (result.stdout + result.stderr).strip()[-600:]
 
@@ -592,9 +587,9 @@ def main():
     if not os.path.exists(IMAGE):
         print(f"vm-test: {IMAGE} is missing (make image BOARD={BOARD})", file=sys.stderr)
         return 2
-    # One emulated board at a time on this machine: .ci/run builds the images side by side,
-    # but two boards under TCG at once starve each other (an emulated board whose encoder
-    # falls a second behind serves no real-time picture: rpi5's RTSP check failed so).
+    # One emulated board at a time on this machine: two boards under TCG at once starve
+    # each other (an emulated board whose encoder falls a second behind serves no
+    # real-time picture: rpi5's RTSP check failed so).
     lock = open("/tmp/onair-vm-test.lock", "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

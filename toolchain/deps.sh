@@ -26,8 +26,8 @@ set -euo pipefail
 
 arch=${1:?usage: toolchain/deps.sh amd64|arm64}
 cache=${ONAIR_DEPS:-/var/cache/onair-deps}
-# One run at a time on a machine: .ci/run builds amd64 and arm64 at once, and both fetch
-# sources into the same $cache/sources.
+# One run at a time on a machine: an amd64 and an arm64 build at once (two makes, say)
+# would fetch sources into the same $cache/sources.
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9

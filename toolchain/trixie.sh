@@ -40,7 +40,7 @@ host_pkgs="swiftlang libstdc++-14-dev pkg-config ca-certificates make dpkg-dev x
 sysroot_pkgs="libc6-dev libgcc-14-dev libstdc++-14-dev libswiftlang swiftlang $dev"
 want="host: $host_pkgs; arm64 sysroot: $sysroot_pkgs"
 
-# One maker of the root at a time (.ci/run builds amd64 and arm64 at once).
+# One maker of the root at a time (two builds at once, amd64 and arm64, share it).
 mkdir -p "$base"
 exec 8>"$base/.lock"
 flock 8
