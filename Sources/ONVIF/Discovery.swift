@@ -27,7 +27,8 @@ public final class Discovery: Sendable {
     let device: ONVIFDevice
     /// The device service's URL at each of the given addresses (`http://a.b.c.d:port/…`).
     let xaddrs: @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String]
-    let socket: FileDescriptor
+    /// UDP 3702 on every interface (the kernel's), or a test's in memory.
+    let link: MulticastPort
     /// The LAN interfaces' IPv4 addresses now, looked at every `rescan`; and those the
     /// group is joined on.
     let currentInterfaces: @Sendable () -> [InterfaceAddress]
@@ -42,7 +43,6 @@ public final class Discovery: Sendable {
     let log: Log
     let refusals = RefusalLog(perMinute: 20)
     private let thread = StoppableThread()
-    private let wake: (read: FileDescriptor, write: FileDescriptor)
     /// WS-Discovery §7's AppSequence: an instance id that grows with each start (the start
     /// time in seconds) and a message number that grows with each message.
     private let instance: Int64
@@ -50,23 +50,31 @@ public final class Discovery: Sendable {
 
     /// `interfaces`: the IPv4 addresses (and prefixes) of the LAN interfaces to join the
     /// group on, announce from and answer on, as they are now (asked again every five seconds).
-    public init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [InterfaceAddress],
+    public convenience init(device: ONVIFDevice, port: UInt16 = defaultPort, interfaces: @escaping @Sendable () -> [InterfaceAddress],
                 xaddrs: @escaping @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String],
                 rescanSeconds: Double = 5, log: Log, clock: ServerClock = .system) throws {
+        let socket = try FileDescriptor.sharedDatagramSocket(bound: SocketAddress(bytes: [0, 0, 0, 0], port: port)!)
+        try socket.reportLocalAddresses()
+        self.init(device: device, link: try UDPPort(socket), port: try socket.boundAddress().port, interfaces: interfaces, xaddrs: xaddrs,
+                  rescanSeconds: rescanSeconds, log: log, clock: clock, thread: true)
+    }
+
+    /// `thread` false: no thread of its own; a test runs its turns (`turn`).
+    init(device: ONVIFDevice, link: MulticastPort, port: UInt16, interfaces: @escaping @Sendable () -> [InterfaceAddress],
+         xaddrs: @escaping @Sendable (_ interfaces: [[UInt8]], _ forLoopback: Bool) -> [String],
+         rescanSeconds: Double = 5, log: Log, clock: ServerClock, thread: Bool) {
         self.device = device
         self.clock = clock
         rescan = Int64(rescanSeconds * 1e9)
         self.xaddrs = xaddrs
         self.log = log
-        socket = try FileDescriptor.sharedDatagramSocket(bound: SocketAddress(bytes: [0, 0, 0, 0], port: port)!)
-        try socket.reportLocalAddresses()
-        self.port = try socket.boundAddress().port
+        self.link = link
+        self.port = port
         currentInterfaces = interfaces
         instance = max(1, clock.wall() / 1_000_000_000)
-        wake = try makePipe(nonBlocking: true)
         firstScan = clock.now()
         refresh(first: true)
-        thread.start(name: "onair-discovery") { [self] in run() }
+        if thread { self.thread.start(name: "onair-discovery") { [self] in run() } }
     }
 
     /// Joins the group on interfaces that have come (a Hello on each, one line), and
@@ -81,7 +89,7 @@ public final class Discovery: Sendable {
             joined = now
             return (added, changed)
         }
-        for interface in added { try? socket.joinMulticast(group: Self.group, interface: interface) }
+        for interface in added { link.join(group: Self.group, interface: interface) }
         announce(Self.hello, on: added)
         if changed || first {
             log.emit(.discoveryListening, level: .info, [("port", Int(port)), ("interfaces", now.map { SocketAddress.host($0.address) }.joined(separator: " "))])
@@ -89,52 +97,55 @@ public final class Discovery: Sendable {
     }
 
 
-    /// The thread's turns so far (a test waits for one after moving the clock).
-    let turns = Locked(0)
-
-    /// Wakes the thread (a test that moved the clock).
-    func poke() { _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) } }
-
     /// Says Bye on the LAN, then stops.
     public func stop() {
         guard !thread.isStopped else { return }
-        thread.stop { poke() }
+        thread.stop { link.wake() }
         announce(Self.bye, on: interfaces)
     }
 
     deinit { stop() }
 
-    private func run() {
+    /// What the thread keeps from one turn to the next.
+    struct Turns {
+        var budget = AnswerBudget(perSecond: Discovery.answersPerSecond)
+        var perSource = SourceBudget(perSecond: Discovery.answersPerSource)
         var buffer = [UInt8](repeating: 0, count: 65_536)
-        var drain = [UInt8](repeating: 0, count: 16)
-        var budget = AnswerBudget(perSecond: Self.answersPerSecond)
-        var perSource = SourceBudget(perSecond: Self.answersPerSource)
-        var scanned = firstScan
+        /// When the interfaces were last looked at.
+        var scanned: Int64
+    }
+
+    private func run() {
+        var turns = Turns(scanned: firstScan)
         while !thread.isStopped {
-            turns.withLock { $0 += 1 }
-            if clock.now() - scanned >= rescan {
-                scanned = clock.now()
-                refresh()
+            link.wait(timeoutMs: 500)
+            turn(&turns)
+        }
+    }
+
+    /// One turn: the interfaces looked at again when `rescan` has passed on the clock, then
+    /// up to 64 datagrams read and the probes among them answered within the budgets.
+    func turn(_ turns: inout Turns) {
+        if clock.now() - turns.scanned >= rescan {
+            turns.scanned = clock.now()
+            refresh()
+        }
+        for _ in 0..<64 {
+            guard let (count, from, local) = link.receiveWithLocal(into: &turns.buffer) else { break }
+            let now = clock.now()
+            if let refusal = Self.outOfScope(source: from.bytes, local: local, interfaces: joined.withLock { $0 }) {
+                refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", refusal)])
+                continue
             }
-            _ = try? Poll.wait([(socket, .readable), (wake.read, .readable)], timeoutMs: 500)
-            while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
-            for _ in 0..<64 {
-                guard let (count, from, local) = (try? socket.receiveDatagramWithLocal(into: &buffer)) ?? nil else { break }
-                let now = clock.now()
-                if let refusal = Self.outOfScope(source: from.bytes, local: local, interfaces: joined.withLock { $0 }) {
-                    refusals.emit(.discoveryRefused, to: log, [("client", from.host), ("reason", refusal)])
-                    continue
-                }
-                guard budget.allows(now: now), perSource.allows(from.bytes, now: now) else {
-                    refusals.emit(.discoveryRefused, to: log, [("client", from.host),
-                                                               ("reason", "more than \(Self.answersPerSecond) probes a second, or \(Self.answersPerSource) from one source")])
-                    continue
-                }
-                if let reply = answer(Array(buffer[0..<count]), from: from) {
-                    budget.spend()
-                    perSource.spend(from.bytes)
-                    _ = try? socket.sendDatagram(Array(reply.utf8), to: from)
-                }
+            guard turns.budget.allows(now: now), turns.perSource.allows(from.bytes, now: now) else {
+                refusals.emit(.discoveryRefused, to: log, [("client", from.host),
+                                                           ("reason", "more than \(Self.answersPerSecond) probes a second, or \(Self.answersPerSource) from one source")])
+                continue
+            }
+            if let reply = answer(Array(turns.buffer[0..<count]), from: from) {
+                turns.budget.spend()
+                turns.perSource.spend(from.bytes)
+                link.send(Array(reply.utf8), to: from)
             }
         }
     }
@@ -205,10 +216,7 @@ public final class Discovery: Sendable {
             : "<d:Bye>\(endpoint)</d:Bye>"
         let text = message(action: kind, body: body, extraHeader: "", to: "urn:schemas-xmlsoap-org:ws:2005:04:discovery")
         guard let group = SocketAddress(bytes: Self.group, port: Self.defaultPort) else { return }
-        for interface in interfaces {
-            guard (try? socket.sendMulticast(from: interface)) != nil else { continue }
-            _ = try? socket.sendDatagram(Array(text.utf8), to: group)
-        }
+        for interface in interfaces { link.send(Array(text.utf8), to: group, from: interface) }
     }
 
     private func message(action: String, body: String, extraHeader: String, to: String) -> String {

@@ -44,3 +44,34 @@ public final class UDPPort: DatagramPort {
         _ = try? [UInt8(1)].withUnsafeBytes { try pipe.write.write($0) }
     }
 }
+
+/// A datagram port on every IPv4 interface at once, as WS-Discovery uses one: it joins a
+/// multicast group per interface, sends to the group out of a chosen interface, and says
+/// which local address each datagram came in on. `UDPPort` over a socket made with
+/// `sharedDatagramSocket` and `reportLocalAddresses` is the kernel's; `MemoryDatagrams` a
+/// test's.
+public protocol MulticastPort: DatagramPort {
+    /// Joins `group` on the interface with the address `interface` (IP_ADD_MEMBERSHIP).
+    func join(group: [UInt8], interface: [UInt8])
+    /// Sends to `group` out of the interface with the address `interface`, one hop.
+    @discardableResult
+    func send(_ datagram: [UInt8], to group: SocketAddress, from interface: [UInt8]) -> Bool
+    /// The next datagram that came, with the local address it came in on; never waits.
+    func receiveWithLocal(into buffer: inout [UInt8]) -> (count: Int, from: SocketAddress, local: [UInt8])?
+}
+
+extension UDPPort: MulticastPort {
+    public func join(group: [UInt8], interface: [UInt8]) {
+        try? socket.joinMulticast(group: group, interface: interface)
+    }
+
+    @discardableResult
+    public func send(_ datagram: [UInt8], to group: SocketAddress, from interface: [UInt8]) -> Bool {
+        guard (try? socket.sendMulticast(from: interface)) != nil else { return false }
+        return send(datagram, to: group)
+    }
+
+    public func receiveWithLocal(into buffer: inout [UInt8]) -> (count: Int, from: SocketAddress, local: [UInt8])? {
+        (try? socket.receiveDatagramWithLocal(into: &buffer)) ?? nil
+    }
+}

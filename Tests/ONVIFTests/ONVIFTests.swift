@@ -274,39 +274,68 @@ final class DiscoveryTests: XCTestCase {
         <w:MessageID>uuid:0f5d604c-81ac-4abc-8010-51dbffad55f2</w:MessageID></e:Header><e:Body><d:Probe>TYPES</d:Probe></e:Body></e:Envelope>
         """
 
+    /// A discovery server on an in-memory port and a manual clock, with no thread: the
+    /// test runs its turns.
+    struct Rig {
+        let discovery: Discovery
+        let link: MemoryDatagrams
+        let clock: ManualClock
+        var turns: Discovery.Turns
+        mutating func turn() { discovery.turn(&turns) }
+    }
+
+    func rig(interfaces: @escaping @Sendable () -> [InterfaceAddress], log: Log = .silent()) -> Rig {
+        let link = MemoryDatagrams()
+        let clock = ManualClock()
+        let discovery = Discovery(device: ONVIFServiceTests.device, link: link, port: Discovery.defaultPort, interfaces: interfaces,
+                                  xaddrs: { interfaces, loopback in
+                                      loopback ? ["http://127.0.0.1:8080/onvif/device_service"]
+                                          : interfaces.map { "http://\(SocketAddress.host($0)):8080/onvif/device_service" }
+                                  },
+                                  rescanSeconds: 5, log: log, clock: ServerClock(monotonic: clock, wallOffset: { 0 }), thread: false)
+        return Rig(discovery: discovery, link: link, clock: clock, turns: Discovery.Turns(scanned: clock.now()))
+    }
+
     /// An interface that gets its address after the start (a DHCP lease that comes
-    /// late) is joined and announced at the next look, said in one line, and named in
-    /// the answers from then on.
-    /// On virtual time: the thread looks again when its clock says `rescanSeconds` have
-    /// passed, not before, and no test waits for them.
+    /// late) is joined and announced at the next look (a Hello out of that interface),
+    /// said in one line, and named in the answers from then on. On virtual time: the
+    /// server looks again when its clock says `rescanSeconds` have passed, not before.
     func testAnInterfaceThatComesLaterIsTakenUp() throws {
         let present = Locked<[InterfaceAddress]>([])
         let lines = Locked<[String]>([])
-        let clock = ManualClock()
-        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { present.withLock { $0 } },
-                                      xaddrs: { interfaces, _ in interfaces.map { "http://\(SocketAddress.host($0)):8080/onvif/device_service" } },
-                                      rescanSeconds: 5, log: .silent { event, _, fields in
-                                          if event == .discoveryListening { lines.withLock { $0.append("\(fields.first { $0.0 == "interfaces" }?.1 ?? "")") } }
-                                      }, clock: ServerClock(monotonic: clock, wallOffset: { 0 }))
-        defer { discovery.stop() }
+        var rig = rig(interfaces: { present.withLock { $0 } }, log: .silent { event, _, fields in
+            if event == .discoveryListening { lines.withLock { $0.append("\(fields.first { $0.0 == "interfaces" }?.1 ?? "")") } }
+        })
         let from = try XCTUnwrap(SocketAddress(numeric: "192.168.1.9", port: 40_000, ipv6: false))
         let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
-        XCTAssertTrue(discovery.answer(probe, from: from)?.contains("<d:XAddrs></d:XAddrs>") ?? false, "no address yet")
+        XCTAssertTrue(rig.discovery.answer(probe, from: from)?.contains("<d:XAddrs></d:XAddrs>") ?? false, "no address yet")
+        XCTAssertTrue(rig.link.sent().isEmpty, "no Hello without an interface")
         present.withLock { $0 = [InterfaceAddress(address: [192, 0, 2, 5], prefixLength: 24)] }
-        clock.advance(by: 4_999_999_999)
-        // Two turns of the thread after the clock moved: the second began after it.
-        let before = discovery.turns.withLock { $0 }
-        let deadline = Date().addingTimeInterval(15)
-        while discovery.turns.withLock({ $0 }) < before + 2 && Date() < deadline {
-            discovery.poke()
-            _ = try? Poll.wait([], timeoutMs: 20)
-        }
+        rig.clock.advance(by: 4_999_999_999)
+        rig.turn()
         XCTAssertEqual(lines.withLock { $0 }, [""], "not before rescanSeconds on its clock")
-        clock.advance(by: 1)
-        discovery.poke()
-        while lines.withLock({ $0.count }) < 2 && Date() < deadline { _ = try? Poll.wait([], timeoutMs: 20) }
+        XCTAssertTrue(rig.link.joined.isEmpty)
+        rig.clock.advance(by: 1)
+        rig.turn()
         XCTAssertEqual(lines.withLock { $0 }, ["", "192.0.2.5"])
-        XCTAssertTrue(discovery.answer(probe, from: from)?.contains("http://192.0.2.5:8080/onvif/device_service") ?? false)
+        XCTAssertEqual(rig.link.joined, [[192, 0, 2, 5]], "the group joined on the new interface")
+        let hello = rig.link.sent()
+        XCTAssertEqual(hello.count, 1)
+        XCTAssertEqual(hello.first?.from, [192, 0, 2, 5], "out of the new interface")
+        XCTAssertEqual(hello.first?.to.bytes, Discovery.group)
+        let envelope = try XMLReader.parse(hello.first?.bytes ?? [])
+        XCTAssertEqual(envelope.find("Body", "Hello", "XAddrs")?.text, "http://192.0.2.5:8080/onvif/device_service")
+        XCTAssertTrue(rig.discovery.answer(probe, from: from)?.contains("http://192.0.2.5:8080/onvif/device_service") ?? false)
+        // Nothing changes at the next look: no second line, no second Hello.
+        rig.clock.advance(by: 5_000_000_000)
+        rig.turn()
+        XCTAssertEqual(lines.withLock { $0 }.count, 2)
+        XCTAssertTrue(rig.link.sent().isEmpty)
+        // Probes that came in on it: from its link answered, from off the link not.
+        rig.link.deliver(probe, from: try XCTUnwrap(SocketAddress(bytes: [203, 0, 113, 7], port: 3702)), local: [192, 0, 2, 5])
+        rig.link.deliver(probe, from: try XCTUnwrap(SocketAddress(bytes: [192, 0, 2, 9], port: 3702)), local: [192, 0, 2, 5])
+        rig.turn()
+        XCTAssertEqual(rig.link.sent().map(\.to.bytes), [[192, 0, 2, 9]])
     }
 
     func discovery() throws -> Discovery {
@@ -355,26 +384,37 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertTrue(budget.allows(now: 6_000_000_000), "the next second")
     }
 
-    /// A flood of probes at the real thread: some are answered, never more than were
-    /// sent, and the refusals take at most a minute's lines (two, if the burst straddles
-    /// a minute).
-    func testAFloodOfProbesLeavesTheThreadAnsweringAndTheLogQuiet() throws {
+    /// A flood of probes from 400 sources, read 64 a turn: fifty are answered in the
+    /// second, each back to its source, the next second fifty more; the refusals take at
+    /// most a minute's lines.
+    func testAFloodOfProbesIsAnsweredFiftyASecondAndTheLogStaysQuiet() throws {
         let lines = Locked(0)
-        let discovery = try Discovery(device: ONVIFServiceTests.device, port: 0, interfaces: { [] }, xaddrs: { _, _ in [] },
-                                      log: .silent { event, _, _ in if event == .discoveryRefused { lines.withLock { $0 += 1 } } })
-        defer { discovery.stop() }
-        let target = try XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: discovery.port, ipv6: false))
-        let client = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)), bufferBytes: 1 << 22)
+        var rig = rig(interfaces: { [] }, log: .silent { event, _, _ in if event == .discoveryRefused { lines.withLock { $0 += 1 } } })
         let probe = Array(Self.probe.replacingOccurrences(of: "TYPES", with: "").utf8)
-        for _ in 0..<400 { _ = try client.sendDatagram(probe, to: target) }
-        var answers = 0
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while (try Poll.wait(client, for: .readable, timeoutMs: 1500)).contains(.readable) {
-            while try client.receiveDatagram(into: &buffer) != nil { answers += 1 }
+        for source in 0..<400 {
+            rig.link.deliver(probe, from: try XCTUnwrap(SocketAddress(bytes: [127, 0, UInt8(source / 250), UInt8(source % 250 + 1)], port: 40_000)))
         }
-        XCTAssertGreaterThan(answers, 0)
-        XCTAssertLessThanOrEqual(answers, 400)
-        XCTAssertLessThanOrEqual(lines.withLock { $0 }, 2 * 20, "refusals said at most 20 times a minute")
+        rig.turn()
+        var answers = rig.link.sent()
+        XCTAssertEqual(answers.count, 50, "64 read in the turn, 50 answered")
+        XCTAssertEqual(answers.first?.to.bytes, [127, 0, 0, 1])
+        XCTAssertTrue(answers.allSatisfy { $0.from == nil }, "answers go straight back, not to the group")
+        for _ in 0..<3 { rig.turn() }
+        XCTAssertTrue(rig.link.sent().isEmpty, "none more in the same second")
+        rig.clock.advance(by: 1_000_000_000)
+        for _ in 0..<4 { rig.turn() }
+        answers = rig.link.sent()
+        XCTAssertEqual(answers.count, 50, "fifty more in the next second")
+        XCTAssertLessThanOrEqual(lines.withLock { $0 }, 20, "refusals said at most 20 times a minute")
+        // Through the real socket: a probe to the kernel's port on loopback is answered.
+        let discovery = try discovery()
+        let target = try XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: discovery.port, ipv6: false))
+        let client = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)))
+        _ = try client.sendDatagram(probe, to: target)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        XCTAssertTrue(try Poll.wait(client, for: .readable, timeoutMs: 10_000).contains(.readable))
+        let count = try XCTUnwrap(try client.receiveDatagram(into: &buffer)).count
+        XCTAssertTrue(String(decoding: buffer[0..<count], as: UTF8.self).contains("http://127.0.0.1:8080/onvif/device_service"))
     }
 
     /// Issue 44: only the link is answered — a source on the subnet of the interface the
