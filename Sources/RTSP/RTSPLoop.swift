@@ -4,10 +4,11 @@ import RTP
 import System
 import Threading
 
-/// The server's one thread: one poll(2) over the listening socket, every connection, the
-/// RTCP port and the wake pipe; the requests that came, what the live feed published
-/// sent to each playing client in turn, and every second the sender reports and the
-/// sessions' timeouts.
+/// The server's one thread, in turns: one wait over the RTSP port, every connection and
+/// the RTP and RTCP ports (one poll(2) on the kernel's); the requests that came, what the
+/// live feed published sent to each playing client in turn, and every second the sender
+/// reports and the sessions' timeouts. A test runs the turns itself, on in-memory ports
+/// and a manual clock.
 extension RTSPServer {
     /// What only this thread touches.
     final class Clients {
@@ -19,6 +20,7 @@ extension RTSPServer {
         var listenerRestsUntil: Int64 = 0
         /// The server's place in the live feed, while a client plays.
         var reader: LiveReader?
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
     }
 
     /// A head must be whole this long after its first byte came.
@@ -26,42 +28,39 @@ extension RTSPServer {
 
     func run() {
         let clients = Clients()
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        var drain = [UInt8](repeating: 0, count: 64)
-        while !threadStopped {
-            let now = clock.now()
-            var watched: [(FileDescriptor, Poll.Events)] = [(wake.read, .readable), (rtcpSocket, .readable), (rtpSocket, .readable)]
-            let listening = now >= clients.listenerRestsUntil
-            if listening { watched.append((listener, .readable)) }
-            let first = watched.count
-            // The connections polled, by position (accepting below appends to the list).
-            let polled = clients.connections
-            // A connection with too much waiting to go is not read until it drains.
-            watched += polled.map { connection -> (FileDescriptor, Poll.Events) in
-                var events: Poll.Events = connection.reading ? .readable : []
-                if connection.waiting > 0 { events.insert(.writable) }
-                return (connection.socket, events)
-            }
-            let ready = (try? Poll.wait(watched, timeoutMs: 100)) ?? []
-            while ((try? drain.withUnsafeMutableBytes { try wake.read.read(into: $0) }) ?? 0) > 0 {}
-            let later = clock.now()
-            for (index, connection) in polled.enumerated() where first + index < ready.count && !ready[first + index].isEmpty {
-                serve(connection, events: ready[first + index], clients: clients, buffer: &buffer, now: later)
-            }
-            if listening, ready.count >= first, !ready[first - 1].isEmpty { accept(clients, now: later) }
-            receiveRTCP(clients, buffer: &buffer, now: later)
-            sendMedia(to: clients)
-            tick(clients, now: later)
-        }
+        while !threadStopped { turn(clients, timeoutMs: 100) }
         for connection in clients.connections { close(connection, clients: clients, reason: "the server stopped") }
+    }
+
+    /// One turn: waits at most `timeoutMs` for something to do, then answers what came,
+    /// takes new connections, hears RTCP, sends what the feed published and keeps time.
+    func turn(_ clients: Clients, timeoutMs: Int32) {
+        let listening = clock.now() >= clients.listenerRestsUntil
+        // The connections polled, by position (accepting below appends to the list).
+        let polled = clients.connections
+        // A connection with too much waiting to go is not read until it drains.
+        let watched = polled.map { connection -> (StreamConnection, Poll.Events) in
+            var events: Poll.Events = connection.reading ? .readable : []
+            if connection.waiting > 0 { events.insert(.writable) }
+            return (connection.socket, events)
+        }
+        let ready = streams.wait(accepting: listening, connections: watched, datagrams: [rtcp, rtp], timeoutMs: timeoutMs)
+        let later = clock.now()
+        for (connection, events) in zip(polled, ready.connections) where !events.isEmpty {
+            serve(connection, events: events, clients: clients, now: later)
+        }
+        if ready.accept { accept(clients, now: later) }
+        receiveRTCP(clients, now: later)
+        sendMedia(to: clients)
+        tick(clients, now: later)
     }
 
     // MARK: Connections
 
     private func accept(_ clients: Clients, now: Int64) {
         for _ in 0..<16 {
-            let taken: (FileDescriptor, SocketAddress)?
-            do { taken = try listener.acceptConnection() } catch {
+            let taken: (StreamConnection, SocketAddress)?
+            do { taken = try streams.accept() } catch {
                 refusals.emit(.rtspRefused, to: log, [("reason", "accept: \(error)")])
                 clients.listenerRestsUntil = now + 100_000_000
                 return
@@ -91,15 +90,15 @@ extension RTSPServer {
 
     /// What a connection sent (requests answered in order, interleaved RTCP taken as a
     /// sign of life), and what waits to go to it.
-    private func serve(_ connection: Connection, events: Poll.Events, clients: Clients, buffer: inout [UInt8], now: Int64) {
+    private func serve(_ connection: Connection, events: Poll.Events, clients: Clients, now: Int64) {
         do {
             if connection.reading && (events.contains(.readable) || events.contains(.hangUp) || events.contains(.error)) {
                 // A bounded read per turn, so one client's flood cannot starve the others.
                 for _ in 0..<4 where connection.reading {
-                    guard let count = try buffer.withUnsafeMutableBytes({ try connection.socket.receiveSome(into: $0) }) else { break }
+                    guard let count = try clients.buffer.withUnsafeMutableBytes({ try connection.socket.receiveSome(into: $0) }) else { break }
                     guard count > 0 else { throw Closed.byClient }
-                    try read(Array(buffer[0..<count]), from: connection, clients: clients, now: now)
-                    if count < buffer.count || connection.closeAfterFlush { break }
+                    try read(Array(clients.buffer[0..<count]), from: connection, clients: clients, now: now)
+                    if count < clients.buffer.count || connection.closeAfterFlush { break }
                 }
             }
             try connection.flush()
@@ -150,10 +149,10 @@ extension RTSPServer {
     }
 
     /// Receiver reports over UDP: a sign of life of the session they come from.
-    private func receiveRTCP(_ clients: Clients, buffer: inout [UInt8], now: Int64) {
-        for socket in [rtcpSocket, rtpSocket] {
+    private func receiveRTCP(_ clients: Clients, now: Int64) {
+        for port in [rtcp, rtp] {
             for _ in 0..<256 {
-                guard let (_, from) = (try? socket.receiveDatagram(into: &buffer)) ?? nil else { break }
+                guard let (_, from) = port.receive(into: &clients.buffer) else { break }
                 let bytes = from.bytes
                 for connection in clients.connections where connection.peer.bytes == bytes {
                     guard let session = connection.session, session.tracks.values.contains(where: { $0.destination?.rtcp.port == from.port }) else { continue }
@@ -249,7 +248,7 @@ extension RTSPServer {
             delivered = connection.queue(bytes, media: true)
         case .udp:
             guard let destination = track.destination else { return }
-            for packet in packets where !((try? rtpSocket.sendDatagram(packet, to: destination.rtp)) ?? false) { delivered = false }
+            for packet in packets where !rtp.send(packet, to: destination.rtp) { delivered = false }
         }
         if !delivered, index == 0 {
             session.stats.dropped += 1
@@ -265,7 +264,7 @@ extension RTSPServer {
             case .interleaved(_, let channel):
                 connection.queue(interleaved(report, channel: channel), media: true)
             case .udp:
-                if let destination = track.destination { _ = try? rtcpSocket.sendDatagram(report, to: destination.rtcp) }
+                if let destination = track.destination { rtcp.send(report, to: destination.rtcp) }
             }
         }
     }

@@ -52,10 +52,11 @@ public final class RTSPServer: Sendable {
     /// The server's RTP and RTCP ports for UDP clients.
     public let mediaPorts: (rtp: UInt16, rtcp: UInt16)
     let settings: Settings
-    let listener: FileDescriptor
-    let rtpSocket: FileDescriptor
-    let rtcpSocket: FileDescriptor
-    let wake: (read: FileDescriptor, write: FileDescriptor)
+    /// The RTSP port and its connections (the kernel's TCP, or a test's in memory).
+    let streams: StreamPort
+    /// The server's RTP and RTCP ports for UDP clients.
+    let rtp: DatagramPort
+    let rtcp: DatagramPort
     private let thread = StoppableThread()
     var threadStopped: Bool { thread.isStopped }
     let log: Log
@@ -72,20 +73,30 @@ public final class RTSPServer: Sendable {
     /// drops them (clients wait for the next IDR) rather than holding the encoder.
     static let queuedMedia = 90
 
-    public init(settings: Settings, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
+    public convenience init(settings: Settings, feed: LiveFeed, log: Log, clock: ServerClock = .system) throws {
         let ipv6 = settings.host.contains(":")
         guard let address = SocketAddress(numeric: settings.host, port: settings.port, ipv6: ipv6) else {
             throw ListenError.badHost(service: "rtsp", host: settings.host)
         }
+        let listener: FileDescriptor
         do {
             listener = try FileDescriptor.listeningSocket(bound: address)
-            port = try listener.boundAddress().port
         } catch let error as Errno {
             throw ListenError.cannotBind(service: "rtsp", address: "TCP \(ipv6 ? "[\(settings.host)]" : settings.host):\(settings.port)", error)
         }
-        (rtpSocket, rtcpSocket) = try Self.portPair(host: address)
-        mediaPorts = (try rtpSocket.boundAddress().port, try rtcpSocket.boundAddress().port)
-        wake = try makePipe(nonBlocking: true)
+        let (rtp, rtcp) = try Self.portPair(host: address)
+        self.init(settings: settings, feed: feed, log: log, clock: clock, streams: try TCPPort(listener), port: try listener.boundAddress().port,
+                  rtp: try UDPPort(rtp), rtcp: try UDPPort(rtcp), mediaPorts: (try rtp.boundAddress().port, try rtcp.boundAddress().port), thread: true)
+    }
+
+    /// `thread` false: no thread of its own; a test runs its turns (`turn`).
+    init(settings: Settings, feed: LiveFeed, log: Log, clock: ServerClock, streams: StreamPort, port: UInt16,
+         rtp: DatagramPort, rtcp: DatagramPort, mediaPorts: (rtp: UInt16, rtcp: UInt16), thread: Bool) {
+        self.streams = streams
+        self.port = port
+        self.rtp = rtp
+        self.rtcp = rtcp
+        self.mediaPorts = mediaPorts
         self.settings = settings
         self.feed = feed
         self.clock = clock
@@ -93,7 +104,7 @@ public final class RTSPServer: Sendable {
         var generator = SystemRandomNumberGenerator()
         ssrc = (generator.next(), generator.next())
         cname = "onair-" + String(generator.next() as UInt32, radix: 16)
-        thread.start(name: "onair-rtsp") { [self] in run() }
+        if thread { self.thread.start(name: "onair-rtsp") { [self] in run() } }
         log.emit(.rtspListening, level: .info, [("port", Int(port)), ("rtp_port", Int(mediaPorts.rtp)), ("rtcp_port", Int(mediaPorts.rtcp))])
     }
 
@@ -119,9 +130,7 @@ public final class RTSPServer: Sendable {
 
     deinit { stop() }
 
-    func poke() {
-        _ = try? [UInt8(1)].withUnsafeBytes { try wake.write.write($0) }
-    }
+    func poke() { streams.wake() }
 
     public var sessions: [SessionStatus] { shared.withLock { $0 } }
 }

@@ -5,7 +5,7 @@ import System
 /// yet a whole request, what is waiting to go to it (responses, and interleaved media),
 /// and the session it opened. Owned by that one thread; time is given.
 final class Connection {
-    let socket: FileDescriptor
+    let socket: StreamConnection
     let peer: SocketAddress
     /// The client's address as text (the per-address limit counts these).
     let client: String
@@ -40,7 +40,7 @@ final class Connection {
     /// Whether the connection may read requests now (not too much waits to go).
     var reading: Bool { waiting < Self.readPause }
 
-    init(socket: FileDescriptor, peer: SocketAddress, now: Int64) {
+    init(socket: StreamConnection, peer: SocketAddress, now: Int64) {
         self.socket = socket
         self.peer = peer
         client = peer.host

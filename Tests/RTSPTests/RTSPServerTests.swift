@@ -10,19 +10,22 @@ import Threading
 import XCTest
 @testable import RTSP
 
-/// The server as a client on a socket sees it: every method, its order, its refusals, the
-/// media that follow PLAY. The pictures are fed as the live output would feed them.
+/// The server as a client on a connection sees it: every method, its order, its refusals,
+/// the media that follow PLAY. The pictures are fed as the live output would feed them.
+/// On virtual time: the server runs on in-memory ports and a manual clock, with no thread
+/// of its own; each client's read runs its turns (the integration tests play it over
+/// real TCP and UDP with ffmpeg and GStreamer).
 final class RTSPServerTests: XCTestCase {
     static let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1F, 0x8C, 0x8D, 0x40]
     static let pps: [UInt8] = [0x68, 0xCE, 0x3C, 0x80]
     static let audio = RealTimeStream.Audio(config: [0x11, 0x90], sampleRate: 48_000, channels: 2)
+    static let base = "rtsp://127.0.0.1:554/live"
 
-    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent(),
-                clock: ServerClock = .system) throws -> RTSPServer {
-        let server = try RTSPServer(settings: .init(host: "127.0.0.1", port: 0, maxClients: maxClients, perAddress: perAddress,
-                                                    sessionTimeoutSeconds: timeout, access: access), feed: LiveFeed(log: log), log: log, clock: clock)
-        addTeardownBlock { server.stop(); server.feed.stop() }
-        return server
+    func server(maxClients: Int = 8, perAddress: Int = 4, timeout: Int = 60, access: AccessGate? = nil, log: Log = .silent()) -> Rig {
+        let rig = Rig(settings: .init(host: "127.0.0.1", port: 554, maxClients: maxClients, perAddress: perAddress,
+                                      sessionTimeoutSeconds: timeout, access: access), log: log)
+        addTeardownBlock { rig.server.feed.stop() }
+        return rig
     }
 
     func live(_ server: RTSPServer, id: String = "boot-1", audio: Bool = true) {
@@ -36,10 +39,10 @@ final class RTSPServerTests: XCTestCase {
     }
 
     func testAClientDescribesSetsUpPlaysAndGetsMediaFromTheNextIDR() throws {
-        let server = try server()
+        let rig = server(), server = rig.server
         live(server)
-        let client = try XCTUnwrap(Client(port: server.port))
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let client = rig.connect()
+        let base = Self.base
         XCTAssertEqual(client.request("OPTIONS", base).headers["public"], "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER")
         let described = client.request("DESCRIBE", base, ["Accept": "application/sdp"])
         XCTAssertEqual(described.status, 200)
@@ -53,15 +56,16 @@ final class RTSPServerTests: XCTestCase {
         let session = try XCTUnwrap(video.headers["session"]?.split(separator: ";").first.map(String.init))
         XCTAssertEqual(video.headers["session"], "\(session);timeout=60")
         XCTAssertEqual(client.request("SETUP", base + "/trackID=1", ["Transport": "RTP/AVP/TCP;unicast;interleaved=2-3", "Session": session]).status, 200)
+        XCTAssertTrue(server.sessions.isEmpty == false && server.sessions[0].playing == false)
         let played = client.request("PLAY", base + "/", ["Session": session, "Range": "npt=0.000-"])
         XCTAssertEqual(played.status, 200)
         let info = try XCTUnwrap(played.headers["rtp-info"])
         XCTAssertTrue(info.hasPrefix("url=\(base)/trackID=0;seq="), info)
         let firstSequence = try XCTUnwrap(info.split(separator: ",")[0].split(separator: ";")[1].split(separator: "=").last.flatMap { UInt16($0) })
+        XCTAssertEqual(server.sessions.first?.playing, true)
 
         // A picture that is not an IDR, and sound before the IDR, are not sent; the IDR
         // comes after a sender report on each track, numbered from RTP-Info's seq.
-        try waitUntil { server.sessions.first?.playing == true }
         picture(server, sync: false)
         server.feed.publish(RealTimeSound(accessUnit: [0x21, 0x10, 0x05], captureTime: KernelClock.monotonic()))
         let time = KernelClock.monotonic()
@@ -85,11 +89,18 @@ final class RTSPServerTests: XCTestCase {
         XCTAssertEqual(sound.timestamp, RTPClock.timestamp(time, rate: 48_000))
         XCTAssertEqual(AACPacketizer.accessUnits(sound.payload), [[0x21, 0x10, 0x06]])
 
+        // A second later on the server's clock, a sender report on each track again.
+        rig.clock.advance(by: 1_000_000_000)
+        var again: [UInt8] = []
+        while again.count < 2, let next = client.interleaved() { again.append(next.0) }
+        XCTAssertEqual(again.sorted(), [1, 3])
+
         XCTAssertEqual(client.request("GET_PARAMETER", base + "/", ["Session": session]).status, 200)
         XCTAssertEqual(client.request("PAUSE", base + "/", ["Session": session]).status, 200)
         XCTAssertEqual(client.request("TEARDOWN", base + "/", ["Session": session]).status, 200)
         XCTAssertEqual(client.request("PLAY", base + "/", ["Session": session]).status, 454, "the session is gone")
-        try waitUntil { server.sessions.isEmpty }
+        XCTAssertTrue(server.sessions.isEmpty)
+        XCTAssertEqual(server.feed.readers.count, 0, "the feed left when no one plays")
     }
 
     /// With users, DESCRIBE and SETUP want one (Digest, MD5 without qop, as RTSP clients
@@ -98,10 +109,10 @@ final class RTSPServerTests: XCTestCase {
     func testDescribeAndSetupAskForAUser() throws {
         let realm = "onair-5eed"
         let list = AccessList(realm: realm, viewers: [AccessList.viewer(AccessList.viewerValue(name: "alice", password: "correct horse", realm: realm))!])
-        let server = try server(access: AccessGate(list: list, log: .silent()))
-        live(server)
-        let client = try XCTUnwrap(Client(port: server.port))
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let rig = server(access: AccessGate(list: list, log: .silent()))
+        live(rig.server)
+        let client = rig.connect()
+        let base = Self.base
         XCTAssertEqual(client.request("OPTIONS", base).status, 200)
         XCTAssertEqual(client.request("GET_PARAMETER", base).status, 200)
         let challenged = client.request("DESCRIBE", base)
@@ -125,41 +136,47 @@ final class RTSPServerTests: XCTestCase {
         XCTAssertEqual(client.request("TEARDOWN", base + "/", ["Session": session]).status, 200)
     }
 
+    /// RTP to the client's port from the server's, sender reports to its RTCP port from the
+    /// server's; a receiver report from the client is a sign of life.
     func testUDPClientsGetPacketsAtTheirPortsFromTheServersPair() throws {
-        let server = try server()
+        let rig = server(), server = rig.server
         live(server, audio: false)
-        XCTAssertEqual(server.mediaPorts.rtp % 2, 0)
-        XCTAssertEqual(server.mediaPorts.rtcp, server.mediaPorts.rtp + 1)
-        let rtp = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)))
-        let rtcp = try FileDescriptor.datagramSocket(bound: XCTUnwrap(SocketAddress(numeric: "127.0.0.1", port: 0, ipv6: false)))
-        let ports = (try rtp.boundAddress().port, try rtcp.boundAddress().port)
-        let client = try XCTUnwrap(Client(port: server.port))
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let client = rig.connect()
+        let base = Self.base
         XCTAssertEqual(client.request("SETUP", base + "/trackID=1", ["Transport": "RTP/AVP;unicast;client_port=5000-5001"]).status, 404,
                        "no sound in this stream")
-        let setUp = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP;multicast,RTP/AVP;unicast;client_port=\(ports.0)-\(ports.1)"])
+        let setUp = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP;multicast,RTP/AVP;unicast;client_port=5000-5001"])
         XCTAssertEqual(setUp.status, 200)
         XCTAssertTrue(setUp.headers["transport"]?.contains("server_port=\(server.mediaPorts.rtp)-\(server.mediaPorts.rtcp)") ?? false)
         let session = try XCTUnwrap(setUp.headers["session"]?.split(separator: ";").first.map(String.init))
         XCTAssertEqual(client.request("PLAY", base, ["Session": session]).status, 200)
-        try waitUntil { server.sessions.first?.playing == true }
-        picture(server, sync: true)
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        let packet = try XCTUnwrap(receive(on: rtp, &buffer))
-        XCTAssertEqual(packet.from.port, server.mediaPorts.rtp)
-        XCTAssertEqual(try RTPPacket(parsing: packet.bytes).payloadType, 96)
-        let report = try XCTUnwrap(receive(on: rtcp, &buffer))
-        XCTAssertEqual(report.from.port, server.mediaPorts.rtcp)
         XCTAssertEqual(server.sessions.first?.transport, "udp")
+        picture(server, sync: true)
+        rig.turn()
+        let packets = rig.rtp.sent()
+        XCTAssertFalse(packets.isEmpty)
+        XCTAssertEqual(Set(packets.map { "\($0.to.host):\($0.to.port)" }), ["127.0.0.1:5000"])
+        XCTAssertEqual(try RTPPacket(parsing: try XCTUnwrap(packets.first).bytes).payloadType, 96)
+        let reports = rig.rtcp.sent()
+        XCTAssertEqual(reports.map(\.to.port), [5001])
+        guard case .senderReport = try RTCPPacket.parse(try XCTUnwrap(reports.first).bytes).first else { return XCTFail("not a sender report") }
+        // Heard over UDP only (a receiver report to the RTCP port) for 59 s twice: kept.
+        for _ in 0..<2 {
+            rig.clock.advance(by: 59_000_000_000)
+            rig.rtcp.deliver([0x80, 201, 0, 1, 0, 0, 0, 1], from: try XCTUnwrap(SocketAddress(bytes: [127, 0, 0, 1], port: 5001)))
+            rig.turn()
+        }
+        XCTAssertEqual(server.sessions.count, 1)
         // The client goes (killed: its connection closes): its session ends at once.
-        client.close()
-        try waitUntil { server.sessions.isEmpty }
+        client.end.hangUp()
+        rig.turn()
+        XCTAssertTrue(server.sessions.isEmpty)
     }
 
     func testRequestsOutOfOrderOrMalformedGetTheirStatus() throws {
-        let server = try server()
-        let base = { (port: UInt16) in "rtsp://127.0.0.1:\(port)/live" }(server.port)
-        let client = try XCTUnwrap(Client(port: server.port))
+        let rig = server(), server = rig.server
+        let base = Self.base
+        let client = rig.connect()
         XCTAssertEqual(client.request("DESCRIBE", base).status, 503, "nothing live yet")
         live(server, audio: false)
         XCTAssertEqual(client.request("DESCRIBE", "rtsp://127.0.0.1/elsewhere").status, 404)
@@ -175,50 +192,69 @@ final class RTSPServerTests: XCTestCase {
         XCTAssertEqual(client.request("FROBNICATE", base).status, 501)
         XCTAssertEqual(client.request("OPTIONS", "*").status, 200)
         // No CSeq: 400, and the connection stays.
-        client.socket.send("OPTIONS \(base) RTSP/1.0\r\n\r\n")
+        client.end.write("OPTIONS \(base) RTSP/1.0\r\n\r\n")
         XCTAssertEqual(client.response()?.status, 400)
         XCTAssertEqual(client.request("OPTIONS", base).status, 200)
         // HTTP on the RTSP port: 505, then the connection is closed.
-        client.socket.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.end.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertEqual(client.response()?.status, 505)
-        try waitUntil { client.socket.isClosedByPeer }
+        XCTAssertTrue(rig.turns { client.end.isClosedByServer })
         // A head past 8 KiB: 413, closed.
-        let other = try XCTUnwrap(Client(port: server.port))
-        other.socket.send("OPTIONS \(base) RTSP/1.0\r\nCSeq: 1\r\nX: " + String(repeating: "a", count: 10_000))
+        let other = rig.connect()
+        other.end.write("OPTIONS \(base) RTSP/1.0\r\nCSeq: 1\r\nX: " + String(repeating: "a", count: 10_000))
         XCTAssertEqual(other.response()?.status, 413)
-        try waitUntil { other.socket.isClosedByPeer }
+        XCTAssertTrue(rig.turns { other.end.isClosedByServer })
+    }
+
+    /// A client that trickles a head and never finishes it is closed 10 s after its first
+    /// byte, on the server's clock; one that sends nothing is kept until the session timeout.
+    func testARequestNotFinishedInTenSecondsClosesTheConnection() {
+        let rig = server()
+        let trickler = rig.connect(), quiet = rig.connect(from: "127.0.0.2")
+        trickler.end.write("OPTIONS * RTSP/1.0\r\nCSe")
+        rig.turn()  // taken
+        rig.turn()  // read: the head has begun
+        rig.clock.advance(by: 9_000_000_000)
+        trickler.end.write("q: 1")
+        rig.turn()
+        XCTAssertFalse(trickler.end.isClosedByServer)
+        rig.clock.advance(by: 1_000_000_001)
+        rig.turn()
+        XCTAssertTrue(trickler.end.isClosedByServer)
+        XCTAssertFalse(quiet.end.isClosedByServer)
     }
 
     /// Connections over the limit — in all, or from one address — are told 503 at once and
     /// closed; another address is still served.
     func testClientsAreLimitedInAllAndPerAddress() throws {
-        let server = try server(maxClients: 3, perAddress: 2)
-        live(server)
-        let first = try XCTUnwrap(Client(port: server.port)), second = try XCTUnwrap(Client(port: server.port))
+        let rig = server(maxClients: 3, perAddress: 2)
+        live(rig.server)
+        let first = rig.connect(), second = rig.connect()
         XCTAssertEqual(first.request("OPTIONS", "*").status, 200)
         XCTAssertEqual(second.request("OPTIONS", "*").status, 200)
-        let third = try XCTUnwrap(Client(port: server.port))
+        let third = rig.connect()
         XCTAssertEqual(third.response()?.status, 503)
-        try waitUntil { third.socket.isClosedByPeer }
-        let elsewhere = try XCTUnwrap(Client(port: server.port, from: "127.0.0.2"))
+        XCTAssertTrue(third.end.isClosedByServer)
+        let elsewhere = rig.connect(from: "127.0.0.2")
         XCTAssertEqual(elsewhere.request("OPTIONS", "*").status, 200)
         // Every place is taken by a connection that plays nothing: the oldest gives its
         // place to a new client.
-        let fourth = try XCTUnwrap(Client(port: server.port, from: "127.0.0.3"))
+        rig.clock.advance(by: 1)
+        let fourth = rig.connect(from: "127.0.0.3")
         XCTAssertEqual(fourth.request("OPTIONS", "*").status, 200, "an idle connection's place")
-        try waitUntil { first.socket.isClosedByPeer }
+        XCTAssertTrue(first.end.isClosedByServer)
         XCTAssertEqual(second.request("OPTIONS", "*").status, 200, "the oldest idle one went, only it")
     }
 
     /// Issue 45: a client that begins to play asks the live encoder for a picture at once
     /// (once per PLAY that starts it, not for a PLAY that only refreshes).
     func testPlayAsksTheEncoderForAPicture() throws {
-        let server = try server()
+        let rig = server(), server = rig.server
         let asked = Locked(0)
         server.feed.begin(RealTimeStream(id: "boot-1", audio: nil, askForPicture: { asked.withLock { $0 += 1 } }))
         picture(server, sync: true)
-        let client = try XCTUnwrap(Client(port: server.port))
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
+        let client = rig.connect()
+        let base = Self.base
         let setup = client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"])
         let session = try XCTUnwrap(setup.headers["session"]?.split(separator: ";").first.map(String.init))
         XCTAssertEqual(asked.withLock { $0 }, 0, "nothing plays yet")
@@ -231,113 +267,118 @@ final class RTSPServerTests: XCTestCase {
     /// Issue 44: connections that play nothing, kept alive, cannot keep a real client out;
     /// playing clients keep their places, and when every place plays, a new one is refused.
     func testIdleConnectionsGiveTheirPlacesToAClientThatPlays() throws {
-        let server = try server(maxClients: 3, perAddress: 2)
-        live(server)
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
-        let idle = try (0..<3).map { n in try XCTUnwrap(Client(port: server.port, from: "127.0.0.\(n + 1)")) }
+        let rig = server(maxClients: 3, perAddress: 2)
+        live(rig.server)
+        let base = Self.base
+        let idle = (0..<3).map { n in rig.connect(from: "127.0.0.\(n + 1)") }
         for client in idle { XCTAssertEqual(client.request("GET_PARAMETER", base).status, 200) }
-        var players: [Client] = []
         for n in 0..<3 {
-            let player = try XCTUnwrap(Client(port: server.port, from: "127.0.1.\(n + 1)"))
+            rig.clock.advance(by: 1)
+            let player = rig.connect(from: "127.0.1.\(n + 1)")
             let setup = player.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;unicast;interleaved=0-1"])
             XCTAssertEqual(setup.status, 200, "player \(n)")
             let session = try XCTUnwrap(setup.headers["session"]?.split(separator: ";").first.map(String.init))
             XCTAssertEqual(player.request("PLAY", base + "/", ["Session": session]).status, 200)
-            players.append(player)
         }
-        for client in idle { try waitUntil { client.socket.isClosedByPeer } }
-        let late = try XCTUnwrap(Client(port: server.port, from: "127.0.2.1"))
+        for client in idle { XCTAssertTrue(client.end.isClosedByServer) }
+        let late = rig.connect(from: "127.0.2.1")
         XCTAssertEqual(late.response()?.status, 503, "every place plays")
-        XCTAssertEqual(server.sessions.filter(\.playing).count, 3)
+        XCTAssertEqual(rig.server.sessions.filter(\.playing).count, 3)
     }
 
     /// Issue 44: a client that pipelines requests and never reads the answers is not read
     /// further once 64 KiB of answers wait for it — TCP holds it back, not onair's memory —
     /// and every answer is still there, in order, when it reads; others are served meanwhile.
     func testAClientThatDoesNotReadIsHeldBackByTCP() throws {
-        let server = try server()
-        live(server)
-        // Small buffers of its own, so the kernel holds little of what it sends or is sent.
-        let greedy = try XCTUnwrap(Client(port: server.port, bufferBytes: 4096))
+        let rig = server()
+        live(rig.server)
+        // A window of 4 KiB: what the kernel's buffers would hold of what it is sent.
+        let greedy = rig.connect(window: 4096)
         let pad = String(repeating: "p", count: 2000)
-        func request(_ cseq: Int) -> [UInt8] { Array("DESCRIBE rtsp://127.0.0.1:\(server.port)/live RTSP/1.0\r\nCSeq: \(cseq)\r\nX-Pad: \(pad)\r\n\r\n".utf8) }
-        let size = request(1_000_000).count
-        let planned = 25 << 20
-        var sent = 0, pending: [UInt8] = [], next = 1_000_000
-        while sent < planned {
-            if pending.isEmpty { pending = (0..<64).flatMap { _ in defer { next += 1 }; return request(next) } }
-            let n = pending.withUnsafeBytes { Glibc.send(greedy.socket.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-            if n > 0 {
-                sent += n
-                pending.removeFirst(n)
-                continue
-            }
-            // The socket takes nothing more: the server has stopped reading, or is slow.
-            var poll = pollfd(fd: greedy.socket.fd, events: Int16(POLLOUT), revents: 0)
-            if Glibc.poll(&poll, 1, 3000) == 0 { break }
-        }
-        XCTAssertLessThan(sent, planned, "the server stopped reading a client that does not read")
-        let other = try XCTUnwrap(Client(port: server.port, from: "127.0.0.2"))
+        func request(_ cseq: Int) -> String { "DESCRIBE \(Self.base) RTSP/1.0\r\nCSeq: \(cseq)\r\nX-Pad: \(pad)\r\n\r\n" }
+        let count = 2000
+        for cseq in 1_000_000..<(1_000_000 + count) { greedy.end.write(request(cseq)) }
+        let written = greedy.end.unread
+        for _ in 0..<50 { rig.turn() }
+        let unread = greedy.end.unread
+        XCTAssertGreaterThan(unread, 0, "the server stopped reading a client that does not read")
+        XCTAssertLessThan(written - unread, written / 4, "it read about as many requests as make 64 KiB of answers, then stopped")
+        for _ in 0..<50 { rig.turn() }
+        XCTAssertEqual(greedy.end.unread, unread, "and reads nothing more while the answers wait")
+        let other = rig.connect(from: "127.0.0.2")
         XCTAssertEqual(other.request("OPTIONS", "*").status, 200, "others are served meanwhile")
-        for expected in 1_000_000..<(1_000_000 + sent / size) {
+        for expected in 1_000_000..<(1_000_000 + count) {
             guard let answer = greedy.response() else { return XCTFail("answer \(expected) missing") }
             XCTAssertEqual(answer.status, 200)
             guard answer.headers["cseq"] == String(expected) else { return XCTFail("answer \(answer.headers["cseq"] ?? "-") where \(expected) was due") }
         }
+        XCTAssertEqual(greedy.end.unread, 0)
     }
 
     /// Nothing heard for the session timeout (RFC 2326 §12.37): the connection and its
-    /// session are ended — on the server's clock, which the test moves (virtual time).
+    /// session are ended — on the server's clock, which the test moves.
     func testASilentClientIsEndedAfterTheTimeout() throws {
         let ended = Locked<[String]>([])
-        let clock = ManualClock()
-        let server = try server(timeout: 60, log: .silent { event, _, fields in
+        let rig = server(timeout: 60, log: .silent { event, _, fields in
             if event == .rtspEnded { ended.withLock { $0.append("\(fields.first { $0.0 == "reason" }?.1 ?? "")") } }
-        }, clock: ServerClock(monotonic: clock, wallOffset: { 0 }))
+        })
+        let server = rig.server
         live(server)
-        let client = try XCTUnwrap(Client(port: server.port))
-        let base = "rtsp://127.0.0.1:\(server.port)/live"
-        XCTAssertEqual(client.request("SETUP", base + "/trackID=0", ["Transport": "RTP/AVP/TCP;interleaved=0-1"]).status, 200)
-        // 59 s on its clock: the server has seen them (its table says the session's age) and
-        // keeps the session.
-        clock.advance(by: 59_000_000_000)
-        server.poke()
-        try waitUntil { (server.sessions.first?.ageMs ?? 0) >= 59_000 }
-        XCTAssertFalse(client.socket.isClosedByPeer)
+        let client = rig.connect()
+        XCTAssertEqual(client.request("SETUP", Self.base + "/trackID=0", ["Transport": "RTP/AVP/TCP;interleaved=0-1"]).status, 200)
+        // 59 s on its clock: the server keeps the session (its table says the session's age).
+        rig.clock.advance(by: 59_000_000_000)
+        rig.turn()
+        XCTAssertEqual(server.sessions.first?.ageMs, 59_000)
+        XCTAssertFalse(client.end.isClosedByServer)
         XCTAssertEqual(client.request("OPTIONS", "*", ["Session": try XCTUnwrap(server.sessions.first?.id)]).status, 200, "heard: the time starts again")
-        clock.advance(by: 59_000_000_000)
-        server.poke()
-        try waitUntil { (server.sessions.first?.ageMs ?? 0) >= 118_000 }
-        XCTAssertFalse(client.socket.isClosedByPeer)
-        clock.advance(by: 2_000_000_000)
-        server.poke()
-        try waitUntil { client.socket.isClosedByPeer }
+        rig.clock.advance(by: 60_000_000_000)
+        rig.turn()
+        XCTAssertEqual(server.sessions.first?.ageMs, 119_000)
+        XCTAssertFalse(client.end.isClosedByServer, "60 s is not past the timeout")
+        rig.clock.advance(by: 1)
+        rig.turn()
+        XCTAssertTrue(client.end.isClosedByServer)
         XCTAssertEqual(ended.withLock { $0 }, ["nothing heard for 60 s"])
         XCTAssertTrue(server.sessions.isEmpty)
     }
+}
 
-    private func receive(on socket: FileDescriptor, _ buffer: inout [UInt8]) throws -> (bytes: [UInt8], from: SocketAddress)? {
-        let deadline = KernelClock.monotonic() + 10_000_000_000
-        while KernelClock.monotonic() < deadline {
-            if let (count, from) = try socket.receiveDatagram(into: &buffer) { return (Array(buffer[0..<count]), from) }
-            _ = try Poll.wait(socket, for: .readable, timeoutMs: 100)
-        }
-        return nil
+/// A server with no thread on in-memory ports and a manual clock; the test runs its turns.
+final class Rig {
+    let server: RTSPServer
+    let streams = MemoryStreams()
+    let rtp = MemoryDatagrams(), rtcp = MemoryDatagrams()
+    let clock = ManualClock()
+    private let clients = RTSPServer.Clients()
+
+    init(settings: RTSPServer.Settings, log: Log) {
+        server = RTSPServer(settings: settings, feed: LiveFeed(log: log), log: log, clock: ServerClock(monotonic: clock, wallOffset: { 0 }),
+                            streams: streams, port: settings.port, rtp: rtp, rtcp: rtcp, mediaPorts: (6970, 6971), thread: false)
     }
 
-    private func waitUntil(_ condition: () -> Bool, file: StaticString = #filePath, line: UInt = #line) throws {
-        let deadline = KernelClock.monotonic() + 15_000_000_000
-        while !condition() {
-            guard KernelClock.monotonic() < deadline else { return XCTFail("not within 15 s", file: file, line: line) }
-            _ = try? Poll.wait([], timeoutMs: 20)
+    func turn() { server.turn(clients, timeoutMs: 0) }
+
+    /// Turns until `condition` holds, at most 100; whether it did.
+    func turns(until condition: () -> Bool) -> Bool {
+        for _ in 0..<100 {
+            if condition() { return true }
+            turn()
         }
+        return condition()
+    }
+
+    func connect(from source: String = "127.0.0.1", window: Int = 1 << 20) -> Client {
+        Client(end: streams.connect(from: SocketAddress(numeric: source, port: 40_000, ipv6: false)!, window: window), rig: self)
     }
 }
 
 /// An RTSP client as plain as a test needs: requests with CSeq, responses and
-/// interleaved frames read from one buffer in the order they come.
+/// interleaved frames read from one buffer in the order they come. Reading runs the
+/// server's turns until something comes.
 final class Client {
-    let socket: RawSocket
+    let end: MemoryStreams.Client
+    let rig: Rig
     private var buffer: [UInt8] = []
     private var cseq = 0
 
@@ -347,18 +388,16 @@ final class Client {
         var body: String
     }
 
-    init?(port: UInt16, from source: String = "127.0.0.1", bufferBytes: Int32? = nil) {
-        guard let socket = RawSocket(port: port, from: source, timeoutMilliseconds: 5000, bufferBytes: bufferBytes) else { return nil }
-        self.socket = socket
+    init(end: MemoryStreams.Client, rig: Rig) {
+        self.end = end
+        self.rig = rig
     }
-
-    func close() { shutdown(socket.fd, Int32(SHUT_RDWR)) }
 
     func request(_ method: String, _ uri: String, _ headers: [String: String] = [:]) -> Response {
         cseq += 1
         var text = "\(method) \(uri) RTSP/1.0\r\nCSeq: \(cseq)\r\n"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
-        socket.send(text + "\r\n")
+        end.write(text + "\r\n")
         return response() ?? Response(status: 0, headers: [:], body: "")
     }
 
@@ -366,8 +405,7 @@ final class Client {
     func response() -> Response? {
         while true {
             while buffer.first == UInt8(ascii: "$") {
-                guard let frame = takeFrame() else { break }
-                _ = frame
+                guard takeFrame() != nil else { break }
             }
             if buffer.first != UInt8(ascii: "$"), let end = buffer.firstRange(of: [13, 10, 13, 10]) {
                 let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
@@ -404,11 +442,17 @@ final class Client {
         return (buffer[1], Array(buffer[4..<(4 + length)]))
     }
 
+    /// What the server sent, taking turns until something comes (at most 20 turns: a
+    /// server that has nothing to say in them says nothing).
     private func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let n = chunk.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return false }
-        buffer += chunk[..<n]
-        return true
+        for _ in 0..<20 {
+            let bytes = end.read()
+            if !bytes.isEmpty {
+                buffer += bytes
+                return true
+            }
+            rig.turn()
+        }
+        return false
     }
 }
