@@ -4,13 +4,16 @@ import RTP
 import Threading
 
 /// The live stream, published once by the live output and read by every output that joins
-/// it at run time (WebRTC's viewers, RTSP's clients, a destination): the top rung's
-/// pictures, the AAC, and the microphone's sound for readers that encode it themselves.
+/// it at run time (the HLS packager, WebRTC's viewers, RTSP's clients, a destination): the
+/// top rung's pictures, the AAC, and the microphone's sound for readers that encode it
+/// themselves, in real time; and for complete readers (the HLS packager) every encoded
+/// sample of every rung, the stream's changes and its end, never lost.
 /// What it is now (the stream, its parameter sets, the microphone's format) can be asked
 /// at any time; what it publishes goes to each reader's own ring (`LiveReader`). Nothing is
 /// made for nobody: RTP payloads only while a reader wants them, Opus only while a reader
-/// wants it, on a thread of its own (`OpusWorker`). Publishing returns at once, whatever
-/// the readers do.
+/// wants it, on a thread of its own (`OpusWorker`). Publishing to real-time readers
+/// returns at once, whatever they do; a complete reader's full ring holds the publisher
+/// until it takes (its ring is its bound).
 public final class LiveFeed: Sendable {
     /// What the feed is now.
     public struct Now: Sendable {
@@ -39,6 +42,8 @@ public final class LiveFeed: Sendable {
         var readers: [LiveReader] = []
         /// Every reader's wants: what to make at all.
         var wanted: LiveReader.Wants = []
+        /// What a complete reader failed with, until the publisher is told.
+        var failure: (any Error)?
     }
 
     /// `audioBitrate`: Opus's (the live AAC's `audio.bitrate`).
@@ -67,8 +72,11 @@ public final class LiveFeed: Sendable {
         return reader
     }
 
-    /// The reader takes nothing more.
-    public func leave(_ reader: LiveReader) { changeReaders { $0.removeAll { $0 === reader } } }
+    /// The reader takes nothing more (a publisher waiting for its room goes on).
+    public func leave(_ reader: LiveReader) {
+        changeReaders { $0.removeAll { $0 === reader } }
+        reader.close()
+    }
 
     /// What `reader` takes from now on.
     public func update(_ reader: LiveReader, wants: LiveReader.Wants) {
@@ -96,12 +104,55 @@ public final class LiveFeed: Sendable {
 
     /// A stream began: what follows is `stream`'s.
     public func begin(_ stream: RealTimeStream) {
-        state.withLock { $0.now = Now(stream: stream, microphone: $0.now.microphone) }
+        state.withLock { state in
+            state.now = Now(stream: stream, microphone: state.now.microphone)
+            state.failure = nil
+        }
     }
 
-    /// The stream ended (ENDLIST): nothing comes until the next `begin`.
+    /// The stream ended (ENDLIST), or was given up: nothing comes until the next `begin`.
+    /// (A complete reader of a stream given up is left by its owner: `leave`.)
     public func end(stream id: String) {
         state.withLock { if $0.now.stream?.id == id { $0.now.stream = nil } }
+    }
+
+    // MARK: Complete readers (the HLS packager)
+
+    /// An encoded sample, or a change, to every complete reader, waiting while one's ring
+    /// is full. Throws what a complete reader failed with (once): the stream cannot go on
+    /// without it.
+    public func publish(encoded item: EncodedItem) throws {
+        for reader in completeReaders { _ = reader.offer(.encoded(item), kind: .complete) }
+        try throwFailure()
+    }
+
+    /// The stream's end to every complete reader; returns when each has said it is done,
+    /// throwing what one failed with.
+    public func finish(_ totals: StreamTotals) throws {
+        let readers = completeReaders
+        for reader in readers { _ = reader.offer(.encoded(.end(totals)), kind: .complete) }
+        for reader in readers { reader.waitUntilDone() }
+        try throwFailure()
+    }
+
+    /// A complete reader is done — its stream's end is written, or `failure` ended its work
+    /// (the publisher's next call throws it) — and leaves the feed.
+    public func finished(_ reader: LiveReader, failure: (any Error)?) {
+        state.withLock { state in
+            if let failure, state.failure == nil { state.failure = failure }
+        }
+        reader.close(done: true)
+        leave(reader)
+    }
+
+    private var completeReaders: [LiveReader] { state.withLock { $0.readers.filter { $0.wants.contains(.complete) } } }
+
+    private func throwFailure() throws {
+        let failure = state.withLock { state -> (any Error)? in
+            defer { state.failure = nil }
+            return state.failure
+        }
+        if let failure { throw failure }
     }
 
     public func publish(_ picture: RealTimePicture) {

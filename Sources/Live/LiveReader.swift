@@ -1,10 +1,13 @@
 import Threading
 
-/// One reader of the live feed (a server's viewers, a destination): its own bounded ring
-/// of what was published since it last took, and its own count of what it lost. A reader
-/// that falls a whole ring behind loses everything queued — it must begin again at an IDR
-/// (`Taken.overflowed`) — and never holds back the encoder or another reader (the model of
-/// MediaMTX's stream readers).
+/// One reader of the live feed (a server's viewers, a destination, the HLS packager): its
+/// own bounded ring of what was published since it last took, and its own count of what
+/// it lost. A real-time reader that falls a whole ring behind loses everything queued — it
+/// must begin again at an IDR (`Taken.overflowed`) — and never holds back the encoder or
+/// another reader (the model of MediaMTX's stream readers). A complete reader (`.complete`)
+/// loses nothing: while its ring is full the publisher waits (back-pressure, as a write
+/// on the encoder's own thread would hold it), and the stream's end waits until it says
+/// it is done.
 public final class LiveReader: Sendable {
     public struct Wants: OptionSet, Sendable, Hashable {
         public let rawValue: Int
@@ -17,6 +20,9 @@ public final class LiveReader: Sendable {
         public static let opus = Wants(rawValue: 4)
         /// Pictures and AAC with their RTP payloads (made once for every reader that wants them).
         public static let rtp = Wants(rawValue: 8)
+        /// Every encoded sample of every rung, the stream's changes and its end
+        /// (`LiveItem.encoded`), never lost.
+        public static let complete = Wants(rawValue: 16)
     }
 
     /// What `take` gives: the items in the order published, and whether some were lost
@@ -29,7 +35,7 @@ public final class LiveReader: Sendable {
     public let name: String
     let capacity: Int
     let wake: @Sendable () -> Void
-    private let state: Locked<Ring>
+    private let state: Condition<Ring>
 
     struct Ring: Sendable {
         var wants: Wants
@@ -37,13 +43,17 @@ public final class LiveReader: Sendable {
         var overflowed = false
         /// Items lost to overflow, over the reader's life.
         var discarded = 0
+        /// Takes nothing more: it left, said it is done, or its stream was given up.
+        var closed = false
+        /// A complete reader that said it is done (its stream's end, or a failure).
+        var done = false
     }
 
     init(name: String, wants: Wants, capacity: Int, wake: @escaping @Sendable () -> Void) {
         self.name = name
         self.capacity = max(1, capacity)
         self.wake = wake
-        state = Locked(Ring(wants: wants))
+        state = Condition(Ring(wants: wants))
     }
 
     public var wants: Wants { state.withLock { $0.wants } }
@@ -52,25 +62,67 @@ public final class LiveReader: Sendable {
 
     /// Everything published for this reader since the last take.
     public func take() -> Taken {
-        state.withLock { ring in
+        let taken = state.withLock { ring in
             defer { ring.items = []; ring.overflowed = false }
             return Taken(items: ring.items, overflowed: ring.overflowed)
         }
+        state.broadcast()
+        return taken
+    }
+
+    /// A complete reader's wait: what was published since the last take, once there is
+    /// some; nil once the reader is closed and nothing is left.
+    public func next() -> [LiveItem]? {
+        let items = state.withLock(waitingFor: { ring -> ConditionStep<[LiveItem]?> in
+            if !ring.items.isEmpty {
+                defer { ring.items = [] }
+                return .done(ring.items)
+            }
+            return ring.closed ? .done(nil) : .wait
+        })
+        state.broadcast()
+        return items
     }
 
     func set(wants: Wants) { state.withLock { $0.wants = wants } }
 
     /// Queues `item` if the reader wants `kind`; true if it did (the caller then wakes it).
+    /// A complete reader's item waits for room; one closed meanwhile takes nothing.
     func offer(_ item: LiveItem, kind: Wants) -> Bool {
-        state.withLock { ring in
-            guard ring.wants.contains(kind) else { return false }
-            if ring.items.count >= capacity {
-                ring.discarded += ring.items.count
-                ring.items.removeAll(keepingCapacity: true)
-                ring.overflowed = true
+        guard kind == .complete else {
+            return state.withLock { ring in
+                guard ring.wants.contains(kind), !ring.closed else { return false }
+                if ring.items.count >= capacity {
+                    ring.discarded += ring.items.count
+                    ring.items.removeAll(keepingCapacity: true)
+                    ring.overflowed = true
+                }
+                ring.items.append(item)
+                return true
             }
-            ring.items.append(item)
-            return true
         }
+        let queued = state.withLock(waitingFor: { ring -> ConditionStep<Bool> in
+            guard ring.wants.contains(kind), !ring.closed else { return .done(false) }
+            guard ring.items.count < capacity else { return .wait }
+            ring.items.append(item)
+            return .done(true)
+        })
+        state.broadcast()
+        return queued
+    }
+
+    /// Takes nothing more; `done`: a complete reader finished (its `next` then gives nil
+    /// once emptied, and `waitUntilDone` returns).
+    func close(done: Bool = false) {
+        state.withLock { ring in
+            ring.closed = true
+            if done { ring.done = true; ring.items = [] }
+        }
+        state.broadcast()
+    }
+
+    /// Waits until a complete reader says it is done, or is closed without it.
+    func waitUntilDone() {
+        state.withLock(waitingFor: { ring -> ConditionStep<Void> in ring.done || ring.closed ? .done(()) : .wait })
     }
 }

@@ -74,6 +74,57 @@ public enum LiveItem: Sendable {
     case picture(LivePicture)
     case sound(LiveSound)
     case opus(OpusPacket)
+    /// For complete readers (the HLS packager) only.
+    case encoded(EncodedItem)
+}
+
+/// What a complete reader (the HLS packager) takes: every encoded sample of every rung, on
+/// the stream's timeline, where the stream changes, and its end, in the order encoded.
+public enum EncodedItem: Sendable {
+    /// A picture of rung `sample.rung` (the top rung is 0).
+    case video(EncodedSample)
+    case audio(EncodedSample)
+    /// What follows begins a new discontinuity domain.
+    case change(StreamChange)
+    /// Every sample is published: the reader finishes its work and says so
+    /// (`LiveFeed.finished`); the stream's end waits for it.
+    case end(StreamTotals)
+}
+
+/// Why a discontinuity, and what the stream is from there on.
+public struct StreamChange: Sendable, Equatable {
+    public var fps: Int
+    /// The highest rung encoded (the ones above it are left out).
+    public var topRung: Int
+    /// The frame rate or the rungs changed (else the source was interrupted).
+    public var format: Bool
+    /// The frame it happened at.
+    public var frame: Int64
+
+    public init(fps: Int, topRung: Int, format: Bool, frame: Int64) {
+        self.fps = fps
+        self.topRung = topRung
+        self.format = format
+        self.frame = frame
+    }
+}
+
+/// What a stream's encoders did, for the readers' last word.
+public struct StreamTotals: Sendable, Equatable {
+    public var framesEncoded: Int
+    public var framesSkipped: Int
+    public var framesRepeated: Int
+    public var audioSilenceFilled: Int
+    /// IDRs made for real-time viewers between the grid's.
+    public var keyframesRequested: Int
+
+    public init(framesEncoded: Int, framesSkipped: Int, framesRepeated: Int, audioSilenceFilled: Int, keyframesRequested: Int = 0) {
+        self.framesEncoded = framesEncoded
+        self.framesSkipped = framesSkipped
+        self.framesRepeated = framesRepeated
+        self.audioSilenceFilled = audioSilenceFilled
+        self.keyframesRequested = keyframesRequested
+    }
 }
 
 /// A picture for every reader: the access unit, and — while a reader wants RTP — its

@@ -1,3 +1,4 @@
+import Live
 import Logging
 import Media
 
@@ -27,25 +28,17 @@ extension EncodedSink {
     func captured(_ chunk: AudioChunk) {}
 }
 
-/// Why a discontinuity, and what the stream is from there on.
-struct StreamChange {
-    var fps: Int
-    /// The highest rung encoded (the ones above it are left out).
-    var topRung: Int
-    /// The frame rate or the rungs changed (else the source was interrupted).
-    var format: Bool
-    /// The frame it happened at.
-    var frame: Int64
-}
-
-/// What a stream's encoders did, for the sinks' last word.
-struct StreamTotals {
-    var framesEncoded: Int
-    var framesSkipped: Int
-    var framesRepeated: Int
-    var audioSilenceFilled: Int
-    /// IDRs made for real-time viewers between the grid's.
-    var keyframesRequested = 0
+/// One stream of an output from its first frame to its end, as the output drives it: the
+/// live HLS stream (`LiveStream`), a recording (`EncodedStream` itself).
+protocol EncodingStream: AnyObject {
+    func encode(_ frame: VideoFrame) throws
+    func encode(_ chunk: AudioChunk) throws
+    /// The thermal ladder: a new frame rate from the next segment boundary.
+    func setRate(_ fps: Int)
+    /// The thermal ladder: the live ladder's top rungs left out from the next segment
+    /// boundary (a stream without a ladder has none to leave out).
+    func setDroppedRungs(_ dropped: Int)
+    func finish() throws
 }
 
 /// One stream from its first frame to its end: the output's encoders (`StreamEncoder`) and
@@ -53,7 +46,7 @@ struct StreamTotals {
 /// frame, a rate or rungs change at the boundary it is due, a resync after an interrupted
 /// source, silence where the microphone fell a segment behind — and hands each encoded
 /// sample, moved onto the stream's timeline (`StreamOrigin`), to every sink in order.
-final class EncodedStream {
+final class EncodedStream: EncodingStream {
     let origin: StreamOrigin
     var encoder: StreamEncoder { origin.encoder }
     private(set) var sinks: [EncodedSink]

@@ -3,16 +3,19 @@ import Live
 import Media
 import System
 
-/// The live stream's samples published into the live feed, which the real-time outputs
-/// (WebRTC, RTSP) and destinations read: the top rung encoded now, each picture with its
-/// capture time and the parameter sets a viewer who joins at its IDR needs, the AAC as
-/// encoded, and the microphone's sound as captured. Samples more than a second old (the
-/// pre-roll, held since before the press) are not real time and are left out.
+/// The live stream's samples published into the live feed, the live encoders' one sink.
+/// Every sample of every rung, each change and the end go to the complete readers (the
+/// HLS packager). The real-time outputs (WebRTC, RTSP) and destinations get the top rung
+/// encoded now, each picture with its capture time and the parameter sets a viewer who
+/// joins at its IDR needs, the AAC as encoded, and the microphone's sound as captured;
+/// samples more than a second old (the pre-roll, held since before the press) are not
+/// real time and are left out of those.
 final class FeedSink: EncodedSink {
     private let feed: LiveFeed
     private let origin: StreamOrigin
     private var topRung: Int
     private let id: String
+    private var ended = false
 
     /// Older than this, a picture has no place in a real-time view.
     static let staleNanoseconds: Int64 = 1_000_000_000
@@ -30,6 +33,7 @@ final class FeedSink: EncodedSink {
     }
 
     func append(video sample: EncodedSample) throws {
+        try feed.publish(encoded: .video(sample))
         guard sample.rung == topRung else { return }
         let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Timescale.video)
         guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
@@ -39,6 +43,7 @@ final class FeedSink: EncodedSink {
     }
 
     func append(audio sample: EncodedSample) throws {
+        try feed.publish(encoded: .audio(sample))
         guard let rate = origin.encoder.audio?.settings.sampleRate else { return }
         let captured = origin.timeline.captureTime(ticks: sample.pts, timescale: Int64(rate))
         guard KernelClock.monotonic() - captured < Self.staleNanoseconds else { return }
@@ -47,7 +52,18 @@ final class FeedSink: EncodedSink {
 
     func captured(_ chunk: AudioChunk) { feed.publish(captured: chunk) }
 
-    func discontinuity(_ change: StreamChange) throws { topRung = change.topRung }
+    func discontinuity(_ change: StreamChange) throws {
+        topRung = change.topRung
+        try feed.publish(encoded: .change(change))
+    }
 
-    func finish(_ totals: StreamTotals) throws { feed.end(stream: id) }
+    /// Returns when the complete readers are done (ENDLIST written).
+    func finish(_ totals: StreamTotals) throws {
+        ended = true
+        defer { feed.end(stream: id) }
+        try feed.finish(totals)
+    }
+
+    /// A stream given up (an encoder or a write failed) is no longer the feed's.
+    deinit { if !ended { feed.end(stream: id) } }
 }

@@ -1,3 +1,4 @@
+import Live
 import HLS
 import Logging
 import Media

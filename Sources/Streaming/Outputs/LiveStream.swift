@@ -9,11 +9,13 @@ import MP4
 import Spool
 
 /// One live HLS stream from its first video frame to ENDLIST: the live encoders
-/// (`EncodedStream`) and what consumes their samples — the HLS packager (`HLSSink`) and
-/// any sink added later. Runs on the live output's thread only; nothing here is shared.
-final class LiveStream {
+/// (`EncodedStream`) publish every sample into the live feed (`FeedSink`), which the HLS
+/// packager (`HLSSink`, on its own thread: `HLSReader`) reads completely and the
+/// real-time outputs read as they can. Called on the live output's thread only.
+final class LiveStream: EncodingStream {
     let writer: StreamWriter
     let stream: EncodedStream
+    private let hls: HLSReader
     private var encoder: StreamEncoder { stream.encoder }
 
     var id: String { writer.id }
@@ -26,8 +28,8 @@ final class LiveStream {
 
     /// A stream from `origin`: its encoder, timeline, and any pre-roll already encoded.
     /// `edge` gets the parts for the built-in server's low-latency playlist.
-    /// `feed` gets the top rung's pictures and the sound as they come, for the outputs
-    /// that read it.
+    /// `feed` is where the stream is published (the appliance's, which the real-time
+    /// servers read; else one of the stream's own, for the packager alone).
     init(start: StreamStart, origin: StreamOrigin, profile: LiveProfile, log: Log, makeRoom: @escaping SpaceRetry.MakeRoom = { false },
          edge: LiveEdge? = nil, feed: LiveFeed? = nil, observer: @escaping (StreamEvent) -> Void) throws {
         let encoder = origin.encoder
@@ -67,8 +69,9 @@ final class LiveStream {
         // microphone that stopped delivering it would stop, and players with it. Sound a
         // whole segment late is made up with silence (the muxed segmenter writes its
         // pictures without it instead).
-        let sinks: [EncodedSink] = [packager] + (feed.map { [FeedSink(feed: $0, origin: origin, id: start.id)] } ?? [])
-        stream = EncodedStream(origin: origin, sinks: sinks, marksDiscontinuities: true,
+        let feed = feed ?? LiveFeed(audioBitrate: profile.output.audio?.bitrate ?? 64_000, log: log)
+        hls = HLSReader(packager, feed: feed)
+        stream = EncodedStream(origin: origin, sinks: [FeedSink(feed: feed, origin: origin, id: start.id)], marksDiscontinuities: true,
                                silenceAfterTicks: ladder ? profile.segmentTicks : nil)
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
                                        ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count)]
@@ -108,13 +111,10 @@ final class LiveStream {
     func encode(_ frame: VideoFrame) throws { try stream.encode(frame) }
     func encode(_ chunk: AudioChunk) throws { try stream.encode(chunk) }
 
-    /// Another consumer of the live encoders' samples (a real-time sender), from the next
-    /// sample on.
-    func add(_ sink: EncodedSink) { stream.add(sink) }
-
     func setRate(_ fps: Int) { stream.setRate(fps) }
     func setDroppedRungs(_ dropped: Int) { stream.setDroppedRungs(dropped) }
 
-    /// Drains the encoders, writes the last segment and ENDLIST.
+    /// Drains the encoders; returns once the packager has written the last segment and
+    /// ENDLIST.
     func finish() throws { try stream.finish() }
 }

@@ -3,8 +3,9 @@ import Media
 import Threading
 
 /// One use of the capture (the live stream, the recording): it encodes and writes on a
-/// thread of its own, so one falling behind never holds up the other.
-protocol StreamOutput: AnyObject {
+/// thread of its own, so one falling behind never holds up the other. Between `begin`
+/// and `finish` it is driven as its stream is (`EncodingStream`).
+protocol StreamOutput: EncodingStream {
     var name: String { get }
     /// Opens the encoders for the first stream, before any frame needs them.
     func prepare() throws
@@ -15,14 +16,6 @@ protocol StreamOutput: AnyObject {
     func prime(_ frame: VideoFrame) throws
     func prime(_ chunk: AudioChunk) throws
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws
-    func encode(_ frame: VideoFrame) throws
-    func encode(_ chunk: AudioChunk) throws
-    /// The thermal ladder: a new frame rate from the next segment boundary.
-    func setRate(_ fps: Int)
-    /// The thermal ladder: the live ladder's top rungs left out from the next segment
-    /// boundary (outputs without a ladder have none to leave out).
-    func setDroppedRungs(_ dropped: Int)
-    func finish() throws
 }
 
 /// An output's thread and its own bounded queue. The session hands every item to each

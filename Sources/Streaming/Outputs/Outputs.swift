@@ -104,8 +104,8 @@ final class EncodingOutput: StreamOutput {
     private var encoders: EncoderChoice
     /// The output's encoders on a timeline that starts at a frame (its wall clock given).
     private let makeEncoder: (VideoFrame, StreamDating, OpenedEncoders) -> StreamEncoder
-    private let makeStream: (StreamStart, StreamOrigin) throws -> EncodedStream
-    private var stream: EncodedStream?
+    private let makeStream: (StreamStart, StreamOrigin) throws -> EncodingStream
+    private var stream: EncodingStream?
     private var preroll: Preroll?
     /// The thermal ladder's rate and dropped rungs, for this stream and the ones after it.
     private var rate: Int?
@@ -113,7 +113,7 @@ final class EncodingOutput: StreamOutput {
 
     private init(name: String, output: OutputProfile, rungs: [VideoEncoderSettings]? = nil, prerollSeconds: Double, log: Log,
                  makeEncoder: @escaping (VideoFrame, StreamDating, OpenedEncoders) -> StreamEncoder,
-                 makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodedStream) {
+                 makeStream: @escaping (StreamStart, StreamOrigin) throws -> EncodingStream) {
         self.name = name
         self.output = output
         self.rungs = rungs ?? [output.video]
@@ -134,7 +134,7 @@ final class EncodingOutput: StreamOutput {
             },
             makeStream: { start, origin in
                 try LiveStream(start: start, origin: origin, profile: profile, log: log, makeRoom: makeRoom, edge: edge, feed: feed,
-                               observer: observer).stream
+                               observer: observer)
             })
     }
 
@@ -169,6 +169,9 @@ final class EncodingOutput: StreamOutput {
 
     func begin(_ start: StreamStart, firstFrame: VideoFrame) throws {
         defer { preroll = nil }
+        // A stream given up (its encoders or its writes failed) goes before the next
+        // begins: its readers must not take the new one's samples.
+        stream = nil
         let origin: StreamOrigin
         if let held = preroll?.origin(dating: start.dating) {
             log(.prerollUsed, ("output", name), ("press_frame", firstFrame.index), ("frames_before", held.video.count))

@@ -1,3 +1,4 @@
+import Live
 import Codecs
 import Files
 import HLS
