@@ -67,6 +67,7 @@ let package = Package(
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
+        .target(name: "RTMP", dependencies: ["MP4"]),
         // The live stream published once, which the real-time outputs and destinations join
         // and leave at run time: a bounded ring per reader, RTP payloads made once, Opus on
         // a thread of its own while a reader wants it.
@@ -115,7 +116,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
+        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTMP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -125,6 +126,7 @@ let package = Package(
         .testTarget(name: "ThreadingTests", dependencies: ["Threading"]),
         .testTarget(name: "SystemTests", dependencies: ["System"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "TestSupport"]),
+        .testTarget(name: "RTMPTests", dependencies: ["RTMP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "System", "Basics"]),

@@ -219,7 +219,7 @@ public enum InitSegment {
     }
 
     /// AVCDecoderConfigurationRecord, ISO/IEC 14496-15 §5.3.3.1.
-    static func avcConfiguration(_ w: inout ByteWriter, sps: [UInt8], pps: [UInt8]) {
+    public static func avcConfiguration(_ w: inout ByteWriter, sps: [UInt8], pps: [UInt8]) {
         let profile = sps.count > 1 ? sps[1] : 0
         w.u8(1)                                  // configurationVersion
         w.u8(profile)
