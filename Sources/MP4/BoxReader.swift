@@ -28,13 +28,15 @@ public struct ByteReader {
     public mutating func fourCC() throws -> String {
         String(decoding: try take(4).map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self)
     }
+    /// `count` is compared with what is left, never added to the position first: a count
+    /// near Int.max from a reader's input must be an error, not an overflow trap.
     public mutating func take(_ count: Int) throws -> [UInt8] {
-        guard count >= 0, position + count <= end else { throw MP4Error.truncated(at: position) }
+        guard count >= 0, count <= end - position else { throw MP4Error.truncated(at: position) }
         defer { position += count }
         return Array(bytes[position..<(position + count)])
     }
     public mutating func skip(_ count: Int) throws {
-        guard count >= 0, position + count <= end else { throw MP4Error.truncated(at: position) }
+        guard count >= 0, count <= end - position else { throw MP4Error.truncated(at: position) }
         position += count
     }
 }

@@ -172,3 +172,16 @@ final class FragmentTests: XCTestCase {
         }
     }
 }
+
+/// Counts from a file are compared with what is left before anything is added to them.
+final class ByteReaderTests: XCTestCase {
+    func testACountNearIntMaxIsAnErrorNotATrap() {
+        var reader = ByteReader([1, 2, 3, 4], range: 1..<4)
+        XCTAssertEqual(try reader.take(2), [2, 3])
+        XCTAssertThrowsError(try reader.take(Int.max))
+        XCTAssertThrowsError(try reader.skip(Int.max - 1))
+        XCTAssertThrowsError(try reader.take(-1))
+        XCTAssertEqual(try reader.take(1), [4])
+        XCTAssertThrowsError(try reader.take(1))
+    }
+}
