@@ -25,7 +25,7 @@ public enum AMF0Value: Equatable, Sendable {
             return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         case (.null, .null), (.undefined, .undefined): return true
         case (.strictArray(let x), .strictArray(let y)): return x == y
-        case (.date(let x), .date(let y)): return x == y
+        case (.date(let x), .date(let y)): return x == y || x.isNaN && y.isNaN
         default: return false
         }
     }

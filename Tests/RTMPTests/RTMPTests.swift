@@ -10,6 +10,9 @@ final class AMF0Tests: XCTestCase {
             .strictArray([.number(1), .string("two"), .null]), .date(1_796_229_753_000), .string(String(repeating: "x", count: 70_000)),
         ]
         XCTAssertEqual(try AMF0.decode(AMF0.encode(values)), values)
+        // Not-a-number, as a number or a date (the fuzzer's find), is the value it was.
+        let nan = Double(bitPattern: 0xFFFF_FFFF_2E8A_8000)
+        XCTAssertEqual(try AMF0.decode(AMF0.encode([.number(nan), .date(nan)])), [.number(nan), .date(nan)])
     }
 
     /// The bytes as the specification lays them out (§2.2, §2.4, §2.5).
