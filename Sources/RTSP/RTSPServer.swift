@@ -86,7 +86,7 @@ public final class RTSPServer: Sendable {
         }
         let (rtp, rtcp) = try Self.portPair(host: address)
         self.init(settings: settings, feed: feed, log: log, clock: clock, streams: try TCPPort(listener), port: try listener.boundAddress().port,
-                  rtp: try UDPPort(rtp), rtcp: try UDPPort(rtcp), mediaPorts: (try rtp.boundAddress().port, try rtcp.boundAddress().port), thread: true)
+                  rtp: try UDPPort(rtp, waitedOnElsewhere: true), rtcp: try UDPPort(rtcp, waitedOnElsewhere: true), mediaPorts: (try rtp.boundAddress().port, try rtcp.boundAddress().port), thread: true)
     }
 
     /// `thread` false: no thread of its own; a test runs its turns (`turn`).

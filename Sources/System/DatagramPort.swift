@@ -14,20 +14,37 @@ public protocol DatagramPort: Sendable {
     func wake()
 }
 
-/// A bound UDP socket and a pipe to wake its thread with.
+/// A pipe a thread waiting in poll(2) watches, so another thread can end its wait.
+public final class WakePipe: Sendable {
+    public let read: FileDescriptor
+    private let write: FileDescriptor
+
+    public init() throws { (read, write) = try makePipe(nonBlocking: true) }
+
+    /// A byte down the pipe (a full pipe wakes the thread as well).
+    public func wake() { _ = try? [UInt8(1)].withUnsafeBytes { try write.write($0) } }
+
+    /// Takes what woke the thread, after its poll.
+    public func drain() {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while ((try? bytes.withUnsafeMutableBytes { try read.read(into: $0) }) ?? 0) > 0 {}
+    }
+}
+
+/// A bound UDP socket and a pipe to wake its thread with. A port that another port's wait
+/// watches (RTSP's RTP and RTCP ports, in its TCP port's poll) needs no pipe of its own.
 public final class UDPPort: DatagramPort {
     public let socket: FileDescriptor
-    private let pipe: (read: FileDescriptor, write: FileDescriptor)
+    private let pipe: WakePipe?
 
-    public init(_ socket: FileDescriptor) throws {
+    public init(_ socket: FileDescriptor, waitedOnElsewhere: Bool = false) throws {
         self.socket = socket
-        pipe = try makePipe(nonBlocking: true)
+        pipe = waitedOnElsewhere ? nil : try WakePipe()
     }
 
     public func wait(timeoutMs: Int32) {
-        _ = try? Poll.wait([(socket, .readable), (pipe.read, .readable)], timeoutMs: timeoutMs)
-        var drain = [UInt8](repeating: 0, count: 64)
-        while ((try? drain.withUnsafeMutableBytes { try pipe.read.read(into: $0) }) ?? 0) > 0 {}
+        _ = try? Poll.wait([(socket, .readable)] + (pipe.map { [($0.read, .readable)] } ?? []), timeoutMs: timeoutMs)
+        pipe?.drain()
     }
 
     public func receive(into buffer: inout [UInt8]) -> (count: Int, from: SocketAddress)? {
@@ -39,10 +56,7 @@ public final class UDPPort: DatagramPort {
         (try? socket.sendDatagram(datagram, to: address)) ?? false
     }
 
-    /// A byte down the pipe (a full pipe wakes the thread as well).
-    public func wake() {
-        _ = try? [UInt8(1)].withUnsafeBytes { try pipe.write.write($0) }
-    }
+    public func wake() { pipe?.wake() }
 }
 
 /// A datagram port on every IPv4 interface at once, as WS-Discovery uses one: it joins a

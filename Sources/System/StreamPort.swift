@@ -36,11 +36,11 @@ public protocol StreamPort: Sendable {
 /// on in one poll(2) with the server's UDP ports.
 public final class TCPPort: StreamPort {
     public let listener: FileDescriptor
-    private let pipe: (read: FileDescriptor, write: FileDescriptor)
+    private let pipe: WakePipe
 
     public init(_ listener: FileDescriptor) throws {
         self.listener = listener
-        pipe = try makePipe(nonBlocking: true)
+        pipe = try WakePipe()
     }
 
     public func accept() throws -> (StreamConnection, SocketAddress)? {
@@ -58,8 +58,7 @@ public final class TCPPort: StreamPort {
         let descriptors = connections.map { ($0.0 as? FileDescriptor, $0.1) }
         watched += descriptors.compactMap { descriptor, events in descriptor.map { ($0, events) } }
         let ready = (try? Poll.wait(watched, timeoutMs: timeoutMs)) ?? watched.map { _ in [] }
-        var drain = [UInt8](repeating: 0, count: 64)
-        while ((try? drain.withUnsafeMutableBytes { try pipe.read.read(into: $0) }) ?? 0) > 0 {}
+        pipe.drain()
         var next = first
         let states = descriptors.map { descriptor, _ -> Poll.Events in
             guard descriptor != nil else { return [] }
@@ -69,8 +68,5 @@ public final class TCPPort: StreamPort {
         return (accepting && !ready[first - 1].isEmpty, states)
     }
 
-    /// A byte down the pipe (a full pipe wakes the thread as well).
-    public func wake() {
-        _ = try? [UInt8(1)].withUnsafeBytes { try pipe.write.write($0) }
-    }
+    public func wake() { pipe.wake() }
 }
