@@ -44,9 +44,7 @@ public struct ChunkWriter: Sendable {
     public mutating func setChunkSize(_ size: Int) -> [UInt8] {
         let size = max(1, min(size, 0x7FFF_FFFF))
         defer { chunkSize = size }
-        return chunks(RTMPMessage(type: RTMPMessage.setChunkSize, payload: [UInt8(size >> 24), UInt8((size >> 16) & 0xFF),
-                                                                            UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)]),
-                      chunkStream: 2)
+        return chunks(RTMPMessage(type: RTMPMessage.setChunkSize, payload: PublishSession.u32(UInt32(size))), chunkStream: 2)
     }
 
     /// `message` as chunks of chunk stream `chunkStream` (2 to 65599; 2 is the protocol
@@ -125,7 +123,8 @@ public struct ChunkReader: Sendable {
             if let message {
                 if message.type == RTMPMessage.setChunkSize {
                     guard message.payload.count >= 4 else { throw RTMPError.malformed("Set Chunk Size of \(message.payload.count) bytes") }
-                    let size = Int(message.payload[0] & 0x7F) << 24 | Int(message.payload[1]) << 16 | Int(message.payload[2]) << 8 | Int(message.payload[3])
+                    // The top bit is 0 (§5.4.1): a size fits 31 bits.
+                    let size = Int(PublishSession.u32(message.payload) & 0x7FFF_FFFF)
                     guard size >= 1 else { throw RTMPError.malformed("Set Chunk Size 0") }
                     chunkSize = size
                 }

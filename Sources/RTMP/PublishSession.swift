@@ -186,6 +186,7 @@ public struct PublishSession: Sendable {
                              chunkStream: Self.commandChunks)
     }
 
+    /// Big-endian, as RTMP's control messages carry their numbers.
     static func u32(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
     static func u32(_ bytes: [UInt8]) -> UInt32 { bytes.prefix(4).reduce(0) { $0 << 8 | UInt32($1) } }
 }
