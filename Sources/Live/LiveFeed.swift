@@ -108,12 +108,18 @@ public final class LiveFeed: Sendable {
             state.now = Now(stream: stream, microphone: state.now.microphone)
             state.failure = nil
         }
+        distribute(.began(stream), kind: .streams)
     }
 
     /// The stream ended (ENDLIST), or was given up: nothing comes until the next `begin`.
     /// (A complete reader of a stream given up is left by its owner: `leave`.)
     public func end(stream id: String) {
-        state.withLock { if $0.now.stream?.id == id { $0.now.stream = nil } }
+        let ended = state.withLock { state -> Bool in
+            guard state.now.stream?.id == id else { return false }
+            state.now.stream = nil
+            return true
+        }
+        if ended { distribute(.ended(id), kind: .streams) }
     }
 
     // MARK: Complete readers (the HLS packager)

@@ -23,6 +23,10 @@ public final class LiveReader: Sendable {
         /// Every encoded sample of every rung, the stream's changes and its end
         /// (`LiveItem.encoded`), never lost.
         public static let complete = Wants(rawValue: 16)
+        /// Where each stream begins and ends (`LiveItem.began`, `.ended`), in order with
+        /// its pictures and sound: a destination connects and ends its broadcast by them.
+        /// (A ring that overflows loses these too: the reader then asks `LiveFeed.now`.)
+        public static let streams = Wants(rawValue: 32)
     }
 
     /// What `take` gives: the items in the order published, and whether some were lost

@@ -76,6 +76,10 @@ public enum LiveItem: Sendable {
     case opus(OpusPacket)
     /// For complete readers (the HLS packager) only.
     case encoded(EncodedItem)
+    /// A stream began (`LiveReader.Wants.streams`): what follows is its.
+    case began(RealTimeStream)
+    /// The stream of this id ended or was given up (`LiveReader.Wants.streams`).
+    case ended(String)
 }
 
 /// What a complete reader (the HLS packager) takes: every encoded sample of every rung, on

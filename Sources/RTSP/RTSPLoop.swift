@@ -206,7 +206,7 @@ extension RTSPServer {
             switch item {
             case .picture(let picture): OutgoingMedia(kind: .picture(isSync: picture.isSync), payloads: picture.payloads, timestamp: picture.rtpTimestamp)
             case .sound(let sound): OutgoingMedia(kind: .sound, payloads: sound.payloads, timestamp: sound.rtpTimestamp)
-            case .opus, .encoded: nil
+            case .opus, .encoded, .began, .ended: nil
             }
         }
         for connection in clients.connections {

@@ -156,7 +156,7 @@ extension WebRTCServer {
                 for peer in viewers.peers.values where peer.connected {
                     if let target = peer.media, let protected = peer.send(audio: packet) { send(protected, to: target) }
                 }
-            case .sound, .encoded:
+            case .sound, .encoded, .began, .ended:
                 continue
             }
         }

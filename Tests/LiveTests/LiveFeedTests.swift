@@ -66,6 +66,30 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertTrue(feed.readers.isEmpty)
     }
 
+    /// A destination learns where each stream begins and ends in order with its pictures;
+    /// a reader that does not ask for it gets none of it.
+    func testAReaderOfStreamsSeesEachBeginAndEndInOrder() {
+        let feed = feed()
+        let destination = feed.join("destination", wants: [.streams, .pictures], capacity: 10) {}
+        let viewer = feed.join("viewer", wants: [.pictures], capacity: 10) {}
+        feed.begin(RealTimeStream(id: "boot-1"))
+        feed.publish(Self.picture(0, sync: true))
+        feed.end(stream: "boot-9")
+        feed.end(stream: "boot-1")
+        feed.end(stream: "boot-1")
+        feed.begin(RealTimeStream(id: "boot-2"))
+        let seen = destination.take().items.map { item -> String in
+            switch item {
+            case .began(let stream): return "began \(stream.id)"
+            case .ended(let id): return "ended \(id)"
+            case .picture: return "picture"
+            default: return "other"
+            }
+        }
+        XCTAssertEqual(seen, ["began boot-1", "picture", "ended boot-1", "began boot-2"], "another stream's end, and an end said twice, are not said")
+        XCTAssertEqual(viewer.take().items.count, 1)
+    }
+
     func testRTPPayloadsAreMadeOnceForEveryReaderThatWantsThem() throws {
         let feed = feed()
         feed.begin(RealTimeStream(id: "boot-1", audio: .init(config: [0x11, 0x90], sampleRate: 48_000, channels: 2)))
