@@ -68,6 +68,10 @@ let package = Package(
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
         .target(name: "RTMP", dependencies: ["MP4"]),
+        // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
+        // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
+        // linked OpenSSL, the server's certificate checked), with its platform's preset.
+        .target(name: "Destinations", dependencies: ["RTMP", "Live", "Media", "System", "Threading", "Logging", "COpenSSL"]),
         // The live stream published once, which the real-time outputs and destinations join
         // and leave at run time: a bounded ring per reader, RTP payloads made once, Opus on
         // a thread of its own while a reader wants it.
@@ -108,7 +112,7 @@ let package = Package(
         // installed, the new slot confirmed once healthy or given up.
         .target(name: "Updates", dependencies: ["Basics", "Files", "HTTP", "Logging", "Server", "System", "Threading"]),
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates", "Destinations"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -127,6 +131,7 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: ["System"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "TestSupport"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"]),
+        .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "RTMP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "System", "Basics"]),
@@ -149,7 +154,7 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
                     // The real clients the tests run (Python), not Swift.

@@ -1,6 +1,7 @@
 import Access
 import Basics
 import Codecs
+import Destinations
 import Devices
 import Logging
 import Media
@@ -79,7 +80,9 @@ public enum ConfigFile {
                 guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError.syntax(origin: origin, "malformed section header") }
                 section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
                 // A section may repeat (owners append overrides), but it must be one onair has.
-                guard knownSections.contains(section) else { throw ConfigError.syntax(origin: origin, "unknown section [\(quotedKey(section))]") }
+                guard knownSections.contains(section) || destinationName(section: section) != nil else {
+                    throw ConfigError.syntax(origin: origin, "unknown section [\(quotedKey(section))]")
+                }
                 continue
             }
             guard let eq = trimmed.firstIndex(of: "=") else {
@@ -125,6 +128,44 @@ public enum ConfigFile {
     /// Keys whose values are never printed, nor any part of them.
     static func isSecret(_ key: String) -> Bool {
         key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header" || key == "access.viewer" || key == "access.device"
+            || (key.hasPrefix("destination.") && key.hasSuffix(".key"))
+    }
+
+    /// `destination.NAME` (a section) → NAME, when NAME is one a destination may have.
+    static func destinationName(section: String) -> String? {
+        guard section.hasPrefix("destination.") else { return nil }
+        let name = String(section.dropFirst("destination.".count))
+        return DestinationSettings.validName(name) ? name : nil
+    }
+
+    /// A destination's keys (`destination.NAME.KEY`): any number of destinations, each
+    /// named by its section.
+    static let destinationKeys: [String: @Sendable (inout DestinationSettings, String) throws -> Void] = [
+        "url": { destination, value in
+            if value.isEmpty || value == "preset" { destination.url = nil; return }
+            if let problem = DestinationSettings.urlProblem(value) { throw ConfigError.invalid(problem) }
+            destination.url = value
+        },
+        // A secret: checked without being shown (DestinationSettings.target).
+        "key": { $0.key = $1 },
+        "enabled": { $0.enabled = try boolean($1) },
+        "preset": {
+            guard let platform = Platform.named($1) else {
+                throw ConfigError.expected("one of \(Platform.all.map(\.name).joined(separator: ", "))", got: quoted($1))
+            }
+            $0.preset = platform
+        },
+    ]
+
+    /// `destination.NAME.KEY` as a key of Settings; nil when `key` is not one.
+    static func destinationKey(_ key: String) -> (@Sendable (inout Settings, String) throws -> Void)? {
+        guard let dot = key.lastIndex(of: "."), let name = destinationName(section: String(key[..<dot])),
+              let apply = destinationKeys[String(key[key.index(after: dot)...])] else { return nil }
+        return { settings, value in
+            var destination = settings.destinations[name] ?? DestinationSettings(name: name)
+            try apply(&destination, value)
+            settings.destinations[name] = destination
+        }
     }
 
     /// `gpiochipN:LINE` or `/path/to/chip:LINE`: the form is checked here, so that at run
@@ -335,7 +376,7 @@ public enum ConfigFile {
 
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
-            guard let apply = keys[entry.key] else { throw ConfigError.unknownKey(origin: entry.origin, key: entry.key) }
+            guard let apply = keys[entry.key] ?? destinationKey(entry.key) else { throw ConfigError.unknownKey(origin: entry.origin, key: entry.key) }
             if entry.key == "time.servers" { settings.time.origin = entry.origin }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
                 // A secret key's own rules (`.invalid`) are said without its value; any

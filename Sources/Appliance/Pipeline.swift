@@ -1,4 +1,6 @@
 import Access
+import Media
+import Destinations
 import Devices
 import Export
 import Fetch
@@ -44,6 +46,8 @@ final class Pipeline: Sendable {
     let feed: LiveFeed
     let webrtc: WebRTCServer?
     let rtsp: RTSPServer?
+    /// The platforms and RTMP servers the live stream goes to (`[destination.NAME]`).
+    let destinations: Destinations?
     /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
     let onvif: ONVIFService?
     /// Who may watch (`[access]`); nil: anyone who reaches the board.
@@ -96,6 +100,7 @@ final class Pipeline: Sendable {
         updates = UpdateService(.init(directory: settings.dataDirectory + "/update", reboot: settings.updateReboot), log: log)
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
                                    liveEdge: liveEdge, feed: feed, log: log)
+        destinations = Self.openDestinations(settings, profile: session.profile.live, feed: feed, log: log)
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -285,6 +290,22 @@ final class Pipeline: Sendable {
         }
     }
 
+    /// Every enabled destination, reading the feed from now on (a stream that begins with
+    /// the camera's first frame is theirs from its start); what a platform's preset asks
+    /// that the stream does not meet is said once, here.
+    private static func openDestinations(_ settings: Settings, profile: LiveProfile, feed: LiveFeed, log: Log) -> Destinations? {
+        let enabled = settings.destinations.values.filter(\.enabled)
+        guard !enabled.isEmpty else { return nil }
+        for destination in enabled {
+            guard let platform = destination.preset else { continue }
+            let problems = platform.problems(keyframeSeconds: Double(profile.segmentTicks) / Double(Timescale.video),
+                                             videoBitrate: profile.output.video.bitrate, audioBitrate: profile.output.audio?.bitrate,
+                                             sampleRate: profile.output.audio?.sampleRate)
+            for problem in problems { log(.destinationUnsuited, level: .warn, ("name", destination.name), ("problem", problem)) }
+        }
+        return Destinations(Array(enabled), feed: feed, log: log)
+    }
+
     /// The /status plots: a sample every five seconds (a task on the control scheduler).
     private func startHistory() {
         var last = (frames: session.framesIn, at: scheduler.clock.now())
@@ -321,7 +342,8 @@ final class Pipeline: Sendable {
             }, rtsp: rtsp.map {
                 StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
                                           sessions: $0.sessions)
-            }, liveReaders: feed.readers, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [])
+            }, liveReaders: feed.readers, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [],
+            destinations: destinations?.statuses ?? [])
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.
@@ -355,6 +377,8 @@ final class Pipeline: Sendable {
         server?.stop()
         webrtc?.stop()
         rtsp?.stop()
+        // After the session: its stream's end has reached them, and each broadcast ended.
+        destinations?.stop()
         feed.stop()
         discovery.withLock { $0?.stop() }
         update.withLock { $0?.stop() }

@@ -1,5 +1,6 @@
 import Access
 import Codecs
+import Destinations
 import Devices
 import Logging
 import Media
@@ -106,6 +107,8 @@ public struct Settings: Sendable, Equatable {
 
     /// Publishing: off without a URL.
     public var publish = PublishSettings()
+    /// `[destination.NAME]`: the platforms and RTMP servers the live stream goes to, by name.
+    public var destinations: [String: DestinationSettings] = [:]
     /// The local recording beside the live stream.
     public var record = RecordProfile()
     /// What comes up when, at start.

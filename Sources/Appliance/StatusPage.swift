@@ -1,4 +1,5 @@
 import Basics
+import Destinations
 import Devices
 import Threading
 
@@ -37,6 +38,12 @@ enum StatusPage {
             ("recordings", "\(status.recordings)"), ("dropped frames", "\(status.droppedVideoFrames)"),
             ("WebRTC viewers", status.webrtc.map { "\($0.sessions.count) of \($0.maxViewers)" } ?? "off"),
             ("RTSP clients", status.rtsp.map { "\($0.sessions.count) of \($0.maxClients) (port \($0.port))" } ?? "off"),
+            // Which platforms have the stream now, and why one does not.
+            ("live on", status.destinations.isEmpty ? "no destination" : status.destinations.map { destination in
+                "\(destination.name): \(destination.state.rawValue)"
+                    + (destination.state == .live ? " (\((Double(destination.bitsPerSecond) / 1e6).fixed(2)) Mb/s)" : "")
+                    + (destination.lastError.map { " — \($0)" } ?? "")
+            }.joined(separator: "; ")),
             ("unavailable", status.unavailable.isEmpty ? "nothing" : status.unavailable.map { "\($0.key) \($0.device): \($0.problem)" }.joined(separator: "; ")),
             ("who may watch", status.access.map { "\($0.viewers) viewers, \($0.devices) device accounts" } ?? "anyone on the network"),
             ("last error", status.lastError ?? "none")

@@ -1,4 +1,5 @@
 import Basics
+import Destinations
 import Devices
 import Media
 import Publishing
@@ -104,6 +105,8 @@ struct StatusSnapshot {
     var access: (viewers: Int, devices: Int)? = nil
     /// Devices configured but not to be had now (a button line another driver holds).
     var unavailable: [DeviceRetries.Problem] = []
+    /// The platforms and servers the live stream goes to, in name order.
+    var destinations: [DestinationStatus] = []
 
     struct RTSPStatus {
         var port: UInt16
@@ -160,6 +163,11 @@ struct StatusSnapshot {
             "ladder": ladder.map { JSON.fields(["live": $0.live, "dropped": $0.dropped]) }, "webrtc": webrtc?.json, "rtsp": rtsp?.json,
             "live_readers": liveReaders.map { JSON.fields(["name": $0.name, "discarded": $0.discarded]) },
             "access": JSON.fields(["open": access == nil, "viewers": access?.viewers ?? 0, "devices": access?.devices ?? 0]),
+            "destinations": destinations.map { destination in
+                JSON.fields(["name": destination.name, "kind": destination.kind, "host": destination.host, "state": destination.state.rawValue,
+                             "bits_per_second": destination.bitsPerSecond, "bytes": destination.totalBytes, "frames": destination.totalFrames,
+                             "dropped_frames": destination.totalDropped, "reconnects": destination.reconnects, "last_error": destination.lastError])
+            },
             "unavailable": unavailable.map { JSON.fields(["key": $0.key, "device": $0.device, "problem": $0.problem]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
@@ -201,6 +209,7 @@ struct StatusSnapshot {
         metric("camera_driver_dropped_total", "counter", "Frames the camera driver dropped (sequence gaps).", cameraDriverDropped.map(Double.init))
         metric("camera_reopened_total", "counter", "Times the camera was reopened after it was lost.", cameraReopened.map(Double.init))
         metric("camera_corrupt_total", "counter", "Broken buffers the camera gave and onair skipped.", cameraCorrupt.map(Double.init))
+        destinationMetrics(&lines)
         if let publish {
             metric("publish_pending_segments", "gauge", "Segments not yet confirmed by the destination.", Double(publish.pendingSegments))
             metric("publish_pending_bytes", "gauge", "Bytes not yet confirmed by the destination.", Double(publish.pendingBytes))
@@ -210,6 +219,25 @@ struct StatusSnapshot {
             metric("publish_bytes_total", "counter", "Bytes uploaded and confirmed.", Double(publish.bytes))
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Each destination's samples, labelled with its name (letters, digits, '-' and '_':
+    /// nothing to escape) beside the device.
+    private func destinationMetrics(_ lines: inout [String]) {
+        guard !destinations.isEmpty else { return }
+        let device = self.device.map { "device=\"\($0)\"," } ?? ""
+        let series: [(String, String, String, (DestinationStatus) -> Int)] = [
+            ("destination_live", "gauge", "1 while the destination's server takes the stream.", { $0.state == .live ? 1 : 0 }),
+            ("destination_bits_per_second", "gauge", "Bit rate sent to the destination over the last seconds.", { $0.bitsPerSecond }),
+            ("destination_bytes_total", "counter", "Bytes sent to the destination.", { $0.totalBytes }),
+            ("destination_frames_total", "counter", "Pictures sent to the destination.", { $0.totalFrames }),
+            ("destination_dropped_frames_total", "counter", "Pictures not sent: the destination took the stream too slowly, or was between connections.", { $0.totalDropped }),
+            ("destination_reconnects_total", "counter", "Connections made again after one failed.", { $0.reconnects }),
+        ]
+        for (name, type, help, value) in series {
+            lines += ["# HELP onair_\(name) \(help)", "# TYPE onair_\(name) \(type)"]
+            lines += destinations.map { "onair_\(name){\(device)destination=\"\($0.name)\"} \(value($0))" }
+        }
     }
 
     /// The serial console's status line: plain ASCII, one line, readable at 115200 baud.
@@ -230,6 +258,10 @@ struct StatusSnapshot {
             parts.append("queue=\(publish.pendingSegments)(\((publish.oldestPendingSeconds ?? 0).fixed(0))s)")
         }
         parts.append("rec=\(recordingNowBytes.map(size) ?? "-")")
+        if !destinations.isEmpty {
+            // `dest=youtube:live,own:retrying`: which platforms have the stream.
+            parts.append("dest=" + destinations.map { "\($0.name):\($0.state.rawValue)" }.joined(separator: ","))
+        }
         parts.append("dropped=\(droppedVideoFrames)")
         parts.append("err=\(lastError.map { String($0.prefix(60)) } ?? "-")")
         return String(parts.joined(separator: " ").unicodeScalars.map { $0.isASCII ? Character($0) : "?" })

@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,3 +203,76 @@ static inline int onair_dtls_peer_fingerprint(SSL *ssl, unsigned char *out) {
 
 /// DTLS retransmission (RFC 6347 §4.2.4): 1 if a flight was queued again.
 static inline int onair_dtls_timeout(SSL *ssl) { return DTLSv1_handle_timeout(ssl) > 0; }
+
+// MARK: TLS clients (rtmps:// destinations)
+
+/// A TLS client on a connected non-blocking socket, as a platform's RTMPS ingest expects
+/// it: TLS 1.2 or later, the system's trusted certificates (OpenSSL's default paths,
+/// /etc/ssl/certs; SSL_CERT_FILE and SSL_CERT_DIR replace them, as for every OpenSSL
+/// program), and the certificate checked against the host: its DNS name with SNI (RFC
+/// 6066 §3), or an IP address (no SNI for a literal). NULL on failure.
+static inline SSL *onair_tls_client_new(int fd, const char *host, int host_is_ip) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL) return NULL;
+    SSL *ssl = NULL;
+    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 || SSL_CTX_set_default_verify_paths(ctx) != 1) goto done;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    // A write the socket takes in part returns what went; the rest is passed again from
+    // wherever the caller's buffer is then.
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    ssl = SSL_new(ctx);
+    if (ssl == NULL) goto done;
+    int named = host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+                           : (SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1);
+    if (SSL_set_fd(ssl, fd) != 1 || named != 1) { SSL_free(ssl); ssl = NULL; goto done; }
+    SSL_set_connect_state(ssl);
+done:
+    SSL_CTX_free(ctx);  // the SSL holds its own reference
+    ERR_clear_error();
+    return ssl;
+}
+
+/// What a TLS call says: bytes (> 0), the peer closed (0), or one of these.
+enum { ONAIR_TLS_WANT_READ = -1, ONAIR_TLS_WANT_WRITE = -2, ONAIR_TLS_FAILED = -3 };
+
+static inline int onair_tls_result(SSL *ssl, int result) {
+    if (result > 0) return result;
+    switch (SSL_get_error(ssl, result)) {
+    case SSL_ERROR_WANT_READ: return ONAIR_TLS_WANT_READ;
+    case SSL_ERROR_WANT_WRITE: return ONAIR_TLS_WANT_WRITE;
+    case SSL_ERROR_ZERO_RETURN: return 0;
+    default: return ONAIR_TLS_FAILED;
+    }
+}
+
+/// The handshake, advanced as far as the socket lets it: 1 when done, else a want or
+/// ONAIR_TLS_FAILED.
+static inline int onair_tls_handshake(SSL *ssl) {
+    int result = SSL_do_handshake(ssl);
+    return result == 1 ? 1 : onair_tls_result(ssl, result);
+}
+
+static inline int onair_tls_read(SSL *ssl, void *buffer, int capacity) { return onair_tls_result(ssl, SSL_read(ssl, buffer, capacity)); }
+static inline int onair_tls_write(SSL *ssl, const void *buffer, int length) { return onair_tls_result(ssl, SSL_write(ssl, buffer, length)); }
+
+/// Why the last call failed, in words, into `text` (`capacity` bytes, NUL-terminated):
+/// the certificate check's reason when that is what failed, else OpenSSL's first error.
+static inline void onair_tls_failure(SSL *ssl, char *text, size_t capacity) {
+    long verified = SSL_get_verify_result(ssl);
+    unsigned long error = ERR_peek_error();
+    if (verified != X509_V_OK) {
+        snprintf(text, capacity, "certificate not trusted: %s", X509_verify_cert_error_string(verified));
+    } else if (error != 0) {
+        ERR_error_string_n(error, text, capacity);
+    } else {
+        snprintf(text, capacity, "the connection failed during TLS");
+    }
+    ERR_clear_error();
+}
+
+/// A close_notify, as far as the socket takes it now, and the end of the SSL.
+static inline void onair_tls_close(SSL *ssl) {
+    if (SSL_is_init_finished(ssl)) SSL_shutdown(ssl);
+    ERR_clear_error();
+    SSL_free(ssl);
+}

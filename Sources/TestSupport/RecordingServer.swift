@@ -196,6 +196,9 @@ public final class RecordingServer: @unchecked Sendable {
                 pause(seconds)
                 return
             }
+            // HTTP/1.0, or a client that says so, reads the answer to the connection's end
+            // (nginx-rtmp's on_publish).
+            if parts.last == "HTTP/1.0" || headers["connection"]?.lowercased() == "close" { return }
         }
     }
 }

@@ -6,32 +6,6 @@ import TestSupport
 
 /// onair publishing to a real HTTP origin (Debian's nginx with WebDAV PUT).
 final class PublishTests: XCTestCase {
-    /// Every file onair stored locally is on the origin, byte for byte, and the origin's
-    /// copy is a complete, valid stream.
-    func assertOriginMatches(_ out: String, _ origin: NginxOrigin, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        try assertOriginMatches(out, root: origin.root, port: origin.port, prefix: prefix, file: file, line: line)
-    }
-
-    func assertOriginMatches(_ out: String, root originRoot: String, port: UInt16, prefix: String,
-                             file: StaticString = #filePath, line: UInt = #line) throws {
-        let ids = try FileManager.default.contentsOfDirectory(atPath: out + "/streams").filter { !$0.hasPrefix(".") }
-        XCTAssertEqual(ids.count, 1, file: file, line: line)
-        for id in ids {
-            let local = out + "/streams/" + id
-            let remote = originRoot + "/" + prefix + id
-            for name in try FileManager.default.subpathsOfDirectory(atPath: local) where name.contains(".") && !name.hasPrefix(".") {
-                XCTAssertEqual(FileManager.default.contents(atPath: remote + "/" + name), FileManager.default.contents(atPath: local + "/" + name),
-                               "\(id)/\(name)", file: file, line: line)
-            }
-            XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
-            let main = StreamLayout.mainPlaylist(index: try? String(contentsOfFile: remote + "/index.m3u8", encoding: .utf8))
-            XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/" + main, encoding: .utf8)).isEnded, file: file, line: line)
-            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
-            XCTAssertEqual(decode.status, 0, file: file, line: line)
-            XCTAssertEqual(decode.stderr, "", file: file, line: line)
-        }
-    }
-
     func testPublishesEveryStreamToAnHTTPOrigin() throws {
         let origin = try NginxOrigin()
         defer { origin.stop() }
@@ -391,5 +365,33 @@ final class PublishTests: XCTestCase {
         let id = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: out + "/streams").first)
         XCTAssertTrue(try String(contentsOfFile: "\(out)/streams/\(id)/playlist.m3u8", encoding: .utf8).hasSuffix("#EXT-X-ENDLIST\n"),
                       "the local stream is complete; only its upload waits")
+    }
+}
+
+extension XCTestCase {
+    /// Every file onair stored locally is on the origin, byte for byte, and the origin's
+    /// copy is a complete, valid stream.
+    func assertOriginMatches(_ out: String, _ origin: NginxOrigin, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try assertOriginMatches(out, root: origin.root, port: origin.port, prefix: prefix, file: file, line: line)
+    }
+
+    func assertOriginMatches(_ out: String, root originRoot: String, port: UInt16, prefix: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+        let ids = try FileManager.default.contentsOfDirectory(atPath: out + "/streams").filter { !$0.hasPrefix(".") }
+        XCTAssertEqual(ids.count, 1, file: file, line: line)
+        for id in ids {
+            let local = out + "/streams/" + id
+            let remote = originRoot + "/" + prefix + id
+            for name in try FileManager.default.subpathsOfDirectory(atPath: local) where name.contains(".") && !name.hasPrefix(".") {
+                XCTAssertEqual(FileManager.default.contents(atPath: remote + "/" + name), FileManager.default.contents(atPath: local + "/" + name),
+                               "\(id)/\(name)", file: file, line: line)
+            }
+            XCTAssertEqual(StreamChecker.check { FileManager.default.contents(atPath: remote + "/" + $0).map { Array($0) } }, [], file: file, line: line)
+            let main = StreamLayout.mainPlaylist(index: try? String(contentsOfFile: remote + "/index.m3u8", encoding: .utf8))
+            XCTAssertTrue(ParsedPlaylist(text: try String(contentsOfFile: remote + "/" + main, encoding: .utf8)).isEnded, file: file, line: line)
+            let decode = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "http://127.0.0.1:\(port)/\(prefix)\(id)/index.m3u8", "-f", "null", "-"])
+            XCTAssertEqual(decode.status, 0, file: file, line: line)
+            XCTAssertEqual(decode.stderr, "", file: file, line: line)
+        }
     }
 }

@@ -1,0 +1,45 @@
+import XCTest
+@testable import Appliance
+import Destinations
+
+/// `[destination.NAME]` sections: any number, each named by its section, the key a secret.
+final class DestinationConfigTests: XCTestCase {
+    func settings(_ text: String, overrides: [String] = []) throws -> Settings {
+        var s = Settings()
+        try ConfigFile.apply(try ConfigFile.parse(text, file: "onair.conf") + overrides.map(ConfigFile.override), to: &s)
+        return s
+    }
+
+    func testEachSectionIsADestinationAndSetOverridesOne() throws {
+        let s = try settings("""
+            [destination.youtube]
+            preset = youtube
+            key = abcd-efgh
+            [destination.studio]
+            url = rtmps://studio.example:8443/live
+            key = camera1
+            enabled = false
+            """, overrides: ["destination.studio.enabled=true", "destination.extra.url=rtmp://10.0.0.2/live/cam"])
+        XCTAssertEqual(s.destinations.keys.sorted(), ["extra", "studio", "youtube"])
+        XCTAssertEqual(s.destinations["youtube"]?.preset, .youtube)
+        XCTAssertEqual(s.destinations["youtube"]?.key, "abcd-efgh")
+        XCTAssertEqual(try s.destinations["youtube"]?.target().url.host, "a.rtmps.youtube.com")
+        XCTAssertEqual(s.destinations["studio"]?.url, "rtmps://studio.example:8443/live")
+        XCTAssertEqual(s.destinations["studio"]?.enabled, true, "--set wins")
+        XCTAssertEqual(try s.destinations["extra"]?.target().key, "cam")
+    }
+
+    func testMistakesNameTheLineAndKeyAndNeverShowTheKey() {
+        func error(_ text: String) -> String {
+            do { _ = try settings(text); return "no error" } catch { return "\(error)" }
+        }
+        XCTAssertEqual(error("[destination.YouTube]\nkey = x"), "onair.conf:1: unknown section ['destination.…']", "names are lower case")
+        XCTAssertEqual(error("[destination.yt]\nstream = x"), "onair.conf:2: unknown key 'destination.yt.stream'")
+        XCTAssertEqual(error("[destination.yt]\npreset = myspace"), "onair.conf:2: destination.yt.preset: expected one of youtube, twitch, facebook, kick, got 'myspace'")
+        XCTAssertTrue(error("[destination.yt]\nurl = http://example/live").hasPrefix("onair.conf:2: destination.yt.url: 'http://example/live' is not an rtmp:// or rtmps:// URL"),
+                      error("[destination.yt]\nurl = http://example/live"))
+        XCTAssertEqual(error("[destination.yt]\nkey = a\nkey = b"), "onair.conf:3: (not shown: it names a secret) is set again (first at line 2)")
+        XCTAssertTrue(ConfigFile.isSecret("destination.yt.key"))
+        XCTAssertFalse(ConfigFile.isSecret("destination.yt.url"))
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// onair going live on RTMP servers no one here wrote: Debian's nginx with
+/// libnginx-mod-rtmp, as itself and behind its stream module's TLS (RTMPS), recording
+/// what it takes to FLV, which ffmpeg decodes back.
+final class GoingLiveTests: XCTestCase {
+    /// One stream to two destinations at once, RTMP and RTMPS (the certificate checked
+    /// against the CA the test made, through SSL_CERT_FILE), and a third whose name the
+    /// certificate does not carry: the first two get every picture the stream has, in
+    /// order, each flash with its beep, and end the broadcast (deleteStream) with the
+    /// stream; the third is refused by onair itself, says why, and tries again.
+    func testRTMPAndRTMPSGetEveryPictureWithItsSoundAndAWrongCertificateIsRefused() throws {
+        let nginx = try NginxRTMP(tls: true)
+        defer { nginx.stop() }
+        let tls = try XCTUnwrap(nginx.tlsPort)
+        let out = try temporaryDirectory("destinations")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), [
+            "run", "--source", "synthetic", "--listen", "off", "--out", out, "--duration", "8",
+            // 1280x720: the index band decodes at 640x360, exactly half.
+            "--set", "video.quality=medium", "--set", "webrtc.port=off", "--set", "rtsp.port=off",
+            "--set", "destination.plain.url=rtmp://127.0.0.1:\(nginx.port)/live", "--set", "destination.plain.key=plain",
+            "--set", "destination.secure.url=rtmps://localhost:\(tls)/live/secure",
+            "--set", "destination.wrongname.url=rtmps://127.0.0.1:\(tls)/live/wrongname",
+        ], environment: ["SSL_CERT_FILE": nginx.caFile])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let log = onair.stderr
+        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
+        let repeated = Int(logValue(ended, "repeated") ?? "") ?? -1, skipped = Int(logValue(ended, "skipped") ?? "") ?? -1
+        XCTAssertFalse(log.contains("plain") && log.contains("key=plain"), "the key is never logged")
+
+        let scratch = try temporaryDirectory("destinations-decode")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for name in ["plain", "secure"] {
+            XCTAssertTrue(log.contains("event=destination.live name=\(name) "), "\(name)\n\(log)")
+            let files = nginx.files(name)
+            XCTAssertEqual(files.count, 1, "\(name): one broadcast\n\(nginx.log)")
+            guard let file = files.first else { continue }
+            let decoded = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+            XCTAssertEqual(decoded.stderr, "", "\(name): ffmpeg decodes it without a word")
+            let m = try measure(file, scratch: "\(scratch)/\(name)", firstAudioFrame: nil)
+            // The destination joined before the stream began: it has every picture the
+            // stream has (the live job's own repeats and skips included).
+            XCTAssertEqual(m.indices.count, frames, "\(name): every picture")
+            // The synthetic camera numbers its frames at its own rate: each picture is the
+            // one a whole number of its frames after the one before (the most common step).
+            let steps = zip(m.indices.dropFirst(), m.indices).map { Int64($0) - Int64($1) }
+            let step = Dictionary(grouping: steps, by: { $0 }).max { $0.value.count < $1.value.count }?.key ?? 1
+            XCTAssertTrue(steps.allSatisfy { $0 >= 0 }, "\(name): in order: \(steps)")
+            XCTAssertLessThanOrEqual(steps.filter { $0 != step }.count, 2 * repeated + skipped, "\(name): consecutive: \(Dictionary(grouping: steps, by: { $0 }).mapValues(\.count)) \(steps)")
+            assertEveryFlashHasItsBeep(m, name, context: log)
+            let endedLine = log.split(separator: "\n").first { $0.contains("event=destination.ended name=\(name) ") }.map(String.init) ?? ""
+            XCTAssertEqual(logValue(endedLine, "frames"), String(frames), endedLine)
+            XCTAssertEqual(logValue(endedLine, "dropped"), "0", endedLine)
+        }
+        // FCUnpublish and deleteStream: nginx-rtmp logs the second for each broadcast.
+        XCTAssertGreaterThanOrEqual(nginx.log.components(separatedBy: "deleteStream").count - 1, 2, nginx.log)
+        let refused = log.split(separator: "\n").filter { $0.contains("event=destination.failed name=wrongname ") }
+        XCTAssertGreaterThanOrEqual(refused.count, 2, "refused, and tried again\n\(log)")
+        XCTAssertTrue(refused.first?.contains("certificate not trusted") == true || refused.first?.contains("mismatch") == true,
+                      String(refused.first ?? ""))
+        XCTAssertEqual(nginx.files("wrongname"), [])
+    }
+
+    /// A key the server refuses (nginx-rtmp's on_publish asks a test server, which says
+    /// 403 to it), a host that does not resolve, a server that stops reading and one that
+    /// cuts the connection: each says what happened in one line and tries again, while a
+    /// good destination beside them, the HTTP origin and the recording lose nothing.
+    func testFaultyDestinationsTouchNothingElse() throws {
+        let keys = try RecordingServer(status: { String(decoding: $0.body, as: UTF8.self).contains("name=goodkey") ? 200 : 403 })
+        defer { keys.stop() }
+        let nginx = try NginxRTMP(keyCheck: keys.port)
+        defer { nginx.stop() }
+        let stalled = try TCPFaultProxy(upstream: nginx.port)
+        defer { stalled.stop() }
+        let cut = try TCPFaultProxy(upstream: nginx.port)
+        defer { cut.stop() }
+        let origin = try NginxOrigin()
+        defer { origin.stop() }
+        let out = try temporaryDirectory("destination-faults")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), [
+            "run", "--source", "synthetic", "--listen", "127.0.0.1:0", "--out", out, "--duration", "24",
+            "--set", "video.quality=low", "--set", "webrtc.port=off", "--set", "rtsp.port=off",
+            "--set", "publish.url=http://127.0.0.1:\(origin.port)/live/", "--set", "device.name=cam1",
+            "--set", "destination.good.url=rtmp://127.0.0.1:\(nginx.port)/keyed/goodkey",
+            "--set", "destination.wrongkey.url=rtmp://127.0.0.1:\(nginx.port)/keyed", "--set", "destination.wrongkey.key=badkey",
+            "--set", "destination.nohost.url=rtmp://no-such-host.invalid/live/x",
+            "--set", "destination.stalled.url=rtmp://127.0.0.1:\(stalled.port)/live/stalled",
+            "--set", "destination.cut.url=rtmp://127.0.0.1:\(cut.port)/live/cut",
+        ])
+        let port = try onair.listeningPort()
+        XCTAssertNotNil(onair.waitForLog("event=destination.live name=stalled "), onair.stderr)
+        stalled.mode = .stall
+        // What /api/status and /metrics say meanwhile: each destination, by name.
+        XCTAssertNotNil(onair.waitForLog("event=destination.live name=good "), onair.stderr)
+        XCTAssertNotNil(onair.waitForLog("event=destination.failed name=nohost "), onair.stderr)
+        let status = try apiStatus(port: port)
+        let listed = try XCTUnwrap(status["destinations"] as? [[String: Any]], "\(status)")
+        XCTAssertEqual(listed.compactMap { $0["name"] as? String }, ["cut", "good", "nohost", "stalled", "wrongkey"])
+        let byName = Dictionary(uniqueKeysWithValues: listed.map { ($0["name"] as? String ?? "", $0) })
+        XCTAssertEqual(byName["good"]?["state"] as? String, "live", "\(listed)")
+        XCTAssertEqual(byName["good"]?["kind"] as? String, "rtmp")
+        XCTAssertTrue((byName["nohost"]?["last_error"] as? String)?.contains("cannot resolve") == true, "\(listed)")
+        XCTAssertTrue(["retrying", "connecting"].contains(byName["nohost"]?["state"] as? String ?? ""), "\(listed)")
+        let metrics = String(decoding: try HTTPClient.request(port: port, "/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains("onair_destination_live{device=\"cam1\",destination=\"good\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("onair_destination_live{device=\"cam1\",destination=\"nohost\"} 0"), metrics)
+        XCTAssertNotNil(onair.waitForLog("event=destination.live name=cut "), onair.stderr)
+        usleep(4_000_000)
+        cut.cut()
+        XCTAssertNotNil(onair.waitForLog("event=destination.failed name=cut ", seconds: 10), onair.stderr)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let log = onair.stderr
+        func lines(_ event: String, _ name: String) -> [String] {
+            log.split(separator: "\n").filter { $0.contains("event=destination.\(event) name=\(name) ") }.map(String.init)
+        }
+        XCTAssertFalse(log.contains("badkey") || log.contains("goodkey"), "keys are never logged")
+
+        let wrongKey = lines("failed", "wrongkey")
+        XCTAssertGreaterThanOrEqual(wrongKey.count, 2, log)
+        XCTAssertTrue(wrongKey.first?.contains("is the stream key right?") == true, wrongKey.first ?? "")
+        XCTAssertTrue(lines("failed", "nohost").first?.contains("cannot resolve no-such-host.invalid") == true, log)
+        // The stalled server: pictures dropped to the next IDR, then given up, and tried again.
+        XCTAssertFalse(lines("dropped", "stalled").isEmpty, log)
+        XCTAssertTrue(lines("failed", "stalled").contains { $0.contains("stopped reading") || $0.contains("did not take the stream") }, log)
+        XCTAssertGreaterThanOrEqual(stalled.connections, 2, "tried again")
+        // The cut: said, and live again on a new connection.
+        XCTAssertTrue(lines("failed", "cut").first?.contains("closed the connection") == true, log)
+        XCTAssertGreaterThanOrEqual(lines("live", "cut").count, 2, log)
+        XCTAssertEqual(nginx.files("cut").count, 2, nginx.log)
+
+        // Beside them: the good destination got every picture, the recording and the origin
+        // every segment.
+        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
+        let good = try XCTUnwrap(lines("ended", "good").first, log)
+        XCTAssertEqual(logValue(good, "frames"), String(frames), good)
+        XCTAssertEqual(logValue(good, "dropped"), "0", good)
+        let file = try XCTUnwrap(nginx.files("goodkey").first, nginx.log)
+        let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                                       "stream=nb_read_frames", "-of", "csv=p=0", file])
+        XCTAssertEqual(String(decoding: counted.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), String(frames))
+        let recording = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init), log)
+        XCTAssertEqual(logValue(recording, "frames"), String(frames), recording)
+        XCTAssertTrue(log.contains("event=publish.drained"), log)
+        try assertOriginMatches(out, origin, prefix: "live/cam1/")
+    }
+}
