@@ -158,14 +158,18 @@ final class ButtonController: Sendable {
     func stop() { scheduler.cancel(task) }
 }
 
-/// The tally light's language: on while recording, a slow blink (1 Hz) while armed with
-/// uploads still to catch up, a fast blink (4 Hz) when something needs attention (the
-/// session failed, or the destination has not confirmed anything for 30 s).
+/// The tally light's language: on while recording (and, with destinations, while one of
+/// them has the stream: on air), a slow blink (1 Hz) while armed with uploads still to
+/// catch up, a fast blink (4 Hz) when something needs attention (the session failed, the
+/// origin has not confirmed anything for 30 s, or a stream is recording but no
+/// destination takes it).
 enum TallyPattern: Equatable {
     case off, on, slowBlink, fastBlink
 
-    static func of(state: Session.State, publish: Publisher.Status?, failed: Bool) -> TallyPattern {
+    /// `destinationsLive`: nil without destinations; else whether one takes the stream.
+    static func of(state: Session.State, publish: Publisher.Status?, failed: Bool, destinationsLive: Bool? = nil) -> TallyPattern {
         if failed || (publish?.oldestPendingSeconds ?? 0) > 30 { return .fastBlink }
+        if state == .recording && destinationsLive == false { return .fastBlink }
         if state == .recording || state == .finishing { return .on }
         if (publish?.pendingSegments ?? 0) > 0 { return .slowBlink }
         return .off

@@ -282,11 +282,14 @@ final class Run {
         teardown.add("console report") { report.stop() }
         if settings.startup.deferred == .off { startSource(into: gate) }
         armButtons(session, scheduler: scheduler)
-        display?.showIndicators { [publisher = pipeline.publisher] in
-            // Nothing confirmed by the destination for 30 s: the amber corner (and the
-            // tally's fast blink).
-            DRMDisplay.Indicators(recording: session.state == .recording || session.state == .finishing,
-                                  uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30)
+        display?.showIndicators { [publisher = pipeline.publisher, destinations = pipeline.destinations] in
+            // Nothing confirmed by the origin for 30 s, or a stream no destination takes:
+            // the amber corner (and the tally's fast blink). With destinations, the red
+            // frame is on air: a platform has the stream.
+            let recording = session.state == .recording || session.state == .finishing
+            let notLive = session.state == .recording && destinations?.anyLive == false
+            return DRMDisplay.Indicators(recording: recording && !notLive,
+                                         uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30 || notLive)
         }
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, rungs: session.profile.live.rungNames, scheduler: scheduler, log: log,
@@ -361,7 +364,8 @@ final class Run {
     /// The tally light, once its line can be had (`DeviceRetries`); dark at the stop.
     private func armTally(_ pipeline: Pipeline, scheduler: Scheduler) {
         guard let line = settings.button.tally else { return }
-        let session = pipeline.session, publisher = pipeline.publisher, activeLow = settings.button.tallyActiveLow
+        let session = pipeline.session, publisher = pipeline.publisher, destinations = pipeline.destinations
+        let activeLow = settings.button.tallyActiveLow
         let held = Locked<TallyLight?>(nil)
         teardown.add("tally") { held.withLock { $0?.stop() } }
         devices.keepTrying("tally.gpio", device: line, on: scheduler, others: { "the console and /api/status say the state" }, open: {
@@ -369,7 +373,8 @@ final class Run {
         }, took: { output in
             held.withLock {
                 $0 = TallyLight(output: output, scheduler: scheduler) {
-                    TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil)
+                    TallyPattern.of(state: session.state, publish: publisher?.status, failed: session.error != nil,
+                                    destinationsLive: destinations?.anyLive)
                 }
             }
         })

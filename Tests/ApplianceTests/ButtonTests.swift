@@ -84,6 +84,10 @@ final class TallyPatternTests: XCTestCase {
         XCTAssertEqual(TallyPattern.of(state: .recording, publish: status(pending: 9, oldest: 45), failed: false), .fastBlink,
                        "nothing confirmed for 45 s needs attention")
         XCTAssertEqual(TallyPattern.of(state: .stopped, publish: nil, failed: true), .fastBlink)
+        // With destinations: on air only while one takes the stream.
+        XCTAssertEqual(TallyPattern.of(state: .recording, publish: nil, failed: false, destinationsLive: true), .on)
+        XCTAssertEqual(TallyPattern.of(state: .recording, publish: nil, failed: false, destinationsLive: false), .fastBlink)
+        XCTAssertEqual(TallyPattern.of(state: .armed, publish: nil, failed: false, destinationsLive: false), .off, "nothing to take while armed")
         XCTAssertEqual((0..<8).map { TallyPattern.slowBlink.lit(at: Int64($0) * 250) }, [true, true, false, false, true, true, false, false])
         XCTAssertEqual((0..<4).map { TallyPattern.fastBlink.lit(at: Int64($0) * 125) }, [true, false, true, false])
     }
