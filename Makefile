@@ -186,11 +186,13 @@ image-repro: image
 # serial console, cuts the power (scripts/vm_test.py says what it checks). `vm-test` builds
 # the image first; `vm-boot` boots out/onair-BOARD.img as it is (.ci/run builds the Pi
 # images beside the test suite and boots them afterwards). Both read the stream the board
-# recorded with the host's build of onair ($(RELEASE_BIN)).
+# recorded with the host's build of onair ($(RELEASE_BIN)), built here when a Pi's
+# image was the only build (a no-op after `make test`).
 vm-test: image
 	$(MAKE) vm-boot BOARD=$(BOARD)
 
 vm-boot: $(ONVIF_CLIENTS)
+	$(MAKE) build ARCH=$(HOST_ARCH)
 	ONAIR_BINARY=$(abspath $(RELEASE_BIN)) BOARD=$(BOARD) python3 scripts/vm_test.py
 
 clean:
