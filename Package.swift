@@ -68,6 +68,9 @@ let package = Package(
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
         .target(name: "RTMP", dependencies: ["MP4"]),
+        // MPEG-2 transport streams for SRT destinations: the writer (H.264 + AAC, PAT/PMT,
+        // PCR, continuity counters) and a checker of what a receiver got. Pure.
+        .target(name: "MPEGTS", dependencies: ["Media"]),
         // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
         // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
         // linked OpenSSL, the server's certificate checked), with its platform's preset.
@@ -131,6 +134,7 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: ["System"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "TestSupport"]),
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"]),
+        .testTarget(name: "MPEGTSTests", dependencies: ["MPEGTS", "Media"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "RTMP"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
