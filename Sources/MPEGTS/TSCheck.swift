@@ -40,8 +40,10 @@ public struct TSCheck: Sendable {
             let start = packet[base + 1] & 0x40 != 0
             let control = (packet[base + 3] >> 4) & 3
             let counter = packet[base + 3] & 0x0F
+            // A discontinuity indicator (§2.4.3.5) says a jump of the counter is meant.
+            let discontinuity = control & 2 != 0 && packet[base + 4] > 0 && packet[base + 5] & 0x80 != 0
             if control & 1 != 0 {
-                if let last = counters[pid], counter != (last + 1) & 0x0F {
+                if let last = counters[pid], counter != (last + 1) & 0x0F, !discontinuity {
                     problem("cc", "packet \(index): PID \(pid) continuity \(counter) after \(last)")
                 }
                 counters[pid] = counter
@@ -53,7 +55,7 @@ public struct TSCheck: Sendable {
                     let b = packet[(base + 6)...]
                     let pcr = Int64(b[b.startIndex]) << 25 | Int64(b[b.startIndex + 1]) << 17 | Int64(b[b.startIndex + 2]) << 9
                         | Int64(b[b.startIndex + 3]) << 1 | Int64(b[b.startIndex + 4] >> 7)
-                    if let lastPCR, pcr - lastPCR > 9_000 {
+                    if let lastPCR, pcr - lastPCR > 9_000, !discontinuity {
                         problem("pcr", "packet \(index): PCR \(Double(pcr - lastPCR) / 90) ms after the one before (at most 100)")
                     }
                     lastPCR = pcr
@@ -62,7 +64,7 @@ public struct TSCheck: Sendable {
                 payload += 1 + length
             }
             if pid == 0, start {
-                if let at = lastTablesPCR, let now = lastPCR, now - at > 45_000 {
+                if let at = lastTablesPCR, let now = lastPCR, now - at > 45_000, !discontinuity {
                     problem("pat", "packet \(index): PAT \(Double(now - at) / 90) ms after the one before (at most 500)")
                 }
                 lastTablesPCR = lastPCR

@@ -20,6 +20,9 @@ public struct TSWriter: Sendable {
     private let audio: AudioSpecificConfig?
     private var lastTables: Int64?
     private var lastPCR: Int64?
+    /// PIDs whose next packet says its continuity counter does not follow (packets of it
+    /// were written and not sent: a sender that fell behind dropped them).
+    private var discontinuous: Set<UInt16> = []
 
     /// `audio`: the AAC's configuration; nil for a stream without sound.
     public init(audio: AudioSpecificConfig?) {
@@ -57,6 +60,14 @@ public struct TSWriter: Sendable {
         return out
     }
 
+    /// What was written since the last packets sent will not be sent: the next packet of
+    /// each PID carries the discontinuity indicator (§2.4.3.5), so a receiver knows the
+    /// counters' jump is meant, and tables come again at once.
+    public mutating func discontinuity() {
+        discontinuous = [Self.patPID, Self.pmtPID, Self.videoPID, Self.audioPID]
+        lastTables = nil
+    }
+
     // MARK: Tables (§2.4.4.3, §2.4.4.8)
 
     mutating func tables() -> [UInt8] {
@@ -76,7 +87,9 @@ public struct TSWriter: Sendable {
         var section: [UInt8] = [table, 0xB0 | UInt8(length >> 8), UInt8(length & 0xFF)] + body
         let crc = CRC32MPEG2.checksum(section)
         section += [UInt8(crc >> 24), UInt8((crc >> 16) & 0xFF), UInt8((crc >> 8) & 0xFF), UInt8(crc & 0xFF)]
-        var packet = header(pid: pid, start: true, adaptation: false)
+        let mark = discontinuous.remove(pid) != nil
+        var packet = header(pid: pid, start: true, adaptation: mark)
+        if mark { packet += [1, 0x80] }
         packet.append(0)  // pointer_field
         packet += section
         packet += [UInt8](repeating: 0xFF, count: Self.packetSize - packet.count)
@@ -132,8 +145,9 @@ public struct TSWriter: Sendable {
         var first = true
         while offset < pes.count {
             var adaptation: [UInt8] = []
-            if first, pcr != nil || randomAccess {
-                adaptation = [(randomAccess ? 0x40 : 0) | (pcr != nil ? 0x10 : 0)]
+            let mark = first && discontinuous.remove(pid) != nil
+            if first, pcr != nil || randomAccess || mark {
+                adaptation = [(mark ? 0x80 : 0) | (randomAccess ? 0x40 : 0) | (pcr != nil ? 0x10 : 0)]
                 if let pcr { adaptation += Self.pcr(pcr) }
             }
             let room = 184 - (adaptation.isEmpty ? 0 : 1 + adaptation.count)

@@ -79,6 +79,13 @@ final class TSWriterTests: XCTestCase {
         stream.removeSubrange(188 * 3..<188 * 4)
         report = TSCheck.check(stream)
         XCTAssertTrue(report.problems.contains { $0.contains("continuity") }, "\(report.problems)")
+        // Packets written and never sent, said so: no problem.
+        var sender = TSWriter(audio: nil)
+        var sent = sender.video(Self.picture(sync: true, size: 4000), isSync: true, sps: Self.sps, pps: Self.pps, time: 0)
+        _ = sender.video(Self.picture(sync: false, size: 4000), isSync: false, sps: Self.sps, pps: Self.pps, time: 3000)
+        sender.discontinuity()
+        sent += sender.video(Self.picture(sync: true, size: 4000), isSync: true, sps: Self.sps, pps: Self.pps, time: 6000)
+        XCTAssertEqual(TSCheck.check(sent).problems, [])
         XCTAssertEqual(TSCheck.check([0x47, 0, 0]).problems, ["3 bytes is not a whole number of 188-byte packets"])
     }
 }
