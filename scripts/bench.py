@@ -37,6 +37,9 @@
 9. WebRTC (bench_webrtc.py): how soon a viewer (aiortc) sees its first picture, median and
    95th percentile of 20 openings at random moments, and the IDRs made for viewers; the
    live bit rate of a minute alone and with 10 viewers joining in it.
+10. Going live (bench_destinations.py): what each RTMP destination costs, the time from a
+   stream's start to the server publishing it, reconnecting after a cut, and glass-to-glass
+   through nginx-rtmp.
 
 CPU seconds (user + system) and peak RSS come from wait4(2) of each child, so they count
 the process alone. Figures on a shared machine are noisy: compare ratios within one run.
@@ -52,6 +55,7 @@ import time
 
 import bench_hardening
 import bench_latency
+import bench_destinations
 import bench_offline
 import bench_rtsp
 import bench_webrtc
@@ -359,6 +363,7 @@ def main():
         bench_latency.report(ONAIR)
         bench_rtsp.report(ONAIR)
         bench_webrtc.report(ONAIR)
+        bench_destinations.report()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

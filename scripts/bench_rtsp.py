@@ -56,10 +56,16 @@ def decode_index(frame):
 
 def glass_to_glass(url, transport, frame0_ms, fps, seconds):
     """Each decoded picture's arrival minus its capture, in seconds."""
+    return arrivals(["-rtsp_transport", transport, "-i", url], frame0_ms, fps, seconds)
+
+
+def arrivals(source, frame0_ms, fps, seconds):
+    """Each picture ffmpeg's low-delay decoder gets from `source` (its input arguments):
+    its arrival minus its capture, in seconds (bench_destinations.py reads nginx-rtmp so)."""
     ffmpeg = subprocess.Popen(["ffmpeg", "-hide_banner", "-loglevel", "error", "-fflags", "nobuffer", "-flags", "low_delay",
-                               "-threads", "1", "-rtsp_transport", transport, "-i", url, "-an",
-                               "-vf", f"scale={WIDTH}:{HEIGHT}:flags=neighbor", "-f", "rawvideo", "-pix_fmt", "gray",
-                               "-flush_packets", "1", "-"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                               "-threads", "1"] + source + ["-an",
+                                                     "-vf", f"scale={WIDTH}:{HEIGHT}:flags=neighbor", "-f", "rawvideo", "-pix_fmt", "gray",
+                                                     "-flush_packets", "1", "-"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     size = WIDTH * HEIGHT
     latencies = []
     start = time.time()
