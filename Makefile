@@ -9,14 +9,14 @@ export PATH := $(PATH):/opt/swift/usr/bin
 # Debian's source packages (dpkg-dev unpacks them, nasm assembles FFmpeg's x86 code), the
 # archives it links as Debian ships them (OpenSSL with zlib and zstd, libdrm, libopus), and the headers of the
 # two libraries that stay shared (libasound, libva).
-BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-dev libopus-dev libva-dev libasound2-dev
+BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-dev libopus-dev libsrt-openssl-dev libva-dev libasound2-dev
 # Tests and benchmark (installed by `make test` and `make bench`, not `make run`): ffmpeg decodes and compares, Chromium plays the stream natively,
 # nginx and Apache (WebDAV PUT) are the HTTP origins that publishing is tested against, and python3-venv
 # holds the S3-compatible test server (moto, from PyPI); GNU time measures the peak memory
 # of processes smaller than the benchmark's Python; GStreamer's hlsdemux2 (plugins-good) is
 # the second player the low-latency playlists must still play as regular HLS; Firefox (ESR,
 # driven over its own Marionette protocol) is the browser without native HLS.
-TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav
+TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream srt-tools apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and

@@ -32,6 +32,9 @@ let package = Package(
         // Opus for WebRTC's sound: Debian's libopus.a.
         .systemLibrary(name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
                        providers: [.apt(["libopus-dev"])]),
+        // SRT for destinations: Debian's libsrt.a, built on OpenSSL (libsrt-openssl-dev).
+        .systemLibrary(name: "CSRT", path: "Sources/CSRT", pkgConfig: "srt",
+                       providers: [.apt(["libsrt-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -74,7 +77,7 @@ let package = Package(
         // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
         // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
         // linked OpenSSL, the server's certificate checked), with its platform's preset.
-        .target(name: "Destinations", dependencies: ["RTMP", "Live", "Media", "System", "Threading", "Logging", "COpenSSL"]),
+        .target(name: "Destinations", dependencies: ["RTMP", "MPEGTS", "Live", "Media", "System", "Threading", "Logging", "COpenSSL", "CSRT"]),
         // The live stream published once, which the real-time outputs and destinations join
         // and leave at run time: a bounded ring per reader, RTP payloads made once, Opus on
         // a thread of its own while a reader wants it.
@@ -160,7 +163,7 @@ let package = Package(
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
+        .testTarget(name: "IntegrationTests", dependencies: ["MPEGTS", "HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
                     // The real clients the tests run (Python), not Swift.
                     exclude: ["Clients"])
     ]

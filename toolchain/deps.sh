@@ -14,8 +14,9 @@
 # MJPEG decoder; libcurl with HTTP and HTTPS through OpenSSL and nothing else; libmicrohttpd
 # without TLS, auth, upgrade or post processing; libsrtp2 on OpenSSL's ciphers (Debian's
 # libsrtp2.a is built on NSS, which ships no static archives). Taken as Debian ships them:
-# libssl.a and libcrypto.a (libssl-dev) with libz.a and libzstd.a, libdrm.a (libdrm-dev) and
-# libopus.a (libopus-dev). libva and libasound stay shared: they load the board's drivers and
+# libssl.a and libcrypto.a (libssl-dev) with libz.a and libzstd.a, libdrm.a (libdrm-dev),
+# libopus.a (libopus-dev) and libsrt.a (libsrt-openssl-dev: SRT on the same OpenSSL,
+# position-independent as Debian builds it). libva and libasound stay shared: they load the board's drivers and
 # plugins themselves.
 #
 # The prefix is $ONAIR_DEPS/ARCH-SUITE-KEY, KEY a hash of every source package version and
@@ -82,7 +83,7 @@ srtp_conf=(--enable-openssl --disable-pcap)
 # Archives Debian ships that link as they are: package, files.
 # trixie's libcrypto is built with zlib and zstd compression, so their archives come too
 # (a link takes only the members something references: none, where OpenSSL does not).
-archives="libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a libopus-dev:libopus.a"
+archives="libssl-dev:libssl.a,libcrypto.a zlib1g-dev:libz.a libzstd-dev:libzstd.a libdrm-dev:libdrm.a libopus-dev:libopus.a libsrt-openssl-dev:libsrt.a"
 # x264 is built too, though Debian ships libx264.a: Debian's holds the 8- and the 10-bit
 # encoders and OpenCL kernels (2.2 MB of the binary; onair encodes 8-bit 4:2:0 only), and its
 # arm64 build is not position-independent (absolute relocations in its assembly), so it
@@ -211,11 +212,13 @@ pc libmicrohttpd "${version[libmicrohttpd]}" "-l:libmicrohttpd.a -lpthread"
 pc libdrm "${version[libdrm-dev]}" "-l:libdrm.a" " -I\${prefix}/include/libdrm"
 pc libsrtp2 "${version[libsrtp2]}" "-l:libsrtp2.a -l:libcrypto.a -ldl -lpthread"
 pc opus "${version[libopus-dev]}" "-l:libopus.a -lm"
+# libsrt is C++: the C++ runtime the binary already carries.
+pc srt "${version[libsrt-openssl-dev]}" "-l:libsrt.a -l:libcrypto.a -l:libzstd.a -l:libz.a -lstdc++ -lm -ldl -lpthread"
 
 # What `onair version` reports of the libraries linked in: Debian's package versions.
 {
     echo "/* Written by toolchain/deps.sh: the Debian source versions linked into onair. */"
-    for p in ffmpeg curl libmicrohttpd x264 libsrtp2 libssl-dev libdrm-dev libopus-dev; do
+    for p in ffmpeg curl libmicrohttpd x264 libsrtp2 libssl-dev libdrm-dev libopus-dev libsrt-openssl-dev; do
         n=$(echo "${p%-dev}" | tr 'a-z0-9-' 'A-Z0-9_')
         v=${version[$p]:-${version[${p%-dev}]:-}}
         echo "#define ONAIR_DEBIAN_${n} \"$v\""

@@ -35,7 +35,7 @@ say() { echo "toolchain: $*"; }
 # archives Debian ships (OpenSSL with zlib and zstd, libdrm, libopus) and the headers of the two shared ones
 # (libasound, libva); for the amd64 build it runs natively in the root, which also needs
 # FFmpeg's assembler and what `apt-get source` unpacks with.
-dev="libssl-dev zlib1g-dev libzstd-dev libdrm-dev libopus-dev libva-dev libasound2-dev"
+dev="libssl-dev zlib1g-dev libzstd-dev libdrm-dev libopus-dev libsrt-openssl-dev libva-dev libasound2-dev"
 host_pkgs="swiftlang libstdc++-14-dev pkg-config ca-certificates make dpkg-dev xz-utils nasm $dev"
 sysroot_pkgs="libc6-dev libgcc-14-dev libstdc++-14-dev libswiftlang swiftlang $dev"
 want="host: $host_pkgs; arm64 sysroot: $sysroot_pkgs"

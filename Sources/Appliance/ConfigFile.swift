@@ -128,7 +128,7 @@ public enum ConfigFile {
     /// Keys whose values are never printed, nor any part of them.
     static func isSecret(_ key: String) -> Bool {
         key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header" || key == "access.viewer" || key == "access.device"
-            || (key.hasPrefix("destination.") && key.hasSuffix(".key"))
+            || (key.hasPrefix("destination.") && (key.hasSuffix(".key") || key.hasSuffix(".passphrase")))
     }
 
     /// `destination.NAME` (a section) → NAME, when NAME is one a destination may have.
@@ -146,8 +146,10 @@ public enum ConfigFile {
             if let problem = DestinationSettings.urlProblem(value) { throw ConfigError.invalid(problem) }
             destination.url = value
         },
-        // A secret: checked without being shown (DestinationSettings.target).
+        // Secrets: checked without being shown (DestinationSettings.target, srtTarget).
         "key": { $0.key = $1 },
+        "passphrase": { $0.passphrase = $1.isEmpty ? nil : $1 },
+        "latency_ms": { $0.latencyMs = try integer($1, 20...8000) },
         "enabled": { $0.enabled = try boolean($1) },
         "preset": {
             guard let platform = Platform.named($1) else {

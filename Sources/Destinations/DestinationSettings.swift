@@ -7,11 +7,16 @@ public struct DestinationSettings: Sendable, Equatable {
     /// The section's name (`[destination.youtube]` → `youtube`): what the console, the
     /// status page and the metrics call it.
     public var name: String
-    /// `rtmp://host[:port]/app` or `rtmps://…`; nil: the preset's.
+    /// `rtmp://host[:port]/app`, `rtmps://…` or `srt://host:port[?streamid=…]`; nil: the
+    /// preset's.
     public var url: String?
-    /// The stream key: the stream name after the app, as platforms write it. A secret:
-    /// never printed, logged or shown back.
+    /// The stream key: for RTMP the stream name after the app, as platforms write it; for
+    /// SRT the stream id. A secret: never printed, logged or shown back.
     public var key = ""
+    /// SRT's passphrase (AES; 10 to 79 characters), a secret.
+    public var passphrase: String?
+    /// SRT's latency: how long the receiver waits for a lost packet to come again.
+    public var latencyMs: Int?
     public var enabled = true
     public var preset: Platform?
 
@@ -25,8 +30,29 @@ public struct DestinationSettings: Sendable, Equatable {
 
     /// What is wrong with `text` as a destination's URL, in words; nil when it is one.
     public static func urlProblem(_ text: String) -> String? {
-        do { _ = try RTMPURL(text) } catch { return "\(error)" }
+        do {
+            if SRTURL.names(text) { _ = try SRTURL(text) } else { _ = try RTMPURL(text) }
+        } catch { return "\(error)" }
         return nil
+    }
+
+    /// Whether the destination is an SRT one (its URL is srt://).
+    public var isSRT: Bool { url.map(SRTURL.names) ?? false }
+
+    /// An SRT destination's call, checked: the URL's host and port, and its stream id,
+    /// passphrase and latency, each replaced by its own setting when set.
+    public func srtTarget() throws(DestinationSettingsError) -> SRTURL {
+        guard let text = url else { throw .problem(name, "no url") }
+        var target: SRTURL
+        do { target = try SRTURL(text) } catch { throw .problem(name, "url: \(error)") }
+        if !key.isEmpty { target.streamID = key }
+        if let passphrase { target.passphrase = passphrase }
+        if let latencyMs { target.latencyMs = latencyMs }
+        if let passphrase = target.passphrase, !(10...79).contains(passphrase.utf8.count) {
+            throw .problem(name, "an SRT passphrase has 10 to 79 characters (not shown)")
+        }
+        if let id = target.streamID, id.utf8.count > 512 { throw .problem(name, "an SRT stream id has at most 512 bytes (not shown)") }
+        return target
     }
 
     /// Where to connect and the key to publish with, checked: the URL (its own, or the

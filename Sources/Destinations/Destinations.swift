@@ -16,7 +16,7 @@ public struct DestinationStatus: Sendable, Equatable {
     }
 
     public var name: String
-    /// rtmp, rtmps.
+    /// rtmp, rtmps, srt.
     public var kind: String
     /// The server's host (the URL's, never the key).
     public var host: String
@@ -55,22 +55,36 @@ public struct DestinationStatus: Sendable, Equatable {
 /// reading the live feed from the start of the run to its end: they connect when a
 /// stream begins and end their broadcasts when it ends.
 public final class Destinations: Sendable {
-    private let destinations: [RTMPDestination]
+    private let destinations: [DestinationLoop]
 
     /// The enabled destinations of `settings`; one whose settings cannot work is said
     /// (one line, never its key) and left out, the rest go on.
     public init(_ settings: [DestinationSettings], feed: LiveFeed, log: Log) {
-        var destinations: [RTMPDestination] = []
+        var destinations: [DestinationLoop] = []
         for destination in settings.sorted(by: { $0.name < $1.name }) where destination.enabled {
             do {
-                let (url, key) = try destination.target()
-                destinations.append(try RTMPDestination(name: destination.name, url: url, key: key, feed: feed, log: log))
+                destinations.append(try Self.loop(destination, feed: feed, log: log))
             } catch {
                 log(.destinationUnusable, level: .error, ("name", destination.name), ("problem", "\(error)"))
             }
         }
         self.destinations = destinations
         for destination in destinations { destination.start() }
+    }
+
+    /// The thread of one destination, speaking its URL's protocol.
+    private static func loop(_ destination: DestinationSettings, feed: LiveFeed, log: Log) throws -> DestinationLoop {
+        if destination.isSRT {
+            let target = try destination.srtTarget()
+            return try DestinationLoop(name: destination.name, kind: "srt", host: target.host, shown: target.shown, feed: feed, log: log) {
+                stream, wake, stopped in try SRTOutlet.open(target, stream: stream, wake: wake, stopped: stopped)
+            }
+        }
+        let (url, key) = try destination.target()
+        return try DestinationLoop(name: destination.name, kind: url.secure ? "rtmps" : "rtmp", host: url.host, shown: url.tcURL,
+                                   feed: feed, log: log) { stream, wake, stopped in
+            try RTMPOutlet.open(url: url, key: key, stream: stream, wake: wake, stopped: stopped)
+        }
     }
 
     /// Each destination's state, in name order.

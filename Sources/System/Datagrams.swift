@@ -52,8 +52,9 @@ extension SocketAddress {
         }
     }
 
-    /// The kernel's size of this family's sockaddr.
-    var length: socklen_t { socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size) }
+    /// The kernel's size of this family's sockaddr (with `withRawPointer`, what a C
+    /// library that connects, libsrt, is given).
+    public var length: socklen_t { socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size) }
 }
 
 extension FileDescriptor {

@@ -1,4 +1,5 @@
 import Foundation
+import MPEGTS
 import TestSupport
 import XCTest
 #if canImport(Glibc)
@@ -66,6 +67,63 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertTrue(refused.first?.contains("certificate not trusted") == true || refused.first?.contains("mismatch") == true,
                       String(refused.first ?? ""))
         XCTAssertEqual(nginx.files("wrongname"), [])
+    }
+
+    /// SRT to receivers no one here wrote: FFmpeg's SRT reader (libsrt) as a listener gets
+    /// every picture of the stream, each flash with its beep; srt-live-transmit (srt-tools)
+    /// writes what onair sent as it came, a transport stream that breaks none of a
+    /// receiver's rules (continuity, PAT/PMT, PCR); and srt-live-transmit listening with a
+    /// passphrase onair does not know refuses the call: onair says so in libsrt's words and
+    /// tries again.
+    func testSRTCarriesEveryPictureInATransportStreamAndAWrongPassphraseIsRefused() throws {
+        let port = try NginxOrigin.freePort(), locked = try NginxOrigin.freePort(), raw = try NginxOrigin.freePort()
+        let scratch = try temporaryDirectory("srt")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let received = scratch + "/received.ts"
+        let receiver = try Child("/usr/bin/ffmpeg", ["-v", "error", "-i", "srt://127.0.0.1:\(port)?mode=listener", "-c", "copy",
+                                                     "-f", "mpegts", received])
+        let refuser = try Child("/usr/bin/srt-live-transmit", ["-q", "srt://:\(locked)?mode=listener&passphrase=correct-horse-battery",
+                                                               "file://con"])
+        defer { refuser.signal(SIGTERM); _ = refuser.wait() }
+        let asSent = scratch + "/as-sent.ts"
+        _ = FileManager.default.createFile(atPath: asSent, contents: nil)
+        let writer = try Child("/bin/sh", ["-c", "exec /usr/bin/srt-live-transmit -q 'srt://:\(raw)?mode=listener' file://con > \(asSent)"])
+        defer { writer.signal(SIGTERM); _ = writer.wait() }
+        usleep(500_000)
+        let out = try temporaryDirectory("srt-onair")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), [
+            "run", "--source", "synthetic", "--listen", "off", "--out", out, "--duration", "8",
+            "--set", "video.quality=medium", "--set", "webrtc.port=off", "--set", "rtsp.port=off",
+            "--set", "destination.studio.url=srt://127.0.0.1:\(port)?latency=200",
+            "--set", "destination.locked.url=srt://127.0.0.1:\(locked)", "--set", "destination.locked.passphrase=not-the-right-one",
+            "--set", "destination.raw.url=srt://127.0.0.1:\(raw)",
+        ])
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        _ = receiver.wait(seconds: 30)
+        let log = onair.stderr
+        XCTAssertFalse(log.contains("not-the-right-one"), "the passphrase is never logged")
+        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
+        // What onair sent, as srt-live-transmit wrote it (its last block of 4 KiB may not
+        // reach the file when the call ends: whole packets are checked).
+        writer.signal(SIGTERM)
+        _ = writer.wait()
+        let sent = try [UInt8](Data(contentsOf: URL(fileURLWithPath: asSent)))
+        let report = TSCheck.check(Array(sent.prefix(sent.count / 188 * 188)))
+        XCTAssertEqual(report.problems, [])
+        XCTAssertGreaterThan(report.packets, 1000)
+        XCTAssertGreaterThanOrEqual(report.starts[0x100] ?? 0, frames - 30, "the pictures, but for what the last block held")
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", received, "-f", "null", "-"])
+        XCTAssertEqual(decoded.stderr, "", "ffmpeg decodes it without a word")
+        let m = try measure(received, scratch: scratch + "/m", firstAudioFrame: nil)
+        XCTAssertEqual(m.indices.count, frames, "every picture")
+        assertEveryFlashHasItsBeep(m, "srt", context: log)
+        let studio = log.split(separator: "\n").first { $0.contains("event=destination.ended name=studio ") }.map(String.init) ?? ""
+        XCTAssertEqual(logValue(studio, "frames"), String(frames), studio)
+        let refused = log.split(separator: "\n").filter { $0.contains("event=destination.failed name=locked ") }
+        XCTAssertGreaterThanOrEqual(refused.count, 2, log)
+        XCTAssertTrue(refused.first?.contains("Incorrect passphrase") == true, String(refused.first ?? ""))
     }
 
     /// A key the server refuses (nginx-rtmp's on_publish asks a test server, which says
