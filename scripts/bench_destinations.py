@@ -190,7 +190,7 @@ def reconnects(nginx, cuts=3):
     try:
         events(onair, ("destination.live",), "destination.live")
         for _ in range(cuts):
-            time.sleep(2)
+            time.sleep(6)  # live long enough to have been working: the first retry, 1 s
             proxy.cut()
             found = events(onair, ("destination.failed", "destination.live"), "destination.live", timeout=30)
             failed = [t for t, e in found if e["event"] == "destination.failed"]

@@ -28,8 +28,10 @@ final class DestinationLoop: Sendable {
     /// A server that takes nothing for this long is given up.
     static let stallNanoseconds: Int64 = 10_000_000_000
     static let maximumBackoffSeconds = 30
-    /// Live this long, a broadcast that fails is tried again after a second.
-    static let steadyNanoseconds: Int64 = 30_000_000_000
+    /// Live this long, a broadcast was working: one that fails after is tried again after
+    /// a second (a cut every 20 s is a second's gap each time), one that fails sooner (a
+    /// server that takes the publish and drops it at once) backs off.
+    static let steadyNanoseconds: Int64 = 5_000_000_000
 
     init(name: String, kind: String, host: String, shown: String, feed: LiveFeed, log: Log, open: @escaping Open) throws {
         self.name = name
