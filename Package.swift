@@ -77,7 +77,7 @@ let package = Package(
         // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
         // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
         // linked OpenSSL, the server's certificate checked), with its platform's preset.
-        .target(name: "Destinations", dependencies: ["RTMP", "MPEGTS", "Live", "Media", "System", "Threading", "Logging", "COpenSSL", "CSRT"]),
+        .target(name: "Destinations", dependencies: ["RTMP", "MPEGTS", "Live", "Media", "System", "Threading", "Logging", "COpenSSL", "CSRT", "Basics"]),
         // The live stream published once, which the real-time outputs and destinations join
         // and leave at run time: a bounded ring per reader, RTP payloads made once, Opus on
         // a thread of its own while a reader wants it.

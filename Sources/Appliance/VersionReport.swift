@@ -1,5 +1,6 @@
 import Basics
 import Codecs
+import Destinations
 import Devices
 import Files
 import HTTP
@@ -16,7 +17,7 @@ enum VersionReport {
         let suite = CodecLibrary.debianSuite
         var lines = ["onair \(CommandLineParser.version) (Swift \(swiftVersion), static runtime\(suite.isEmpty ? "" : "; libraries from Debian \(suite)"))"]
         let libraries = CodecLibrary.versions + CurlClient.libraryVersions
-            + [WebServer.libraryVersion, SRTPSession.libraryVersion, OpusEncoder.libraryVersion, DRMDisplay.libraryVersion, ALSAMicrophone.libraryVersion]
+            + [WebServer.libraryVersion, SRTPSession.libraryVersion, OpusEncoder.libraryVersion, SRTLibrary.version, DRMDisplay.libraryVersion, ALSAMicrophone.libraryVersion]
         lines += libraries.map { "  " + $0.line }
         lines.append("codecs: " + CodecLibrary.requiredEncoders.joined(separator: " ") + " encoders, mjpeg decoder")
         let missing = CodecLibrary.missing

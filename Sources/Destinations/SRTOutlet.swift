@@ -1,3 +1,4 @@
+import Basics
 import CSRT
 import Live
 import Media
@@ -155,5 +156,12 @@ final class SRTOutlet: Outlet {
         let count = sending.dropIfBehind()
         if count > 0 { writer.discontinuity() }
         return count
+    }
+}
+
+/// libsrt, for `onair version`.
+public enum SRTLibrary {
+    public static var version: LibraryVersion {
+        LibraryVersion("libsrt", "\(SRT_VERSION_MAJOR).\(SRT_VERSION_MINOR).\(SRT_VERSION_PATCH)", debianSource: debianSource("srt", onair_debian_libsrt()))
     }
 }
