@@ -86,9 +86,11 @@ public enum ConfigFile {
                 continue
             }
             guard let eq = trimmed.firstIndex(of: "=") else {
-                // The line may hold a secret (`secret_key: …`): say only what looks like its key.
-                let name = trimmed.prefix { $0.isLetter || $0.isNumber || "._-".contains($0) }
-                throw ConfigError.syntax(origin: origin, "expected 'key = value'" + (name.isEmpty ? "" : " in the line starting '\(name)'"))
+                // The line may hold a secret (`secret_key: …`, or a value run into its key):
+                // say only a word that is the name of a key onair has.
+                let name = String(trimmed.prefix { $0.isLetter || $0.isNumber || "._-".contains($0) })
+                let known = !name.isEmpty && (keys.keys.contains { $0 == name || $0.hasSuffix("." + name) } || destinationKeys[name] != nil)
+                throw ConfigError.syntax(origin: origin, "expected 'key = value'" + (known ? " in the line starting '\(name)'" : ""))
             }
             let key = String(trimmed[..<eq]).trimmingWhitespace()
             var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()

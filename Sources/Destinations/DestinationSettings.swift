@@ -30,6 +30,9 @@ public struct DestinationSettings: Sendable, Equatable {
 
     /// What is wrong with `text` as a destination's URL, in words; nil when it is one.
     public static func urlProblem(_ text: String) -> String? {
+        guard ["rtmp://", "rtmps://", "srt://"].contains(where: text.lowercased().hasPrefix) else {
+            return "not an rtmp://, rtmps:// or srt:// URL"
+        }
         do {
             if SRTURL.names(text) { _ = try SRTURL(text) } else { _ = try RTMPURL(text) }
         } catch { return "\(error)" }
@@ -63,6 +66,10 @@ public struct DestinationSettings: Sendable, Equatable {
         var url: RTMPURL
         do { url = try RTMPURL(text) } catch { throw .problem(name, "url: \(error)") }
         var key = self.key
+        if !key.isEmpty, url.app.hasSuffix("/" + key) {
+            // The whole URL pasted beside the key: the app is what comes before it.
+            url.app = String(url.app.dropLast(key.count + 1))
+        }
         if key.isEmpty {
             guard let slash = url.app.lastIndex(of: "/") else {
                 throw .problem(name, "no key (set key to the stream key the platform gives, or end the url with the stream name)")

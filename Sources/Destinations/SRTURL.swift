@@ -1,7 +1,7 @@
 /// Where an SRT destination calls: `srt://host:port`, with the options receivers and
 /// platforms put in its query, as libsrt's own URI syntax names them (`streamid`,
-/// `passphrase`, `latency` in milliseconds). What the URL says of a secret is never
-/// quoted in an error: messages show the URL up to its query.
+/// `passphrase`, `latency` in milliseconds). An error says what is wrong and quotes
+/// nothing of the URL, which may hold a passphrase.
 public struct SRTURL: Equatable, Sendable {
     public var host: String
     public var port: UInt16
@@ -15,12 +15,11 @@ public struct SRTURL: Equatable, Sendable {
     public init(_ text: String) throws(SRTURLError) {
         guard Self.names(text) else { throw SRTURLError("not an srt:// URL") }
         let rest = text.dropFirst(6)
-        let shown = "srt://" + rest.prefix { $0 != "?" }.prefix(80)
         let authority = rest.prefix { $0 != "?" && $0 != "/" }
         var hostPart = authority
         var portText: Substring = ""
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw SRTURLError("\(shown): an IPv6 address without its ]") }
+            guard let close = authority.firstIndex(of: "]") else { throw SRTURLError("an IPv6 address without its ]") }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() }
@@ -29,12 +28,12 @@ public struct SRTURL: Equatable, Sendable {
             portText = authority[authority.index(after: colon)...]
         }
         guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._:".contains($0)) }) else {
-            throw SRTURLError("\(shown): no host name")
+            throw SRTURLError("the host is not a host name or address (letters, digits, '.', '-')")
         }
         // SRT has no default port: the URL names it.
         guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(portText),
               (1...65_535).contains(port) else {
-            throw SRTURLError("\(shown): a port from 1 to 65535 after the host (srt://host:port)")
+            throw SRTURLError("no port from 1 to 65535 after the host (srt://host:port)")
         }
         host = String(hostPart)
         self.port = UInt16(port)
@@ -47,13 +46,13 @@ public struct SRTURL: Equatable, Sendable {
             case "passphrase": passphrase = value
             case "latency":
                 guard (1...5).contains(value.count), let ms = Int(value), (20...8000).contains(ms) else {
-                    throw SRTURLError("\(shown): latency is milliseconds from 20 to 8000")
+                    throw SRTURLError("latency is milliseconds from 20 to 8000")
                 }
                 latencyMs = ms
             case "mode":
-                guard value == "caller" else { throw SRTURLError("\(shown): onair calls (mode=caller); it does not listen yet") }
+                guard value == "caller" else { throw SRTURLError("onair calls (mode=caller); it does not listen yet") }
             default:
-                throw SRTURLError("\(shown): '\(name.prefix(20))' is not an option onair takes (streamid, passphrase, latency, mode)")
+                throw SRTURLError("an option onair does not take (it takes streamid, passphrase, latency, mode)")
             }
         }
     }

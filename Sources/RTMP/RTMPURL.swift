@@ -9,7 +9,8 @@ public struct RTMPURL: Equatable, Sendable {
     public var app: String
 
     /// Checked: a scheme onair speaks, a host, a port that is a number in 1…65535, an app.
-    /// The error names what is wrong (never the key, which is not part of the URL).
+    /// The error says what is wrong and quotes nothing of the URL: a user may have written
+    /// a stream key into it (`rtmp://host/live/KEY`).
     public init(_ text: String) throws {
         let lower = text.lowercased()
         let rest: Substring
@@ -20,36 +21,36 @@ public struct RTMPURL: Equatable, Sendable {
             secure = true
             rest = text.dropFirst(8)
         } else {
-            throw RTMPError.malformed("'\(text.prefix(80))' is not an rtmp:// or rtmps:// URL")
+            throw RTMPError.malformed("not an rtmp:// or rtmps:// URL")
         }
-        guard let slash = rest.firstIndex(of: "/") else { throw RTMPError.malformed("\(text.prefix(80)): no application after the host (rtmp://host/app)") }
+        guard let slash = rest.firstIndex(of: "/") else { throw RTMPError.malformed("no application after the host (rtmp://host/app)") }
         let authority = rest[..<slash]
         app = String(rest[rest.index(after: slash)...]).trimmingSlashes
-        guard !app.isEmpty else { throw RTMPError.malformed("\(text.prefix(80)): no application after the host (rtmp://host/app)") }
-        guard !authority.contains("@") else { throw RTMPError.malformed("\(text.prefix(80)): a user in the URL is not supported; the key goes in its own setting") }
+        guard !app.isEmpty else { throw RTMPError.malformed("no application after the host (rtmp://host/app)") }
+        guard !authority.contains("@") else { throw RTMPError.malformed("a user in the URL is not supported; the key goes in its own setting") }
         var hostPart = authority
         var portText: Substring?
         if authority.hasPrefix("[") {
             // An IPv6 literal (RFC 3986 §3.2.2).
-            guard let close = authority.firstIndex(of: "]") else { throw RTMPError.malformed("\(text.prefix(80)): an IPv6 address without its ]") }
+            guard let close = authority.firstIndex(of: "]") else { throw RTMPError.malformed("an IPv6 address without its ]") }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
-                throw RTMPError.malformed("\(text.prefix(80)): '\(after.prefix(20))' after the address")
+                throw RTMPError.malformed("something other than a port after the address")
             }
         } else if let colon = authority.lastIndex(of: ":") {
             hostPart = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
         }
         guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._:".contains($0)) }) else {
-            throw RTMPError.malformed("\(text.prefix(80)): '\(hostPart.prefix(40))' is not a host name")
+            throw RTMPError.malformed("the host is not a host name or address (letters, digits, '.', '-')")
         }
         host = String(hostPart)
         if let portText {
             // At most five digits before it becomes a number: a port of 30 digits must not trap.
             guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }),
                   let value = Int(portText), (1...65_535).contains(value) else {
-                throw RTMPError.malformed("\(text.prefix(80)): port '\(portText.prefix(20))' is not a number from 1 to 65535")
+                throw RTMPError.malformed("the port is not a number from 1 to 65535")
             }
             port = UInt16(value)
         } else {

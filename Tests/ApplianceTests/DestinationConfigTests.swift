@@ -36,8 +36,11 @@ final class DestinationConfigTests: XCTestCase {
         XCTAssertEqual(error("[destination.YouTube]\nkey = x"), "onair.conf:1: unknown section ['destination.…']", "names are lower case")
         XCTAssertEqual(error("[destination.yt]\nstream = x"), "onair.conf:2: unknown key 'destination.yt.stream'")
         XCTAssertEqual(error("[destination.yt]\npreset = myspace"), "onair.conf:2: destination.yt.preset: expected one of youtube, twitch, facebook, kick, got 'myspace'")
-        XCTAssertTrue(error("[destination.yt]\nurl = http://example/live").hasPrefix("onair.conf:2: destination.yt.url: 'http://example/live' is not an rtmp:// or rtmps:// URL"),
-                      error("[destination.yt]\nurl = http://example/live"))
+        XCTAssertEqual(error("[destination.yt]\nurl = http://example/live"), "onair.conf:2: destination.yt.url: not an rtmp://, rtmps:// or srt:// URL")
+        XCTAssertEqual(error("[destination.yt]\nurl = rtmp://host:99999/live/abcdefgh"), "onair.conf:2: destination.yt.url: the port is not a number from 1 to 65535",
+                       "nothing of the URL, where a key may be written")
+        XCTAssertEqual(error("[destination.yt]\nurl = srt://host:9000?passphrase=abcdefghijk&latency=5"),
+                       "onair.conf:2: destination.yt.url: latency is milliseconds from 20 to 8000")
         XCTAssertEqual(error("[destination.yt]\nkey = a\nkey = b"), "onair.conf:3: (not shown: it names a secret) is set again (first at line 2)")
         XCTAssertTrue(ConfigFile.isSecret("destination.yt.key"))
         XCTAssertFalse(ConfigFile.isSecret("destination.yt.url"))

@@ -19,6 +19,28 @@ final class DestinationSettingsTests: XCTestCase {
         XCTAssertEqual(url.app, "live")
         XCTAssertEqual(key, "camera")
         XCTAssertEqual(url.tcURL, "rtmp://127.0.0.1/live")
+        settings.key = "camera"
+        XCTAssertEqual(try settings.target().url.app, "live", "the whole URL pasted beside its key: the key is not the app's")
+    }
+
+    func testSRTTakesItsOptionsFromTheURLAndItsOwnKeys() throws {
+        var settings = DestinationSettings(name: "truck")
+        settings.url = "srt://truck.example:9000?streamid=%23!::r=live/cam&passphrase=correct-horse&latency=500"
+        XCTAssertTrue(settings.isSRT)
+        var target = try settings.srtTarget()
+        XCTAssertEqual([target.host, "\(target.port)", target.streamID, target.passphrase, "\(target.latencyMs)"],
+                       ["truck.example", "9000", "#!::r=live/cam", "correct-horse", "500"])
+        settings.key = "other"
+        settings.latencyMs = 2000
+        target = try settings.srtTarget()
+        XCTAssertEqual(target.streamID, "other")
+        XCTAssertEqual(target.latencyMs, 2000)
+        XCTAssertEqual(target.shown, "srt://truck.example:9000", "never the options")
+        settings.passphrase = "short"
+        XCTAssertThrowsError(try settings.srtTarget()) { XCTAssertEqual("\($0)", "destination.truck: an SRT passphrase has 10 to 79 characters (not shown)") }
+        for bad in ["srt://host", "srt://host:0", "srt://:9000", "srt://host:9000?mode=listener", "srt://host:9000?foo=1", "srt://host:123456"] {
+            XCTAssertThrowsError(try SRTURL(bad), bad)
+        }
     }
 
     func testWhatCannotWorkIsSaidWithoutTheKey() {
