@@ -32,6 +32,8 @@ final class DestinationLoop: Sendable {
     /// a second (a cut every 20 s is a second's gap each time), one that fails sooner (a
     /// server that takes the publish and drops it at once) backs off.
     static let steadyNanoseconds: Int64 = 5_000_000_000
+    /// Media captured this long before an outlet went live is not sent to it.
+    static let backlogNanoseconds: Int64 = 500_000_000
 
     init(name: String, kind: String, host: String, shown: String, feed: LiveFeed, log: Log, open: @escaping Open) throws {
         self.name = name
@@ -100,7 +102,9 @@ final class DestinationLoop: Sendable {
                 do {
                     outlet = try connect(live, attempt: attempts)
                 } catch LinkError.stopped {
-                    break
+                    // Stopped, or the stream ended while it connected (or listened).
+                    if thread.isStopped { break }
+                    retryAt = 0
                 } catch {
                     fail("\(error)", now: KernelClock.monotonic())
                 }
@@ -137,8 +141,12 @@ final class DestinationLoop: Sendable {
                     end("the stream ended", now: now)
                     stream = nil
                     status.withLock { $0.state = .idle }
-                case .picture(let picture): dropped += outlet?.picture(picture) ?? 0
-                case .sound(let sound): dropped += outlet?.sound(sound) ?? 0
+                // What was captured well before the outlet went live waited in the ring
+                // while it connected (or listened): not sent, the stream begins now.
+                case .picture(let picture):
+                    if let outlet, picture.captureTime >= outlet.began - Self.backlogNanoseconds { dropped += outlet.picture(picture) }
+                case .sound(let sound):
+                    if let outlet, sound.sound.captureTime >= outlet.began - Self.backlogNanoseconds { dropped += outlet.sound(sound) }
                 default: break
                 }
             }
@@ -167,7 +175,7 @@ final class DestinationLoop: Sendable {
         let began = KernelClock.monotonic()
         status.withLock { $0.state = .connecting; if attempt > 0 { $0.reconnects += 1 } }
         log(.destinationConnecting, ("name", name), ("url", shown), ("attempt", attempt + 1))
-        let outlet = try open(stream, pipe) { [thread] in thread.isStopped }
+        let outlet = try open(stream, pipe) { [thread, feed] in thread.isStopped || feed.now.stream?.id != stream.id }
         let milliseconds = (KernelClock.monotonic() - began) / 1_000_000
         status.withLock { $0.state = .live; $0.lastError = nil }
         log(.destinationLive, ("name", name), ("url", shown), ("connect_ms", milliseconds))

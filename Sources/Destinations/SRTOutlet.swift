@@ -43,30 +43,20 @@ final class SRTOutlet: Outlet {
     /// wrong passphrase, a refused stream id, a timeout).
     static func open(_ target: SRTURL, stream: RealTimeStream, wake: WakePipe, stopped: () -> Bool) throws -> SRTOutlet {
         guard started else { throw LinkError.failed("SRT: libsrt would not start") }
-        let addresses: [SocketAddress]
-        do { addresses = try SocketAddress.resolve(target.host, port: target.port) } catch { throw LinkError.failed(error.description) }
-        let address = addresses[0]
-        let socket = srt_create_socket()
-        guard socket != SRT_INVALID_SOCK else { throw LinkError.failed("SRT: \(lastError())") }
-        let epoll = srt_epoll_create()
-        guard epoll >= 0 else { srt_close(socket); throw LinkError.failed("SRT: \(lastError())") }
+        let address: SocketAddress
+        if target.listener && target.host.isEmpty {
+            address = SocketAddress(numeric: "0.0.0.0", port: target.port, ipv6: false)!
+        } else {
+            do { address = try SocketAddress.resolve(target.host, port: target.port)[0] } catch { throw LinkError.failed(error.description) }
+        }
         var audio: AudioSpecificConfig?
         if let config = stream.audio?.config { audio = try? AudioSpecificConfig(bytes: config) }
-        let outlet = SRTOutlet(socket: socket, epoll: epoll, latencyMs: target.latencyMs, audio: audio, now: KernelClock.monotonic())
-        for (option, value) in [(SRTO_RCVSYN, 0), (SRTO_SNDSYN, 0), (SRTO_LATENCY, Int32(target.latencyMs)), (SRTO_CONNTIMEO, connectMilliseconds)] {
-            var value = value
-            guard srt_setsockflag(socket, option, &value, 4) == 0 else { throw LinkError.failed("SRT: \(lastError())") }
+        let socket = try configured(target)
+        if target.listener {
+            let accepted = try accept(on: socket, at: address, target, wake: wake, stopped: stopped)
+            return try SRTOutlet(accepted, latencyMs: target.latencyMs, audio: audio, wake: wake)
         }
-        for (option, text) in [(SRTO_PASSPHRASE, target.passphrase), (SRTO_STREAMID, target.streamID)] {
-            guard let text else { continue }
-            let set = text.withCString { srt_setsockflag(socket, option, $0, Int32(strlen($0))) }
-            // The value is a secret: libsrt's words, never it.
-            guard set == 0 else { throw LinkError.failed("SRT: \(option == SRTO_PASSPHRASE ? "the passphrase" : "the stream id") was refused: \(lastError())") }
-        }
-        var modes = Int32(SRT_EPOLL_OUT.rawValue | SRT_EPOLL_ERR.rawValue)
-        var readable = Int32(SRT_EPOLL_IN.rawValue)
-        srt_epoll_add_usock(epoll, socket, &modes)
-        srt_epoll_add_ssock(epoll, wake.read.rawValue, &readable)
+        let outlet = try SRTOutlet(socket, latencyMs: target.latencyMs, audio: audio, wake: wake)
         let called = address.withRawPointer { srt_connect(socket, $0.assumingMemoryBound(to: sockaddr.self), Int32(address.length)) }
         guard called != SRT_ERROR else { throw LinkError.failed("SRT: cannot call \(target.shown): \(lastError())") }
         let deadline = KernelClock.monotonic() + Int64(connectMilliseconds) * 1_000_000 + 500_000_000
@@ -81,6 +71,70 @@ final class SRTOutlet: Outlet {
                 guard KernelClock.monotonic() < deadline else { throw LinkError.failed("SRT: \(target.shown) did not answer") }
                 _ = outlet.wait(timeoutMs: 200, wake: wake)
             }
+        }
+    }
+
+    /// An outlet on a connected (or connecting) socket, waited on with `wake`.
+    private convenience init(_ socket: SRTSOCKET, latencyMs: Int, audio: AudioSpecificConfig?, wake: WakePipe) throws {
+        let epoll = srt_epoll_create()
+        guard epoll >= 0 else { srt_close(socket); throw LinkError.failed("SRT: \(Self.lastError())") }
+        self.init(socket: socket, epoll: epoll, latencyMs: latencyMs, audio: audio, now: KernelClock.monotonic())
+        var modes = Int32(SRT_EPOLL_OUT.rawValue | SRT_EPOLL_ERR.rawValue)
+        var readable = Int32(SRT_EPOLL_IN.rawValue)
+        srt_epoll_add_usock(epoll, socket, &modes)
+        srt_epoll_add_ssock(epoll, wake.read.rawValue, &readable)
+    }
+
+    /// A socket with the target's options: live mode's defaults, never blocking, the
+    /// latency, the passphrase and the stream id (an accepted socket takes its listener's).
+    private static func configured(_ target: SRTURL) throws -> SRTSOCKET {
+        let socket = srt_create_socket()
+        guard socket != SRT_INVALID_SOCK else { throw LinkError.failed("SRT: \(lastError())") }
+        for (option, value) in [(SRTO_RCVSYN, 0), (SRTO_SNDSYN, 0), (SRTO_LATENCY, Int32(target.latencyMs)), (SRTO_CONNTIMEO, connectMilliseconds)] {
+            var value = value
+            guard srt_setsockflag(socket, option, &value, 4) == 0 else { srt_close(socket); throw LinkError.failed("SRT: \(lastError())") }
+        }
+        for (option, text) in [(SRTO_PASSPHRASE, target.passphrase), (SRTO_STREAMID, target.listener ? nil : target.streamID)] {
+            guard let text else { continue }
+            let set = text.withCString { srt_setsockflag(socket, option, $0, Int32(text.utf8.count)) }
+            // The value is a secret: libsrt's words, never it.
+            guard set == 0 else {
+                srt_close(socket)
+                throw LinkError.failed("SRT: \(option == SRTO_PASSPHRASE ? "the passphrase" : "the stream id") was refused: \(lastError())")
+            }
+        }
+        return socket
+    }
+
+    /// Listens at `address` until a studio calls (or the destination is stopped, or its
+    /// stream ends): the caller's socket. One caller at a time; the listening socket
+    /// closes once it has one, and opens again for the next when that call ends.
+    private static func accept(on listener: SRTSOCKET, at address: SocketAddress, _ target: SRTURL, wake: WakePipe,
+                               stopped: () -> Bool) throws -> SRTSOCKET {
+        defer { srt_close(listener) }
+        let bound = address.withRawPointer { srt_bind(listener, $0.assumingMemoryBound(to: sockaddr.self), Int32(address.length)) }
+        guard bound != SRT_ERROR, srt_listen(listener, 1) != SRT_ERROR else {
+            throw LinkError.failed("SRT: cannot listen on port \(target.port): \(lastError())")
+        }
+        let epoll = srt_epoll_create()
+        guard epoll >= 0 else { throw LinkError.failed("SRT: \(lastError())") }
+        defer { srt_epoll_release(epoll) }
+        var modes = Int32(SRT_EPOLL_IN.rawValue | SRT_EPOLL_ERR.rawValue)
+        var readable = Int32(SRT_EPOLL_IN.rawValue)
+        srt_epoll_add_usock(epoll, listener, &modes)
+        srt_epoll_add_ssock(epoll, wake.read.rawValue, &readable)
+        while true {
+            if stopped() { throw LinkError.stopped }
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            let caller = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_accept(listener, $0, &length) }
+            }
+            if caller != SRT_INVALID_SOCK { return caller }
+            var ready = [SRTSOCKET](repeating: 0, count: 2), readyCount: Int32 = 2
+            var system = [SYSSOCKET](repeating: 0, count: 2), systemCount: Int32 = 2
+            _ = srt_epoll_wait(epoll, &ready, &readyCount, nil, nil, 500, &system, &systemCount, nil, nil)
+            wake.drain()
         }
     }
 
@@ -135,14 +189,16 @@ final class SRTOutlet: Outlet {
         var progress = true
         while !sending.queue.isEmpty, progress, KernelClock.monotonic() < deadline {
             progress = ((try? turn(now: KernelClock.monotonic(), readable: false)) != nil)
-            if progress && !sending.queue.isEmpty { usleep(5_000) }
+            if progress && !sending.queue.isEmpty { KernelClock.sleepMonotonic(until: KernelClock.monotonic() + 5_000_000) }
         }
         // libsrt's own buffer too: a close drops what it still holds.
         var blocks = 0, bytes = 0
-        while srt_getsndbuffer(socket, &blocks, &bytes) == 0, bytes > 0, KernelClock.monotonic() < deadline { usleep(5_000) }
+        while srt_getsndbuffer(socket, &blocks, &bytes) == 0, bytes > 0, KernelClock.monotonic() < deadline {
+            KernelClock.sleepMonotonic(until: KernelClock.monotonic() + 5_000_000)
+        }
         // And the receiver delivers what it has only after its latency: a close before
         // then loses the end (at most 2 s more).
-        usleep(UInt32(min(latencyMs, 2000) + 20) * 1000)
+        KernelClock.sleepMonotonic(until: KernelClock.monotonic() + Int64(min(latencyMs, 2000) + 20) * 1_000_000)
         srt_close(socket)
     }
 

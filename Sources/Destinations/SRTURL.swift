@@ -1,6 +1,7 @@
 /// Where an SRT destination calls: `srt://host:port`, with the options receivers and
 /// platforms put in its query, as libsrt's own URI syntax names them (`streamid`,
-/// `passphrase`, `latency` in milliseconds). An error says what is wrong and quotes
+/// `passphrase`, `latency` in milliseconds); or, with `mode=listener`, where it waits for
+/// a studio to call it and pull the stream (`srt://:9000?mode=listener`: any address). An error says what is wrong and quotes
 /// nothing of the URL, which may hold a passphrase.
 public struct SRTURL: Equatable, Sendable {
     public var host: String
@@ -9,6 +10,8 @@ public struct SRTURL: Equatable, Sendable {
     public var passphrase: String?
     /// libsrt's default for live mode.
     public var latencyMs = 120
+    /// Waits for a caller instead of calling.
+    public var listener = false
 
     static func names(_ text: String) -> Bool { text.lowercased().hasPrefix("srt://") }
 
@@ -27,7 +30,8 @@ public struct SRTURL: Equatable, Sendable {
             hostPart = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
         }
-        guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._:".contains($0)) }) else {
+        // A listener's host may be empty: every address.
+        guard hostPart.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._:".contains($0)) }) else {
             throw SRTURLError("the host is not a host name or address (letters, digits, '.', '-')")
         }
         // SRT has no default port: the URL names it.
@@ -37,7 +41,10 @@ public struct SRTURL: Equatable, Sendable {
         }
         host = String(hostPart)
         self.port = UInt16(port)
-        guard let query = rest.firstIndex(of: "?") else { return }
+        guard let query = rest.firstIndex(of: "?") else {
+            guard !host.isEmpty else { throw SRTURLError("no host to call (srt://host:port, or mode=listener)") }
+            return
+        }
         for pair in rest[rest.index(after: query)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]), value = parts.count > 1 ? Self.percentDecoded(parts[1]) : ""
@@ -50,11 +57,13 @@ public struct SRTURL: Equatable, Sendable {
                 }
                 latencyMs = ms
             case "mode":
-                guard value == "caller" else { throw SRTURLError("onair calls (mode=caller); it does not listen yet") }
+                guard value == "caller" || value == "listener" else { throw SRTURLError("mode is caller or listener") }
+                listener = value == "listener"
             default:
                 throw SRTURLError("an option onair does not take (it takes streamid, passphrase, latency, mode)")
             }
         }
+        guard listener || !host.isEmpty else { throw SRTURLError("no host to call (srt://host:port, or mode=listener)") }
     }
 
     /// `%XX` as its byte; anything else as it is (RFC 3986 §2.1).
@@ -78,7 +87,9 @@ public struct SRTURL: Equatable, Sendable {
     }
 
     /// What the log shows: the host and port, never the options.
-    public var shown: String { host.contains(":") ? "srt://[\(host)]:\(port)" : "srt://\(host):\(port)" }
+    public var shown: String {
+        (host.contains(":") ? "srt://[\(host)]:\(port)" : "srt://\(host):\(port)") + (listener ? " (listening)" : "")
+    }
 }
 
 public struct SRTURLError: Error, CustomStringConvertible, Equatable {

@@ -38,9 +38,12 @@ final class DestinationSettingsTests: XCTestCase {
         XCTAssertEqual(target.shown, "srt://truck.example:9000", "never the options")
         settings.passphrase = "short"
         XCTAssertThrowsError(try settings.srtTarget()) { XCTAssertEqual("\($0)", "destination.truck: an SRT passphrase has 10 to 79 characters (not shown)") }
-        for bad in ["srt://host", "srt://host:0", "srt://:9000", "srt://host:9000?mode=listener", "srt://host:9000?foo=1", "srt://host:123456"] {
+        for bad in ["srt://host", "srt://host:0", "srt://:9000", "srt://host:9000?mode=push", "srt://host:9000?foo=1", "srt://host:123456"] {
             XCTAssertThrowsError(try SRTURL(bad), bad)
         }
+        let listening = try SRTURL("srt://:9000?mode=listener")
+        XCTAssertTrue(listening.listener)
+        XCTAssertEqual(listening.shown, "srt://:9000 (listening)")
     }
 
     func testWhatCannotWorkIsSaidWithoutTheKey() {

@@ -126,6 +126,37 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertTrue(refused.first?.contains("Incorrect passphrase") == true, String(refused.first ?? ""))
     }
 
+    /// A studio that pulls: onair listens (mode=listener) and FFmpeg calls it once the
+    /// stream is live; it gets the stream from an IDR, every picture onair says it sent,
+    /// decoded without a word.
+    func testAnSRTListenerLetsAStudioPullTheStream() throws {
+        let port = try NginxOrigin.freePort()
+        let out = try temporaryDirectory("srt-listener")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let onair = try Child(onairBinary(), [
+            "run", "--source", "synthetic", "--listen", "off", "--out", out, "--duration", "8",
+            "--set", "video.quality=medium", "--set", "webrtc.port=off", "--set", "rtsp.port=off",
+            "--set", "destination.studio.url=srt://127.0.0.1:\(port)?mode=listener",
+        ])
+        XCTAssertNotNil(onair.waitForLog("event=destination.connecting name=studio "), onair.stderr)
+        usleep(1_500_000)
+        let received = out + "/pulled.ts"
+        let studio = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "srt://127.0.0.1:\(port)?mode=caller", "-c", "copy", "-f", "mpegts", received],
+                                 seconds: 60)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let log = onair.stderr
+        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=destination.ended name=studio ") }.map(String.init), log)
+        XCTAssertEqual(logValue(ended, "dropped"), "0", "what waited while it listened is not sent, nor counted")
+        let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
+        XCTAssertGreaterThan(frames, 60, ended)
+        let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                                       "stream=nb_read_frames", "-of", "csv=p=0", received])
+        // A transport stream lists its streams under its program too: the first count.
+        XCTAssertEqual(String(decoding: counted.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init), String(frames), studio.stderr)
+        let decoded = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", received, "-f", "null", "-"])
+        XCTAssertEqual(decoded.stderr, "", "ffmpeg decodes it without a word")
+    }
+
     /// A key the server refuses (nginx-rtmp's on_publish asks a test server, which says
     /// 403 to it), a host that does not resolve, a server that stops reading and one that
     /// cuts the connection: each says what happened in one line and tries again, while a
