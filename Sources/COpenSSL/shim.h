@@ -241,6 +241,11 @@ static inline int onair_tls_result(SSL *ssl, int result) {
     case SSL_ERROR_WANT_READ: return ONAIR_TLS_WANT_READ;
     case SSL_ERROR_WANT_WRITE: return ONAIR_TLS_WANT_WRITE;
     case SSL_ERROR_ZERO_RETURN: return 0;
+    case SSL_ERROR_SSL:
+        // A peer that closes without TLS's close_notify has closed all the same (OpenSSL 3
+        // calls it an error); what a user needs to hear is that the server closed it.
+        if (ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) { ERR_clear_error(); return 0; }
+        return ONAIR_TLS_FAILED;
     default: return ONAIR_TLS_FAILED;
     }
 }

@@ -32,8 +32,9 @@ final class DestinationLoop: Sendable {
     /// a second (a cut every 20 s is a second's gap each time), one that fails sooner (a
     /// server that takes the publish and drops it at once) backs off.
     static let steadyNanoseconds: Int64 = 5_000_000_000
-    /// Media captured this long before an outlet went live is not sent to it.
-    static let backlogNanoseconds: Int64 = 500_000_000
+    /// Media captured this long before an outlet went live is not sent to it (a connect
+    /// on a busy board may take a second; a studio may call minutes after).
+    static let backlogNanoseconds: Int64 = 1_500_000_000
 
     init(name: String, kind: String, host: String, shown: String, feed: LiveFeed, log: Log, open: @escaping Open) throws {
         self.name = name

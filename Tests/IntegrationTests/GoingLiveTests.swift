@@ -158,18 +158,24 @@ final class GoingLiveTests: XCTestCase {
     }
 
     /// A key the server refuses (nginx-rtmp's on_publish asks a test server, which says
-    /// 403 to it), a host that does not resolve, a server that stops reading and one that
-    /// cuts the connection: each says what happened in one line and tries again, while a
-    /// good destination beside them, the HTTP origin and the recording lose nothing.
+    /// 403 to it), a host that does not resolve, a server that stops reading and an RTMPS
+    /// one whose connection is cut: each says what happened in one line and tries again,
+    /// while an RTMP and an SRT destination beside them, the HTTP origin and the
+    /// recording lose nothing.
     func testFaultyDestinationsTouchNothingElse() throws {
         let keys = try RecordingServer(status: { String(decoding: $0.body, as: UTF8.self).contains("name=goodkey") ? 200 : 403 })
         defer { keys.stop() }
-        let nginx = try NginxRTMP(keyCheck: keys.port)
+        let nginx = try NginxRTMP(tls: true, keyCheck: keys.port)
         defer { nginx.stop() }
         let stalled = try TCPFaultProxy(upstream: nginx.port)
         defer { stalled.stop() }
-        let cut = try TCPFaultProxy(upstream: nginx.port)
+        let cut = try TCPFaultProxy(upstream: try XCTUnwrap(nginx.tlsPort))
         defer { cut.stop() }
+        let srtPort = try NginxOrigin.freePort()
+        let received = try temporaryDirectory("destination-faults-srt") + "/received.ts"
+        defer { try? FileManager.default.removeItem(atPath: (received as NSString).deletingLastPathComponent) }
+        let srt = try Child("/usr/bin/ffmpeg", ["-v", "error", "-i", "srt://127.0.0.1:\(srtPort)?mode=listener", "-c", "copy", "-f", "mpegts", received])
+        usleep(500_000)
         let origin = try NginxOrigin()
         defer { origin.stop() }
         let out = try temporaryDirectory("destination-faults")
@@ -182,8 +188,9 @@ final class GoingLiveTests: XCTestCase {
             "--set", "destination.wrongkey.url=rtmp://127.0.0.1:\(nginx.port)/keyed", "--set", "destination.wrongkey.key=badkey",
             "--set", "destination.nohost.url=rtmp://no-such-host.invalid/live/x",
             "--set", "destination.stalled.url=rtmp://127.0.0.1:\(stalled.port)/live/stalled",
-            "--set", "destination.cut.url=rtmp://127.0.0.1:\(cut.port)/live/cut",
-        ])
+            "--set", "destination.cut.url=rtmps://localhost:\(cut.port)/live/cut",
+            "--set", "destination.srt.url=srt://127.0.0.1:\(srtPort)",
+        ], environment: ["SSL_CERT_FILE": nginx.caFile])
         let port = try onair.listeningPort()
         XCTAssertNotNil(onair.waitForLog("event=destination.live name=stalled "), onair.stderr)
         stalled.mode = .stall
@@ -192,10 +199,12 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertNotNil(onair.waitForLog("event=destination.failed name=nohost "), onair.stderr)
         let status = try apiStatus(port: port)
         let listed = try XCTUnwrap(status["destinations"] as? [[String: Any]], "\(status)")
-        XCTAssertEqual(listed.compactMap { $0["name"] as? String }, ["cut", "good", "nohost", "stalled", "wrongkey"])
+        XCTAssertEqual(listed.compactMap { $0["name"] as? String }, ["cut", "good", "nohost", "srt", "stalled", "wrongkey"])
         let byName = Dictionary(uniqueKeysWithValues: listed.map { ($0["name"] as? String ?? "", $0) })
         XCTAssertEqual(byName["good"]?["state"] as? String, "live", "\(listed)")
         XCTAssertEqual(byName["good"]?["kind"] as? String, "rtmp")
+        XCTAssertEqual(byName["cut"]?["kind"] as? String, "rtmps")
+        XCTAssertEqual(byName["srt"]?["kind"] as? String, "srt")
         XCTAssertTrue((byName["nohost"]?["last_error"] as? String)?.contains("cannot resolve") == true, "\(listed)")
         XCTAssertTrue(["retrying", "connecting"].contains(byName["nohost"]?["state"] as? String ?? ""), "\(listed)")
         let metrics = String(decoding: try HTTPClient.request(port: port, "/metrics").body, as: UTF8.self)
@@ -236,6 +245,16 @@ final class GoingLiveTests: XCTestCase {
         let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
                                                        "stream=nb_read_frames", "-of", "csv=p=0", file])
         XCTAssertEqual(String(decoding: counted.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), String(frames))
+        _ = srt.wait(seconds: 30)
+        // Six destinations connect at once here: the SRT one may go live after the first
+        // IDR, and begin at the next; the listener gets every picture onair sent it.
+        let srtEnded = try XCTUnwrap(lines("ended", "srt").first, log)
+        XCTAssertEqual(logValue(srtEnded, "dropped"), "0", srtEnded)
+        let srtFrames = try XCTUnwrap(logValue(srtEnded, "frames"))
+        XCTAssertGreaterThan(Int(srtFrames) ?? 0, frames - 60, srtEnded)
+        let srtCounted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                                          "stream=nb_read_frames", "-of", "csv=p=0", received])
+        XCTAssertEqual(String(decoding: srtCounted.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init), srtFrames)
         let recording = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init), log)
         XCTAssertEqual(logValue(recording, "frames"), String(frames), recording)
         XCTAssertTrue(log.contains("event=publish.drained"), log)

@@ -212,6 +212,28 @@ final class PublishSessionTests: XCTestCase {
         }
     }
 
+    /// A server that lies in its AMF replies: a stream id that is not one, a publish
+    /// start before the publish, answers to transactions never asked, replies with no
+    /// arguments. Each is ignored or said in words; none goes live before the publish.
+    func testAServerThatLiesInItsRepliesIsNotBelieved() throws {
+        for streamID: AMF0Value in [.string("1"), .number(-1), .number(1.5), .number(Double(1 << 40)), .number(.nan), .null] {
+            var session = PublishSession(url: try RTMPURL("rtmp://127.0.0.1/live"), key: "k")
+            var server = Server()
+            let c0c1 = session.start(time: 0, random: [])
+            _ = try server.read(try session.received([3] + [UInt8](repeating: 1, count: 1536) + c0c1.dropFirst()).send)
+            // Answers nothing asked, an early "publish started": nothing happens.
+            for lie in [[.string("_result"), .number(99), .null, .number(1)], [.string("_result")], [.number(3)],
+                        [.string("onStatus"), .number(0), .null, .object([("code", .string("NetStream.Publish.Start"))])]] as [[AMF0Value]] {
+                XCTAssertEqual(try session.received(server.command(lie)).events, [], "\(lie)")
+            }
+            XCTAssertNotEqual(session.state, .live)
+            _ = try session.received(server.command([.string("_result"), .number(1), .null, .null]))
+            XCTAssertThrowsError(try session.received(server.command([.string("_result"), .number(4), .null, streamID])), "\(streamID)") {
+                XCTAssertEqual("\($0)", "createStream's answer has no stream id")
+            }
+        }
+    }
+
     /// Ping requests are answered, and the server's window acknowledged.
     func testPingsAreAnsweredAndTheWindowAcknowledged() throws {
         var session = PublishSession(url: try RTMPURL("rtmp://127.0.0.1:1935/live"), key: "k")
