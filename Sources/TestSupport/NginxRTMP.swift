@@ -60,17 +60,9 @@ public final class NginxRTMP {
                 }
             }
             """
-        try config.write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", work + "/nginx.conf", "-e", work + "/error.log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<100 {
-            if NginxOrigin.accepts(port), tlsPort.map(NginxOrigin.accepts) ?? true { return }
-            usleep(50_000)
+        try NginxOrigin.launch(process, config: config, work: work) { [port, tlsPort] in
+            NginxOrigin.accepts(port) && (tlsPort.map(NginxOrigin.accepts) ?? true)
         }
-        throw HTTPClient.Failure(description: "nginx-rtmp did not start: \(log)")
     }
 
     /// nginx's log: each connect, publish and deleteStream.

@@ -66,26 +66,33 @@ public final class RecordingServer: @unchecked Sendable {
 
     public init(reply: @escaping @Sendable (Request) -> Reply) throws {
         self.respond = reply
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        (listener, port) = try Self.listen()
+        let acceptor = WorkerThread(name: "test-origin") { [self] in acceptLoop() }
+        state.withLock { $0.threads[-1] = acceptor }
+    }
+
+    public var requests: [Request] { state.withLock { $0.recorded } }
+
+    /// A TCP socket listening on a free loopback port, and the port; `receiveBuffer`: its
+    /// SO_RCVBUF, which the connections it accepts inherit.
+    static func listen(receiveBuffer: Int32? = nil) throws -> (Int32, UInt16) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        if var size = receiveBuffer { setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                guard bind(listener, pointer, length) == 0, listen(listener, 16) == 0 else { return -1 }
+                guard bind(listener, pointer, length) == 0, Glibc.listen(listener, 16) == 0 else { return -1 }
                 return getsockname(listener, pointer, &length)
             }
         }
-        guard bound == 0 else { throw HTTPClient.Failure(description: "cannot listen: errno \(errno)") }
-        port = UInt16(bigEndian: address.sin_port)
-        let acceptor = WorkerThread(name: "test-origin") { [self] in acceptLoop() }
-        state.withLock { $0.threads[-1] = acceptor }
+        guard bound == 0 else { close(listener); throw HTTPClient.Failure(description: "cannot listen: errno \(errno)") }
+        return (listener, UInt16(bigEndian: address.sin_port))
     }
-
-    public var requests: [Request] { state.withLock { $0.recorded } }
 
     /// Stops listening, ends every connection (a stall or a throttled transfer at once)
     /// and joins the server's threads.
@@ -261,23 +268,28 @@ public final class NginxOrigin {
                 }
             }
             """
+        try Self.launch(process, config: config, work: work) { [port] in tls ? Self.accepts(port) : (try? HTTPClient.request(port: port, "/")) != nil }
+    }
+
+    public func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: work)
+    }
+
+    /// Debian's nginx on `config` (written into `work`, its log there), returning once
+    /// `ready` says so (within five seconds).
+    static func launch(_ process: Process, config: String, work: String, ready: () -> Bool) throws {
         try config.write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", work + "/nginx.conf", "-e", work + "/error.log"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Ready once it accepts connections.
         for _ in 0..<100 {
-            if tls ? Self.accepts(port) : (try? HTTPClient.request(port: port, "/")) != nil { return }
+            if ready() { return }
             usleep(50_000)
         }
         throw HTTPClient.Failure(description: "nginx did not start: \((try? String(contentsOfFile: work + "/error.log", encoding: .utf8)) ?? "")")
-    }
-
-    public func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: work)
     }
 
     static func accepts(_ port: UInt16) -> Bool {

@@ -24,23 +24,9 @@ public final class TCPFaultProxy: @unchecked Sendable {
 
     public init(upstream: UInt16) throws {
         self.upstream = upstream
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         // Small windows (inherited by what it accepts): a stall fills the client's socket
         // within a second, as a server across the world would, not after megabytes.
-        var small: Int32 = 16_384
-        setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                guard bind(listener, pointer, length) == 0, listen(listener, 16) == 0 else { return -1 }
-                return getsockname(listener, pointer, &length)
-            }
-        }
-        guard bound == 0 else { throw HTTPClient.Failure(description: "cannot listen: errno \(errno)") }
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try RecordingServer.listen(receiveBuffer: 16_384)
         let acceptor = WorkerThread(name: "test-tcp-proxy") { [self] in acceptLoop() }
         state.withLock { $0.threads.append(acceptor) }
     }
