@@ -31,7 +31,7 @@ final class GoingLiveTests: XCTestCase {
         ], environment: ["SSL_CERT_FILE": nginx.caFile])
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         let log = onair.stderr
-        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let ended = try XCTUnwrap(logLines(log, "event=stream.ended").first, log)
         let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
         let repeated = Int(logValue(ended, "repeated") ?? "") ?? -1, skipped = Int(logValue(ended, "skipped") ?? "") ?? -1
         XCTAssertFalse(log.contains("plain") && log.contains("key=plain"), "the key is never logged")
@@ -56,13 +56,13 @@ final class GoingLiveTests: XCTestCase {
             XCTAssertTrue(steps.allSatisfy { $0 >= 0 }, "\(name): in order: \(steps)")
             XCTAssertLessThanOrEqual(steps.filter { $0 != step }.count, 2 * repeated + skipped, "\(name): consecutive: \(Dictionary(grouping: steps, by: { $0 }).mapValues(\.count)) \(steps)")
             assertEveryFlashHasItsBeep(m, name, context: log)
-            let endedLine = log.split(separator: "\n").first { $0.contains("event=destination.ended name=\(name) ") }.map(String.init) ?? ""
+            let endedLine = logLines(log, "event=destination.ended name=\(name) ").first ?? ""
             XCTAssertEqual(logValue(endedLine, "frames"), String(frames), endedLine)
             XCTAssertEqual(logValue(endedLine, "dropped"), "0", endedLine)
         }
         // FCUnpublish and deleteStream: nginx-rtmp logs the second for each broadcast.
         XCTAssertGreaterThanOrEqual(nginx.log.components(separatedBy: "deleteStream").count - 1, 2, nginx.log)
-        let refused = log.split(separator: "\n").filter { $0.contains("event=destination.failed name=wrongname ") }
+        let refused = logLines(log, "event=destination.failed name=wrongname ")
         XCTAssertGreaterThanOrEqual(refused.count, 2, "refused, and tried again\n\(log)")
         XCTAssertTrue(refused.first?.contains("certificate not trusted") == true || refused.first?.contains("mismatch") == true,
                       String(refused.first ?? ""))
@@ -89,7 +89,7 @@ final class GoingLiveTests: XCTestCase {
         _ = FileManager.default.createFile(atPath: asSent, contents: nil)
         let writer = try Child("/bin/sh", ["-c", "exec /usr/bin/srt-live-transmit -q 'srt://:\(raw)?mode=listener' file://con > \(asSent)"])
         defer { writer.signal(SIGTERM); _ = writer.wait() }
-        usleep(500_000)
+        for listening in [port, locked, raw] { XCTAssertTrue(waitForUDPPort(listening), "a receiver listens on \(listening)") }
         let out = try temporaryDirectory("srt-onair")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let onair = try Child(onairBinary(), [
@@ -103,7 +103,7 @@ final class GoingLiveTests: XCTestCase {
         _ = receiver.wait(seconds: 30)
         let log = onair.stderr
         XCTAssertFalse(log.contains("not-the-right-one"), "the passphrase is never logged")
-        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let ended = try XCTUnwrap(logLines(log, "event=stream.ended").first, log)
         let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
         // What onair sent, as srt-live-transmit wrote it (its last block of 4 KiB may not
         // reach the file when the call ends: whole packets are checked).
@@ -119,9 +119,9 @@ final class GoingLiveTests: XCTestCase {
         let m = try measure(received, scratch: scratch + "/m", firstAudioFrame: nil)
         XCTAssertEqual(m.indices.count, frames, "every picture")
         assertEveryFlashHasItsBeep(m, "srt", context: log)
-        let studio = log.split(separator: "\n").first { $0.contains("event=destination.ended name=studio ") }.map(String.init) ?? ""
+        let studio = logLines(log, "event=destination.ended name=studio ").first ?? ""
         XCTAssertEqual(logValue(studio, "frames"), String(frames), studio)
-        let refused = log.split(separator: "\n").filter { $0.contains("event=destination.failed name=locked ") }
+        let refused = logLines(log, "event=destination.failed name=locked ")
         XCTAssertGreaterThanOrEqual(refused.count, 2, log)
         XCTAssertTrue(refused.first?.contains("Incorrect passphrase") == true, String(refused.first ?? ""))
     }
@@ -139,20 +139,17 @@ final class GoingLiveTests: XCTestCase {
             "--set", "destination.studio.url=srt://127.0.0.1:\(port)?mode=listener",
         ])
         XCTAssertNotNil(onair.waitForLog("event=destination.connecting name=studio "), onair.stderr)
-        usleep(1_500_000)
+        XCTAssertTrue(waitForUDPPort(port), "onair listens\n" + onair.stderr)
         let received = out + "/pulled.ts"
         let studio = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", "srt://127.0.0.1:\(port)?mode=caller", "-c", "copy", "-f", "mpegts", received],
                                  seconds: 60)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         let log = onair.stderr
-        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=destination.ended name=studio ") }.map(String.init), log)
+        let ended = try XCTUnwrap(logLines(log, "event=destination.ended name=studio ").first, log)
         XCTAssertEqual(logValue(ended, "dropped"), "0", "what waited while it listened is not sent, nor counted")
         let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
         XCTAssertGreaterThan(frames, 60, ended)
-        let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
-                                                       "stream=nb_read_frames", "-of", "csv=p=0", received])
-        // A transport stream lists its streams under its program too: the first count.
-        XCTAssertEqual(String(decoding: counted.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init), String(frames), studio.stderr)
+        XCTAssertEqual(try videoFrames(received), frames, studio.stderr)
         let decoded = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", received, "-f", "null", "-"])
         XCTAssertEqual(decoded.stderr, "", "ffmpeg decodes it without a word")
     }
@@ -175,7 +172,7 @@ final class GoingLiveTests: XCTestCase {
         let received = try temporaryDirectory("destination-faults-srt") + "/received.ts"
         defer { try? FileManager.default.removeItem(atPath: (received as NSString).deletingLastPathComponent) }
         let srt = try Child("/usr/bin/ffmpeg", ["-v", "error", "-i", "srt://127.0.0.1:\(srtPort)?mode=listener", "-c", "copy", "-f", "mpegts", received])
-        usleep(500_000)
+        XCTAssertTrue(waitForUDPPort(srtPort), "FFmpeg listens")
         let origin = try NginxOrigin()
         defer { origin.stop() }
         let out = try temporaryDirectory("destination-faults")
@@ -216,9 +213,7 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertNotNil(onair.waitForLog("event=destination.failed name=cut ", seconds: 10), onair.stderr)
         XCTAssertEqual(onair.wait().status, 0, onair.stderr)
         let log = onair.stderr
-        func lines(_ event: String, _ name: String) -> [String] {
-            log.split(separator: "\n").filter { $0.contains("event=destination.\(event) name=\(name) ") }.map(String.init)
-        }
+        func lines(_ event: String, _ name: String) -> [String] { logLines(log, "event=destination.\(event) name=\(name) ") }
         XCTAssertFalse(log.contains("badkey") || log.contains("goodkey"), "keys are never logged")
 
         let wrongKey = lines("failed", "wrongkey")
@@ -236,15 +231,13 @@ final class GoingLiveTests: XCTestCase {
 
         // Beside them: the good destination got every picture, the recording and the origin
         // every segment.
-        let ended = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=stream.ended") }.map(String.init), log)
+        let ended = try XCTUnwrap(logLines(log, "event=stream.ended").first, log)
         let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
         let good = try XCTUnwrap(lines("ended", "good").first, log)
         XCTAssertEqual(logValue(good, "frames"), String(frames), good)
         XCTAssertEqual(logValue(good, "dropped"), "0", good)
         let file = try XCTUnwrap(nginx.files("goodkey").first, nginx.log)
-        let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
-                                                       "stream=nb_read_frames", "-of", "csv=p=0", file])
-        XCTAssertEqual(String(decoding: counted.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), String(frames))
+        XCTAssertEqual(try videoFrames(file), frames)
         _ = srt.wait(seconds: 30)
         // Six destinations connect at once here: the SRT one may go live after the first
         // IDR, and begin at the next; the listener gets every picture onair sent it.
@@ -252,12 +245,18 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertEqual(logValue(srtEnded, "dropped"), "0", srtEnded)
         let srtFrames = try XCTUnwrap(logValue(srtEnded, "frames"))
         XCTAssertGreaterThan(Int(srtFrames) ?? 0, frames - 60, srtEnded)
-        let srtCounted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
-                                                          "stream=nb_read_frames", "-of", "csv=p=0", received])
-        XCTAssertEqual(String(decoding: srtCounted.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init), srtFrames)
-        let recording = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("event=recording.ended") }.map(String.init), log)
+        XCTAssertEqual(try videoFrames(received).map(String.init), srtFrames)
+        let recording = try XCTUnwrap(logLines(log, "event=recording.ended").first, log)
         XCTAssertEqual(logValue(recording, "frames"), String(frames), recording)
         XCTAssertTrue(log.contains("event=publish.drained"), log)
         try assertOriginMatches(out, origin, prefix: "live/cam1/")
+    }
+
+    /// The pictures ffprobe decodes in `file` (a transport stream lists its streams under
+    /// its program too: the first count).
+    func videoFrames(_ file: String) throws -> Int? {
+        let counted = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                                       "stream=nb_read_frames", "-of", "csv=p=0", file])
+        return String(decoding: counted.stdout, as: UTF8.self).split(separator: "\n").first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 }

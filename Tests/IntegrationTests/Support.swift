@@ -113,6 +113,27 @@ func logValue(_ line: String, _ key: String) -> String? {
     return nil
 }
 
+/// The lines of an onair log holding `text` (an event and its first fields: `event=destination.live name=yt `), in order.
+func logLines(_ log: String, _ text: String) -> [String] {
+    log.split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+}
+
+/// Waits until something listens on UDP `port` of this machine (an SRT listener: no
+/// connection tells), as /proc/net/udp and udp6 say; false after `seconds`.
+func waitForUDPPort(_ port: UInt16, seconds: Double = 20) -> Bool {
+    let hex = ":" + String(format: "%04X", port) + " "
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+            let lines = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
+            // local_address is the second column: ADDRESS:PORT in hex.
+            if lines.contains(where: { $0.split(separator: " ").dropFirst().first.map { ($0 + " ").hasSuffix(hex) } ?? false }) { return true }
+        }
+        usleep(50_000)
+    }
+    return false
+}
+
 /// `GET /api/status` of the onair on `port`, as JSON.
 func apiStatus(port: UInt16) throws -> [String: Any] {
     try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try HTTPClient.request(port: port, "/api/status").body)) as? [String: Any])
