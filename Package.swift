@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(name: "ExportTests", dependencies: ["Export", "Fetch", "Threading", "Files", "HLS", "Logging", "Media", "Server", "Streaming", "Publishing", "Codecs",
                                                    "Devices", "TestSupport", "Layout", "Spool"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
-        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics"]),
+        .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics", "System"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
         .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),

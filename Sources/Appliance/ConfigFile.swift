@@ -153,6 +153,9 @@ public enum ConfigFile {
         "passphrase": { $0.passphrase = $1.isEmpty ? nil : $1 },
         "latency_ms": { $0.latencyMs = try integer($1, 20...8000) },
         "enabled": { $0.enabled = try boolean($1) },
+        // Counted from 1 (the top) as the console names rungs; checked against the ladder
+        // when the run starts (Pipeline.openDestinations).
+        "rung": { $0.rung = try integer($1, 1...LadderSetting.maximumRungs) - 1 },
         "preset": {
             guard let platform = Platform.named($1) else {
                 throw ConfigError.expected("one of \(Platform.all.map(\.name).joined(separator: ", "))", got: quoted($1))

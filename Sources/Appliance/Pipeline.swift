@@ -291,19 +291,27 @@ final class Pipeline: Sendable {
     }
 
     /// Every enabled destination, reading the feed from now on (a stream that begins with
-    /// the camera's first frame is theirs from its start); what a platform's preset asks
-    /// that the stream does not meet is said once, here.
+    /// the camera's first frame is theirs from its start); a rung the ladder does not have,
+    /// and what a platform's preset asks that its rung does not meet, are said once, here.
     private static func openDestinations(_ settings: Settings, profile: LiveProfile, feed: LiveFeed, log: Log) -> Destinations? {
-        let enabled = settings.destinations.values.filter(\.enabled)
+        var enabled = settings.destinations.values.filter(\.enabled)
         guard !enabled.isEmpty else { return nil }
-        for destination in enabled {
+        let rungs = profile.rungSettings
+        for index in enabled.indices {
+            var destination = enabled[index]
+            if destination.rung >= rungs.count {
+                log(.destinationUnsuited, level: .warn, ("name", destination.name),
+                    ("problem", "rung \(destination.rung + 1), but video.ladder has \(rungs.count == 1 ? "one rung" : "\(rungs.count) rungs"): it sends the lowest"))
+                destination.rung = rungs.count - 1
+                enabled[index] = destination
+            }
             guard let platform = destination.preset else { continue }
             let problems = platform.problems(keyframeSeconds: Double(profile.segmentTicks) / Double(Timescale.video),
-                                             videoBitrate: profile.output.video.bitrate, audioBitrate: profile.output.audio?.bitrate,
+                                             videoBitrate: rungs[destination.rung].bitrate, audioBitrate: profile.output.audio?.bitrate,
                                              sampleRate: profile.output.audio?.sampleRate)
             for problem in problems { log(.destinationUnsuited, level: .warn, ("name", destination.name), ("problem", problem)) }
         }
-        return Destinations(Array(enabled), feed: feed, log: log)
+        return Destinations(enabled, feed: feed, log: log)
     }
 
     /// The /status plots: a sample every five seconds (a task on the control scheduler).

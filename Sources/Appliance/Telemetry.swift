@@ -166,7 +166,8 @@ struct StatusSnapshot {
             "destinations": destinations.map { destination in
                 JSON.fields(["name": destination.name, "kind": destination.kind, "host": destination.host, "state": destination.state.rawValue,
                              "bits_per_second": destination.bitsPerSecond, "bytes": destination.totalBytes, "frames": destination.totalFrames,
-                             "dropped_frames": destination.totalDropped, "reconnects": destination.reconnects, "last_error": destination.lastError])
+                             "dropped_frames": destination.totalDropped, "reconnects": destination.reconnects, "last_error": destination.lastError,
+                             "rung": destination.rung + 1, "rung_sent": destination.rungSent.map { $0 + 1 }])
             },
             "unavailable": unavailable.map { JSON.fields(["key": $0.key, "device": $0.device, "problem": $0.problem]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,

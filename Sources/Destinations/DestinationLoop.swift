@@ -14,6 +14,8 @@ final class DestinationLoop: Sendable {
     typealias Open = @Sendable (_ stream: RealTimeStream, _ wake: WakePipe, _ stopped: () -> Bool) throws -> Outlet
 
     let name: String
+    /// The quality ladder's rung it sends (0: the top, as configured).
+    private let rung: Int
     /// What the log says it connects to (never a key or a passphrase).
     private let shown: String
     private let open: Open
@@ -36,14 +38,15 @@ final class DestinationLoop: Sendable {
     /// on a busy board may take a second; a studio may call minutes after).
     static let backlogNanoseconds: Int64 = 1_500_000_000
 
-    init(name: String, kind: String, host: String, shown: String, feed: LiveFeed, log: Log, open: @escaping Open) throws {
+    init(name: String, kind: String, host: String, shown: String, rung: Int = 0, feed: LiveFeed, log: Log, open: @escaping Open) throws {
         self.name = name
+        self.rung = rung
         self.shown = shown
         self.open = open
         self.feed = feed
         self.log = log
         pipe = try WakePipe()
-        status = Locked(DestinationStatus(name: name, kind: kind, host: host))
+        status = Locked(DestinationStatus(name: name, kind: kind, host: host, rung: rung))
     }
 
     func start() {
@@ -56,13 +59,15 @@ final class DestinationLoop: Sendable {
     func stop() { thread.stop(waking: pipe.wake) }
 
     private func run() {
-        let reader = feed.join("destination.\(name)", wants: [.streams, .pictures, .aac], capacity: Self.capacity, wake: pipe.wake)
+        let reader = feed.join("destination.\(name)", wants: [.streams, .pictures, .aac], rung: rung, capacity: Self.capacity,
+                               wake: pipe.wake)
         defer { feed.leave(reader) }
         var stream = feed.now.stream
         var outlet: Outlet?
         var attempts = 0
         var retryAt: Int64 = 0
         var lastDropLog: Int64 = 0
+        var sentRung: Int?
 
         func count(_ outlet: Outlet) {
             status.withLock {
@@ -145,6 +150,11 @@ final class DestinationLoop: Sendable {
                 // What was captured well before the outlet went live waited in the ring
                 // while it connected (or listened): not sent, the stream begins now.
                 case .picture(let picture):
+                    if picture.isSync, picture.picture.rung != sentRung {
+                        // A rung the heat left out, or back: the size changes at this IDR.
+                        sentRung = picture.picture.rung
+                        status.withLock { $0.rungSent = picture.picture.rung }
+                    }
                     if let outlet, picture.captureTime >= outlet.began - Self.backlogNanoseconds { dropped += outlet.picture(picture) }
                 case .sound(let sound):
                     if let outlet, sound.sound.captureTime >= outlet.began - Self.backlogNanoseconds { dropped += outlet.sound(sound) }

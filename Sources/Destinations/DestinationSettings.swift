@@ -19,6 +19,10 @@ public struct DestinationSettings: Sendable, Equatable {
     public var latencyMs: Int?
     public var enabled = true
     public var preset: Platform?
+    /// The rung of the quality ladder (`video.ladder`) it sends, 0 the top (onair.conf
+    /// counts from 1): a platform that takes less than the top rung's bit rate gets a
+    /// smaller picture from the same encoders, with no encoder of its own.
+    public var rung = 0
 
     public init(name: String) { self.name = name }
 
@@ -140,7 +144,7 @@ public struct Platform: Sendable, Equatable {
             problems.append("a keyframe every \(Self.seconds(keyframeSeconds)) s, \(name) asks for one at least every \(Self.seconds(self.keyframeSeconds)) s (hls.segment_seconds)")
         }
         if videoBitrate > self.videoBitrate {
-            problems.append("video at \(videoBitrate / 1000) kbit/s, \(name) takes at most \(self.videoBitrate / 1000) (video.bitrate)")
+            problems.append("video at \(videoBitrate / 1000) kbit/s, \(name) takes at most \(self.videoBitrate / 1000) (video.bitrate, or the destination's rung of video.ladder)")
         }
         if let audioBitrate, audioBitrate > self.audioBitrate {
             problems.append("AAC at \(audioBitrate / 1000) kbit/s, \(name) takes at most \(self.audioBitrate / 1000) (audio.bitrate)")

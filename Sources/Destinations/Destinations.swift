@@ -20,6 +20,11 @@ public struct DestinationStatus: Sendable, Equatable {
     public var kind: String
     /// The server's host (the URL's, never the key).
     public var host: String
+    /// The quality ladder's rung it asked for (0: the top, as configured), and the one
+    /// whose pictures it takes now (a lower one while the heat leaves its own out; nil
+    /// before the first).
+    public var rung: Int
+    public internal(set) var rungSent: Int?
     public var state = State.idle
     /// Connections made again after one failed, over the run.
     public var reconnects = 0
@@ -34,10 +39,11 @@ public struct DestinationStatus: Sendable, Equatable {
     public internal(set) var bitsPerSecond = 0
     var rateSample = (at: Int64(0), bytes: 0)
 
-    init(name: String, kind: String, host: String) {
+    init(name: String, kind: String, host: String, rung: Int = 0) {
         self.name = name
         self.kind = kind
         self.host = host
+        self.rung = rung
     }
 
     public var totalBytes: Int { bytesSent + current.bytes }
@@ -76,13 +82,14 @@ public final class Destinations: Sendable {
     private static func loop(_ destination: DestinationSettings, feed: LiveFeed, log: Log) throws -> DestinationLoop {
         if destination.isSRT {
             let target = try destination.srtTarget()
-            return try DestinationLoop(name: destination.name, kind: "srt", host: target.host, shown: target.shown, feed: feed, log: log) {
+            return try DestinationLoop(name: destination.name, kind: "srt", host: target.host, shown: target.shown, rung: destination.rung,
+                                       feed: feed, log: log) {
                 stream, wake, stopped in try SRTOutlet.open(target, stream: stream, wake: wake, stopped: stopped)
             }
         }
         let (url, key) = try destination.target()
         return try DestinationLoop(name: destination.name, kind: url.secure ? "rtmps" : "rtmp", host: url.host, shown: url.tcURL,
-                                   feed: feed, log: log) { stream, wake, stopped in
+                                   rung: destination.rung, feed: feed, log: log) { stream, wake, stopped in
             try RTMPOutlet.open(url: url, key: key, stream: stream, wake: wake, stopped: stopped)
         }
     }

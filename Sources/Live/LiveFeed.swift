@@ -4,8 +4,9 @@ import RTP
 import Threading
 
 /// The live stream, published once by the live output and read by every output that joins
-/// it at run time (the HLS packager, WebRTC's viewers, RTSP's clients, a destination): the
-/// top rung's pictures, the AAC, and the microphone's sound for readers that encode it
+/// it at run time (the HLS packager, WebRTC's viewers, RTSP's clients, a destination): each
+/// rung's pictures to the readers of that rung (the top, unless a reader asks for a lower
+/// one), the AAC, and the microphone's sound for readers that encode it
 /// themselves, in real time; and for complete readers (the HLS packager) every encoded
 /// sample of every rung, the stream's changes and its end, never lost.
 /// What it is now (the stream, its parameter sets, the microphone's format) can be asked
@@ -66,8 +67,11 @@ public final class LiveFeed: Sendable {
 
     /// A reader from the next item published on: `capacity` items are held for it, and
     /// `wake` is called (on the publishing thread, which it must not hold) when some are.
-    public func join(_ name: String, wants: LiveReader.Wants, capacity: Int, wake: @escaping @Sendable () -> Void) -> LiveReader {
-        let reader = LiveReader(name: name, wants: wants, capacity: capacity, wake: wake)
+    /// `rung`: the quality ladder's rung whose pictures it takes (a destination may ask for
+    /// a lower one than the top).
+    public func join(_ name: String, wants: LiveReader.Wants, rung: Int = 0, capacity: Int,
+                     wake: @escaping @Sendable () -> Void) -> LiveReader {
+        let reader = LiveReader(name: name, wants: wants, rung: rung, capacity: capacity, wake: wake)
         changeReaders { $0.append(reader) }
         return reader
     }
@@ -161,22 +165,25 @@ public final class LiveFeed: Sendable {
         if let failure { throw failure }
     }
 
+    /// A picture of one rung, to the readers of that rung (`RealTimePicture.isFor`); the
+    /// highest rung encoded is the stream's now (its parameter sets are `now`'s).
     public func publish(_ picture: RealTimePicture) {
-        let wanted = state.withLock { state -> LiveReader.Wants in
-            if picture.isSync, state.now.stream != nil, !picture.sps.isEmpty, !picture.pps.isEmpty {
+        let readers = state.withLock { state -> [LiveReader] in
+            if picture.isSync, picture.rung == picture.topRung, state.now.stream != nil, !picture.sps.isEmpty, !picture.pps.isEmpty {
                 state.now.sps = picture.sps
                 state.now.pps = picture.pps
             }
-            return state.wanted
+            guard state.wanted.contains(.pictures) else { return [] }
+            return state.readers.filter { picture.isFor(rung: $0.rung) }
         }
-        guard wanted.contains(.pictures) else { return }
+        guard !readers.isEmpty else { return }
         var payloads: [[UInt8]] = []
-        if wanted.contains(.rtp) {
+        if readers.contains(where: { $0.wants.isSuperset(of: [.pictures, .rtp]) }) {
             guard let units = try? H264.splitLengthPrefixed(picture.accessUnit) else { return }
             payloads = packetizer.payloads(units, parameterSets: picture.isSync ? [picture.sps, picture.pps] : [])
         }
         distribute(.picture(LivePicture(picture: picture, payloads: payloads, rtpTimestamp: RTPClock.video(picture.captureTime))),
-                   kind: .pictures)
+                   kind: .pictures, to: readers)
     }
 
     /// The live stream's AAC as encoded.
@@ -202,7 +209,7 @@ public final class LiveFeed: Sendable {
         for packet in packets { distribute(.opus(packet), kind: .opus) }
     }
 
-    private func distribute(_ item: LiveItem, kind: LiveReader.Wants) {
-        for reader in state.withLock({ $0.readers }) where reader.offer(item, kind: kind) { reader.wake() }
+    private func distribute(_ item: LiveItem, kind: LiveReader.Wants, to readers: [LiveReader]? = nil) {
+        for reader in readers ?? state.withLock({ $0.readers }) where reader.offer(item, kind: kind) { reader.wake() }
     }
 }

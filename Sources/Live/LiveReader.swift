@@ -12,7 +12,8 @@ public final class LiveReader: Sendable {
     public struct Wants: OptionSet, Sendable, Hashable {
         public let rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
-        /// The top rung's pictures.
+        /// The pictures of the reader's rung (`LiveReader.rung`; the highest encoded one
+        /// while its own is left out).
         public static let pictures = Wants(rawValue: 1)
         /// The live AAC.
         public static let aac = Wants(rawValue: 2)
@@ -37,6 +38,11 @@ public final class LiveReader: Sendable {
     }
 
     public let name: String
+    /// The rung of the quality ladder whose pictures it takes (0: the top, as configured).
+    /// While the rung is left out (the heat, or the cost check) it takes the highest one
+    /// encoded, which begins at an IDR (every rung's IDRs fall on the same frames, and
+    /// rungs change only at one); its size may change there.
+    public let rung: Int
     let capacity: Int
     let wake: @Sendable () -> Void
     private let state: Condition<Ring>
@@ -53,8 +59,9 @@ public final class LiveReader: Sendable {
         var done = false
     }
 
-    init(name: String, wants: Wants, capacity: Int, wake: @escaping @Sendable () -> Void) {
+    init(name: String, wants: Wants, rung: Int, capacity: Int, wake: @escaping @Sendable () -> Void) {
         self.name = name
+        self.rung = max(0, rung)
         self.capacity = max(1, capacity)
         self.wake = wake
         state = Condition(Ring(wants: wants))

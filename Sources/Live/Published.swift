@@ -14,14 +14,27 @@ public struct RealTimePicture: Sendable {
     /// receiver that joined late has no other way to learn them).
     public var sps: [UInt8]
     public var pps: [UInt8]
+    /// Its rung of the quality ladder as configured (0: the top, `output.video`; a stream
+    /// without a ladder has only that one).
+    public var rung: Int
+    /// The highest rung encoded when it was made: the rungs above it are left out (by the
+    /// thermal ladder, or by the cost check at the start), and a reader that asked for one
+    /// of them gets this one's pictures instead.
+    public var topRung: Int
 
-    public init(accessUnit: [UInt8], captureTime: Int64, isSync: Bool, sps: [UInt8], pps: [UInt8]) {
+    public init(accessUnit: [UInt8], captureTime: Int64, isSync: Bool, sps: [UInt8], pps: [UInt8], rung: Int = 0, topRung: Int = 0) {
         self.accessUnit = accessUnit
         self.captureTime = captureTime
         self.isSync = isSync
         self.sps = sps
         self.pps = pps
+        self.rung = rung
+        self.topRung = topRung
     }
+
+    /// Whether a reader that asked for `rung` takes this picture: its own rung's, or the
+    /// highest encoded one's while its own is left out.
+    public func isFor(rung asked: Int) -> Bool { rung == max(asked, topRung) }
 }
 
 /// A live stream as a reader learns of it when it begins.

@@ -65,6 +65,10 @@ public struct LiveProfile: Sendable, Equatable {
     /// The quality ladder's rungs below the top one (`output.video` is the top), pictures
     /// after rotation; empty: one variant, sound and pictures in the same segments.
     public var lowerRungs: [Rung]
+    /// The configured ladder's top rungs the cost check left out (`withoutTopRung`): the
+    /// live feed numbers rungs as configured, so a destination that asked for one still
+    /// gets it.
+    public var rungsLeftOut = 0
 
     public init(output: OutputProfile, segmentMilliseconds: Int, partMilliseconds: Int = 0, rates: [Int] = [], lowerRungs: [Rung] = []) {
         self.output = output
@@ -116,16 +120,20 @@ public struct LiveProfile: Sendable, Equatable {
         output.video.width = next.width
         output.video.height = next.height
         output.video.bitrate = next.bitrate
-        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
-                           lowerRungs: Array(lowerRungs.dropFirst()))
+        var lowered = LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
+                                  lowerRungs: Array(lowerRungs.dropFirst()))
+        lowered.rungsLeftOut = rungsLeftOut + 1
+        return lowered
     }
 
     /// The same stream at another frame rate (the cost check lowering it).
     public func at(fps: Int) -> LiveProfile {
         var output = output
         output.video.fps = fps
-        return LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
-                           lowerRungs: lowerRungs)
+        var lowered = LiveProfile(output: output, segmentMilliseconds: segmentMilliseconds, partMilliseconds: partMilliseconds, rates: rates,
+                                  lowerRungs: lowerRungs)
+        lowered.rungsLeftOut = rungsLeftOut
+        return lowered
     }
 }
 

@@ -15,6 +15,7 @@ final class DestinationConfigTests: XCTestCase {
             [destination.youtube]
             preset = youtube
             key = abcd-efgh
+            rung = 2
             [destination.studio]
             url = rtmps://studio.example:8443/live
             key = camera1
@@ -23,6 +24,8 @@ final class DestinationConfigTests: XCTestCase {
         XCTAssertEqual(s.destinations.keys.sorted(), ["extra", "studio", "youtube"])
         XCTAssertEqual(s.destinations["youtube"]?.preset, .youtube)
         XCTAssertEqual(s.destinations["youtube"]?.key, "abcd-efgh")
+        XCTAssertEqual(s.destinations["youtube"]?.rung, 1, "counted from 1 in onair.conf, the top")
+        XCTAssertEqual(s.destinations["studio"]?.rung, 0, "the top rung unless asked")
         XCTAssertEqual(try s.destinations["youtube"]?.target().url.host, "a.rtmps.youtube.com")
         XCTAssertEqual(s.destinations["studio"]?.url, "rtmps://studio.example:8443/live")
         XCTAssertEqual(s.destinations["studio"]?.enabled, true, "--set wins")
@@ -41,6 +44,9 @@ final class DestinationConfigTests: XCTestCase {
                        "nothing of the URL, where a key may be written")
         XCTAssertEqual(error("[destination.yt]\nurl = srt://host:9000?passphrase=abcdefghijk&latency=5"),
                        "onair.conf:2: destination.yt.url: latency is milliseconds from 20 to 8000")
+        XCTAssertEqual(error("[destination.yt]\nrung = 0"), "onair.conf:2: destination.yt.rung: expected an integer in 1…6, got '0'")
+        XCTAssertEqual(error("[destination.yt]\nrung = 99999999999999999999"),
+                       "onair.conf:2: destination.yt.rung: expected an integer in 1…6, got '99999999999999999999'")
         XCTAssertEqual(error("[destination.yt]\nkey = a\nkey = b"), "onair.conf:3: (not shown: it names a secret) is set again (first at line 2)")
         XCTAssertTrue(ConfigFile.isSecret("destination.yt.key"))
         XCTAssertFalse(ConfigFile.isSecret("destination.yt.url"))

@@ -154,6 +154,66 @@ final class GoingLiveTests: XCTestCase {
         XCTAssertEqual(decoded.stderr, "", "ffmpeg decodes it without a word")
     }
 
+    /// A platform that takes less than the top rung gets a lower rung of the ladder from
+    /// the same encoders (`rung`): with `video.ladder=auto`, one destination takes the top
+    /// rung and one the second; a third asks for a rung the ladder does not have, is told
+    /// so at the start and takes the lowest. When the heat leaves the top rung out, the
+    /// top's destination goes on with the second rung from its IDR (a new sequence header:
+    /// FFmpeg decodes both sizes without a word), and each destination has every picture
+    /// of the stream.
+    func testADestinationTakesItsRungOfTheLadderAndTheNextWhileTheHeatLeavesItOut() throws {
+        let nginx = try NginxRTMP()
+        defer { nginx.stop() }
+        let out = try temporaryDirectory("destination-rungs")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let sensor = out + "-temp"
+        try "40000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: sensor) }
+        let onair = try Child(onairBinary(), [
+            "run", "--source", "synthetic", "--listen", "off", "--out", out,
+            // 854x480 and 640x360; the cost check must not leave the top rung out here.
+            "--set", "video.quality=low", "--set", "video.ladder=auto", "--set", "performance.capacity.x264=30M", "--set", "record.enabled=off",
+            "--set", "thermal.sensor=\(sensor)", "--set", "thermal.dwell_s=1", "--set", "webrtc.port=off", "--set", "rtsp.port=off",
+            "--set", "destination.top.url=rtmp://127.0.0.1:\(nginx.port)/live/top",
+            "--set", "destination.second.url=rtmp://127.0.0.1:\(nginx.port)/live/second", "--set", "destination.second.rung=2",
+            "--set", "destination.third.url=rtmp://127.0.0.1:\(nginx.port)/live/third", "--set", "destination.third.rung=3",
+        ])
+        XCTAssertNotNil(onair.waitForLog("event=destination.live name=top "), onair.stderr)
+        sleep(3)  // the top rung for a while
+        try "90000\n".write(toFile: sensor, atomically: true, encoding: .utf8)
+        XCTAssertNotNil(onair.waitForLog("event=stream.rungs "), onair.stderr)
+        sleep(2)  // the second for a while
+        onair.signal(SIGTERM)
+        XCTAssertEqual(onair.wait().status, 0, onair.stderr)
+        let log = onair.stderr
+        XCTAssertTrue(logLines(log, "event=destination.unsuited name=third ").first?
+            .contains("rung 3, but video.ladder has 2 rungs: it sends the lowest") == true, log)
+        let ended = try XCTUnwrap(logLines(log, "event=stream.ended").first, log)
+        let frames = try XCTUnwrap(Int(logValue(ended, "frames") ?? ""), ended)
+
+        /// The height of each picture of the one broadcast nginx-rtmp recorded for `name`.
+        func heights(_ name: String) throws -> [Int] {
+            let files = nginx.files(name)
+            XCTAssertEqual(files.count, 1, "\(name): one broadcast\n\(nginx.log)")
+            guard let file = files.first else { return [] }
+            let decoded = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+            XCTAssertEqual(decoded.stderr, "", "\(name): ffmpeg decodes it without a word")
+            let probed = try runTool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=height",
+                                                         "-of", "csv=p=0", file])
+            // A frame with side data has more fields after its height.
+            return String(decoding: probed.stdout, as: UTF8.self).split(separator: "\n").compactMap { $0.split(separator: ",").first.flatMap { Int($0) } }
+        }
+        let top = try heights("top")
+        XCTAssertEqual(top.count, frames, "top: every picture")
+        let runs = zip(top, top.dropFirst()).filter { $0 != $1 }.map { "\($0)→\($1)" }
+        XCTAssertEqual(runs, ["480→360"], "top: its own rung, then the second from the drop on")
+        for name in ["second", "third"] {
+            let heights = try heights(name)
+            XCTAssertEqual(heights.count, frames, "\(name): every picture")
+            XCTAssertEqual(Set(heights), [360], "\(name): the second rung throughout")
+        }
+    }
+
     /// A key the server refuses (nginx-rtmp's on_publish asks a test server, which says
     /// 403 to it), a host that does not resolve, a server that stops reading and an RTMPS
     /// one whose connection is cut: each says what happened in one line and tries again,
@@ -200,6 +260,8 @@ final class GoingLiveTests: XCTestCase {
         let byName = Dictionary(uniqueKeysWithValues: listed.map { ($0["name"] as? String ?? "", $0) })
         XCTAssertEqual(byName["good"]?["state"] as? String, "live", "\(listed)")
         XCTAssertEqual(byName["good"]?["kind"] as? String, "rtmp")
+        XCTAssertEqual(byName["good"]?["rung"] as? Int, 1, "the top rung, counted from 1 as onair.conf does")
+        XCTAssertTrue([nil, 1].contains(byName["good"]?["rung_sent"] as? Int), "\(listed)")
         XCTAssertEqual(byName["cut"]?["kind"] as? String, "rtmps")
         XCTAssertEqual(byName["srt"]?["kind"] as? String, "srt")
         XCTAssertTrue((byName["nohost"]?["last_error"] as? String)?.contains("cannot resolve") == true, "\(listed)")

@@ -117,6 +117,51 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(sound.rtpTimestamp, 48_000)
     }
 
+    /// A ladder's rungs: each reader takes its own rung's pictures; while the heat leaves its
+    /// rung out it takes the highest encoded, from that one's IDR, and its own again when
+    /// the rung is back. RTP payloads are made only for the rung an RTP reader takes, and
+    /// `now` follows the highest rung encoded.
+    func testEachReaderTakesItsRungAndTheHighestEncodedWhileItsOwnIsLeftOut() {
+        let feed = feed()
+        feed.begin(RealTimeStream(id: "boot-1"))
+        let top = feed.join("viewer", wants: [.pictures, .rtp], capacity: 100, wake: {})
+        let second = feed.join("destination.twitch", wants: [.pictures], rung: 1, capacity: 100, wake: {})
+        let third = feed.join("destination.small", wants: [.pictures], rung: 2, capacity: 100, wake: {})
+        let smallSPS: [UInt8] = [0x67, 0x42, 0xC0, 0x1E]
+        func publish(_ index: Int, sync: Bool, topRung: Int) {
+            for rung in topRung...2 {
+                var picture = Self.picture(index, sync: sync)
+                (picture.rung, picture.topRung) = (rung, topRung)
+                if rung > 0 { picture.sps = smallSPS }
+                feed.publish(picture)
+            }
+        }
+        publish(0, sync: true, topRung: 0)
+        publish(1, sync: false, topRung: 0)
+        XCTAssertEqual(feed.now.sps, Self.sps, "the top rung's parameter sets")
+        publish(2, sync: true, topRung: 1)  // hot: the top rung is left out from this IDR
+        publish(3, sync: false, topRung: 1)
+        XCTAssertEqual(feed.now.sps, smallSPS, "the highest rung encoded is the stream now")
+        publish(4, sync: true, topRung: 0)  // cool again
+
+        func seen(_ reader: LiveReader) -> [(index: Int64, rung: Int)] {
+            pictures(reader.take()).map { ($0.captureTime / 33_333_333, $0.picture.rung) }
+        }
+        let viewer = pictures(top.take())
+        XCTAssertEqual(viewer.map(\.picture.rung), [0, 0, 1, 1, 0], "the top reader takes the highest encoded rung")
+        XCTAssertEqual(viewer.map { $0.captureTime / 33_333_333 }, [0, 1, 2, 3, 4], "one picture a frame")
+        XCTAssertTrue(viewer.allSatisfy { !$0.payloads.isEmpty }, "RTP payloads for the rung its reader takes")
+        XCTAssertEqual(seen(second).map(\.rung), [1, 1, 1, 1, 1], "its own rung throughout")
+        XCTAssertEqual(seen(third).map(\.rung), [2, 2, 2, 2, 2])
+        XCTAssertEqual(seen(third).count, 0, "taken")
+
+        // A rung not encoded at all (the cost check left out the top two): the lowest there is.
+        publish(5, sync: true, topRung: 2)
+        XCTAssertEqual(pictures(top.take()).map(\.picture.rung), [2])
+        XCTAssertEqual(seen(second).map(\.rung), [2])
+        XCTAssertEqual(seen(third).map(\.rung), [2])
+    }
+
     func testAReaderThatFallsAWholeRingBehindLosesItsQueueAndNoOneElseDoes() {
         let feed = feed()
         feed.begin(RealTimeStream(id: "boot-1"))

@@ -71,7 +71,7 @@ final class LiveStream: EncodingStream {
         // pictures without it instead).
         let feed = feed ?? LiveFeed(audioBitrate: profile.output.audio?.bitrate ?? 64_000, log: log)
         hls = HLSReader(packager, feed: feed)
-        stream = EncodedStream(origin: origin, sinks: [FeedSink(feed: feed, origin: origin, id: start.id)], marksDiscontinuities: true,
+        stream = EncodedStream(origin: origin, sinks: [FeedSink(feed: feed, origin: origin, id: start.id, firstRung: profile.rungsLeftOut)], marksDiscontinuities: true,
                                silenceAfterTicks: ladder ? profile.segmentTicks : nil)
         var fields: [(String, Any)] = [("id", start.id), ("dir", writer.directory), ("target_duration", profile.targetDuration),
                                        ("priming", encoder.audio?.priming ?? 0), ("preroll_frames", origin.video.count)]
