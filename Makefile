@@ -15,8 +15,9 @@ BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-
 # holds the S3-compatible test server (moto, from PyPI); GNU time measures the peak memory
 # of processes smaller than the benchmark's Python; GStreamer's hlsdemux2 (plugins-good) is
 # the second player the low-latency playlists must still play as regular HLS; Firefox (ESR,
-# driven over its own Marionette protocol) is the browser without native HLS.
-TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream srt-tools apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav
+# driven over its own Marionette protocol) is the browser without native HLS; Debian's
+# wpa_supplicant reads the configuration onair writes for [wifi] and answers its control socket.
+TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream srt-tools apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav wpasupplicant
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and

@@ -74,6 +74,9 @@ let package = Package(
         // MPEG-2 transport streams for SRT destinations: the writer (H.264 + AAC, PAT/PMT,
         // PCR, continuity counters) and a checker of what a receiver got. Pure.
         .target(name: "MPEGTS", dependencies: ["Media"]),
+        // Wi-Fi: onair.conf's [wifi] as wpa_supplicant's configuration (made at boot by
+        // `onair wifi-config`), and what wpa_supplicant says, watched and said in words.
+        .target(name: "Network", dependencies: ["System", "Threading", "Logging", "COpenSSL"]),
         // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
         // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
         // linked OpenSSL, the server's certificate checked), with its platform's preset.
@@ -118,7 +121,7 @@ let package = Package(
         // installed, the new slot confirmed once healthy or given up.
         .target(name: "Updates", dependencies: ["Basics", "Files", "HTTP", "Logging", "Server", "System", "Threading"]),
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates", "Destinations"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates", "Destinations", "Network"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -139,6 +142,7 @@ let package = Package(
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"]),
         .testTarget(name: "MPEGTSTests", dependencies: ["MPEGTS", "Media"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "RTMP"]),
+        .testTarget(name: "NetworkTests", dependencies: ["Network", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "System", "Basics"]),
@@ -161,9 +165,9 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics", "System"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations", "Network"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["MPEGTS", "HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics"],
+        .testTarget(name: "IntegrationTests", dependencies: ["MPEGTS", "HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics", "Network", "Logging"],
                     // The real clients the tests run (Python), not Swift.
                     exclude: ["Clients"])
     ]

@@ -1,5 +1,6 @@
 import Fetch
 import Files
+import Network
 import System
 import Updates
 
@@ -15,6 +16,8 @@ public enum Invocation: Equatable {
     case fetchList(dataDirectory: String)
     /// `onair time-config`: the NTP servers of `time.servers`, as systemd-timesyncd's drop-in.
     case timeConfig(TimeSettings, output: String?)
+    /// `onair wifi-config`: [wifi]'s networks as wpa_supplicant's configuration.
+    case wifiConfig(WiFiSettings, interface: String?, output: String?)
     /// `onair forget ID`: stop listing a published stream its owner deleted.
     case forget(id: String, Settings)
     /// `onair passwd`: a user of `[access]` added, replaced or removed.
@@ -71,6 +74,22 @@ public enum CommandLineParser {
             }
             guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
             return .timeConfig(settings.time, output: output)
+        case "wifi-config":
+            if rest.contains("--help") || rest.contains("-h") { return .help(wifiConfigUsage) }
+            var output: String?
+            var interface: String?
+            var configs: [String] = []
+            var cursor = ArgumentCursor(rest) { "wifi-config: \($0) needs a value (see 'onair wifi-config --help')" }
+            while let word = cursor.next() {
+                switch word {
+                case "--config": configs += ["--config", try cursor.value(for: word)]
+                case "--write": output = try cursor.value(for: word)
+                case "--interface": interface = try cursor.value(for: word)
+                default: throw ConfigError.usage("wifi-config: unexpected '\(word)' (see 'onair wifi-config --help')")
+                }
+            }
+            guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
+            return .wifiConfig(settings.wifi, interface: interface, output: output)
         case "forget":
             if rest.contains("--help") || rest.contains("-h") { return .help(forgetUsage) }
             guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError.usage("forget: expected a stream id (see 'onair forget --help')") }
@@ -149,6 +168,10 @@ public enum CommandLineParser {
             throw ConfigError.at(origin: configFiles.last ?? "--set", key: "access.realm",
                                  .invalid("access.viewer lines need the realm they were made with (onair passwd writes both)"))
         }
+        // A network is whole or not at all: an SSID, and a password unless it is open.
+        if let problem = settings.wifi.problems().first {
+            throw ConfigError.at(origin: configFiles.last ?? "--set", key: nil, .invalid(problem))
+        }
         return .run(settings, configFiles: configFiles)
     }
 
@@ -160,6 +183,8 @@ public enum CommandLineParser {
       onair validate DIR           check a stream directory against the HLS rules
       onair time-config [--config FILE]... [--write PATH]
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
+      onair wifi-config [--config FILE]... [--interface NAME] [--write PATH]
+                                   [wifi]'s networks as wpa_supplicant's configuration (see 'onair wifi-config --help')
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
       onair forget ID [options]    stop listing a published stream deleted at the destination
       onair passwd USER [options]  who may watch: a viewer's password, an NVR's account (see 'onair passwd --help')
@@ -197,6 +222,21 @@ public enum CommandLineParser {
     at the destination, this takes it off that list for good (the same as
     POST /api/forget?stream=ID); a running onair uploads the shorter list within a second,
     otherwise the next run does. The files at the destination are left as they are.
+
+    """
+
+    public static let wifiConfigUsage = """
+    Usage: onair wifi-config [--config FILE]... [--interface NAME] [--write PATH]
+
+    Reads [wifi] from the config files (as 'onair run' does) and writes wpa_supplicant's
+    configuration for its networks (wpa_supplicant.conf(5), readable by root alone) to
+    PATH, or to stdout. The board runs it at boot for each Wi-Fi interface
+    (onair-wifi@.service). No password is written as text: WPA2's as the key derived
+    from it, WPA3's as hex.
+
+    Exit status: 0 written; 1 when [wifi] names no network, or another interface
+    (wifi.interface) than --interface: nothing written, nothing to join; 2 when the
+    config is wrong (the line says which file, line and key).
 
     """
 

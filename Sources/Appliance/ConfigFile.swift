@@ -5,6 +5,7 @@ import Destinations
 import Devices
 import Logging
 import Media
+import Network
 import Publishing
 import Recording
 import Server
@@ -80,7 +81,7 @@ public enum ConfigFile {
                 guard trimmed.hasSuffix("]"), trimmed.count > 2 else { throw ConfigError.syntax(origin: origin, "malformed section header") }
                 section = String(trimmed.dropFirst().dropLast()).trimmingWhitespace()
                 // A section may repeat (owners append overrides), but it must be one onair has.
-                guard knownSections.contains(section) || destinationName(section: section) != nil else {
+                guard knownSections.contains(section) || destinationName(section: section) != nil || wifiName(section: section) != nil else {
                     throw ConfigError.syntax(origin: origin, "unknown section [\(quotedKey(section))]")
                 }
                 continue
@@ -89,13 +90,21 @@ public enum ConfigFile {
                 // The line may hold a secret (`secret_key: …`, or a value run into its key):
                 // say only a word that is the name of a key onair has.
                 let name = String(trimmed.prefix { $0.isLetter || $0.isNumber || "._-".contains($0) })
-                let known = !name.isEmpty && (keys.keys.contains { $0 == name || $0.hasSuffix("." + name) } || destinationKeys[name] != nil)
+                let known = !name.isEmpty && (keys.keys.contains { $0 == name || $0.hasSuffix("." + name) } || destinationKeys[name] != nil
+                                              || wifiNetworkKeys[name] != nil)
                 throw ConfigError.syntax(origin: origin, "expected 'key = value'" + (known ? " in the line starting '\(name)'" : ""))
             }
             let key = String(trimmed[..<eq]).trimmingWhitespace()
             var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
-            // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
-            if let hash = value.firstRange(of: " #") ?? value.firstRange(of: "\t#") { value = String(value[..<hash.lowerBound]).trimmingWhitespace() }
+            if value.count >= 2, value.hasPrefix("\""), let close = value.lastIndex(of: "\""), close != value.startIndex,
+               value[value.index(after: close)...].trimmingWhitespace().isEmpty || value[value.index(after: close)...].trimmingWhitespace().hasPrefix("#") {
+                // A value in double quotes is taken as written, to its line's last quote:
+                // a Wi-Fi password may hold " #", or begin or end with a space.
+                value = String(value[value.index(after: value.startIndex)..<close])
+            } else if let hash = value.firstRange(of: " #") ?? value.firstRange(of: "\t#") {
+                // A comment after the value needs whitespace before it: `fps = 30  # smooth`.
+                value = String(value[..<hash.lowerBound]).trimmingWhitespace()
+            }
             guard !key.isEmpty else { throw ConfigError.syntax(origin: origin, "empty key") }
             let full = section.isEmpty ? key : "\(section).\(key)"
             // Last-wins inside one file hides a mistake; across files it is the point.
@@ -131,12 +140,17 @@ public enum ConfigFile {
     static func isSecret(_ key: String) -> Bool {
         key.hasSuffix("secret_key") || key == "server.token" || key == "publish.header" || key == "access.viewer" || key == "access.device"
             || (key.hasPrefix("destination.") && (key.hasSuffix(".key") || key.hasSuffix(".passphrase")))
+            || (key.hasPrefix("wifi.") && key.hasSuffix(".password")) || key == "wifi.password"
     }
 
     /// `destination.NAME` (a section) → NAME, when NAME is one a destination may have.
-    static func destinationName(section: String) -> String? {
-        guard section.hasPrefix("destination.") else { return nil }
-        let name = String(section.dropFirst("destination.".count))
+    static func destinationName(section: String) -> String? { name(section: section, of: "destination.") }
+
+    /// The NAME of a named section (`PREFIXNAME`): 1 to 32 of a-z, 0-9, '-', '_', so it
+    /// is a section, a metric label and a log value as it is.
+    private static func name(section: String, of prefix: String) -> String? {
+        guard section.hasPrefix(prefix) else { return nil }
+        let name = String(section.dropFirst(prefix.count))
         return DestinationSettings.validName(name) ? name : nil
     }
 
@@ -172,6 +186,41 @@ public enum ConfigFile {
             var destination = settings.destinations[name] ?? DestinationSettings(name: name)
             try apply(&destination, value)
             settings.destinations[name] = destination
+        }
+    }
+
+    /// `wifi.NAME` (a section) → NAME, named as a destination is (`[wifi.office]`).
+    static func wifiName(section: String) -> String? { name(section: section, of: "wifi.") }
+
+    /// A Wi-Fi network's keys: `wifi.KEY` for the `[wifi]` section's own network,
+    /// `wifi.NAME.KEY` for another's.
+    static let wifiNetworkKeys: [String: @Sendable (inout WiFiNetwork, String) throws -> Void] = [
+        "ssid": { network, value in
+            if let problem = WiFiSettings.ssidProblem(value) { throw ConfigError.invalid(problem) }
+            network.ssid = value
+        },
+        // A secret: checked without being shown.
+        "password": { network, value in
+            if value.isEmpty { network.password = nil; return }
+            if let problem = WiFiSettings.passwordProblem(value) { throw ConfigError.invalid(problem) }
+            network.password = value
+        },
+        "security": { $0.security = try choice($1, WiFiNetwork.Security.self) },
+        "hidden": { $0.hidden = try boolean($1) },
+        "priority": { $0.priority = try integer($1, 0...1000) },
+    ]
+
+    /// `wifi.KEY` or `wifi.NAME.KEY` of a network as a key of Settings; nil when `key` is not one.
+    static func wifiKey(_ key: String) -> (@Sendable (inout Settings, String) throws -> Void)? {
+        guard key.hasPrefix("wifi."), let dot = key.lastIndex(of: "."), let apply = wifiNetworkKeys[String(key[key.index(after: dot)...])] else {
+            return nil
+        }
+        let section = String(key[..<dot])
+        guard let name = section == "wifi" ? "" : wifiName(section: section) else { return nil }
+        return { settings, value in
+            var network = settings.wifi.networks[name] ?? WiFiNetwork(name: name)
+            try apply(&network, value)
+            settings.wifi.networks[name] = network
         }
     }
 
@@ -375,6 +424,14 @@ public enum ConfigFile {
         "record.keep_days": { $0.record.keepDays = $1 == "off" ? nil : try integer($1, 1...36_500) },
         "record.preroll_seconds": { $0.record.prerollSeconds = Double(try milliseconds($1, 0...10_000)) / 1000 },
         "record.priority": { $0.record.priority = try choice($1, Recordings.Priority.self) },
+        "wifi.country": { settings, value in
+            guard let country = WiFiSettings.country(value) else { throw ConfigError.expected("a country's two letters, such as GB or US", got: quoted(value)) }
+            settings.wifi.country = country
+        },
+        "wifi.interface": { settings, value in
+            if let problem = WiFiSettings.interfaceProblem(value) { throw ConfigError.expected(problem, got: quoted(value)) }
+            settings.wifi.interface = value
+        },
         // Never an error: a bad entry is left out and said (TimeSettings.problems).
         "time.servers": { $0.time.servers = $1.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }).map(String.init) }
     ]
@@ -383,7 +440,9 @@ public enum ConfigFile {
 
     public static func apply(_ entries: [Entry], to settings: inout Settings) throws {
         for entry in entries {
-            guard let apply = keys[entry.key] ?? destinationKey(entry.key) else { throw ConfigError.unknownKey(origin: entry.origin, key: entry.key) }
+            guard let apply = keys[entry.key] ?? destinationKey(entry.key) ?? wifiKey(entry.key) else {
+                throw ConfigError.unknownKey(origin: entry.origin, key: entry.key)
+            }
             if entry.key == "time.servers" { settings.time.origin = entry.origin }
             do { try apply(&settings, entry.value) } catch let error as ConfigError {
                 // A secret key's own rules (`.invalid`) are said without its value; any

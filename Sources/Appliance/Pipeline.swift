@@ -9,6 +9,7 @@ import HLS
 import Layout
 import Live
 import Logging
+import Network
 import Publishing
 import Recording
 import Server
@@ -48,6 +49,8 @@ final class Pipeline: Sendable {
     let rtsp: RTSPServer?
     /// The platforms and RTMP servers the live stream goes to (`[destination.NAME]`).
     let destinations: Destinations?
+    /// What the Wi-Fi of `[wifi]` does (wpa_supplicant joins; this says so); nil without one.
+    let wifi: WiFiMonitor?
     /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
     let onvif: ONVIFService?
     /// Who may watch (`[access]`); nil: anyone who reaches the board.
@@ -101,6 +104,8 @@ final class Pipeline: Sendable {
         session = Self.makeSession(settings, storage: storage, publisher: publisher, telemetry: telemetry, clock: clock,
                                    liveEdge: liveEdge, feed: feed, log: log)
         destinations = Self.openDestinations(settings, profile: session.profile.live, feed: feed, log: log)
+        wifi = settings.wifi.isConfigured ? try? WiFiMonitor(settings: settings.wifi, log: log) : nil
+        wifi?.start()
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -351,7 +356,7 @@ final class Pipeline: Sendable {
                 StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
                                           sessions: $0.sessions)
             }, liveReaders: feed.readers, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [],
-            destinations: destinations?.statuses ?? [])
+            destinations: destinations?.statuses ?? [], wifi: wifi?.status)
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.
@@ -387,6 +392,7 @@ final class Pipeline: Sendable {
         rtsp?.stop()
         // After the session: its stream's end has reached them, and each broadcast ended.
         destinations?.stop()
+        wifi?.stop()
         feed.stop()
         discovery.withLock { $0?.stop() }
         update.withLock { $0?.stop() }

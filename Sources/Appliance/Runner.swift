@@ -4,6 +4,7 @@ import Files
 import HLS
 import Layout
 import Logging
+import Network
 import Publishing
 import Recording
 import Server
@@ -29,6 +30,7 @@ public enum Runner {
         case .validate(let directory): return validate(directory)
         case .validateLive(let url, let seconds): return validateLive(url, seconds: seconds)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
+        case .wifiConfig(let wifi, let interface, let output): return wifiConfig(wifi, interface: interface, output: output)
         case .fetch(let options): return fetch(options)
         case .forget(let id, let settings): return forget(id, settings)
         case .passwd(let options): return Passwd.run(options)
@@ -92,6 +94,30 @@ public enum Runner {
         } catch {
             printError("onair: time-config --write \(output): \(error)")
             return 1
+        }
+    }
+
+    /// `onair wifi-config`: 0 written, 1 nothing to join on this interface.
+    static func wifiConfig(_ wifi: WiFiSettings, interface: String?, output: String?) -> Int32 {
+        guard wifi.isConfigured else {
+            printError("onair: wifi-config: [wifi] names no network (wifi.ssid): nothing to join")
+            return 1
+        }
+        if let interface, interface != wifi.interface {
+            printError("onair: wifi-config: \(interface) is not wifi.interface (\(wifi.interface)): left alone")
+            return 1
+        }
+        let text = SupplicantConfig.render(wifi)
+        guard let output else { print(text, terminator: ""); return 0 }
+        do {
+            let directory = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
+            if !directory.isEmpty { try AtomicFile.makeDirectories(directory) }
+            // Keys derived from the passwords: root's alone.
+            try AtomicFile.write(Array(text.utf8), to: output, permissions: 0o600)
+            return 0
+        } catch {
+            printError("onair: wifi-config --write \(output): \(error)")
+            return 2
         }
     }
 

@@ -4,6 +4,7 @@ import Destinations
 import Devices
 import Logging
 import Media
+import Network
 import Publishing
 import Recording
 import Spool
@@ -109,6 +110,9 @@ public struct Settings: Sendable, Equatable {
     public var publish = PublishSettings()
     /// `[destination.NAME]`: the platforms and RTMP servers the live stream goes to, by name.
     public var destinations: [String: DestinationSettings] = [:]
+    /// `[wifi]`: the networks the board joins (`onair wifi-config` writes them for
+    /// wpa_supplicant at boot; `onair run` says what the Wi-Fi does).
+    public var wifi = WiFiSettings()
     /// The local recording beside the live stream.
     public var record = RecordProfile()
     /// What comes up when, at start.

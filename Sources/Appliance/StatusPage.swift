@@ -1,6 +1,7 @@
 import Basics
 import Destinations
 import Devices
+import Network
 import Threading
 
 /// The last ten minutes, one sample every five seconds, for the /status plots.
@@ -44,6 +45,9 @@ enum StatusPage {
                     + (destination.state == .live ? " (\((Double(destination.bitsPerSecond) / 1e6).fixed(2)) Mb/s)" : "")
                     + (destination.lastError.map { " — \($0)" } ?? "")
             }.joined(separator: "; ")),
+            ("Wi-Fi", status.wifi.map { wifi in
+                [wifi.state.rawValue, wifi.ssid.map { "'\($0)'" }, wifi.address, wifi.problem].compactMap { $0 }.joined(separator: " — ")
+            } ?? "off"),
             ("unavailable", status.unavailable.isEmpty ? "nothing" : status.unavailable.map { "\($0.key) \($0.device): \($0.problem)" }.joined(separator: "; ")),
             ("who may watch", status.access.map { "\($0.viewers) viewers, \($0.devices) device accounts" } ?? "anyone on the network"),
             ("last error", status.lastError ?? "none")

@@ -2,6 +2,7 @@ import Basics
 import Destinations
 import Devices
 import Media
+import Network
 import Publishing
 import Recording
 import Threading
@@ -107,6 +108,8 @@ struct StatusSnapshot {
     var unavailable: [DeviceRetries.Problem] = []
     /// The platforms and servers the live stream goes to, in name order.
     var destinations: [DestinationStatus] = []
+    /// The Wi-Fi of `[wifi]`; nil without one.
+    var wifi: WiFiStatus? = nil
 
     struct RTSPStatus {
         var port: UInt16
@@ -169,6 +172,8 @@ struct StatusSnapshot {
                              "dropped_frames": destination.totalDropped, "reconnects": destination.reconnects, "last_error": destination.lastError,
                              "rung": destination.rung + 1, "rung_sent": destination.rungSent.map { $0 + 1 }])
             },
+            "wifi": wifi.map { JSON.fields(["state": $0.state.rawValue, "interface": $0.interface, "network": $0.network, "ssid": $0.ssid,
+                                            "address": $0.address, "problem": $0.problem]) },
             "unavailable": unavailable.map { JSON.fields(["key": $0.key, "device": $0.device, "problem": $0.problem]) },
             "clock": clock.map { JSON.fields(["synchronized": $0.synchronized, "source": $0.source,
                                               "now": UTCDate.iso8601(milliseconds: $0.wallMs)]) },
@@ -263,6 +268,8 @@ struct StatusSnapshot {
             // `dest=youtube:live,own:retrying`: which platforms have the stream.
             parts.append("dest=" + destinations.map { "\($0.name):\($0.state.rawValue)" }.joined(separator: ","))
         }
+        // `wifi=joined`, `wifi=wrong-password`: the Wi-Fi of [wifi], in a word.
+        if let wifi { parts.append("wifi=\(wifi.consoleWord)" + (wifi.address.map { "(\($0))" } ?? "")) }
         parts.append("dropped=\(droppedVideoFrames)")
         parts.append("err=\(lastError.map { String($0.prefix(60)) } ?? "-")")
         return String(parts.joined(separator: " ").unicodeScalars.map { $0.isASCII ? Character($0) : "?" })

@@ -109,6 +109,7 @@ public enum FuzzTargets {
     static let config = FuzzTarget(name: "config", seeds: [
         Array("[video]\nfps = 30\nwidth = 1280\nheight = 720\nbitrate = 1.5M\n[publish]\nurl = s3://bucket/live/\nheader = X-A: 1\n[publish.s3]\nsecret_key = \(secret)\naccess_key = AKIA\n[server]\nlisten = 127.0.0.1:8080\ntoken = \(secret)\n[storage]\nmin_free = 10%\n".utf8),
         Array("[destination.yt]\npreset = youtube\nkey = \(secret)\n[destination.own]\nurl = rtmp://host:99999/live/\(secret)\n[destination.srt]\nurl = srt://host:9000?passphrase=\(secret)&latency=90000\npassphrase = \(secret)\nlatency_ms = 200\nrung = 2\n".utf8),
+        Array("[wifi]\nssid = home \"net\" # x\npassword = \"\(secret) #\"\ncountry = GB\n[wifi.office]\nssid = Office\npassword = \(secret)\nsecurity = wpa3\npriority = 7\nhidden = true\n".utf8),
         Array("# board\r\n[thermal]\r\nfps_steps = 30,24,15\r\nhot_c = 80\r\n[button]\r\ngpio = gpiochip0:17\r\nlong_press_s = 3\r\n[record]\r\npreroll_seconds = 2.5\r\n".utf8)
     ] + boardConfigs, textual: true) { bytes in
         var settings = Settings()
