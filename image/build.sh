@@ -90,6 +90,11 @@ sources=("deb http://deb.debian.org/debian $SUITE $COMPONENTS" "deb http://deb.d
 case " $PACKAGES " in *"/$SUITE-backports "*) sources+=("deb http://deb.debian.org/debian $SUITE-backports $COMPONENTS") ;; esac
 [ "$CAMERA" = csi ] && MODULES="$MODULES $CSI_MODULES"
 system="systemd systemd-sysv systemd-timesyncd systemd-resolved udev kmod dbus e2fsprogs dosfstools fdisk ca-certificates"
+# Wi-Fi ([wifi] of onair.conf): wpa_supplicant joins (WPA2 and WPA3-SAE; onair reads its
+# control socket), systemd-networkd takes the address; the regulatory database for
+# wifi.country; iw for a person at the serial console. (iwd would need the kernel's
+# AF_ALG crypto and speaks only D-Bus; wpa_supplicant's control socket is a few lines.)
+system="$system wpasupplicant wireless-regdb iw"
 # Updates in A/B slots: RAUC installs signed bundles (its D-Bus service with it). EFI boards
 # boot through systemd-boot; the Raspberry Pi's try a new slot by kexec (onair-slot-rpi),
 # with Debian's kexec-tools (which brings Xen's libraries: 3.8 MB).
@@ -138,6 +143,9 @@ install -D -m 0644 "$here/rootfs/onair-grow-data.service" "$root/etc/systemd/sys
 install -D -m 0644 "$here/rootfs/onair-time.service" "$root/etc/systemd/system/onair-time.service"
 install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
+install -D -m 0644 "$here/rootfs/25-wireless.network" "$root/etc/systemd/network/25-wireless.network"
+install -D -m 0644 "$here/rootfs/onair-wifi@.service" "$root/etc/systemd/system/onair-wifi@.service"
+install -D -m 0644 "$here/rootfs/81-onair-wifi.rules" "$root/etc/udev/rules.d/81-onair-wifi.rules"
 for unit in $SERVICES; do install -D -m 0644 "$boarddir/$unit" "$root/etc/systemd/system/$unit"; done
 for pair in $INSTALL; do install -D -m 0755 "$boarddir/${pair%%:*}" "$root/${pair#*:}"; done
 # A test board's programs built by the Makefile (make image builds them into $helpers).
@@ -192,6 +200,8 @@ printf '[options]\nbroken_system_clock = 1\n' > "$root/etc/e2fsck.conf"
 # syncs every 5 s (not 5 min): after a power cut the log says what happened before it.
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
+# wpa_supplicant runs per interface from onair-wifi@ (the D-Bus one would only idle).
+systemctl --root="$root" mask wpa_supplicant.service >/dev/null 2>&1
 systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
 # Updates: RAUC with the slots, the keyring, and the board's boot loader backend

@@ -30,7 +30,9 @@ Scenarios, in seven boots of the same disk, on a machine whose real-time clock s
   boot 3: 7 a USB webcam (board/qemu-x86_64/test-uvc: scripts/uvc-camera.c made a camera
           through GadgetFS on dummy_hcd; uvcvideo binds to it) instead of vivid, sending
           broken pictures and unplugged mid-stream (scripts/vm_webcam.py reads its picture
-          indices back from the stream).
+          indices back from the stream); 10 Wi-Fi (scripts/vm_wifi.py: [wifi] in onair.conf,
+          mac80211_hwsim's second radio a WPA2/WPA3 home router in a namespace of the guest:
+          the board joins, is reached and played over the radio, and says a wrong password).
   boots 4-7: 9 updates (scripts/vm_update.py): signed bundles refused and installed with
           the board's RAUC, the new slot booted on trial and confirmed by onair, a broken
           build given up and the board back on its slot by itself (systemd-boot's boot
@@ -73,6 +75,7 @@ import vm_virt
 import vm_update
 import vm_update_rpi
 import vm_webcam
+import vm_wifi
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOARD = os.environ.get("BOARD", "qemu-x86_64")
@@ -825,10 +828,18 @@ def main():
 
         # Boot 3 -------------------------------------------------------------------------
         prepare_webcam(disk)
-        machine = Machine(disk, 3)
+        # The Wi-Fi of scenario 10: [wifi] in the owner's onair.conf, and the test's shell.
+        owners = read_boot_file(disk, "onair.conf")
+        write_boot_file(disk, "onair.conf", owners + vm_wifi.config_section())
+        write_boot_file(disk, "test-shell.conf", "")
+        machine = Machine(disk, 3, shell=True)
         check_webcam(machine, origin, timings)
+        say("boot 3: Wi-Fi (mac80211_hwsim, the home router in a namespace of the guest)")
+        vm_wifi.scenario(sys.modules[__name__], machine, timings)
         machine.shutdown()
         machine = None
+        remove_boot_file(disk, "test-shell.conf")
+        write_boot_file(disk, "onair.conf", owners)
         check_webcam_journal(disk)
 
         # Boots 4-7: updates, a confirmation and a rollback (scripts/vm_update.py).

@@ -1,0 +1,156 @@
+"""make vm-test, scenario 10 (qemu-x86_64, boot 3): the board joins Wi-Fi from onair.conf.
+
+The guest loads mac80211_hwsim with two radios; the test's shell on the board moves the
+second radio into a network namespace, the "home router": hostapd serving WPA2/WPA3
+(transition mode, so the board's `security = auto` takes WPA3-SAE) and busybox's udhcpd.
+The board's own radio is wlan0: udev starts onair-wifi@wlan0, `onair wifi-config`
+writes wpa_supplicant's configuration from the [wifi] the test wrote into onair.conf on
+the FAT partition, wpa_supplicant joins, systemd-networkd takes a lease, and onair says
+so on the console. A client in the router's namespace (busybox wget) then reads the
+board's /api/status and plays its live stream's playlist and first segment over the
+radio. Then, under WPA2 alone and under WPA3 alone (hostapd again), the router's password
+changes: each time the board leaves and says in words that its password is wrong, and with
+the right password joins again on that security.
+"""
+import json
+import re
+import time
+
+SSID = "onair test home"
+PASSWORD = "correct horse # battery"  # a '#', written in quotes in onair.conf
+ROUTER = "192.168.77.1"
+
+HOSTAPD = """interface=wlan1
+driver=nl80211
+ssid={ssid}
+hw_mode=g
+channel=6
+wpa=2
+wpa_key_mgmt={key_mgmt}
+rsn_pairwise=CCMP
+ieee80211w={mfp}
+wpa_passphrase={password}
+ctrl_interface=/run/hostapd
+"""
+
+UDHCPD = """start 192.168.77.100
+end 192.168.77.150
+interface wlan1
+lease_file /run/udhcpd.leases
+option subnet 255.255.255.0
+option router 192.168.77.1
+"""
+
+
+def config_section():
+    """What the test adds to the owner's onair.conf."""
+    return f'\n[wifi]\nssid = {SSID}\npassword = "{PASSWORD}"\ncountry = GB\n'
+
+
+def scenario(t, machine, timings):
+    shell = machine.shell
+    began = time.monotonic()
+    mark = len(machine.text())
+
+    def run(command, timeout=60):
+        status, output = shell.run(command, timeout=timeout)
+        if status != 0:
+            t.say(f"10 wifi: `{command}` → {status}: {output[-400:]}")
+        return status == 0, output
+
+    def router(command, timeout=60):
+        return run(f"nsenter --net=/run/netns/router {command}", timeout)
+
+    # The image has no iproute2: util-linux's unshare makes the named namespace (as
+    # `ip netns add` does, a bind mount under /run/netns), busybox's ip sets addresses.
+    ok, _ = run("modprobe mac80211_hwsim radios=2 && mkdir -p /run/netns && touch /run/netns/router"
+                " && unshare --net=/run/netns/router true && iw phy phy1 set netns name router")
+    if not t.check("10 wifi: two radios (mac80211_hwsim), the second in the home router's namespace", ok):
+        return
+    hostapd = HOSTAPD.format(ssid=SSID, password=PASSWORD, key_mgmt="WPA-PSK SAE", mfp=1)
+    ok, _ = run(f"cat > /run/hostapd.conf <<'EOF'\n{hostapd}EOF\ncat > /run/udhcpd.conf <<'EOF'\n{UDHCPD}EOF")
+    ok = ok and router(f"sh -c 'busybox ip link set lo up && busybox ip addr add {ROUTER}/24 dev wlan1'")[0]
+    ok = ok and router("hostapd -B -P /run/hostapd.pid /run/hostapd.conf")[0]
+    ok = ok and router("busybox udhcpd /run/udhcpd.conf")[0]
+    t.check("10 wifi: the home router runs (hostapd WPA2/WPA3, udhcpd)", ok)
+
+    joined = machine.wait_for(r"onair: wifi\.joined[^\n]*", 180, mark)
+    address = machine.wait_for(r"onair: wifi\.address [^\n]*address=(\d+\.\d+\.\d+\.\d+)", 120, mark)
+    t.check("10 wifi: the board joins the network of onair.conf's [wifi] and says so on the console",
+            joined and SSID in joined.group(0),
+            joined.group(0) if joined else machine.text()[mark:][-1500:])
+    if not t.check("10 wifi: ... and the address the router gave it (DHCP)", address, machine.text()[mark:][-1000:]):
+        _, journal = run("journalctl -b -u 'onair-wifi@*' --no-pager | tail -30; networkctl status wlan0 --no-pager | head -20")
+        t.say(journal)
+        return
+    timings["Wi-Fi join after the radio appeared (s)"] = round(time.monotonic() - began, 1)
+    board = address.group(1)
+    _, status = run("wpa_cli -i wlan0 status")
+    key_mgmt = re.search(r"key_mgmt=(\S+)", status)
+    t.check("10 wifi: security = auto took WPA3 (SAE) where the router offers it", key_mgmt and key_mgmt.group(1) == "SAE", status)
+
+    ok, body = router(f"busybox wget -q -O - http://{board}:8080/api/status")
+    try:
+        wifi = json.loads(body[body.index("{"):]).get("wifi") or {}
+    except ValueError:
+        wifi = {}
+    t.check("10 wifi: a client on the router's network reads /api/status over the radio; it says joined, the network and the address",
+            wifi.get("state") == "joined" and wifi.get("ssid") == SSID and wifi.get("address") == board, body[-600:])
+    line = machine.wait_for(r"onair: \S+ [^\n]* wifi=joined\((\d+\.\d+\.\d+\.\d+)\)[^\n]*", 30, mark)
+    t.check("10 wifi: the console's status line says wifi=joined with the address", line, machine.text()[-600:])
+    check_play(t, machine, router, board)
+
+    # Under WPA2 alone (its 4-way handshake) and WPA3 alone (SAE's confirm), the router's
+    # password changes: the board leaves and says why, in words; the right password, and it
+    # is back, on that security.
+    for security, key_mgmt, mfp, expected in (("WPA2", "WPA-PSK", 0, "WPA2-PSK"), ("WPA3", "SAE", 2, "SAE")):
+        mark = len(machine.text())
+        ok = restart_router(run, router, key_mgmt, mfp, "another password entirely")
+        failed = machine.wait_for(r"onair: wifi\.failed [^\n]*", 180, mark)
+        t.check(f"10 wifi: the router's password changed ({security} alone): the console says the password is wrong, in words",
+                ok and failed and "kind=wrong-password" in failed.group(0) and "wrong password for" in failed.group(0),
+                failed.group(0) if failed else machine.text()[mark:][-1500:])
+        try:
+            wifi = t.http_json("/api/status").get("wifi") or {}
+        except (OSError, ValueError):
+            wifi = {}
+        t.check(f"10 wifi: ... /api/status says so too ({security})",
+                wifi.get("state") == "failed" and "wrong password" in (wifi.get("problem") or ""), str(wifi))
+        mark = len(machine.text())
+        ok = restart_router(run, router, key_mgmt, mfp, PASSWORD)
+        back = machine.wait_for(r"onair: wifi\.joined[^\n]*", 180, mark)
+        _, status = run("wpa_cli -i wlan0 status")
+        t.check(f"10 wifi: the right password again ({security} alone): the board joins, with {security}",
+                ok and back and f"key_mgmt={expected}" in status, status[-400:])
+    t.check("10 wifi: the password was never shown on the console", PASSWORD not in machine.text() and "correct horse" not in machine.text())
+
+
+def restart_router(run, router, key_mgmt, mfp, password):
+    """hostapd again, with other security or another password."""
+    ok = router("sh -c 'kill $(cat /run/hostapd.pid)'")[0]
+    hostapd = HOSTAPD.format(ssid=SSID, password=password, key_mgmt=key_mgmt, mfp=mfp)
+    ok = ok and run(f"sleep 1; cat > /run/hostapd.conf <<'EOF'\n{hostapd}EOF")[0]
+    return ok and router("hostapd -B -P /run/hostapd.pid /run/hostapd.conf")[0]
+
+
+def check_play(t, machine, router, board):
+    """A stream started by the button is played from the router's namespace: its live
+    playlist, and the first segment it names."""
+    mark = len(machine.text())
+    machine.key("spc")
+    started = machine.wait_for(r"onair: stream\.started id=(\S+)", 30, mark)
+    if not t.check("10 wifi: the space bar starts a stream", started):
+        return
+    stream = started.group(1)
+    time.sleep(6)  # a few segments
+    ok, playlist = router(f"busybox wget -q -O - http://{board}:8080/streams/{stream}/playlist.m3u8")
+    segment = next((line for line in playlist.splitlines() if line and not line.startswith("#")), None)
+    size = 0
+    if ok and segment:
+        _, length = router(f"sh -c 'busybox wget -q -O - http://{board}:8080/streams/{stream}/{segment} | wc -c'")
+        size = int((re.findall(r"\d+", length) or ["0"])[-1])
+    t.check("10 wifi: a client on the router's network plays the stream over the radio (its playlist and first segment)",
+            ok and segment and size > 1000, f"{playlist[-400:]} segment {segment}: {size} bytes")
+    mark = len(machine.text())
+    machine.key("spc")
+    machine.wait_for(r"onair: stream\.ended", 60, mark)
