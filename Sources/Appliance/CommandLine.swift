@@ -18,6 +18,9 @@ public enum Invocation: Equatable {
     case timeConfig(TimeSettings, output: String?)
     /// `onair wifi-config`: [wifi]'s networks as wpa_supplicant's configuration.
     case wifiConfig(WiFiSettings, interface: String?, output: String?)
+    /// `onair names`: the board's name on its LAN, set as the hostname and its services
+    /// written for DNS-SD.
+    case names(Settings, setHostname: Bool, dnssd: String?)
     /// `onair forget ID`: stop listing a published stream its owner deleted.
     case forget(id: String, Settings)
     /// `onair passwd`: a user of `[access]` added, replaced or removed.
@@ -90,6 +93,22 @@ public enum CommandLineParser {
             }
             guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
             return .wifiConfig(settings.wifi, interface: interface, output: output)
+        case "names":
+            if rest.contains("--help") || rest.contains("-h") { return .help(namesUsage) }
+            var runArguments: [String] = []
+            var setHostname = false
+            var dnssd: String?
+            var cursor = ArgumentCursor(rest) { "names: \($0) needs a value (see 'onair names --help')" }
+            while let word = cursor.next() {
+                switch word {
+                case "--config", "--out", "--set": runArguments += [word, try cursor.value(for: word)]
+                case "--set-hostname": setHostname = true
+                case "--dnssd": dnssd = try cursor.value(for: word)
+                default: throw ConfigError.usage("names: unexpected '\(word)' (see 'onair names --help')")
+                }
+            }
+            guard case .run(let settings, _) = try parseRun(runArguments, readFile: readFile) else { return .usage(usage) }
+            return .names(settings, setHostname: setHostname, dnssd: dnssd)
         case "forget":
             if rest.contains("--help") || rest.contains("-h") { return .help(forgetUsage) }
             guard let id = rest.first, !id.hasPrefix("-") else { throw ConfigError.usage("forget: expected a stream id (see 'onair forget --help')") }
@@ -185,6 +204,8 @@ public enum CommandLineParser {
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
       onair wifi-config [--config FILE]... [--interface NAME] [--write PATH]
                                    [wifi]'s networks as wpa_supplicant's configuration (see 'onair wifi-config --help')
+      onair names [--config FILE]... [--out DIR] [--set-hostname] [--dnssd DIR]
+                                   the board's name on its LAN (NAME.local) and its services (see 'onair names --help')
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
       onair forget ID [options]    stop listing a published stream deleted at the destination
       onair passwd USER [options]  who may watch: a viewer's password, an NVR's account (see 'onair passwd --help')
@@ -237,6 +258,19 @@ public enum CommandLineParser {
     Exit status: 0 written; 1 when [wifi] names no network, or another interface
     (wifi.interface) than --interface: nothing written, nothing to join; 2 when the
     config is wrong (the line says which file, line and key).
+
+    """
+
+    public static let namesUsage = """
+    Usage: onair names [--config FILE]... [--out DIR] [--set KEY=VALUE]... [--set-hostname] [--dnssd DIR]
+
+    Prints the board's name on its network: device.name (auto: as 'onair run' names the
+    board, from the hostname or the data directory's device-id) as a DNS label, lower
+    case, '.' and '_' as '-'. --set-hostname makes it the hostname (sethostname(2); root),
+    which systemd-resolved announces over multicast DNS as NAME.local. --dnssd DIR writes
+    systemd.dnssd(5) files there for the viewer (_http._tcp, server.listen's port) and,
+    while RTSP is on, the stream (_rtsp._tcp, rtsp.port). The board runs it at boot
+    (onair-names.service), before systemd-resolved is started again to read them.
 
     """
 

@@ -15,6 +15,7 @@ import Recording
 import Server
 import Spool
 import Streaming
+import System
 import Threading
 import Updates
 import ONVIF
@@ -356,7 +357,16 @@ final class Pipeline: Sendable {
                 StatusSnapshot.RTSPStatus(port: $0.port, mediaPorts: [$0.mediaPorts.rtp, $0.mediaPorts.rtcp], maxClients: settings.rtspClients,
                                           sessions: $0.sessions)
             }, liveReaders: feed.readers, access: access.map { ($0.list.viewers.count, $0.list.devices.count) }, unavailable: devices?.unavailable ?? [],
-            destinations: destinations?.statuses ?? [], wifi: wifi?.status)
+            destinations: destinations?.statuses ?? [], wifi: wifi?.status, reach: Self.reach())
+    }
+
+    /// The `.local` name, when `onair names` set the hostname to it (systemd-resolved
+    /// announces the hostname), and the up interfaces' IPv4 addresses.
+    static func reach() -> StatusSnapshot.Reach {
+        let announced = FileSystem.readText(NetworkNames.announcedFile)?.trimmingWhitespace()
+        let hostname = ThisProcess.hostname
+        let name = announced.flatMap { !$0.isEmpty && $0 == hostname ? $0 + ".local" : nil }
+        return .init(localName: name, addresses: NetworkInterfaces.ipv4().map { $0.address.map(String.init).joined(separator: ".") })
     }
 
     /// The live ladder's rungs as the thermal ladder leaves them; nil without a ladder.

@@ -31,6 +31,7 @@ public enum Runner {
         case .validateLive(let url, let seconds): return validateLive(url, seconds: seconds)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .wifiConfig(let wifi, let interface, let output): return wifiConfig(wifi, interface: interface, output: output)
+        case .names(let settings, let setHostname, let dnssd): return names(settings, setHostname: setHostname, dnssd: dnssd)
         case .fetch(let options): return fetch(options)
         case .forget(let id, let settings): return forget(id, settings)
         case .passwd(let options): return Passwd.run(options)
@@ -119,6 +120,47 @@ public enum Runner {
             printError("onair: wifi-config --write \(output): \(error)")
             return 2
         }
+    }
+
+    /// `onair names`: 0 with the name printed (and set, and the services written, when
+    /// asked); 1 when one of those cannot be done (the line says which).
+    static func names(_ configured: Settings, setHostname: Bool, dnssd: String?) -> Int32 {
+        let device = configured.deviceName ?? DeviceName.automatic(dataDirectory: configured.dataDirectory)
+        let label = NetworkNames.label(device)
+        print(label)
+        do {
+            if setHostname {
+                do { try ThisProcess.setHostname(label) } catch { throw RunFailure.runtime("names: the hostname \(label) cannot be set: \(error)") }
+                let marker = NetworkNames.announcedFile
+                try AtomicFile.makeDirectories(String(marker[..<(marker.lastIndex(of: "/") ?? marker.startIndex)]))
+                try AtomicFile.write(Array((label + "\n").utf8), to: marker)
+            }
+            if let dnssd {
+                try AtomicFile.makeDirectories(dnssd)
+                var services: [(file: String, type: String, port: UInt16, path: String)] = []
+                if let port = configured.listen.flatMap(Self.port) {
+                    services.append(("onair-http.dnssd", "_http._tcp", port, "/"))
+                    if let rtsp = configured.rtspPort, rtsp > 0 { services.append(("onair-rtsp.dnssd", "_rtsp._tcp", rtsp, "/live")) }
+                }
+                for name in ["onair-http.dnssd", "onair-rtsp.dnssd"] where !services.contains(where: { $0.file == name }) {
+                    try? FileSystem.remove(dnssd + "/" + name)
+                }
+                for service in services {
+                    try AtomicFile.write(Array(NetworkNames.serviceFile(type: service.type, port: service.port, path: service.path).utf8),
+                                         to: dnssd + "/" + service.file)
+                }
+            }
+            return 0
+        } catch {
+            printError("onair: \(error)")
+            return 1
+        }
+    }
+
+    /// The port of `server.listen` (`HOST:PORT`, `[V6]:PORT`); nil for 0 (any).
+    static func port(_ listen: String) -> UInt16? {
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]), port > 0 else { return nil }
+        return port
     }
 
     /// All of `text` to stderr, unbuffered (it is what a failing start says last).

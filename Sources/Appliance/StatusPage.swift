@@ -32,6 +32,7 @@ enum StatusPage {
     static func html(_ status: StatusSnapshot) -> String {
         let rows: [(String, String)] = [
             ("state", status.state), ("stream", status.stream ?? "none"),
+            ("reach it at", ([status.reach.localName] + status.reach.addresses.map(Optional.some)).compactMap { $0 }.joined(separator: ", ")),
             ("up", "\(Int(status.uptimeSeconds) / 3600) h \(Int(status.uptimeSeconds) / 60 % 60) min"),
             ("live bit rate", ((status.liveBitsPerSecond / 1e6).fixed(2) + " Mb/s")),
             ("segments stored", "\(status.segmentsStored)"),

@@ -110,6 +110,16 @@ struct StatusSnapshot {
     var destinations: [DestinationStatus] = []
     /// The Wi-Fi of `[wifi]`; nil without one.
     var wifi: WiFiStatus? = nil
+    /// Where a viewer reaches the board: its `.local` name while systemd-resolved announces
+    /// it (`onair names --set-hostname` set it), and its IPv4 addresses.
+    var reach = Reach()
+
+    struct Reach {
+        var localName: String?
+        var addresses: [String] = []
+        /// For the console: the name, then the addresses (at most three).
+        var text: String { ([localName].compactMap { $0 } + addresses.prefix(3)).joined(separator: ",") }
+    }
 
     struct RTSPStatus {
         var port: UInt16
@@ -151,7 +161,7 @@ struct StatusSnapshot {
     /// `GET /api/status`.
     var json: [UInt8] {
         JSON.fields([
-            "device": device, "state": state, "stream": stream, "fps": fps, "recordings": recordings, "publish": publish?.json,
+            "device": device, "local_name": reach.localName, "addresses": reach.addresses, "state": state, "stream": stream, "fps": fps, "recordings": recordings, "publish": publish?.json,
             "uptime_seconds": uptimeSeconds, "frames_in": framesIn, "segments_stored": segmentsStored,
             "segment_bytes": segmentBytes, "live_bits_per_second": liveBitsPerSecond,
             "dropped_video_frames": droppedVideoFrames, "dropped_audio_chunks": droppedAudioChunks,
@@ -254,6 +264,8 @@ struct StatusSnapshot {
         }
         let up = Int(uptimeSeconds)
         var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? [])
+        // Where to point a browser: `at=cam1.local,192.168.1.23`.
+        if !reach.text.isEmpty { parts.append("at=\(reach.text)") }
         parts += ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
                   "fps=\(fpsActual.fixed(1))/\(fps)"]
         if let ladder { parts.append("rungs=\(ladder.live.count)/\(ladder.live.count + ladder.dropped.count)") }

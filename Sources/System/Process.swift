@@ -85,6 +85,13 @@ public enum ThisProcess {
         return String(cString: buffer)
     }
 
+    /// sethostname(2): the name the board answers to (systemd-resolved announces it over
+    /// mDNS as NAME.local). Root only.
+    public static func setHostname(_ name: String) throws {
+        let bytes = Array(name.utf8).map { CChar(bitPattern: $0) }
+        guard Glibc.sethostname(bytes, bytes.count) == 0 else { throw Errno.current }
+    }
+
     /// sync(2): every file system's dirty data on its medium (before a power-off).
     public static func syncFileSystems() { Glibc.sync() }
 

@@ -87,3 +87,23 @@ final class WiFiConfigTests: XCTestCase {
         XCTAssertThrowsError(try CommandLineParser.parse(["wifi-config", "--write"])) { XCTAssertEqual("\($0)", "wifi-config: --write needs a value (see 'onair wifi-config --help')") }
     }
 }
+
+/// `onair names`: its flags, and the ports it announces.
+final class NamesCommandTests: XCTestCase {
+    func testTheNamesCommand() throws {
+        let files = ["onair.conf": Array("[device]\nname = Cam_1\n[server]\nlisten = 0.0.0.0:8081\n".utf8)]
+        let invocation = try CommandLineParser.parse(["names", "--config", "onair.conf", "--out", "/data", "--set-hostname", "--dnssd", "/run/x"],
+                                                     readFile: { files[$0] ?? [] })
+        guard case .names(let settings, let setHostname, let dnssd) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(settings.deviceName, "Cam_1")
+        XCTAssertEqual(settings.dataDirectory, "/data")
+        XCTAssertTrue(setHostname)
+        XCTAssertEqual(dnssd, "/run/x")
+        XCTAssertEqual(Runner.port(settings.listen ?? ""), 8081)
+        XCTAssertEqual(Runner.port("[::]:8080"), 8080)
+        XCTAssertNil(Runner.port("0.0.0.0:0"), "any port: nothing to announce")
+        XCTAssertThrowsError(try CommandLineParser.parse(["names", "--hostname"])) {
+            XCTAssertEqual("\($0)", "names: unexpected '--hostname' (see 'onair names --help')")
+        }
+    }
+}
