@@ -52,6 +52,7 @@ SWIFT_RELEASE = $(WITH_DEPS) mkdir -p .build && printf '{"schemaVersion": "1.0",
 # moto's server mode: an S3-compatible server that checks SigV4 signatures, for the tests.
 MOTO := .build/moto/bin/moto_server
 # ONVIF's real clients from PyPI (issue 32): WS-Discovery, and onvif-zeep as NVRs' scripts use it.
+# python-zeroconf: the mDNS and DNS-SD client that finds the board by name on its LAN.
 ONVIF_CLIENTS := .build/onvif/installed
 # A WebRTC stack that is not a browser's (issue 45): aiortc, which offers H.264 as
 # Constrained Baseline only and decodes with libavcodec (PyAV's wheel carries its own).
@@ -117,7 +118,7 @@ $(MOTO):
 	$(call venv,moto,'moto[server]==5.2.5' 'boto3==1.*')
 
 $(ONVIF_CLIENTS):
-	$(call venv,onvif,'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2')
+	$(call venv,onvif,'onvif-zeep==0.2.12' 'WSDiscovery==2.1.2' 'zeroconf==0.147.0')
 
 $(WEBRTC_CLIENTS):
 	$(call venv,webrtc,'aiortc==1.16.0')

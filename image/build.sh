@@ -145,6 +145,12 @@ install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
 install -D -m 0644 "$here/rootfs/25-wireless.network" "$root/etc/systemd/network/25-wireless.network"
 install -D -m 0644 "$here/rootfs/onair-wifi@.service" "$root/etc/systemd/system/onair-wifi@.service"
+install -D -m 0644 "$here/rootfs/onair-names.service" "$root/etc/systemd/system/onair-names.service"
+# Found by name: systemd-resolved answers NAME.local and announces the services of
+# onair-names.service over multicast DNS (RFC 6762/6763), on the links that allow it
+# (20-wired.network, 25-wireless.network); no LLMNR (Windows' older scheme) to answer for.
+mkdir -p "$root/etc/systemd/resolved.conf.d"
+printf '[Resolve]\nMulticastDNS=yes\nLLMNR=no\n' > "$root/etc/systemd/resolved.conf.d/onair.conf"
 install -D -m 0644 "$here/rootfs/81-onair-wifi.rules" "$root/etc/udev/rules.d/81-onair-wifi.rules"
 for unit in $SERVICES; do install -D -m 0644 "$boarddir/$unit" "$root/etc/systemd/system/$unit"; done
 for pair in $INSTALL; do install -D -m 0755 "$boarddir/${pair%%:*}" "$root/${pair#*:}"; done
@@ -202,7 +208,7 @@ mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
 # wpa_supplicant runs per interface from onair-wifi@ (the D-Bus one would only idle).
 systemctl --root="$root" mask wpa_supplicant.service >/dev/null 2>&1
-systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service systemd-networkd.service systemd-resolved.service \
+systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service onair-names.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
 # Updates: RAUC with the slots, the keyring, and the board's boot loader backend
 # (onair-slot-efi: systemd-boot's boot counting; onair-slot-rpi: the Pi firmware's

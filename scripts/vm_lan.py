@@ -9,8 +9,9 @@ ONVIF clients (WSDiscovery, onvif-zeep) find and question it as they would on a 
 
 QEMU sends to HELPER_PORT and listens on QEMU_PORT. Commands on stdin, one a line:
 `lease` (waits for the board's DHCP lease and prints its address), `probe` (a multicast
-WS-Discovery probe on the LAN), `camera USER PASS` (onvif-zeep at the leased address);
-each answered by one JSON line. The namespace ends with the process.
+WS-Discovery probe on the LAN), `camera USER PASS` (onvif-zeep at the leased address),
+`mdns NAME` (python-zeroconf asks for NAME.local and its services); each answered by one
+JSON line. The namespace ends with the process.
 """
 import ctypes
 import fcntl
@@ -74,6 +75,8 @@ def main():
                 answer(run_client(python, client, ["discover-multicast"]))
             elif words[0] == "camera":
                 answer(run_client(python, client, ["camera", address or "10.78.0.10", "8080"] + words[1:]))
+            elif words[0] == "mdns" and len(words) == 2:
+                answer(run_client(python, os.path.join(os.path.dirname(client), "mdns_client.py"), [words[1]]))
     finally:
         dnsmasq.terminate()
         dnsmasq.wait()

@@ -13,7 +13,8 @@ Scenarios, in seven boots of the same disk, on a machine whose real-time clock s
   boot 1: 1 the boot (systemd starts onair; status lines on the serial console; start-up
           times; clock=unsynced; on the board's LAN — a second NIC in a network namespace
           of the test's own, scripts/vm_lan.py — an address by DHCP, a WS-Discovery probe
-          finds the board, onvif-zeep reads it), 2 the preview (a screendump shows vivid's colour bars),
+          finds the board, onvif-zeep reads it; 11 python-zeroconf finds it as NAME.local
+          with its viewer and RTSP services), 2 the preview (a screendump shows vivid's colour bars),
           3 a recording (space, 20 s, space: a complete stream at the origin that passes
           the HLS rules, decodes, and carries the test tone, with an id that is not a date
           and no program date-time; the local recording is a playable MP4; while it is
@@ -563,9 +564,35 @@ def check_lan(lan):
         time.sleep(3)
     check(f"1 boot: a multicast WS-Discovery probe on the LAN finds the board at {address} (WSDiscovery)", found,
           open(os.path.join(WORK, "lan.log")).read()[-500:])
+    check_names(lan, address)
     camera = lan.ask("camera anyone anything")
     check("1 boot: onvif-zeep reads the board over its LAN and is given its RTSP URL there",
           camera.get("manufacturer") == "onair" and camera.get("stream") == f"rtsp://{address}:8554/live", json.dumps(camera)[:300])
+
+
+def check_names(lan, address):
+    """11 found by name: on its LAN the board answers NAME.local over multicast DNS (its
+    systemd-resolved, the hostname onair-names.service set) and announces its viewer and
+    RTSP stream (DNS-SD), as python-zeroconf finds them; the console says the name."""
+    try:
+        name = (http_json("/api/status").get("local_name") or "").removesuffix(".local")
+    except (OSError, ValueError):
+        name = ""
+    if not check("11 names: /api/status names the board's .local name", name.startswith("onair-"), name):
+        return
+    found = {}
+    for _ in range(5):  # systemd-resolved starts announcing as the link comes up
+        found = lan.ask(f"mdns {name}")
+        if address in found.get("addresses", []) and len(found.get("services", {})) == 2:
+            break
+        time.sleep(3)
+    check(f"11 names: {name}.local resolves to the board's LAN address {address} (mDNS, python-zeroconf)",
+          address in found.get("addresses", []), json.dumps(found)[:400])
+    services = found.get("services", {})
+    check("11 names: the viewer (_http._tcp, port 8080, path=/) and the stream (_rtsp._tcp, port 8554) are announced (DNS-SD)",
+          services.get("_http._tcp", {}).get("port") == 8080 and services.get("_http._tcp", {}).get("txt", {}).get("path") == "/"
+          and services.get("_rtsp._tcp", {}).get("port") == 8554 and services["_http._tcp"]["server"] == f"{name}.local.",
+          json.dumps(services)[:400])
 
 
 def check_rtsp():
