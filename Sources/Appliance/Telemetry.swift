@@ -264,8 +264,6 @@ struct StatusSnapshot {
         }
         let up = Int(uptimeSeconds)
         var parts = ["onair:", state] + (device.map { ["device=\($0)"] } ?? [])
-        // Where to point a browser: `at=cam1.local,192.168.1.23`.
-        if !reach.text.isEmpty { parts.append("at=\(reach.text)") }
         parts += ["stream=\(stream ?? "-")", "up=\(up / 3600)h\((up / 60 % 60).zeroPadded(2))m\((up % 60).zeroPadded(2))s",
                   "fps=\(fpsActual.fixed(1))/\(fps)"]
         if let ladder { parts.append("rungs=\(ladder.live.count)/\(ladder.live.count + ladder.dropped.count)") }
@@ -282,6 +280,9 @@ struct StatusSnapshot {
         }
         // `wifi=joined`, `wifi=wrong-password`: the Wi-Fi of [wifi], in a word.
         if let wifi { parts.append("wifi=\(wifi.consoleWord)" + (wifi.address.map { "(\($0))" } ?? "")) }
+        // Where to point a browser: `at=cam1.local,192.168.1.23` (after the fields
+        // readers of the line have always found first).
+        if !reach.text.isEmpty { parts.append("at=\(reach.text)") }
         parts.append("dropped=\(droppedVideoFrames)")
         parts.append("err=\(lastError.map { String($0.prefix(60)) } ?? "-")")
         return String(parts.joined(separator: " ").unicodeScalars.map { $0.isASCII ? Character($0) : "?" })

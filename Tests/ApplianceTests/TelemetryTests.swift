@@ -53,6 +53,20 @@ final class StatusSnapshotTests: XCTestCase {
         XCTAssertTrue(named.metrics.contains("\nonair_recording{device=\"cam-2.gym\"} 1\n"))
     }
 
+    /// Where to point a browser: the .local name and the addresses, late on the console
+    /// line (its first fields keep their places), and in /api/status.
+    func testWhereToReachTheBoardIsSaid() throws {
+        var reached = snapshot
+        reached.device = "cam1"
+        reached.reach = .init(localName: "cam1.local", addresses: ["192.168.1.23", "10.0.0.5", "10.1.0.5", "10.2.0.5"])
+        let line = reached.consoleLine(fpsActual: 30)
+        XCTAssertTrue(line.hasPrefix("onair: recording device=cam1 stream="), line)
+        XCTAssertTrue(line.contains(" at=cam1.local,192.168.1.23,10.0.0.5,10.1.0.5 dropped="), "the name and three addresses: \(line)")
+        let json = try XCTUnwrap(JSON.parse(reached.json))
+        XCTAssertEqual(json["local_name"]?.string, "cam1.local")
+        XCTAssertFalse(snapshot.consoleLine(fpsActual: 30).contains(" at="), "nothing known: nothing said")
+    }
+
     /// With a V4L2 camera, what it lost is said: driver gaps, broken buffers, reopens.
     func testTheCamerasLossesAreCounted() throws {
         var camera = snapshot
