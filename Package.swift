@@ -76,7 +76,7 @@ let package = Package(
         .target(name: "MPEGTS", dependencies: ["Media"]),
         // Wi-Fi: onair.conf's [wifi] as wpa_supplicant's configuration (made at boot by
         // `onair wifi-config`), and what wpa_supplicant says, watched and said in words.
-        .target(name: "Network", dependencies: ["System", "Threading", "Logging", "COpenSSL"]),
+        .target(name: "Network", dependencies: ["Basics", "System", "Threading", "Logging", "COpenSSL"]),
         // Going live on the platforms: each `[destination.NAME]` a real-time reader of the
         // live feed on a thread of its own, publishing over RTMP or RTMPS (TLS over the
         // linked OpenSSL, the server's certificate checked), with its platform's preset.
@@ -142,7 +142,7 @@ let package = Package(
         .testTarget(name: "RTMPTests", dependencies: ["RTMP"]),
         .testTarget(name: "MPEGTSTests", dependencies: ["MPEGTS", "Media"]),
         .testTarget(name: "DestinationsTests", dependencies: ["Destinations", "RTMP"]),
-        .testTarget(name: "NetworkTests", dependencies: ["Network", "TestSupport"]),
+        .testTarget(name: "NetworkTests", dependencies: ["Network", "Basics", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Logging", "System", "Basics"]),

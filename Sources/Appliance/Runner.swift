@@ -88,9 +88,7 @@ public enum Runner {
         for problem in time.problems { printError("onair: \(problem)") }
         guard let output else { print(time.timesyncdConfig, terminator: ""); return 0 }
         do {
-            let directory = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
-            if !directory.isEmpty { try AtomicFile.makeDirectories(directory) }
-            try AtomicFile.write(Array(time.timesyncdConfig.utf8), to: output)
+            try writeFile(Array(time.timesyncdConfig.utf8), to: output)
             return 0
         } catch {
             printError("onair: time-config --write \(output): \(error)")
@@ -111,10 +109,8 @@ public enum Runner {
         let text = SupplicantConfig.render(wifi)
         guard let output else { print(text, terminator: ""); return 0 }
         do {
-            let directory = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
-            if !directory.isEmpty { try AtomicFile.makeDirectories(directory) }
             // Keys derived from the passwords: root's alone.
-            try AtomicFile.write(Array(text.utf8), to: output, permissions: 0o600)
+            try writeFile(Array(text.utf8), to: output, permissions: 0o600)
             return 0
         } catch {
             printError("onair: wifi-config --write \(output): \(error)")
@@ -131,12 +127,9 @@ public enum Runner {
         do {
             if setHostname {
                 do { try ThisProcess.setHostname(label) } catch { throw RunFailure.runtime("names: the hostname \(label) cannot be set: \(error)") }
-                let marker = NetworkNames.announcedFile
-                try AtomicFile.makeDirectories(String(marker[..<(marker.lastIndex(of: "/") ?? marker.startIndex)]))
-                try AtomicFile.write(Array((label + "\n").utf8), to: marker)
+                try writeFile(Array((label + "\n").utf8), to: NetworkNames.announcedFile)
             }
             if let dnssd {
-                try AtomicFile.makeDirectories(dnssd)
                 var services: [(file: String, type: String, port: UInt16, path: String)] = []
                 if let port = configured.listen.flatMap(Self.port) {
                     services.append(("onair-http.dnssd", "_http._tcp", port, "/"))
@@ -146,8 +139,8 @@ public enum Runner {
                     try? FileSystem.remove(dnssd + "/" + name)
                 }
                 for service in services {
-                    try AtomicFile.write(Array(NetworkNames.serviceFile(type: service.type, port: service.port, path: service.path).utf8),
-                                         to: dnssd + "/" + service.file)
+                    try writeFile(Array(NetworkNames.serviceFile(type: service.type, port: service.port, path: service.path).utf8),
+                                  to: dnssd + "/" + service.file)
                 }
             }
             return 0
@@ -157,10 +150,17 @@ public enum Runner {
         }
     }
 
-    /// The port of `server.listen` (`HOST:PORT`, `[V6]:PORT`); nil for 0 (any).
+    /// The port of `server.listen` to announce; nil for 0 (any).
     static func port(_ listen: String) -> UInt16? {
-        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]), port > 0 else { return nil }
-        return port
+        (try? ListenAddress(listen)).flatMap { $0.port > 0 ? $0.port : nil }
+    }
+
+    /// `bytes` at `path`, whole or not at all (AtomicFile), its folder made first: the
+    /// files the board's units write into /run at boot.
+    static func writeFile(_ bytes: [UInt8], to path: String, permissions: UInt32 = 0o644) throws {
+        let directory = AtomicFile.directory(of: path)
+        if !directory.isEmpty { try AtomicFile.makeDirectories(directory) }
+        try AtomicFile.write(bytes, to: path, permissions: permissions)
     }
 
     /// All of `text` to stderr, unbuffered (it is what a failing start says last).

@@ -1,3 +1,4 @@
+import Basics
 import COpenSSL
 
 /// wpa_supplicant's configuration for `[wifi]` (wpa_supplicant.conf(5)), made at boot into
@@ -23,7 +24,7 @@ public enum SupplicantConfig {
         for network in settings.joinable {
             guard let ssid = network.ssid else { continue }
             lines.append("network={")
-            lines.append("\tssid=\(hex(Array(ssid.utf8)))")
+            lines.append("\tssid=\(Hex.lower(Array(ssid.utf8)))")
             if network.hidden { lines.append("\tscan_ssid=1") }
             lines.append("\tpriority=\(network.priority)")
             // id_str comes back in wpa_supplicant's events: which section was joined.
@@ -43,12 +44,12 @@ public enum SupplicantConfig {
                 lines.append("\tieee80211w=2")
             }
             if let password = network.password, network.security != .open {
-                let isKey = password.utf8.count == 64 && password.allSatisfy(\.isHexDigit)
+                let isKey = WiFiSettings.isKey(password)
                 if network.security != .wpa3 {
-                    lines.append("\tpsk=" + (isKey ? password.lowercased() : hex(psk(password: password, ssid: ssid))))
+                    lines.append("\tpsk=" + (isKey ? password.lowercased() : Hex.lower(psk(password: password, ssid: ssid))))
                 }
                 // SAE (WPA3) takes the password itself, never a derived key.
-                if network.security != .wpa2 && !isKey { lines.append("\tsae_password=\(hex(Array(password.utf8)))") }
+                if network.security != .wpa2 && !isKey { lines.append("\tsae_password=\(Hex.lower(Array(password.utf8)))") }
             }
             lines.append("}")
         }
@@ -64,16 +65,5 @@ public enum SupplicantConfig {
         let made = PKCS5_PBKDF2_HMAC_SHA1(secret, Int32(secret.count), salt, Int32(salt.count), 4096, 32, &key)
         precondition(made == 1, "PBKDF2 of 32 bytes cannot fail")
         return key
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

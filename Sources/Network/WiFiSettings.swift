@@ -37,7 +37,7 @@ public struct WiFiSettings: Sendable, Equatable {
             case (.open, .some): problems.append("\(prefix).password: set, but security = open (a network without a password)")
             case (.open, nil): break
             case (_, nil): problems.append("\(prefix).password: missing (or security = open, for a network without one)")
-            case (.wpa3, .some(let password)) where password.count == 64 && password.allSatisfy(\.isHexDigit):
+            case (.wpa3, .some(let password)) where Self.isKey(password):
                 problems.append("\(prefix).password: WPA3 takes the password itself, not a 64-digit key (not shown)")
             default: break
             }
@@ -71,12 +71,17 @@ public struct WiFiSettings: Sendable, Equatable {
         return nil
     }
 
+    /// A password given as WPA2's 256-bit key itself: 64 hex digits.
+    static func isKey(_ password: String) -> Bool {
+        password.utf8.count == 64 && password.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0 | 0x20) }
+    }
+
     /// What is wrong with `password` as a WPA2/WPA3 personal password (IEEE 802.11-2020
     /// §J.4.1: 8 to 63 printable ASCII characters, or the 256-bit key as 64 hex digits),
     /// never quoting it; nil when it is one.
     public static func passwordProblem(_ password: String) -> String? {
+        if isKey(password) { return nil }
         let bytes = Array(password.utf8)
-        if bytes.count == 64 && bytes.allSatisfy({ UInt8(ascii: "0")...UInt8(ascii: "9") ~= $0 || (0x61...0x66).contains($0 | 0x20) }) { return nil }
         if !bytes.allSatisfy({ (0x20...0x7E).contains($0) }) { return "only printable ASCII characters (letters, digits, punctuation, space) (not shown)" }
         if !(8...63).contains(bytes.count) { return "\(bytes.count) characters; a Wi-Fi password has 8 to 63 (not shown)" }
         return nil

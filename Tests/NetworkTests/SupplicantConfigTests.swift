@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import TestSupport
 import XCTest
@@ -33,7 +34,7 @@ final class SupplicantConfigTests: XCTestCase {
 
     /// IEEE 802.11-2020 §J.4.2's test vector: "password" on the SSID "IEEE".
     func testTheKeyIsWPA2sDerivation() {
-        XCTAssertEqual(SupplicantConfig.hex(SupplicantConfig.psk(password: "password", ssid: "IEEE")),
+        XCTAssertEqual(Hex.lower(SupplicantConfig.psk(password: "password", ssid: "IEEE")),
                        "f42c6fc52df0ebef9ebb4b90b38a5f902e83fe1b135a70e23aed762e9710a12e")
     }
 
@@ -45,14 +46,14 @@ final class SupplicantConfigTests: XCTestCase {
         XCTAssertEqual(order, ["office", "wifi", "cafe", "lab"], "the most wanted first, then [wifi] itself, then by name")
         XCTAssertFalse(text.contains("home"), "no SSID as text")
         XCTAssertFalse(text.contains("horse"), "no password as text")
-        XCTAssertTrue(text.contains("ssid=" + SupplicantConfig.hex(Array("My \"home\" # net ☕".utf8))))
+        XCTAssertTrue(text.contains("ssid=" + Hex.lower(Array("My \"home\" # net ☕".utf8))))
         XCTAssertTrue(text.contains("\tscan_ssid=1\n\tpriority=5\n"), "the hidden network is asked for by name")
         XCTAssertTrue(text.contains("psk=" + String(repeating: "0123456789abcdef", count: 4)), "a 64-digit key as it is")
-        XCTAssertTrue(text.contains("key_mgmt=SAE\n\tieee80211w=2\n\tsae_password=" + SupplicantConfig.hex(Array("correct horse".utf8))),
+        XCTAssertTrue(text.contains("key_mgmt=SAE\n\tieee80211w=2\n\tsae_password=" + Hex.lower(Array("correct horse".utf8))),
                       "WPA3: the password itself, as hex, with protected management frames")
         XCTAssertTrue(text.contains("key_mgmt=NONE\n}"), "the open network has no key")
         XCTAssertTrue(text.contains("key_mgmt=WPA-PSK WPA-PSK-SHA256 SAE\n\tieee80211w=1\n\tpsk="
-                                    + SupplicantConfig.hex(SupplicantConfig.psk(password: "a\"b # c\"\" ", ssid: "My \"home\" # net ☕"))),
+                                    + Hex.lower(SupplicantConfig.psk(password: "a\"b # c\"\" ", ssid: "My \"home\" # net ☕"))),
                       "auto: WPA2's derived key and WPA3's password, both")
     }
 
