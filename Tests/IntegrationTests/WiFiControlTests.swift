@@ -31,6 +31,8 @@ final class WiFiControlTests: XCTestCase {
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()
         defer { daemon.terminate(); daemon.waitUntilExit() }
+        // Another program's socket: nothing tells when it is made but looking. (-B, whose
+        // first process ends once it is, leaves Foundation's Process waiting on the daemon.)
         var control: WPAControl?
         for _ in 0..<100 where control == nil {
             control = try? WPAControl(path: socket)
@@ -53,17 +55,17 @@ final class WiFiControlTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try FakeSupplicant(path: directory + "/wlan0")
         defer { server.stop() }
-        let lines = Locked<[String]>([])
-        let log = Log(format: .logfmt, write: { line in lines.withLock { $0.append(line) } })
+        let lines = Condition<[String]>([])
+        let log = Log(format: .logfmt, write: { line in
+            lines.withLock { $0.append(line) }
+            lines.broadcast()
+        })
         let monitor = try WiFiMonitor(settings: settings(), directory: directory, log: log)
         monitor.start()
         defer { monitor.stop() }
+        /// Whether the log says `text` within 10 s.
         func wait(_ text: String) -> Bool {
-            for _ in 0..<100 {
-                if lines.withLock({ $0.contains { $0.contains(text) } }) { return true }
-                usleep(50_000)
-            }
-            return false
+            lines.withLock(until: monotonicNanoseconds() + 10_000_000_000) { $0.contains { $0.contains(text) } ? true : nil } ?? false
         }
         XCTAssertTrue(server.waitForAttach(), "attached")
         server.send("<3>CTRL-EVENT-SSID-TEMP-DISABLED id=0 ssid=\"home\" auth_failures=1 duration=10 reason=WRONG_KEY")
@@ -78,15 +80,17 @@ final class WiFiControlTests: XCTestCase {
     }
 }
 
-/// A Unix datagram socket that answers as wpa_supplicant's control interface does.
-final class FakeSupplicant: @unchecked Sendable {
+/// A Unix datagram socket that answers as wpa_supplicant's control interface does, on a
+/// thread of its own.
+final class FakeSupplicant: Sendable {
+    private struct State {
+        var client: (address: sockaddr_un, length: socklen_t)?
+        var running = true
+        var status = "wpa_state=SCANNING\n"
+    }
     let fd: Int32
-    private let lock = NSLock()
-    private var client: sockaddr_un?
-    private var clientLength: socklen_t = 0
-    private var running = true
-    private var thread: Thread?
-    var status = "wpa_state=SCANNING\n"
+    private let state = Condition(State())
+    private let thread = Locked<WorkerThread?>(nil)
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -95,56 +99,62 @@ final class FakeSupplicant: @unchecked Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        // Its receive wakes every 0.1 s to see whether it is stopped.
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let thread = Thread { [self] in serve() }
-        self.thread = thread
-        thread.start()
+        thread.withLock { $0 = WorkerThread(name: "fake-supplicant") { [self] in serve() } }
+    }
+
+    /// What STATUS answers from now on.
+    var status: String {
+        get { state.withLock { $0.status } }
+        set { state.withLock { $0.status = newValue } }
     }
 
     private func serve() {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while lock.withLock({ running }) {
+        while state.withLock({ $0.running }) {
             var from = sockaddr_un()
             var length = socklen_t(MemoryLayout<sockaddr_un>.size)
             let count = withUnsafeMutablePointer(to: &from) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
             }
             guard count > 0 else { continue }
-            let command = String(decoding: buffer[..<count], as: UTF8.self)
             let reply: String
-            switch command {
-            case "ATTACH": reply = "OK\n"; lock.withLock { client = from; clientLength = length }
+            switch String(decoding: buffer[..<count], as: UTF8.self) {
+            case "ATTACH":
+                reply = "OK\n"
+                state.withLock { $0.client = (from, length) }
+                state.broadcast()
             case "DETACH": reply = "OK\n"
-            case "STATUS": reply = lock.withLock { status }
+            case "STATUS": reply = status
             default: reply = "UNKNOWN COMMAND\n"
             }
-            reply.withCString { text in
-                _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, text, strlen(text), 0, $0, length) } }
-            }
+            send(reply, to: from, length: length)
         }
     }
 
+    /// Whether a client attached within 10 s.
     func waitForAttach() -> Bool {
-        for _ in 0..<100 {
-            if lock.withLock({ client != nil }) { return true }
-            usleep(50_000)
-        }
-        return false
+        state.withLock(until: monotonicNanoseconds() + 10_000_000_000) { $0.client != nil ? true : nil } ?? false
     }
 
     /// An unsolicited event to the attached client.
     func send(_ event: String) {
-        guard var to = lock.withLock({ client }) else { return }
-        let length = lock.withLock { clientLength }
-        event.withCString { text in
-            _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, text, strlen(text), 0, $0, length) } }
+        guard let client = state.withLock({ $0.client }) else { return }
+        send(event, to: client.address, length: client.length)
+    }
+
+    private func send(_ text: String, to address: sockaddr_un, length: socklen_t) {
+        var to = address
+        text.withCString { bytes in
+            _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, strlen(bytes), 0, $0, length) } }
         }
     }
 
     func stop() {
-        lock.withLock { running = false }
-        while thread?.isFinished == false { usleep(10_000) }
+        state.withLock { $0.running = false }
+        thread.withLock { $0 }?.join()
         close(fd)
     }
 }
