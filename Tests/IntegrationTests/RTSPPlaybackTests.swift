@@ -76,7 +76,8 @@ final class RTSPPlaybackTests: XCTestCase {
                 "s.", "!", "rtpmp4gdepay", "!", "avdec_aac", "!", "fakesink", "num-buffers=120",
             ], seconds: 60)
             let output = String(decoding: played.stdout, as: UTF8.self)
-            XCTAssertEqual(played.status, 0, output + played.stderr + "\nonair:\n" + onair.stderr)
+            // The report shows a failure's last lines: GStreamer's own account goes last.
+            XCTAssertEqual(played.status, 0, "\(transport): onair:\n" + onair.stderr + "\ngst-launch-1.0 exited \(played.status):\n" + output + played.stderr)
             XCTAssertTrue(output.contains("Got EOS from element"), "\(transport): both sinks had their buffers\n" + output + played.stderr)
             XCTAssertFalse(output.contains("ERROR"), output)
         }
