@@ -114,6 +114,13 @@ enum Passwd {
         }
     }
 
+    /// What is wrong with a viewer's password, if anything (the settings page's rule too).
+    static func problem(_ password: String) -> PasswdError? {
+        guard password.count >= 8, password.count <= 128 else { return .length }
+        guard password.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else { return .control }
+        return nil
+    }
+
     /// The password from the terminal (twice, unshown) or one line of standard input.
     static func prompt() throws -> String {
         let input = FileDescriptor.standardInput
@@ -126,8 +133,7 @@ enum Passwd {
             return text
         }
         let password = try ask("Password: ")
-        guard password.count >= 8, password.count <= 128 else { throw PasswdError.length }
-        guard password.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else { throw PasswdError.control }
+        if let problem = problem(password) { throw problem }
         if terminal, try ask("Again: ") != password { throw PasswdError.mismatch }
         return password
     }
@@ -148,52 +154,27 @@ enum PasswdError: Error, CustomStringConvertible {
 /// The `[access]` lines of a config text, edited in place: a user's line replaced or
 /// removed, the realm added once (it salts every viewer's digests, so it never changes).
 struct AccessEdit {
-    private(set) var lines: [String]
+    private var edit: ConfigEdit
     let realm: String
     private let hadRealm: Bool
 
     init(_ text: String, file: String) throws {
-        lines = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if lines.last == "" { lines.removeLast() }
-        var found: String?
-        for (section, key, value, _) in Self.entries(lines) where section == "access" && key == "realm" { found = value }
+        edit = ConfigEdit(text)
+        let found = edit.entries.last { $0.fullKey == "access.realm" }?.value
         hadRealm = found != nil
         realm = found ?? AccessList.makeRealm()
     }
 
-    var text: String { lines.map { $0 + "\n" }.joined() }
+    var text: String { edit.text }
 
     /// Replaces `user`'s viewer or device line with `line` (nil: removes it); true when
     /// the user had one.
     mutating func set(_ user: String, line: String?) throws -> Bool {
-        let mine = Self.entries(lines).filter { section, key, value, _ in
-            section == "access" && (key == "viewer" || key == "device") && value.split(separator: " ").first.map(String.init) == user
-        }.map(\.3)
-        for index in mine.reversed() { lines.remove(at: index) }
-        guard let line else { return !mine.isEmpty }
-        let added = hadRealm ? [line] : ["realm = \(realm)", line]
-        if let last = Self.entries(lines).last(where: { $0.0 == "access" })?.3 {
-            lines.insert(contentsOf: added, at: last + 1)
-        } else if let header = lines.lastIndex(where: { $0.trimmingWhitespace() == "[access]" }) {
-            lines.insert(contentsOf: added, at: header + 1)
-        } else {
-            if let last = lines.last, !last.trimmingWhitespace().isEmpty { lines.append("") }
-            lines += ["[access]"] + added
+        let mine = edit.entries.filter { entry in
+            (entry.fullKey == "access.viewer" || entry.fullKey == "access.device") && entry.value.split(separator: " ").first.map(String.init) == user
         }
+        edit.remove(mine.map(\.index))
+        if let line { edit.add(hadRealm ? [line] : ["realm = \(realm)", line], section: "access") }
         return !mine.isEmpty
     }
-
-    /// Each `key = value` line: its section, key, value and index.
-    static func entries(_ lines: [String]) -> [(String, String, String, Int)] {
-        var section = ""
-        var result: [(String, String, String, Int)] = []
-        for (index, raw) in lines.enumerated() {
-            let line = raw.trimmingWhitespace()
-            if line.hasPrefix("[") && line.hasSuffix("]") { section = String(line.dropFirst().dropLast()).trimmingWhitespace(); continue }
-            guard !line.hasPrefix("#"), !line.hasPrefix(";"), let eq = line.firstIndex(of: "=") else { continue }
-            result.append((section, String(line[..<eq]).trimmingWhitespace(), String(line[line.index(after: eq)...]).trimmingWhitespace(), index))
-        }
-        return result
-    }
-
 }
