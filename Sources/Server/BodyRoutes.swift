@@ -69,10 +69,12 @@ extension WebServer {
             case streamed(@Sendable (BodyRequest) -> StreamStart)
         }
 
-        public init(prefix: String, maximumBody: Int, methods: [String], handle: @escaping @Sendable (BodyRequest) -> BodyReply) {
+        public init(prefix: String, maximumBody: Int, methods: [String], operatorOnly: Bool = false,
+                    handle: @escaping @Sendable (BodyRequest) -> BodyReply) {
             self.prefix = prefix
             self.maximumBody = maximumBody
             self.methods = methods
+            self.operatorOnly = operatorOnly
             taking = .whole(handle)
         }
 
@@ -117,7 +119,7 @@ extension WebServer {
             return .refuse(Reply(status: 413, body: .bytes(Array("a body of at most \(route.maximumBody) bytes\n".utf8)),
                                  headers: [("Content-Type", "text/plain")]))
         }
-        if route.operatorOnly, let refusal = operatorRefusal(header) { return .refuse(refusal) }
+        if route.operatorOnly, let refusal = operatorRefusal(url, method: method, connection: connection) { return .refuse(refusal) }
         let upload = Upload(route: route)
         if case .streamed(let start) = route.taking {
             switch start(request(route, url: url, method: method, body: [], connection: connection)) {

@@ -13,6 +13,11 @@ extension WebServer {
             /// Pieces of files; `holding` lives as long as the response (a download's slot).
             case joined(JoinedFile, offset: Int64, length: Int64, holding: AnyObject? = nil)
         }
+
+        /// A refusal or a short answer in one line of plain text.
+        static func text(_ status: UInt32, _ message: String) -> Reply {
+            Reply(status: status, body: .bytes(Array((message + "\n").utf8)), headers: [("Content-Type", "text/plain")])
+        }
     }
 
     func send(_ reply: Reply, on connection: OpaquePointer) -> MHD_Result {

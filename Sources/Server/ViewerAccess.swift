@@ -4,12 +4,14 @@ import CMicroHTTPD
 /// Who may watch over HTTP: with users in `[access]`, every page, playlist, segment,
 /// snapshot and WHEP offer asks for one (Digest, RFC 7616; Basic and the operator's
 /// bearer token are taken too). What is not gated: ONVIF's SOAP (it carries WS-Security's
-/// UsernameToken, checked by the service), control calls (the operator's token, checked
-/// by `refusal`), and CORS preflights (a browser sends them without credentials).
+/// UsernameToken, checked by the service), control calls and the operator's routes (the
+/// operator's token, checked by `operatorRefusal`), and CORS preflights (a browser sends them without credentials).
 extension WebServer {
     func viewerRefusal(_ url: String, method: String, connection: OpaquePointer) -> Reply? {
         guard let access else { return nil }
-        if url.hasPrefix("/onvif/") || control[url] != nil || method == "OPTIONS" { return nil }
+        // The operator's routes have their own, stricter door (`operatorRefusal`).
+        if url.hasPrefix("/onvif/") || control[url] != nil || method == "OPTIONS"
+            || bodyRoutes.contains(where: { $0.operatorOnly && $0.takes(url) }) { return nil }
         let header = headerReader(connection)
         switch access.check(header("Authorization"), method: method, uri: url, client: clientAddress(connection), channel: .http) {
         case .allowed:

@@ -74,6 +74,8 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     /// How many of them at once, and the thread that makes them.
     let downloadGate: DownloadGate
     let token: String?
+    /// The operator's login (`operatorRefusal`); nil without a token.
+    let operatorGate: AccessGate?
     /// Who may watch; nil: anyone who reaches the server (`ViewerAccess`).
     let access: AccessGate?
     /// The live streams' parts, for low-latency playlists; nil: regular HLS only.
@@ -113,6 +115,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
         downloadGate = DownloadGate(slots: limits.downloads)
         self.control = control
         self.token = token
+        operatorGate = Self.operatorGate(token: token, log: log)
         self.access = access
         self.liveEdge = liveEdge
         catalog = StreamCatalog(root: root)
@@ -277,7 +280,7 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
             case nil:
                 break
             }
-            if method == "POST", let refusal = server.refusal(String(cString: url!), header: server.headerReader(connection)) {
+            if method == "POST", let refusal = server.refusal(String(cString: url!), method: method, connection: connection) {
                 state.pointee = nil
                 return server.send(refusal, on: connection)
             }

@@ -37,6 +37,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let inappropriateControl = Errno(rawValue: ENOTTY)
     public static let tooBig = Errno(rawValue: EFBIG)
     public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     public static let tooManyLinks = Errno(rawValue: EMLINK)
     public static let brokenPipe = Errno(rawValue: EPIPE)
     public static let loop = Errno(rawValue: ELOOP)
