@@ -129,7 +129,7 @@ let package = Package(
         // The fuzzer of every reader of outside input (boxes, playlists, streams, onair.conf,
         // Range headers, raw HTTP): a bounded run in `make test` (FuzzTests), longer in
         // `make fuzz` (onair-fuzz).
-        .target(name: "Fuzzing", dependencies: ["Access", "System", "RTP", "RTMP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
+        .target(name: "Fuzzing", dependencies: ["Access", "Basics", "System", "RTP", "RTMP", "RTSP", "ONVIF", "SDP", "STUN", "WebRTC", "Appliance", "Fetch", "Files", "HLS", "MP4", "Server", "Threading", "TestSupport", "Layout", "Logging"]),
         .executableTarget(name: "onair-fuzz", dependencies: ["Fuzzing"]),
 
         // Tests.
@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics", "System"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations", "Network"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations", "Network", "Files", "Server"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["MPEGTS", "HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics", "Network", "Logging"],
                     // The real clients the tests run (Python), not Swift.

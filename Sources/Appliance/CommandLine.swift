@@ -165,16 +165,24 @@ public enum CommandLineParser {
                 flags.append(.init(key: key, value: try inline ?? value(argument), origin: argument))
             }
         }
-        var settings = Settings()
-        // Several files apply in order, later ones winning: a board's defaults, then the
-        // owner's onair.conf.
+        var files: [(path: String, bytes: [UInt8])] = []
         for configFile in configFiles {
-            let bytes: [UInt8]
-            do { bytes = try readFile(configFile) } catch let error as ConfigError { throw error } catch {
+            do { files.append((configFile, try readFile(configFile))) } catch let error as ConfigError { throw error } catch {
                 throw ConfigError.unreadable(path: configFile, reason: nil)
             }
-            try ConfigFile.apply(try ConfigFile.parse(bytes, file: configFile), to: &settings)
         }
+        var settings = try settings(files: files, overrides: overrides, flags: flags)
+        settings.configFiles = configFiles
+        return .run(settings, configFiles: configFiles)
+    }
+
+    /// The settings of config files' texts applied in order — a board's defaults, then
+    /// the owner's onair.conf, later ones winning — then `--set`s and flags, with the
+    /// checks that span keys. What `onair run` starts with and the settings page saves.
+    static func settings(files: [(path: String, bytes: [UInt8])], overrides: [ConfigFile.Entry] = [],
+                         flags: [ConfigFile.Entry] = []) throws -> Settings {
+        var settings = Settings()
+        for file in files { try ConfigFile.apply(try ConfigFile.parse(file.bytes, file: file.path), to: &settings) }
         try ConfigFile.apply(overrides, to: &settings)
         // A flag's error names the flag, not the key behind it.
         for flag in flags {
@@ -184,14 +192,14 @@ public enum CommandLineParser {
         }
         // A viewer's digests were made with the realm; without it none can be checked.
         if !settings.access.viewers.isEmpty && settings.access.realm.isEmpty {
-            throw ConfigError.at(origin: configFiles.last ?? "--set", key: "access.realm",
+            throw ConfigError.at(origin: files.last?.path ?? "--set", key: "access.realm",
                                  .invalid("access.viewer lines need the realm they were made with (onair passwd writes both)"))
         }
         // A network is whole or not at all: an SSID, and a password unless it is open.
         if let problem = settings.wifi.problems().first {
-            throw ConfigError.at(origin: configFiles.last ?? "--set", key: nil, .invalid(problem))
+            throw ConfigError.at(origin: files.last?.path ?? "--set", key: nil, .invalid(problem))
         }
-        return .run(settings, configFiles: configFiles)
+        return settings
     }
 
     public static let usage = """

@@ -68,6 +68,8 @@ final class Pipeline: Sendable {
     let update = Locked<SlotWatch?>(nil)
     /// `POST /api/update`, and what the console and /api/status say of installs.
     let updates: UpdateService
+    /// Keys saved from /settings since the start: the run starts again on them when idle.
+    let restartWanted = Locked<[String]>([])
     let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.
@@ -237,11 +239,17 @@ final class Pipeline: Sendable {
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
         ]
+        // The owner's onair.conf (the last --config), as a form for the operator.
+        let settingsPage = settings.configFiles.isEmpty ? nil : SettingsService(files: settings.configFiles, log: log) { [restartWanted, settings] keys in
+            // Wi-Fi, the name and the time servers at once; the pipeline when it is idle.
+            BoardUnits.restart(BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface), log: log)
+            restartWanted.withLock { $0 += keys }
+        }
         if let snapshots { api[Self.snapshotPath] = .init(contentType: "image/jpeg", whenReady: { snapshots.jpeg() }) }
         let server = try WebServer(listen: listen, root: settings.dataDirectory, api: api, control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, bodyRoutes: [updates.route] + (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
+           liveEdge: liveEdge, bodyRoutes: [updates.route] + (settingsPage.map { [$0.route] } ?? []) + (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
            whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName,
            access: access, log: log)
         // Say what is bound: one address, or every interface.

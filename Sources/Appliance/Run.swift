@@ -22,6 +22,8 @@ final class Run {
     private let done = Completion()
     /// A long press asked for power-off.
     private let shutdown = Completion()
+    /// Settings were saved and the pipeline went idle: the run ends to start again on them.
+    private let restart = Completion()
     private var failure: RunFailure?
 
     // Opened by `openDevices`.
@@ -46,16 +48,17 @@ final class Run {
         self.signals = signals
     }
 
-    /// The whole run; returns when it is over and everything is closed. Throws what ended
-    /// it early, or what failed on the way out.
-    func execute() throws {
+    /// The whole run; returns when it is over and everything is closed: true when it ended
+    /// to start again on saved settings. Throws what ended it early, or what failed on the
+    /// way out.
+    func execute() throws -> Bool {
         do {
             try openDevices()
             let (gate, preview) = startPreview()
             guard waitForTheRest(preview) else {
                 teardown.run()
                 log(.onairExit, ("streams", 0))
-                return
+                return false
             }
             let (pipeline, scheduler) = try startPipeline(gate: gate)
             let notifier = arm(pipeline, gate: gate, preview: preview, scheduler: scheduler)
@@ -75,6 +78,7 @@ final class Run {
             ThisProcess.syncFileSystems()
             ThisProcess.runShell(settings.button.shutdownCommand)
         }
+        return restart.hasFired && !shutdown.hasFired
     }
 
     // MARK: Phase 1: open devices
@@ -282,6 +286,7 @@ final class Run {
         teardown.add("console report") { report.stop() }
         if settings.startup.deferred == .off { startSource(into: gate) }
         armButtons(session, scheduler: scheduler)
+        restartWhenIdle(pipeline, scheduler: scheduler)
         display?.showIndicators { [publisher = pipeline.publisher, destinations = pipeline.destinations] in
             // Nothing confirmed by the origin for 30 s, or a stream no destination takes:
             // the amber corner (and the tally's fast blink). With destinations, the red
@@ -378,6 +383,20 @@ final class Run {
                 }
             }
         })
+    }
+
+    /// Settings saved from /settings are taken by starting again, once nothing is being
+    /// recorded (a recording is never cut for a setting; with `session.start = now` the
+    /// owner stops it first, or restarts the board).
+    private func restartWhenIdle(_ pipeline: Pipeline, scheduler: Scheduler) {
+        let (done, restart, log, session) = (self.done, self.restart, self.log, pipeline.session)
+        _ = scheduler.every(1, "settings restart") { _ in
+            let keys = pipeline.restartWanted.withLock { $0 }
+            guard !keys.isEmpty, !restart.hasFired, ![.recording, .finishing].contains(session.state) else { return }
+            log(.settingsRestart, ("keys", keys.joined(separator: ",")))
+            restart.signal()
+            done.signal()
+        }
     }
 
     /// A SIGINT/SIGTERM finishes the stream; one that comes while the run is already

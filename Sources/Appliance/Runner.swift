@@ -38,7 +38,7 @@ public enum Runner {
         case .selftest(let seconds): return SelfTest.run(displaySeconds: seconds)
         case .update(let options): return Update.run(options)
         case .fetchList(let directory): print(OfflineStore.table(OfflineStore.list(dataDirectory: directory)), terminator: ""); return 0
-        case .run(let settings, _): return run(settings)
+        case .run(let settings, _): return run(settings, arguments: arguments)
         }
     }
 
@@ -177,8 +177,15 @@ public enum Runner {
 
     /// `onair run`: the one place a run's outcome becomes an exit status (0 ok, 1 runtime
     /// failure, 2 usage or configuration), with the reason on one line.
-    static func run(_ configured: Settings) -> Int32 {
-        exitStatus { try runChecked(configured) }
+    static func run(_ configured: Settings, arguments: [String] = []) -> Int32 {
+        exitStatus {
+            var settings = configured
+            // Saved settings: the same command line read again, its files as they are now.
+            while try runChecked(settings) {
+                guard case .run(let again, _) = try CommandLineParser.parse(arguments) else { return }
+                settings = again
+            }
+        }
     }
 
     /// 0 when `body` succeeds; else its reason on one line and the status: a RunFailure's
@@ -196,7 +203,8 @@ public enum Runner {
         }
     }
 
-    private static func runChecked(_ configured: Settings) throws {
+    /// True when the run ended to start again on saved settings.
+    private static func runChecked(_ configured: Settings) throws -> Bool {
         var settings = configured
         // The data directory is checked before anything starts: a file in its place, or a
         // place it cannot be made, is a usage error said at once.
@@ -217,7 +225,7 @@ public enum Runner {
         if settings.quality == .auto {
             settings.quality = chooseQuality(settings, destination: destination, log: log)
         }
-        try Run(settings, destination: destination, log: log, signals: signals).execute()
+        return try Run(settings, destination: destination, log: log, signals: signals).execute()
     }
 
     /// `publish.*` as a destination (credentials from the environment when not set), or

@@ -64,6 +64,9 @@ public struct Settings: Sendable, Equatable {
     public var videoBuffers = 4
     public var pace: Pace = .realtime
     public var dataDirectory = "./var"
+    /// The config files the settings were read from, in order (`--config`): the last is
+    /// the owner's, which the settings page writes back to. Not a key.
+    public var configFiles: [String] = []
     /// How much of the data file system stays free; the oldest published streams go first.
     public var minimumFree: MinimumFree = .automatic
     public var listen: String? = "127.0.0.1:8080"

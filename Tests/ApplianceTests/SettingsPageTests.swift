@@ -1,0 +1,186 @@
+import Foundation
+import XCTest
+@testable import Appliance
+import Access
+import Files
+import Logging
+import Server
+import System
+import Threading
+
+/// The settings page's write-back, without a server: onair.conf edited as its owner
+/// would, checked by onair's own rules, refused when it changed meanwhile.
+final class SettingsPageTests: XCTestCase {
+    var directory = ""
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "onair-settings-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    // MARK: ConfigEdit
+
+    func testAValueIsReplacedOnItsLineAndEverythingElseStays() throws {
+        let original = "# the owner's file\n[video]\n  fps = 25   # smooth\nmystery = 1\n\n; a note\n[publish]\nurl = off\n"
+        var edit = ConfigEdit(original)
+        edit.set("video.fps", "30")
+        XCTAssertEqual(edit.text, "# the owner's file\n[video]\n  fps = 30  # smooth\nmystery = 1\n\n; a note\n[publish]\nurl = off\n")
+        edit.set("publish.url", nil)
+        XCTAssertEqual(edit.text, "# the owner's file\n[video]\n  fps = 30  # smooth\nmystery = 1\n\n; a note\n[publish]\n")
+    }
+
+    func testAKeyGoesAtTheEndOfItsSectionOrUnderANewHeader() throws {
+        var edit = ConfigEdit("[video]\nfps = 25\n\n[audio]\nchannels = 1\n")
+        edit.set("video.rotation", "180")
+        edit.set("publish.s3.region", "eu-west-1")
+        edit.set("destination.yt.key", "abc")
+        edit.set("device.name", "cam1")
+        XCTAssertEqual(edit.text, "[video]\nfps = 25\nrotation = 180\n\n[audio]\nchannels = 1\n\n[publish.s3]\nregion = eu-west-1\n\n"
+                       + "[destination.yt]\nkey = abc\n\n[device]\nname = cam1\n")
+        // A section that repeats: the key's last line is the one that counts, and stays alone.
+        var twice = ConfigEdit("[video]\nfps = 25\n[audio]\nchannels = 1\n[video]\nfps = 20\n")
+        twice.set("video.fps", "15")
+        XCTAssertEqual(twice.text, "[video]\n[audio]\nchannels = 1\n[video]\nfps = 15\n")
+    }
+
+    /// Whatever is written reads back as it was typed: edge spaces, '#', quotes.
+    func testValuesReadBackExactly() throws {
+        for value in ["plain", " leading", "trailing ", "with # hash", "a#b", "\"quoted\"", "in\"side", "two  spaces", "x = y"] {
+            var edit = ConfigEdit("# mine\n[wifi]\nssid = old  # the router\n")
+            edit.set("wifi.ssid", value)
+            let entries = try ConfigFile.parse(edit.text, file: "onair.conf")
+            XCTAssertEqual(entries.first { $0.key == "wifi.ssid" }?.value, value, edit.text)
+        }
+    }
+
+    // MARK: FormBody
+
+    func testAFormIsDecodedInOnePass() throws {
+        let fields = try XCTUnwrap(FormBody.decode(Array("a=1&b=two+words&c=%C3%A9%26%3D&d=&e&remove.viewer=x&remove.viewer=y".utf8)))
+        XCTAssertEqual(fields.map(\.name), ["a", "b", "c", "d", "e", "remove.viewer", "remove.viewer"])
+        XCTAssertEqual(fields.map(\.value), ["1", "two words", "é&=", "", "", "x", "y"])
+        XCTAssertNil(FormBody.decode(Array("a=%4".utf8)), "a cut escape")
+        XCTAssertNil(FormBody.decode(Array("a=%zz".utf8)))
+        XCTAssertNil(FormBody.decode(Array("a=%FF".utf8)), "not UTF-8")
+        XCTAssertNil(FormBody.decode(Array(repeating: "a=1&", count: FormBody.maximumFields + 1).joined().utf8.map { $0 }))
+        XCTAssertEqual(FormBody.decode([])?.count, 0)
+    }
+
+    // MARK: SettingsService
+
+    private func service(_ text: String?, restarts: Locked<[String]> = Locked([])) throws -> SettingsService {
+        if let text { try text.write(toFile: directory + "/onair.conf", atomically: true, encoding: .utf8) }
+        try "[server]\nlisten = 127.0.0.1:8080\n".write(toFile: directory + "/board.conf", atomically: true, encoding: .utf8)
+        return SettingsService(files: [directory + "/board.conf", directory + "/onair.conf"], log: .silent()) { keys in
+            restarts.withLock { $0 += keys }
+        }
+    }
+
+    private func form(_ fields: [(String, String)]) -> [UInt8] {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._")
+        return Array(fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }.joined(separator: "&").utf8)
+    }
+
+    private func version(_ service: SettingsService) -> String {
+        let page = String(decoding: service.page().body, as: UTF8.self)
+        let marker = "name=\"version\" value=\""
+        guard let start = page.range(of: marker) else { return "" }
+        return String(page[start.upperBound...].prefix(64))
+    }
+
+    private func message(_ reply: WebServer.BodyReply) -> String {
+        let page = String(decoding: reply.body, as: UTF8.self)
+        guard let start = page.range(of: "role=\"status\">"), let end = page[start.upperBound...].range(of: "</p>") else { return "" }
+        return String(page[start.upperBound..<end.lowerBound])
+    }
+
+    func testASaveWritesOnlyWhatChangedAndAsksForARestart() throws {
+        let restarts = Locked<[String]>([])
+        let original = "# kitchen camera\n[device]\nname = cam1\n\n[video]\nfps = 30  # smooth\nrotation = 0\n\n[wifi]\nssid = Home\npassword = correct horse\n"
+        let settings = try service(original, restarts: restarts)
+        let page = String(decoding: settings.page().body, as: UTF8.self)
+        XCTAssertFalse(page.contains("correct horse"), "a secret is never shown")
+        XCTAssertTrue(page.contains("value=\"cam1\""))
+        let reply = settings.save(form([("version", version(settings)), ("device.name", "cam1"), ("video.fps", "25"), ("video.rotation", ""),
+                                        ("wifi.ssid", "Home"), ("wifi.password", ""), ("wifi.country", "GB")]), client: "127.0.0.1")
+        XCTAssertEqual(reply.status, 200, message(reply))
+        let text = try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8)
+        XCTAssertEqual(text, "# kitchen camera\n[device]\nname = cam1\n\n[video]\nfps = 25  # smooth\n\n[wifi]\nssid = Home\npassword = correct horse\ncountry = GB\n")
+        XCTAssertEqual(restarts.withLock { $0 }, ["video.fps", "video.rotation", "wifi.country"])
+        // The same form again: nothing to do.
+        XCTAssertEqual(message(settings.save(form([("version", version(settings)), ("video.fps", "25")]), client: "127.0.0.1")), "nothing changed")
+    }
+
+    func testTheSameRulesAndMessagesAsAtStartAndNothingWritten() throws {
+        let original = "[wifi]\nssid = Home\npassword = correct horse\n"
+        let settings = try service(original)
+        let cases: [([(String, String)], String)] = [
+            ([("wifi.password", "7 chars")], "wifi.password"),
+            ([("wifi.ssid", String(repeating: "x", count: 33))], "wifi.ssid"),
+            ([("video.fps", "0")], "video.fps"),
+            ([("video.fps", "25\u{1}")], "control character"),
+            ([("device.name", "a b")], "device.name"),
+            ([("new.destination", "Bad Name")], "a destination's name"),
+            ([("new.viewer", "bob"), ("new.viewer.password", "short")], "8 to 128 characters"),
+        ]
+        for (fields, expected) in cases {
+            let reply = settings.save(form([("version", version(settings))] + fields), client: "127.0.0.1")
+            XCTAssertEqual(reply.status, 400, "\(fields)")
+            XCTAssertTrue(message(reply).contains(expected), "\(fields): \(message(reply))")
+            XCTAssertTrue(message(reply).hasSuffix("nothing was saved"), message(reply))
+            XCTAssertFalse(message(reply).contains("7 chars"), "a secret is not shown back")
+            XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8), original)
+        }
+        XCTAssertEqual(settings.save(Array("version=%zz".utf8), client: "127.0.0.1").status, 400)
+    }
+
+    func testAFormFromAnOlderFileIsRefusedAndShownAsItIsNow() throws {
+        let settings = try service("[video]\nfps = 30\n")
+        let first = version(settings), second = version(settings)
+        XCTAssertEqual(settings.save(form([("version", first), ("video.fps", "25")]), client: "a").status, 200)
+        let late = settings.save(form([("version", second), ("video.fps", "20")]), client: "b")
+        XCTAssertEqual(late.status, 409)
+        XCTAssertTrue(message(late).contains("changed since this page was opened"), message(late))
+        XCTAssertTrue(String(decoding: late.body, as: UTF8.self).contains("value=\"25\""), "the page as the file is now")
+        XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8), "[video]\nfps = 25\n")
+    }
+
+    func testAFileThatNoLongerParsesIsSaidByLineAndNotTouched() throws {
+        let broken = "[video]\nfps = 30\nthis line is wrong\n"
+        let settings = try service(broken)
+        let page = settings.page()
+        XCTAssertEqual(page.status, 409)
+        XCTAssertTrue(message(page).contains("onair.conf:3: expected 'key = value'"), message(page))
+        XCTAssertEqual(settings.save(form([("version", ""), ("video.fps", "25")]), client: "a").status, 409)
+        XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8), broken)
+    }
+
+    func testViewersAreAddedAndRemovedAsPasswdDoes() throws {
+        let settings = try service("# mine\n")
+        XCTAssertEqual(settings.save(form([("version", version(settings)), ("new.viewer", "grandma"), ("new.viewer.password", "long enough")]),
+                                     client: "a").status, 200)
+        let text = try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8)
+        XCTAssertFalse(text.contains("long enough"))
+        guard case .run(let run, _) = try CommandLineParser.parse(["run", "--config", directory + "/onair.conf"]) else { return XCTFail() }
+        XCTAssertTrue(run.access.accepts("grandma", password: "long enough"))
+        XCTAssertTrue(String(decoding: settings.page().body, as: UTF8.self).contains("remove grandma"))
+        XCTAssertEqual(settings.save(form([("version", version(settings)), ("remove.viewer", "grandma")]), client: "a").status, 200)
+        XCTAssertFalse(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8).contains("viewer ="))
+    }
+
+    func testAWriteThatFailsIsSaidInTheOwnersWords() {
+        XCTAssertEqual(SettingsService.writeProblem(FileError(path: "x", operation: "create", code: .readOnlyFileSystem), file: "/boot/firmware/onair.conf"),
+                       "the card is read-only (/boot/firmware/onair.conf): nothing was saved")
+        XCTAssertEqual(SettingsService.writeProblem(FileError(path: "x", operation: "write", code: .noSpace), file: "onair.conf"),
+                       "the card is full (onair.conf): nothing was saved")
+    }
+
+    func testTheBoardsUnitsThatReadASavedKeyStartAgain() {
+        XCTAssertEqual(BoardUnits.units(for: ["video.fps"], wifiInterface: "wlan0"), [])
+        XCTAssertEqual(BoardUnits.units(for: ["wifi.ssid", "wifi.password"], wifiInterface: "wlan1"), ["onair-wifi@wlan1.service"])
+        XCTAssertEqual(BoardUnits.units(for: ["device.name", "time.servers"], wifiInterface: "wlan0"),
+                       ["onair-names.service", "systemd-resolved.service", "onair-time.service", "systemd-timesyncd.service"])
+        XCTAssertFalse(BoardUnits.onTheBoard, "a test is not the board's service")
+    }
+}
