@@ -141,6 +141,7 @@ install -D -m 0644 "$boarddir/onair.conf" "$root/usr/share/onair/board.conf"
 install -D -m 0644 "$here/rootfs/onair.service" "$root/etc/systemd/system/onair.service"
 install -D -m 0644 "$here/rootfs/onair-grow-data.service" "$root/etc/systemd/system/onair-grow-data.service"
 install -D -m 0644 "$here/rootfs/onair-time.service" "$root/etc/systemd/system/onair-time.service"
+install -D -m 0644 "$here/rootfs/onair-network.service" "$root/etc/systemd/system/onair-network.service"
 install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
 install -D -m 0644 "$here/rootfs/25-wireless.network" "$root/etc/systemd/network/25-wireless.network"
@@ -208,7 +209,7 @@ mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\nSystemMaxUse=64M\nSyncIntervalSec=5s\n' > "$root/etc/systemd/journald.conf.d/onair.conf"
 # wpa_supplicant runs per interface from onair-wifi@ (the D-Bus one would only idle).
 systemctl --root="$root" mask wpa_supplicant.service >/dev/null 2>&1
-systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service onair-names.service systemd-networkd.service systemd-resolved.service \
+systemctl --root="$root" enable onair.service onair-grow-data.service onair-time.service onair-network.service onair-names.service systemd-networkd.service systemd-resolved.service \
     systemd-timesyncd.service $SERVICES >/dev/null 2>&1
 # Updates: RAUC with the slots, the keyring, and the board's boot loader backend
 # (onair-slot-efi: systemd-boot's boot counting; onair-slot-rpi: the Pi firmware's

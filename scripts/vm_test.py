@@ -33,7 +33,8 @@ Scenarios, in seven boots of the same disk, on a machine whose real-time clock s
           broken pictures and unplugged mid-stream (scripts/vm_webcam.py reads its picture
           indices back from the stream); 10 Wi-Fi (scripts/vm_wifi.py: [wifi] in onair.conf,
           mac80211_hwsim's second radio a WPA2/WPA3 home router in a namespace of the guest:
-          the board joins, is reached and played over the radio, and says a wrong password).
+          the board joins, is reached and played over the radio, and says a wrong password;
+          the cable's address fixed by [network]).
   boots 4-7: 9 updates (scripts/vm_update.py): signed bundles refused and installed with
           the board's RAUC, the new slot booted on trial and confirmed by onair, a broken
           build given up and the board back on its slot by itself (systemd-boot's boot

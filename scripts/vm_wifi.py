@@ -43,8 +43,21 @@ option router 192.168.77.1
 
 
 def config_section():
-    """What the test adds to the owner's onair.conf."""
-    return f'\n[wifi]\nssid = {SSID}\npassword = "{PASSWORD}"\ncountry = GB\n'
+    """What the test adds to the owner's onair.conf: the Wi-Fi, and the cable's address
+    fixed at the one QEMU's user network would give it by DHCP (the host reaches the
+    board there, and it publishes through 10.0.2.2)."""
+    return (f'\n[wifi]\nssid = {SSID}\npassword = "{PASSWORD}"\ncountry = GB\n'
+            '\n[network]\naddress = 10.0.2.15/24\ngateway = 10.0.2.2\ndns = 10.0.2.3\nlink = wired\n')
+
+
+def check_fixed_address(t, run):
+    """[network]'s address on the cable: networkd configured it from onair's file, with
+    no DHCP lease; the Wi-Fi keeps DHCP."""
+    ok, output = run("cat /run/systemd/network/15-onair-static.network; for link in /sys/class/net/en* /sys/class/net/eth*;"
+                     " do [ -e $link ] && networkctl status --no-pager $(basename $link); done")
+    t.check("10 network: [network]'s fixed address is on the cable (onair network-config → systemd-networkd), without DHCP",
+            ok and "Address=10.0.2.15/24" in output and "15-onair-static.network" in output
+            and "10.0.2.15" in output and "DHCP4" not in output, output[-1500:])
 
 
 def scenario(t, machine, timings):
@@ -84,6 +97,7 @@ def scenario(t, machine, timings):
         t.say(journal)
         return
     timings["Wi-Fi join after the radio appeared (s)"] = round(time.monotonic() - began, 1)
+    check_fixed_address(t, run)
     board = address.group(1)
     _, status = run("wpa_cli -i wlan0 status")
     key_mgmt = re.search(r"key_mgmt=(\S+)", status)

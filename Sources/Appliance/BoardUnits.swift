@@ -3,8 +3,8 @@ import Logging
 import System
 
 /// The board's own services that read onair.conf when they start (image/rootfs): after
-/// the settings page saves a key one of them reads, it is started again, so Wi-Fi, the
-/// name on the LAN and the time servers apply at once rather than at the next boot. Only
+/// the settings page saves a key one of them reads, it is started again, so Wi-Fi, a fixed
+/// address, the name on the LAN and the time servers apply at once rather than at the next boot. Only
 /// on the board: onair runs as its systemd service there (NOTIFY_SOCKET) and the units
 /// are installed; anywhere else nothing is touched.
 enum BoardUnits {
@@ -16,6 +16,7 @@ enum BoardUnits {
             // The hostname and the DNS-SD files, then the responder that announces them.
             units += ["onair-names.service", "systemd-resolved.service"]
         }
+        if keys.contains(where: { $0.hasPrefix("network.") }) { units += ["onair-network.service", "systemd-networkd.service"] }
         if keys.contains("time.servers") { units += ["onair-time.service", "systemd-timesyncd.service"] }
         return units
     }

@@ -14,6 +14,8 @@ public enum Invocation: Equatable {
     case fetch(FetchOptions)
     /// `onair fetch --list`: the offline copies in a data directory.
     case fetchList(dataDirectory: String)
+    /// `onair network-config`: `[network]`'s fixed address as systemd-networkd's `.network`.
+    case networkConfig(StaticAddress, wifi: WiFiSettings, output: String?)
     /// `onair time-config`: the NTP servers of `time.servers`, as systemd-timesyncd's drop-in.
     case timeConfig(TimeSettings, output: String?)
     /// `onair wifi-config`: [wifi]'s networks as wpa_supplicant's configuration.
@@ -93,6 +95,20 @@ public enum CommandLineParser {
             }
             guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
             return .wifiConfig(settings.wifi, interface: interface, output: output)
+        case "network-config":
+            if rest.contains("--help") || rest.contains("-h") { return .help(networkConfigUsage) }
+            var output: String?
+            var configs: [String] = []
+            var cursor = ArgumentCursor(rest) { "network-config: \($0) needs a value (see 'onair network-config --help')" }
+            while let word = cursor.next() {
+                switch word {
+                case "--config": configs += ["--config", try cursor.value(for: word)]
+                case "--write": output = try cursor.value(for: word)
+                default: throw ConfigError.usage("network-config: unexpected '\(word)' (see 'onair network-config --help')")
+                }
+            }
+            guard case .run(let settings, _) = try parseRun(configs, readFile: readFile) else { return .usage(usage) }
+            return .networkConfig(settings.network, wifi: settings.wifi, output: output)
         case "names":
             if rest.contains("--help") || rest.contains("-h") { return .help(namesUsage) }
             var runArguments: [String] = []
@@ -195,8 +211,9 @@ public enum CommandLineParser {
             throw ConfigError.at(origin: files.last?.path ?? "--set", key: "access.realm",
                                  .invalid("access.viewer lines need the realm they were made with (onair passwd writes both)"))
         }
-        // A network is whole or not at all: an SSID, and a password unless it is open.
-        if let problem = settings.wifi.problems().first {
+        // A network is whole or not at all: an SSID, and a password unless it is open; a
+        // fixed address has its gateway inside its network.
+        if let problem = settings.wifi.problems().first ?? settings.network.problems().first {
             throw ConfigError.at(origin: files.last?.path ?? "--set", key: nil, .invalid(problem))
         }
         return settings
@@ -212,6 +229,8 @@ public enum CommandLineParser {
                                    the NTP servers of time.servers as systemd-timesyncd's drop-in
       onair wifi-config [--config FILE]... [--interface NAME] [--write PATH]
                                    [wifi]'s networks as wpa_supplicant's configuration (see 'onair wifi-config --help')
+      onair network-config [--config FILE]... [--write PATH]
+                                   [network]'s fixed address as systemd-networkd's .network (see 'onair network-config --help')
       onair names [--config FILE]... [--out DIR] [--set-hostname] [--dnssd DIR]
                                    the board's name on its LAN (NAME.local) and its services (see 'onair names --help')
       onair fetch URL [options]    an offline copy of an HLS stream (see 'onair fetch --help')
@@ -251,6 +270,21 @@ public enum CommandLineParser {
     at the destination, this takes it off that list for good (the same as
     POST /api/forget?stream=ID); a running onair uploads the shorter list within a second,
     otherwise the next run does. The files at the destination are left as they are.
+
+    """
+
+    public static let networkConfigUsage = """
+    Usage: onair network-config [--config FILE]... [--write PATH]
+
+    Reads [network] from the config files (as 'onair run' does) and writes
+    systemd-networkd's .network for its fixed address (network.address, network.gateway,
+    network.dns; on the cable, or Wi-Fi with network.link) to PATH, or to stdout. Without
+    an address PATH is removed: the board takes its address by DHCP. The board runs it at
+    boot, before systemd-networkd (onair-network.service), into
+    /run/systemd/network/15-onair-static.network.
+
+    Exit status: 0 written (or removed); 1 when PATH cannot be written; 2 when the config
+    is wrong (the line says which file, line and key).
 
     """
 

@@ -432,6 +432,27 @@ public enum ConfigFile {
             if let problem = WiFiSettings.interfaceProblem(value) { throw ConfigError.expected(problem, got: quoted(value)) }
             settings.wifi.interface = value
         },
+        "network.address": {
+            if $1.isEmpty || $1 == "dhcp" { $0.network.address = nil; return }
+            guard let address = StaticAddress.prefix($1) else {
+                throw ConfigError.expected("dhcp or an IPv4 address with its prefix length, such as 192.168.1.50/24", got: quoted($1))
+            }
+            $0.network.address = address
+        },
+        "network.gateway": {
+            if $1.isEmpty { $0.network.gateway = nil; return }
+            guard let gateway = StaticAddress.ipv4($1) else { throw ConfigError.expected("an IPv4 address such as 192.168.1.1", got: quoted($1)) }
+            $0.network.gateway = gateway
+        },
+        "network.dns": {
+            let words = $1.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" })
+            let servers = words.compactMap { StaticAddress.ipv4(String($0)) }
+            guard servers.count == words.count, servers.count <= 8 else {
+                throw ConfigError.expected("up to 8 IPv4 addresses such as 192.168.1.1 1.1.1.1", got: quoted($1))
+            }
+            $0.network.dns = servers
+        },
+        "network.link": { $0.network.link = try choice($1, StaticAddress.Link.self) },
         // Never an error: a bad entry is left out and said (TimeSettings.problems).
         "time.servers": { $0.time.servers = $1.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }).map(String.init) }
     ]

@@ -31,6 +31,7 @@ public enum Runner {
         case .validateLive(let url, let seconds): return validateLive(url, seconds: seconds)
         case .timeConfig(let time, let output): return timeConfig(time, output: output)
         case .wifiConfig(let wifi, let interface, let output): return wifiConfig(wifi, interface: interface, output: output)
+        case .networkConfig(let network, let wifi, let output): return networkConfig(network, wifi: wifi, output: output)
         case .names(let settings, let setHostname, let dnssd): return names(settings, setHostname: setHostname, dnssd: dnssd)
         case .fetch(let options): return fetch(options)
         case .forget(let id, let settings): return forget(id, settings)
@@ -115,6 +116,20 @@ public enum Runner {
         } catch {
             printError("onair: wifi-config --write \(output): \(error)")
             return 2
+        }
+    }
+
+    /// `onair network-config`: the `.network` written whole (atomically) or printed; with
+    /// no fixed address, the file removed (DHCP again) and `dhcp` printed.
+    static func networkConfig(_ network: StaticAddress, wifi: WiFiSettings, output: String?) -> Int32 {
+        let text = network.networkdFile(wifiInterface: wifi.interface, wifiConfigured: wifi.isConfigured)
+        guard let output else { print(text ?? "dhcp", terminator: text == nil ? "\n" : ""); return 0 }
+        do {
+            if let text { try writeFile(Array(text.utf8), to: output) } else if FileSystem.exists(output) { try FileSystem.remove(output) }
+            return 0
+        } catch {
+            printError("onair: network-config --write \(output): \(error)")
+            return 1
         }
     }
 

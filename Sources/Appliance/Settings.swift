@@ -116,6 +116,8 @@ public struct Settings: Sendable, Equatable {
     /// `[wifi]`: the networks the board joins (`onair wifi-config` writes them for
     /// wpa_supplicant at boot; `onair run` says what the Wi-Fi does).
     public var wifi = WiFiSettings()
+    /// `[network]`: a fixed address instead of DHCP.
+    public var network = StaticAddress()
     /// The local recording beside the live stream.
     public var record = RecordProfile()
     /// What comes up when, at start.

@@ -38,6 +38,12 @@ enum SettingsPage {
             Field(key: "wifi.security", label: "Security", kind: .choice(["", "auto", "wpa2", "wpa3", "open"])),
             Field(key: "wifi.country", label: "Country", kind: .text(placeholder: "GB, US, DE…"), help: "two letters: the channels allowed there"),
         ]),
+        Group(title: "Fixed address (instead of DHCP)", fields: [
+            Field(key: "network.address", label: "Address", kind: .text(placeholder: "dhcp"), help: "with its prefix length: 192.168.1.50/24"),
+            Field(key: "network.gateway", label: "Gateway", kind: .text(placeholder: "none")),
+            Field(key: "network.dns", label: "DNS servers", kind: .text(placeholder: "none")),
+            Field(key: "network.link", label: "On", kind: .choice(["", "auto", "wired", "wifi"]), help: "auto: Wi-Fi when a network is set, else the cable"),
+        ]),
         Group(title: "Picture", fields: [
             Field(key: "video.quality", label: "Quality", kind: .choice(["", "auto", "low", "medium", "high"])),
             Field(key: "video.fps", label: "Frames per second", kind: .number(placeholder: "30")),

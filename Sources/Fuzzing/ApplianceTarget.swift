@@ -72,7 +72,7 @@ final class ApplianceFixture: Sendable {
         try? FileManager.default.removeItem(atPath: root)
         try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let log = root + "/onair.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         // Killed with this process, however it ends (a find ends it with a signal).
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = ["--pdeathsig", "SIGKILL", "--", Self.binary, "run", "--source", "synthetic", "--out", root + "/var", "--listen", "127.0.0.1:0",

@@ -21,7 +21,7 @@ extension FuzzTargets {
     ].map { Array(("version=" + SHA256.hex(Array(settingsText.utf8)) + "&" + $0).utf8) }, textual: true, prepare: {
         try? FileManager.default.createDirectory(atPath: (settingsFile as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     }) { bytes in
-        FileManager.default.createFile(atPath: settingsFile, contents: Data(settingsText.utf8))
+        _ = FileManager.default.createFile(atPath: settingsFile, contents: Data(settingsText.utf8))
         let service = SettingsService(files: [settingsFile], log: .silent()) { _ in }
         let reply = service.save(bytes, client: "127.0.0.1")
         let page = String(decoding: reply.body, as: UTF8.self)

@@ -181,6 +181,7 @@ final class SettingsPageTests: XCTestCase {
         XCTAssertEqual(BoardUnits.units(for: ["wifi.ssid", "wifi.password"], wifiInterface: "wlan1"), ["onair-wifi@wlan1.service"])
         XCTAssertEqual(BoardUnits.units(for: ["device.name", "time.servers"], wifiInterface: "wlan0"),
                        ["onair-names.service", "systemd-resolved.service", "onair-time.service", "systemd-timesyncd.service"])
+        XCTAssertEqual(BoardUnits.units(for: ["network.address"], wifiInterface: "wlan0"), ["onair-network.service", "systemd-networkd.service"])
         XCTAssertFalse(BoardUnits.onTheBoard, "a test is not the board's service")
     }
 }

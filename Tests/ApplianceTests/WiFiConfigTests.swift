@@ -2,21 +2,26 @@ import XCTest
 @testable import Appliance
 import Network
 
+/// The settings `onair run --config onair.conf` makes of `text`.
+private func settingsOf(_ text: String, overrides: [String] = []) throws -> Settings {
+    let files = ["onair.conf": Array(text.utf8)]
+    let arguments = ["run", "--config", "onair.conf"] + overrides.flatMap { ["--set", $0] }
+    guard case .run(let settings, _) = try CommandLineParser.parse(arguments, readFile: { files[$0] ?? [] }) else {
+        throw ConfigError.usage("not a run")
+    }
+    return settings
+}
+
+/// What `onair run` says of `text`, or "no error".
+private func errorOf(_ text: String) -> String {
+    do { _ = try settingsOf(text); return "no error" } catch { return "\(error)" }
+}
+
 /// `[wifi]` and `[wifi.NAME]`: the networks, checked as they are read; the password a
 /// secret; a value in quotes taken as written.
 final class WiFiConfigTests: XCTestCase {
-    func settings(_ text: String, overrides: [String] = []) throws -> Settings {
-        let files = ["onair.conf": Array(text.utf8)]
-        let arguments = ["run", "--config", "onair.conf"] + overrides.flatMap { ["--set", $0] }
-        guard case .run(let settings, _) = try CommandLineParser.parse(arguments, readFile: { files[$0] ?? [] }) else {
-            throw ConfigError.usage("not a run")
-        }
-        return settings
-    }
-
-    func error(_ text: String) -> String {
-        do { _ = try settings(text); return "no error" } catch { return "\(error)" }
-    }
+    func settings(_ text: String, overrides: [String] = []) throws -> Settings { try settingsOf(text, overrides: overrides) }
+    func error(_ text: String) -> String { errorOf(text) }
 
     func testTheSectionsNetworkAndOthersWithTheirKeys() throws {
         let s = try settings("""
@@ -104,6 +109,52 @@ final class NamesCommandTests: XCTestCase {
         XCTAssertNil(Runner.port("0.0.0.0:0"), "any port: nothing to announce")
         XCTAssertThrowsError(try CommandLineParser.parse(["names", "--hostname"])) {
             XCTAssertEqual("\($0)", "names: unexpected '--hostname' (see 'onair names --help')")
+        }
+    }
+}
+
+/// `[network]`: a fixed address instead of DHCP, checked as it is read, and the
+/// `.network` file that gives it to systemd-networkd.
+final class StaticAddressConfigTests: XCTestCase {
+    func settings(_ text: String) throws -> Settings { try settingsOf(text) }
+    func error(_ text: String) -> String { errorOf(text) }
+
+    func testAFixedAddressOnTheCableOrOnWiFi() throws {
+        let wired = try settings("[network]\naddress = 192.168.1.50/24\ngateway = 192.168.1.1\ndns = 192.168.1.1, 1.1.1.1\n")
+        XCTAssertEqual(wired.network.networkdFile(wifiInterface: wired.wifi.interface, wifiConfigured: wired.wifi.isConfigured),
+                       "# onair network-config: onair.conf's [network], a fixed address instead of DHCP.\n[Match]\nName=en* eth*\n\n"
+                       + "[Network]\nAddress=192.168.1.50/24\nDNS=192.168.1.1\nDNS=1.1.1.1\nMulticastDNS=yes\n\n[Route]\nGateway=192.168.1.1\nMetric=100\n")
+        let wifi = try settings("[network]\naddress = 10.1.2.3/8\n[wifi]\nssid = home\npassword = correct horse\ninterface = wlan1\n")
+        XCTAssertEqual(wifi.network.networkdFile(wifiInterface: wifi.wifi.interface, wifiConfigured: wifi.wifi.isConfigured),
+                       "# onair network-config: onair.conf's [network], a fixed address instead of DHCP.\n[Match]\nName=wlan1\n\n"
+                       + "[Network]\nAddress=10.1.2.3/8\nMulticastDNS=yes\n")
+        let cable = try settings("[network]\naddress = 10.1.2.3/8\nlink = wired\n[wifi]\nssid = home\npassword = correct horse\n")
+        XCTAssertTrue(cable.network.networkdFile(wifiInterface: "wlan0", wifiConfigured: true)?.contains("Name=en* eth*") == true)
+        XCTAssertNil(try settings("[network]\naddress = dhcp\n").network.networkdFile(wifiInterface: "wlan0", wifiConfigured: false))
+    }
+
+    func testMistakesNameTheLineAndKey() {
+        XCTAssertEqual(error("[network]\naddress = 192.168.1.50"),
+                       "onair.conf:2: network.address: expected dhcp or an IPv4 address with its prefix length, such as 192.168.1.50/24, got '192.168.1.50'")
+        for bad in ["192.168.1.256/24", "192.168.1.0/24", "192.168.1.255/24", "1.2.3/8", "01234.1.1.1/8", "1.2.3.4/33", "1.2.3.4/-1", "99999999999999999999.1.1.1/8"] {
+            XCTAssertTrue(error("[network]\naddress = \(bad)").hasPrefix("onair.conf:2: network.address: expected"), bad)
+        }
+        XCTAssertEqual(error("[network]\naddress = 192.168.1.50/24\ngateway = 10.0.0.1"),
+                       "onair.conf: network.gateway: 10.0.0.1 is not in 192.168.1.50/24's network")
+        XCTAssertEqual(error("[network]\ngateway = 10.0.0.1"), "onair.conf: network.address: missing (network.gateway and network.dns go with a fixed address)")
+        XCTAssertEqual(error("[network]\ndns = 1.1.1.1 one.one"), "onair.conf:2: network.dns: expected up to 8 IPv4 addresses such as 192.168.1.1 1.1.1.1, got '1.1.1.1 one.one'")
+        XCTAssertEqual(error("[network]\nlink = cable"), "onair.conf:2: network.link: expected one of auto, wired, wifi, got 'cable'")
+        XCTAssertEqual(error("[network]\naddress = 10.0.0.2/31\ngateway = 10.0.0.3"), "no error", "a /31 has no network or broadcast address")
+    }
+
+    func testTheNetworkConfigCommand() throws {
+        let files = ["onair.conf": Array("[network]\naddress = 192.168.1.50/24\n".utf8)]
+        let invocation = try CommandLineParser.parse(["network-config", "--config", "onair.conf", "--write", "/run/x.network"], readFile: { files[$0] ?? [] })
+        guard case .networkConfig(let network, _, let output) = invocation else { return XCTFail("\(invocation)") }
+        XCTAssertEqual(network.address?.prefix, 24)
+        XCTAssertEqual(output, "/run/x.network")
+        XCTAssertThrowsError(try CommandLineParser.parse(["network-config", "--bogus"])) {
+            XCTAssertEqual("\($0)", "network-config: unexpected '--bogus' (see 'onair network-config --help')")
         }
     }
 }
