@@ -2,6 +2,7 @@ import Appliance
 import Basics
 import Foundation
 import Logging
+import Network
 import Server
 
 extension FuzzTargets {
@@ -31,5 +32,17 @@ extension FuzzTargets {
         if String(decoding: now, as: UTF8.self) != settingsText {
             do { _ = try CommandLineParser.parse(["run", "--config", settingsFile]) } catch { broken("a saved file onair cannot start on: \(error)") }
         }
+    }
+
+    /// The setup network's DNS questions (RFC 1035): an answer keeps the question's id, is
+    /// a response, and is the question with at most one 16-byte record after it.
+    static let dns = FuzzTarget(name: "dns", seeds: [
+        [0xBE, 0xEF, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1] + [17] + Array("connectivitycheck".utf8) + [7] + Array("gstatic".utf8) + [3] + Array("com".utf8)
+            + [0, 0, 1, 0, 1] + [0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0],
+        [0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0] + [7] + Array("captive".utf8) + [5] + Array("apple".utf8) + [3] + Array("com".utf8) + [0, 0, 28, 0, 1],
+    ], textual: false) { bytes in
+        guard let reply = SetupDNS.answer(bytes, address: [192, 168, 4, 1]) else { return }
+        if reply.count < 12 || reply[0] != bytes[0] || reply[1] != bytes[1] || reply[2] & 0x80 == 0 { broken("an answer that is not this question's response") }
+        if reply.count > bytes.count + 16 { broken("an answer of \(reply.count) bytes to \(bytes.count)") }
     }
 }

@@ -55,7 +55,7 @@ public enum FuzzTargets {
     static let secret = "FUZZSECRETFUZZSECRET42"
 
     /// The targets that run in this process.
-    public static let all: [FuzzTarget] = [boxes, playlist, stream_, config, settings, range, fetch, rtp, rtcp, stun, sdp, rtsp, soap, amf0, rtmp]
+    public static let all: [FuzzTarget] = [boxes, playlist, stream_, config, settings, dns, range, fetch, rtp, rtcp, stun, sdp, rtsp, soap, amf0, rtmp]
     /// The targets that send requests to a server: a round trip per case.
     public static let servers: [FuzzTarget] = [http, api]
 
