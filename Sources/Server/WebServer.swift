@@ -82,6 +82,10 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     let liveEdge: LiveEdge?
     /// Requests with a body for another module (WHEP).
     let bodyRoutes: [BodyRoute]
+    /// The setup network's port 80: every request is sent on to this URL (302), so a
+    /// phone's captive-portal check (Android's generate_204, Apple's hotspot-detect.html,
+    /// Windows' connecttest.txt) opens the setup page; nil for a server of the stream.
+    let captive: String?
     /// Where the viewer page offers live streams over WebRTC (`/whep`); nil: it does not.
     let whep: String?
     /// The newest picture the viewer shows before a live stream plays; nil: none.
@@ -103,7 +107,9 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
     public init(listen address: String, root: String, api: [String: Endpoint] = [:],
                 control: [String: Control] = [:], downloads: [String: Download] = [:], token: String? = nil,
                 liveEdge: LiveEdge? = nil, bodyRoutes: [BodyRoute] = [], whep: String? = nil, poster: String? = nil,
-                device: String? = nil, access: AccessGate? = nil, limits: Limits = .forThisProcess, log: Log = .silent()) throws {
+                device: String? = nil, access: AccessGate? = nil, captive: String? = nil, limits: Limits = .forThisProcess,
+                log: Log = .silent()) throws {
+        self.captive = captive
         self.bodyRoutes = bodyRoutes
         self.whep = whep
         self.poster = poster
@@ -343,6 +349,10 @@ public final class WebServer: @unchecked Sendable {  // libmicrohttpd's `daemon`
                         state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         let header = headerReader(connection)
         let reply: Reply
+        if let captive {
+            return send(Reply(status: 302, body: .bytes(Array("the setup page: \(captive)\n".utf8)),
+                              headers: [("Location", captive), ("Content-Type", "text/plain"), ("Cache-Control", "no-store")]), on: connection)
+        }
         if held == nil, method == "GET" || method == "HEAD", let refusal = viewerRefusal(url, method: method, connection: connection) {
             return send(refusal, on: connection)
         }

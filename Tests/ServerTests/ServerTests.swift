@@ -80,6 +80,21 @@ final class WebServerTests: XCTestCase {
         XCTAssertEqual(try HTTPClient.request(port: port, "/api/nothing").status, 404)
     }
 
+    /// The setup network's port 80: whatever a phone's captive-portal check asks for, it
+    /// is sent to the setup page.
+    func testTheCaptiveServerSendsEveryRequestToTheSetupPage() throws {
+        let captive = try WebServer(listen: "127.0.0.1:0", root: root, captive: "http://192.168.4.1:8080/setup")
+        defer { captive.stop() }
+        for (host, path) in [("connectivitycheck.gstatic.com", "/generate_204"), ("captive.apple.com", "/hotspot-detect.html"),
+                             ("www.msftconnecttest.com", "/connecttest.txt"), ("192.168.4.1", "/")] {
+            let reply = try HTTPClient.request(port: captive.port, path, headers: ["Host": host])
+            XCTAssertEqual(reply.status, 302, host)
+            XCTAssertEqual(reply.header("Location"), "http://192.168.4.1:8080/setup", host)
+            XCTAssertEqual(reply.header("Cache-Control"), "no-store")
+        }
+        XCTAssertEqual(try HTTPClient.request(port: captive.port, "/api/status").status, 302, "nothing of the stream's server")
+    }
+
     /// Control calls need the token; GET and the wrong method are refused.
     func testControlNeedsTheBearerToken() throws {
         let path = "/api/record/start"
