@@ -453,6 +453,12 @@ public enum ConfigFile {
             $0.network.dns = servers
         },
         "network.link": { $0.network.link = try choice($1, StaticAddress.Link.self) },
+        "network.interface": { settings, value in
+            if value == "auto" { settings.network.interface = nil; return }
+            if let problem = WiFiSettings.interfaceProblem(value) { throw ConfigError.expected("auto or " + problem, got: quoted(value)) }
+            settings.network.interface = value
+        },
+        "network.setup": { $0.networkSetup = try choice($1, SetupAccessPoint.Policy.self) },
         // Never an error: a bad entry is left out and said (TimeSettings.problems).
         "time.servers": { $0.time.servers = $1.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }).map(String.init) }
     ]

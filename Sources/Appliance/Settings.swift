@@ -118,6 +118,8 @@ public struct Settings: Sendable, Equatable {
     public var wifi = WiFiSettings()
     /// `[network]`: a fixed address instead of DHCP.
     public var network = StaticAddress()
+    /// `network.setup`: whether the board opens its setup network when it has none.
+    public var networkSetup = SetupAccessPoint.Policy.auto
     /// The local recording beside the live stream.
     public var record = RecordProfile()
     /// What comes up when, at start.

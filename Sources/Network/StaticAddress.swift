@@ -9,11 +9,15 @@ public struct StaticAddress: Sendable, Equatable {
     public var gateway: [UInt8]?
     public var dns: [[UInt8]] = []
     public var link: Link = .auto
+    /// The one interface to give the address to; nil: every wired one (a Raspberry Pi has
+    /// one port), or `[wifi]`'s radio on Wi-Fi.
+    public var interface: String?
 
     public init() {}
 
     public static func == (a: StaticAddress, b: StaticAddress) -> Bool {
         a.address?.ip == b.address?.ip && a.address?.prefix == b.address?.prefix && a.gateway == b.gateway && a.dns == b.dns && a.link == b.link
+            && a.interface == b.interface
     }
 
     public var isConfigured: Bool { address != nil }
@@ -69,7 +73,7 @@ public struct StaticAddress: Sendable, Equatable {
         guard let address else { return nil }
         let wifi = link == .wifi || (link == .auto && wifiConfigured)
         var text = "# onair network-config: onair.conf's [network], a fixed address instead of DHCP.\n"
-        text += "[Match]\nName=\(wifi ? wifiInterface : "en* eth*")\n\n[Network]\n"
+        text += "[Match]\nName=\(interface ?? (wifi ? wifiInterface : "en* eth*"))\n\n[Network]\n"
         text += "Address=\(Self.text(address.ip))/\(address.prefix)\n"
         text += dns.map { "DNS=\(Self.text($0))\n" }.joined()
         text += "MulticastDNS=yes\n"

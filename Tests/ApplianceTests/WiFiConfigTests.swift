@@ -131,6 +131,8 @@ final class StaticAddressConfigTests: XCTestCase {
         let cable = try settings("[network]\naddress = 10.1.2.3/8\nlink = wired\n[wifi]\nssid = home\npassword = correct horse\n")
         XCTAssertTrue(cable.network.networkdFile(wifiInterface: "wlan0", wifiConfigured: true)?.contains("Name=en* eth*") == true)
         XCTAssertNil(try settings("[network]\naddress = dhcp\n").network.networkdFile(wifiInterface: "wlan0", wifiConfigured: false))
+        let named = try settings("[network]\naddress = 10.1.2.3/8\ninterface = enp0s3\n")
+        XCTAssertTrue(named.network.networkdFile(wifiInterface: "wlan0", wifiConfigured: false)?.contains("[Match]\nName=enp0s3\n") == true)
     }
 
     func testMistakesNameTheLineAndKey() {
@@ -143,6 +145,7 @@ final class StaticAddressConfigTests: XCTestCase {
                        "onair.conf: network.gateway: 10.0.0.1 is not in 192.168.1.50/24's network")
         XCTAssertEqual(error("[network]\ngateway = 10.0.0.1"), "onair.conf: network.address: missing (network.gateway and network.dns go with a fixed address)")
         XCTAssertEqual(error("[network]\ndns = 1.1.1.1 one.one"), "onair.conf:2: network.dns: expected up to 8 IPv4 addresses such as 192.168.1.1 1.1.1.1, got '1.1.1.1 one.one'")
+        XCTAssertEqual(error("[network]\ninterface = en p0"), "onair.conf:2: network.interface: expected auto or an interface name of 1 to 15 letters, digits, '-' or '_', got 'en p0'")
         XCTAssertEqual(error("[network]\nlink = cable"), "onair.conf:2: network.link: expected one of auto, wired, wifi, got 'cable'")
         XCTAssertEqual(error("[network]\naddress = 10.0.0.2/31\ngateway = 10.0.0.3"), "no error", "a /31 has no network or broadcast address")
     }
