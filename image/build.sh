@@ -146,6 +146,8 @@ install -D -m 0755 "$here/rootfs/grow-data" "$root/usr/lib/onair/grow-data"
 install -D -m 0644 "$here/rootfs/20-wired.network" "$root/etc/systemd/network/20-wired.network"
 install -D -m 0644 "$here/rootfs/25-wireless.network" "$root/etc/systemd/network/25-wireless.network"
 install -D -m 0644 "$here/rootfs/onair-wifi@.service" "$root/etc/systemd/system/onair-wifi@.service"
+install -D -m 0644 "$here/rootfs/onair-setup-ap@.service" "$root/etc/systemd/system/onair-setup-ap@.service"
+install -D -m 0644 "$here/rootfs/24-setup-ap.network" "$root/etc/systemd/network/24-setup-ap.network"
 install -D -m 0644 "$here/rootfs/onair-names.service" "$root/etc/systemd/system/onair-names.service"
 # Found by name: systemd-resolved answers NAME.local and announces the services of
 # onair-names.service over multicast DNS (RFC 6762/6763), on the links that allow it

@@ -34,7 +34,9 @@ Scenarios, in seven boots of the same disk, on a machine whose real-time clock s
           indices back from the stream); 10 Wi-Fi (scripts/vm_wifi.py: [wifi] in onair.conf,
           mac80211_hwsim's second radio a WPA2/WPA3 home router in a namespace of the guest:
           the board joins, is reached and played over the radio, and says a wrong password;
-          the cable's address fixed by [network]).
+          the cable's address fixed by [network]); 11 the setup network (scripts/vm_setup.py:
+          a wrong password opens onair-XXXXXX, a phone in a third namespace joins it, its
+          captive check lands on /setup, and the new password saved there is joined).
   boots 4-7: 9 updates (scripts/vm_update.py): signed bundles refused and installed with
           the board's RAUC, the new slot booted on trial and confirmed by onair, a broken
           build given up and the board back on its slot by itself (systemd-boot's boot
@@ -77,6 +79,7 @@ import vm_virt
 import vm_update
 import vm_update_rpi
 import vm_webcam
+import vm_setup
 import vm_wifi
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -858,7 +861,7 @@ def main():
         prepare_webcam(disk)
         # The Wi-Fi of scenario 10: [wifi] in the owner's onair.conf, and the test's shell.
         owners = read_boot_file(disk, "onair.conf")
-        write_boot_file(disk, "onair.conf", owners + vm_wifi.config_section())
+        write_boot_file(disk, "onair.conf", owners + vm_wifi.config_section() + vm_setup.config_section())
         write_boot_file(disk, "test-shell.conf", "")
         machine = Machine(disk, 3, shell=True)
         check_webcam(machine, origin, timings)
@@ -867,6 +870,7 @@ def main():
         machine.shutdown()
         machine = None
         remove_boot_file(disk, "test-shell.conf")
+        vm_setup.check_saved(sys.modules[__name__], read_boot_file(disk, "onair.conf"))
         write_boot_file(disk, "onair.conf", owners)
         check_webcam_journal(disk)
 

@@ -297,9 +297,11 @@ public enum CommandLineParser {
     (onair-wifi@.service). No password is written as text: WPA2's as the key derived
     from it, WPA3's as hex.
 
-    Exit status: 0 written; 1 when [wifi] names no network, or another interface
-    (wifi.interface) than --interface: nothing written, nothing to join; 2 when the
-    config is wrong (the line says which file, line and key).
+    With no network in [wifi] the configuration has none: wpa_supplicant then only scans
+    when asked (the setup page lists the networks it sees).
+
+    Exit status: 0 written; 1 when --interface is another than wifi.interface: nothing
+    written; 2 when the config is wrong (the line says which file, line and key).
 
     """
 

@@ -52,6 +52,8 @@ final class Pipeline: Sendable {
     let destinations: Destinations?
     /// What the Wi-Fi of `[wifi]` does (wpa_supplicant joins; this says so); nil without one.
     let wifi: WiFiMonitor?
+    /// The setup network the board opens when it has none (on the board, with a radio).
+    let setupNetwork: SetupNetwork?
     /// ONVIF's SOAP services on the web server, and WS-Discovery once it listens.
     let onvif: ONVIFService?
     /// Who may watch (`[access]`); nil: anyone who reaches the board.
@@ -109,6 +111,7 @@ final class Pipeline: Sendable {
         destinations = Self.openDestinations(settings, profile: session.profile.live, feed: feed, log: log)
         wifi = settings.wifi.isConfigured ? try? WiFiMonitor(settings: settings.wifi, log: log) : nil
         wifi?.start()
+        setupNetwork = SetupNetwork.possible(settings) ? SetupNetwork(settings: settings, wifi: wifi, log: log) : nil
         // Asked for before the camera's first frame reaches the session, so the stream
         // begins with that frame.
         if settings.start == .now { session.startRecording() }
@@ -127,6 +130,7 @@ final class Pipeline: Sendable {
             }
         }
         startHistory()
+        setupNetwork?.start(on: scheduler)
         clockWatch.start(on: scheduler)
         expireByAge()
         if let microphone {
@@ -239,17 +243,12 @@ final class Pipeline: Sendable {
             "/status": .init(contentType: "text/html; charset=utf-8") { Array(StatusPage.html(snapshot()).utf8) },
             "/status/plots.svg": .init(contentType: "image/svg+xml") { Array(StatusPage.svg(history.all).utf8) }
         ]
-        // The owner's onair.conf (the last --config), as a form for the operator.
-        let settingsPage = settings.configFiles.isEmpty ? nil : SettingsService(files: settings.configFiles, log: log) { [restartWanted, settings] keys in
-            // Wi-Fi, the name and the time servers at once; the pipeline when it is idle.
-            BoardUnits.restart(BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface), log: log)
-            restartWanted.withLock { $0 += keys }
-        }
+        let settingsPages = Self.settingsPages(settings, setupNetwork: setupNetwork, restartWanted: restartWanted, log: log)
         if let snapshots { api[Self.snapshotPath] = .init(contentType: "image/jpeg", whenReady: { snapshots.jpeg() }) }
         let server = try WebServer(listen: listen, root: settings.dataDirectory, api: api, control: ["/api/record/start": { _ in control(true) }, "/api/record/stop": { _ in control(false) },
                      "/api/forget": Self.forget(publisher: publisher, live: { session.currentStream }, log: log)],
            downloads: ["/api/export": Self.export(root: settings.dataDirectory, log: log)], token: settings.serverToken,
-           liveEdge: liveEdge, bodyRoutes: [updates.route] + (settingsPage.map { [$0.route] } ?? []) + (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
+           liveEdge: liveEdge, bodyRoutes: [updates.route] + settingsPages + (webrtc.map { [Self.whep($0)] } ?? []) + (onvif.map { service in ONVIFService.paths.map { ONVIFSetup.route(service, prefix: $0) } } ?? []),
            whep: webrtc == nil ? nil : WHEPResource.prefix, poster: snapshots == nil ? nil : Self.snapshotPath, device: settings.deviceName,
            access: access, log: log)
         // Say what is bound: one address, or every interface.
@@ -410,6 +409,7 @@ final class Pipeline: Sendable {
         rtsp?.stop()
         // After the session: its stream's end has reached them, and each broadcast ended.
         destinations?.stop()
+        setupNetwork?.stop()
         wifi?.stop()
         feed.stop()
         discovery.withLock { $0?.stop() }

@@ -4,10 +4,11 @@ import Layout
 import Logging
 import Publishing
 import Server
+import Threading
 import WebRTC
 
 /// The web server's routes that act for someone else's module: WHEP's offers, the
-/// operator's forget, the export download.
+/// operator's forget, the export download, the settings and setup pages.
 extension Pipeline {
     /// `POST /whep`, `DELETE /whep/session/<id>`, … on the web server.
     static func whep(_ webrtc: WebRTCServer) -> WebServer.BodyRoute {
@@ -17,6 +18,25 @@ extension Pipeline {
             return WebServer.BodyReply(status: reply.status, headers: reply.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
                                        body: reply.body)
         }
+    }
+
+    /// `/settings` for the owner's onair.conf (the last --config), and `/setup` while the
+    /// board has a setup network. What a save changes applies: the board's units at once
+    /// (`BoardUnits`), the pipeline when it is idle (`restartWanted`).
+    static func settingsPages(_ settings: Settings, setupNetwork: SetupNetwork?, restartWanted: Locked<[String]>, log: Log) -> [WebServer.BodyRoute] {
+        guard !settings.configFiles.isEmpty else { return [] }
+        let saved: @Sendable ([String]) -> Void = { keys in
+            BoardUnits.restart(BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface), log: log)
+            restartWanted.withLock { $0 += keys }
+        }
+        var routes = [SettingsService(files: settings.configFiles, log: log, restart: saved).route]
+        if let setupNetwork {
+            let setup = SettingsService.Setup(isOpen: { setupNetwork.isOpen }, seen: { setupNetwork.seen.map(\.ssid) },
+                                              saved: { setupNetwork.saved() })
+            routes.append(SettingsService(files: settings.configFiles, kind: .setup(askOperator: settings.serverToken == nil),
+                                          setup: setup, log: log, restart: saved).route)
+        }
+        return routes
     }
 
     /// `POST /api/forget?stream=ID`: the owner deleted a published stream at the

@@ -97,12 +97,9 @@ public enum Runner {
         }
     }
 
-    /// `onair wifi-config`: 0 written, 1 nothing to join on this interface.
+    /// `onair wifi-config`: 0 written (with no network when [wifi] names none: the radio
+    /// still scans, for the setup page's list), 1 another interface than the board's.
     static func wifiConfig(_ wifi: WiFiSettings, interface: String?, output: String?) -> Int32 {
-        guard wifi.isConfigured else {
-            printError("onair: wifi-config: [wifi] names no network (wifi.ssid): nothing to join")
-            return 1
-        }
         if let interface, interface != wifi.interface {
             printError("onair: wifi-config: \(interface) is not wifi.interface (\(wifi.interface)): left alone")
             return 1

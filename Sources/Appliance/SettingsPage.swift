@@ -78,13 +78,46 @@ enum SettingsPage {
     static let newPrefix = "new.", newDestination = "new.destination", newViewer = "new.viewer", newViewerPassword = "new.viewer.password",
                removeViewer = "remove.viewer", versionField = "version"
 
+    /// Which page: the owner's `/settings`, or the setup network's `/setup` (the few
+    /// fields a board needs to be reached and go live, the networks the radio sees, and
+    /// the operator password when there is none yet).
+    enum Form: Equatable {
+        case settings
+        case setup(askOperator: Bool)
+
+        var path: String { self == .settings ? "/settings" : "/setup" }
+        var groups: [Group] {
+            switch self {
+            case .settings: return SettingsPage.groups
+            case .setup(let askOperator):
+                return [
+                    Group(title: "Your Wi-Fi", fields: [
+                        Field(key: "wifi.ssid", label: "Network", kind: .text(placeholder: "pick or type its name")),
+                        Field(key: "wifi.password", label: "Password", kind: .secret),
+                        Field(key: "wifi.country", label: "Country", kind: .text(placeholder: "GB, US, DE…"), help: "two letters: the channels allowed there"),
+                    ]),
+                    Group(title: "This camera", fields: [
+                        Field(key: "device.name", label: "Name", kind: .text(placeholder: "auto"), help: "then find it at http://NAME.local:8080"),
+                    ] + (askOperator ? [Field(key: "server.token", label: "Operator password", kind: .secret,
+                                              help: "at least 16 characters: it guards /settings (name operator) and this network from now on")] : [])),
+                    Group(title: "Where it goes live", fields: [
+                        Field(key: "publish.url", label: "Publish to (HTTP or S3)", kind: .text(placeholder: "off")),
+                    ]),
+                ]
+            }
+        }
+    }
+
     /// The whole page: `values` are the file's (secrets only as whether they are set),
-    /// `message` what the last save did, `version` the file's digest the form was made from.
-    static func html(device: String?, values: [String: String], destinations: [String], viewers: [String],
-                     version: String, message: (text: String, failed: Bool)?) -> String {
-        var sections = groups
-        for name in destinations.sorted() {
-            sections.append(Group(title: "Going live: \(name)", fields: destinationFields("destination.\(name).")))
+    /// `message` what the last save did, `version` the file's digest the form was made from,
+    /// `seen` the networks for the Wi-Fi name's list.
+    static func html(_ kind: Form = .settings, device: String?, values: [String: String], destinations: [String], viewers: [String],
+                     seen: [String] = [], version: String, message: (text: String, failed: Bool)?) -> String {
+        var sections = kind.groups
+        if kind == .settings {
+            for name in destinations.sorted() {
+                sections.append(Group(title: "Going live: \(name)", fields: destinationFields("destination.\(name).")))
+            }
         }
         let fieldsets = sections.map { group in
             "<fieldset><legend>\(e(group.title))</legend>" + group.fields.map { field(values, $0) }.joined() + "</fieldset>"
@@ -92,23 +125,33 @@ enum SettingsPage {
         let viewerRows = viewers.map { "<label class=\"row\"><input type=\"checkbox\" name=\"\(removeViewer)\" value=\"\(e($0))\"> remove \(e($0))</label>" }.joined()
         let notice = message.map { "<p id=\"message\" class=\"\($0.failed ? "bad" : "good")\" role=\"status\">\(e($0.text))</p>" } ?? ""
         let name = e(device.map { "onair · " + $0 } ?? "onair")
+        let newDestinationSet = """
+            <fieldset><legend>Go live somewhere new</legend><label for="\(newDestination)">Name (a-z, 0-9, - or _)</label>
+            <input id="\(newDestination)" name="\(newDestination)" maxlength="32" placeholder="youtube"><small>then its platform and stream key</small>
+            \(destinationFields(newPrefix).map { field([:], $0) }.joined())</fieldset>
+            """
+        let viewerSet = """
+            <fieldset><legend>Who may watch</legend>\(viewerRows.isEmpty ? "<small>anyone who can reach the camera</small>" : viewerRows)
+            <label for="\(newViewer)">Add a viewer</label><input id="\(newViewer)" name="\(newViewer)" maxlength="32" placeholder="name">
+            <label for="\(newViewerPassword)">Their password</label><input id="\(newViewerPassword)" type="password" name="\(newViewerPassword)" maxlength="128" autocomplete="new-password">
+            </fieldset>
+            """
+        // The networks the radio sees, offered as the Wi-Fi name's choices.
+        let list = seen.isEmpty ? "" : "<datalist id=\"seen\">" + seen.map { "<option value=\"\(e($0))\">" }.joined() + "</datalist>"
+        let intro = kind == .settings ? "" : "<p>Set up the camera: the Wi-Fi it joins, its name, and where it goes live. "
+            + "On Save it joins that network and this one closes.</p>"
         return """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(name) settings</title>
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(name) \(kind == .settings ? "settings" : "setup")</title>
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <style>body{font:16px system-ui,sans-serif;margin:0 auto;padding:1em;max-width:36em;background:#111;color:#eee}
         fieldset{border:1px solid #444;border-radius:8px;margin:0 0 1em}legend{color:#aaa}label{display:block;margin:.6em 0 .2em}
         input,select{box-sizing:border-box;width:100%;font:inherit;padding:.5em;border-radius:6px;border:1px solid #555;background:#222;color:#eee}
         .row input{width:auto;margin-right:.5em}small{color:#999;display:block}button{font:inherit;padding:.7em 2em;border-radius:6px;border:0;background:#c22;color:#fff}
         .good{background:#163;padding:.7em}.bad{background:#622;padding:.7em}a{color:#8cf}</style>
-        </head><body><h1>\(name)</h1>\(notice)
-        <form method="post" action="/settings" autocomplete="off"><input type="hidden" name="\(versionField)" value="\(e(version))">
-        \(fieldsets)<fieldset><legend>Go live somewhere new</legend><label for="\(newDestination)">Name (a-z, 0-9, - or _)</label>
-        <input id="\(newDestination)" name="\(newDestination)" maxlength="32" placeholder="youtube"><small>then its platform and stream key</small>
-        \(destinationFields(newPrefix).map { field([:], $0) }.joined())</fieldset>
-        <fieldset><legend>Who may watch</legend>\(viewerRows.isEmpty ? "<small>anyone who can reach the camera</small>" : viewerRows)
-        <label for="\(newViewer)">Add a viewer</label><input id="\(newViewer)" name="\(newViewer)" maxlength="32" placeholder="name">
-        <label for="\(newViewerPassword)">Their password</label><input id="\(newViewerPassword)" type="password" name="\(newViewerPassword)" maxlength="128" autocomplete="new-password">
-        </fieldset><button type="submit">Save</button></form><p><a href="/">the live picture</a> · <a href="/status">status</a></p></body></html>
+        </head><body><h1>\(name)</h1>\(notice)\(intro)
+        <form method="post" action="\(kind.path)" autocomplete="off"><input type="hidden" name="\(versionField)" value="\(e(version))">
+        \(fieldsets)\(kind == .settings ? newDestinationSet + viewerSet : "")<button type="submit">Save</button></form>\(list)
+        \(kind == .settings ? "<p><a href=\"/\">the live picture</a> · <a href=\"/status\">status</a></p>" : "")</body></html>
 
         """
     }
@@ -119,7 +162,8 @@ enum SettingsPage {
         let control: String
         switch field.kind {
         case .text(let placeholder):
-            control = "<input id=\"\(id)\" name=\"\(id)\" value=\"\(e(current))\" placeholder=\"\(e(placeholder))\" maxlength=\"512\">"
+            let list = field.key == "wifi.ssid" ? " list=\"seen\"" : ""
+            control = "<input id=\"\(id)\" name=\"\(id)\"\(list) value=\"\(e(current))\" placeholder=\"\(e(placeholder))\" maxlength=\"512\">"
         case .number(let placeholder):
             control = "<input id=\"\(id)\" name=\"\(id)\" inputmode=\"numeric\" value=\"\(e(current))\" placeholder=\"\(e(placeholder))\" maxlength=\"8\">"
         case .secret:

@@ -3,6 +3,7 @@ import Basics
 import Destinations
 import Files
 import Logging
+import Network
 import Server
 import System
 import Threading
@@ -23,23 +24,53 @@ public final class SettingsService: Sendable {
     private let log: Log
     /// One save at a time: the second of two at once finds the file changed.
     private let saving = Locked(())
+    private let kind: SettingsPage.Form
+    private let setup: Setup?
 
-    static let path = "/settings"
+    /// The setup network's side of `/setup`: whether it is open, the networks the radio
+    /// sees, and what to do once settings are saved (close it).
+    struct Setup: Sendable {
+        var isOpen: @Sendable () -> Bool
+        var seen: @Sendable () -> [String]
+        var saved: @Sendable () -> Void
+    }
+
+    static let path = "/settings", setupPath = "/setup"
     /// A form of every field filled to its bound is some 10 KB.
     static let maximumBody = 64 << 10
 
-    public init(files: [String], log: Log, restart: @escaping @Sendable (_ keys: [String]) -> Void) {
+    public convenience init(files: [String], log: Log, restart: @escaping @Sendable (_ keys: [String]) -> Void) {
+        self.init(files: files, kind: .settings, setup: nil, log: log, restart: restart)
+    }
+
+    init(files: [String], kind: SettingsPage.Form, setup: Setup?, log: Log, restart: @escaping @Sendable (_ keys: [String]) -> Void) {
         file = files.last ?? ""
         baseFiles = Array(files.dropLast())
+        self.kind = kind
+        self.setup = setup
         self.log = log
         self.restart = restart
     }
 
+    /// `/settings` is the operator's alone; so is `/setup` once there is an operator. A
+    /// board never set up has none yet: its `/setup` answers only on the open setup
+    /// network, to the phone that joined it (and asks for an operator password first).
     var route: WebServer.BodyRoute {
-        WebServer.BodyRoute(prefix: Self.path, maximumBody: Self.maximumBody, methods: ["GET", "POST"], operatorOnly: true) { [self] request in
+        let askOperator = kind == .setup(askOperator: true)
+        return WebServer.BodyRoute(prefix: kind.path, maximumBody: Self.maximumBody, methods: ["GET", "POST"], operatorOnly: !askOperator) { [self] request in
             guard request.path.isEmpty else { return WebServer.BodyReply(status: 404, body: Array("not found\n".utf8)) }
+            if let setup, !setup.isOpen() || (askOperator && !Self.onSetupNetwork(request.client)) {
+                return WebServer.BodyReply(status: 404, headers: [("Content-Type", "text/plain")],
+                                           body: Array("the setup page is on the camera's own setup network, while it is open\n".utf8))
+            }
             return request.method == "POST" ? save(request.body, client: request.client) : page()
         }
+    }
+
+    /// A client of the setup network (192.168.4.0/24).
+    static func onSetupNetwork(_ client: String) -> Bool {
+        guard let address = StaticAddress.ipv4(client) else { return false }
+        return address.prefix(3) == SetupAccessPoint.address.prefix(3) && address != SetupAccessPoint.address
     }
 
     /// What the file holds now, or why it cannot be read or parsed.
@@ -68,7 +99,7 @@ public final class SettingsService: Sendable {
     public func page(message: (text: String, failed: Bool)? = nil, status: UInt32 = 200, typed: [String: String] = [:]) -> WebServer.BodyReply {
         switch current() {
         case .failure(let failure):
-            return html(failure.status, SettingsPage.html(device: nil, values: [:], destinations: [], viewers: [], version: "",
+            return html(failure.status, SettingsPage.html(kind, device: nil, values: [:], destinations: [], viewers: [], version: "",
                                                           message: (failure.message, true)))
         case .success(let now):
             var values: [String: String] = [:]
@@ -86,8 +117,8 @@ public final class SettingsService: Sendable {
                 }
             }
             values.merge(typed) { $1 }
-            return html(status, SettingsPage.html(device: values["device.name"], values: values, destinations: destinations.sorted(),
-                                                  viewers: viewers, version: now.version, message: message))
+            return html(status, SettingsPage.html(kind, device: values["device.name"], values: values, destinations: destinations.sorted(),
+                                                  viewers: viewers, seen: setup?.seen() ?? [], version: now.version, message: message))
         }
     }
 
@@ -130,6 +161,12 @@ public final class SettingsService: Sendable {
             // Which keys, never their values.
             log(.settingsSaved, ("file", file), ("keys", keys.joined(separator: ",")), ("client", client))
             restart(keys)
+            if let setup {
+                setup.saved()
+                let ssid = (try? ConfigFile.parse(Array(text.utf8), file: file))?.last { $0.key == "wifi.ssid" }?.value
+                return page(message: ("Saved. The camera now joins " + (ssid.map { "'\($0)'" } ?? "its network")
+                                      + " and closes this one; on that network find it at http://NAME.local:8080 (its address is on the console).", false))
+            }
             return page(message: ("Saved. Wi-Fi, the name and the time servers take it now; the camera restarts to take the rest "
                                   + "as soon as nothing is being recorded.", false))
         }
@@ -151,8 +188,12 @@ public final class SettingsService: Sendable {
             changed.append(key)
         }
         let destinations = Set(now.entries.compactMap { ConfigFile.destinationName(section: ConfigEdit.split($0.key).section) })
-        let fields = SettingsPage.groups.flatMap(\.fields) + destinations.sorted().flatMap { SettingsPage.destinationFields("destination.\($0).") }
+        let fields = kind.groups.flatMap(\.fields) + (kind == .settings ? destinations.sorted().flatMap { SettingsPage.destinationFields("destination.\($0).") } : [])
         for field in fields { apply(field.key, form[field.key], secret: field.kind == .secret) }
+        // A board set up from its setup network gets an operator from then on.
+        if kind == .setup(askOperator: true), values["server.token"] == nil, (form["server.token"] ?? "").isEmpty {
+            throw SettingsFailure(400, "choose an operator password (at least 16 characters): it guards this camera's settings from now on")
+        }
         if let name = form[SettingsPage.newDestination], !name.isEmpty {
             guard DestinationSettings.validName(name) else {
                 throw SettingsFailure(400, "a destination's name is 1 to 32 of a-z, 0-9, '-' and '_', got \(quoted(String(name.prefix(40))))")

@@ -7,6 +7,8 @@ import Logging
 import Server
 import System
 import Threading
+import Basics
+import Network
 
 /// The settings page's write-back, without a server: onair.conf edited as its owner
 /// would, checked by onair's own rules, refused when it changed meanwhile.
@@ -183,5 +185,60 @@ final class SettingsPageTests: XCTestCase {
                        ["onair-names.service", "systemd-resolved.service", "onair-time.service", "systemd-timesyncd.service"])
         XCTAssertEqual(BoardUnits.units(for: ["network.address"], wifiInterface: "wlan0"), ["onair-network.service", "systemd-networkd.service"])
         XCTAssertFalse(BoardUnits.onTheBoard, "a test is not the board's service")
+    }
+
+    // MARK: The setup network
+
+    func testWhenTheSetupNetworkOpens() {
+        func reason(wifi: Bool = true, state: WiFiStatus.State? = .joining, refused: Double = 0, running: Double = 10,
+                    uptime: Double = 100, address: Bool = false, operator: Bool = true, saved: Bool = false) -> String? {
+            SetupNetwork.reason(.init(wifiConfigured: wifi, wifi: wifi ? state : nil, wifiProblem: "wrong password for 'home'",
+                                      wrongPasswordFor: refused, secondsRunning: running, uptime: uptime, hasAddress: address,
+                                      hasOperator: `operator`, saved: saved))
+        }
+        XCTAssertNil(reason(), "joining, for less than three minutes")
+        XCTAssertEqual(reason(running: 180), "no network of onair.conf's [wifi] joined in 3 minutes")
+        XCTAssertNil(reason(state: .failed, refused: 59), "a refused password: wpa_supplicant's retries first (a router changed back)")
+        XCTAssertEqual(reason(state: .failed, refused: 60), "the Wi-Fi of onair.conf cannot be joined: wrong password for 'home'")
+        XCTAssertEqual(reason(state: .failed, refused: 60, address: true), "the Wi-Fi of onair.conf cannot be joined: wrong password for 'home'",
+                       "the owner asked for Wi-Fi: a cable does not mend it")
+        XCTAssertNil(reason(state: .failed, running: 100), "a network not in range yet may come: it waits")
+        XCTAssertNil(reason(state: .joined, running: 1000))
+        XCTAssertNil(reason(wifi: false, running: 59))
+        XCTAssertEqual(reason(wifi: false, running: 60), "no network: no cable with an address and no [wifi] in onair.conf")
+        XCTAssertNil(reason(wifi: false, running: 600, address: true), "on the cable: reachable")
+        XCTAssertNil(reason(state: .failed, refused: 600, saved: true), "saved: closed for this run")
+        XCTAssertNotNil(reason(wifi: false, running: 60, uptime: 899, operator: false))
+        XCTAssertNil(reason(wifi: false, running: 600, uptime: 901, operator: false),
+                     "a board never set up opens its open network only in its first 15 minutes")
+        XCTAssertNotNil(reason(wifi: false, running: 600, uptime: 90_000, operator: true), "with an operator: WPA2 with the password, any time")
+    }
+
+    func testTheSetupPageAsksForAnOperatorAndSaysWhereTheCameraGoes() throws {
+        try "# mine\n".write(toFile: directory + "/onair.conf", atomically: true, encoding: .utf8)
+        let saved = Locked(false)
+        let setup = SettingsService(files: [directory + "/onair.conf"], kind: .setup(askOperator: true),
+                                    setup: .init(isOpen: { true }, seen: { ["home", "café"] }, saved: { saved.withLock { $0 = true } }),
+                                    log: .silent()) { _ in }
+        let page = String(decoding: setup.page().body, as: UTF8.self)
+        XCTAssertTrue(page.contains("<datalist id=\"seen\"><option value=\"home\"><option value=\"café\"></datalist>"), page)
+        XCTAssertTrue(page.contains("action=\"/setup\"") && page.contains("id=\"server.token\""))
+        XCTAssertFalse(page.contains("video.fps"), "the few fields a board needs")
+        let version = SHA256.hex(Array("# mine\n".utf8))
+        let without = setup.save(form([("version", version), ("wifi.ssid", "home"), ("wifi.password", "correct horse")]), client: "192.168.4.10")
+        XCTAssertEqual(without.status, 400)
+        XCTAssertTrue(message(without).hasPrefix("choose an operator password"), message(without))
+        XCTAssertFalse(saved.withLock { $0 })
+        let done = setup.save(form([("version", version), ("wifi.ssid", "home"), ("wifi.password", "correct horse"),
+                                    ("server.token", "kitchen-operator-0123"), ("device.name", "kitchen")]), client: "192.168.4.10")
+        XCTAssertEqual(done.status, 200, message(done))
+        XCTAssertTrue(message(done).hasPrefix("Saved. The camera now joins 'home' and closes this one"), message(done))
+        XCTAssertTrue(saved.withLock { $0 })
+        XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8),
+                       "# mine\n\n[wifi]\nssid = home\npassword = correct horse\n\n[device]\nname = kitchen\n\n[server]\ntoken = kitchen-operator-0123\n")
+        XCTAssertTrue(SettingsService.onSetupNetwork("192.168.4.10"))
+        XCTAssertFalse(SettingsService.onSetupNetwork("192.168.4.1"), "the board itself")
+        XCTAssertFalse(SettingsService.onSetupNetwork("192.168.1.10"))
+        XCTAssertFalse(SettingsService.onSetupNetwork("::1"))
     }
 }
