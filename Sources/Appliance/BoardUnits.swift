@@ -41,3 +41,32 @@ extension Event {
     /// The board's units restarted for saved settings.
     static let settingsUnits = Event("settings.units")
 }
+
+/// The board's FAT partition (`/boot/firmware`, where onair.conf lives) is mounted
+/// read-only, so a power cut cannot leave it half-written: a write to it is made between
+/// a remount read-write and one read-only again, as onair-slot-rpi does for the boot
+/// files (mount(8)). Anywhere else the body runs as it is.
+enum BootPartition {
+    static let mountPoint = "/boot/firmware"
+
+    static func writing<T>(_ path: String, mounts: String? = FileSystem.readText("/proc/self/mounts", limit: 1 << 20),
+                           _ body: () throws -> T) throws -> T {
+        guard path.hasPrefix(mountPoint + "/"), let mounts, isReadOnly(mounts) else { return try body() }
+        guard ThisProcess.run(["mount", "-o", "remount,rw", mountPoint], eachLine: { _ in }) == 0 else { return try body() }
+        defer {
+            ThisProcess.syncFileSystems()
+            _ = ThisProcess.run(["mount", "-o", "remount,ro", mountPoint], eachLine: { _ in })
+        }
+        return try body()
+    }
+
+    /// Whether /proc/self/mounts has the partition read-only (its last mount there).
+    static func isReadOnly(_ mounts: String) -> Bool {
+        guard let line = mounts.split(separator: "\n").last(where: { $0.split(separator: " ").dropFirst().first == Substring(mountPoint) }) else {
+            return false
+        }
+        let fields = line.split(separator: " ")
+        return fields.count > 3 && fields[3].split(separator: ",").contains("ro")
+    }
+}
+

@@ -92,7 +92,7 @@ enum Passwd {
                 Runner.printError("onair: passwd: \(path): no user \(options.user) in [access]")
                 return 2
             }
-            try AtomicFile.write(Array(edit.text.utf8), to: path, permissions: 0o600)
+            try BootPartition.writing(path) { try AtomicFile.write(Array(edit.text.utf8), to: path, permissions: 0o600) }
             switch options.action {
             case .remove: print("Removed \(options.user) from \(path).")
             case .viewer: print("Viewer \(options.user) set in \(path).")

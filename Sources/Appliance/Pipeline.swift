@@ -70,8 +70,9 @@ final class Pipeline: Sendable {
     let update = Locked<SlotWatch?>(nil)
     /// `POST /api/update`, and what the console and /api/status say of installs.
     let updates: UpdateService
-    /// Keys saved from /settings since the start: the run starts again on them when idle.
-    let restartWanted = Locked<[String]>([])
+    /// Keys saved from /settings since the start, and when the last save was: the run
+    /// starts again on them when idle.
+    let restartWanted = Locked<(keys: [String], at: Int64)>(([], 0))
     let log: Log
 
     /// `onIdle` is called when a stream has ended or the session failed.

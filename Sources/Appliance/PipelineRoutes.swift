@@ -4,6 +4,7 @@ import Layout
 import Logging
 import Publishing
 import Server
+import System
 import Threading
 import WebRTC
 
@@ -23,11 +24,11 @@ extension Pipeline {
     /// `/settings` for the owner's onair.conf (the last --config), and `/setup` while the
     /// board has a setup network. What a save changes applies: the board's units at once
     /// (`BoardUnits`), the pipeline when it is idle (`restartWanted`).
-    static func settingsPages(_ settings: Settings, setupNetwork: SetupNetwork?, restartWanted: Locked<[String]>, log: Log) -> [WebServer.BodyRoute] {
+    static func settingsPages(_ settings: Settings, setupNetwork: SetupNetwork?, restartWanted: Locked<(keys: [String], at: Int64)>, log: Log) -> [WebServer.BodyRoute] {
         guard !settings.configFiles.isEmpty else { return [] }
         let saved: @Sendable ([String]) -> Void = { keys in
             BoardUnits.restart(BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface), log: log)
-            restartWanted.withLock { $0 += keys }
+            restartWanted.withLock { $0 = ($0.keys + keys, KernelClock.monotonic()) }
         }
         var routes = [SettingsService(files: settings.configFiles, log: log, restart: saved).route]
         if let setupNetwork {

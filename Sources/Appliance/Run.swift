@@ -283,7 +283,9 @@ final class Run {
             interval: settings.consoleIntervalSeconds, notifier: notifier, log: log,
             snapshot: { [pipeline] in pipeline.snapshot() },
             alive: { session.error == nil && session.state != .stopped })
-        teardown.add("console report") { report.stop() }
+        // After the pipeline: what it says as it stops (the drain, the setup network
+        // closing) still reaches the console.
+        teardown.add("console report", before: "pipeline") { report.stop() }
         if settings.startup.deferred == .off { startSource(into: gate) }
         armButtons(session, scheduler: scheduler)
         restartWhenIdle(pipeline, scheduler: scheduler)
@@ -391,8 +393,10 @@ final class Run {
     private func restartWhenIdle(_ pipeline: Pipeline, scheduler: Scheduler) {
         let (done, restart, log, session) = (self.done, self.restart, self.log, pipeline.session)
         _ = scheduler.every(1, "settings restart") { _ in
-            let keys = pipeline.restartWanted.withLock { $0 }
-            guard !keys.isEmpty, !restart.hasFired, ![.recording, .finishing].contains(session.state) else { return }
+            let (keys, at) = pipeline.restartWanted.withLock { $0 }
+            // A few seconds after the save: the page that says so reaches the browser first.
+            guard !keys.isEmpty, KernelClock.monotonic() - at > 3_000_000_000, !restart.hasFired,
+                  ![.recording, .finishing].contains(session.state) else { return }
             log(.settingsRestart, ("keys", keys.joined(separator: ",")))
             restart.signal()
             done.signal()

@@ -155,7 +155,7 @@ public final class SettingsService: Sendable {
             } catch {
                 return page(message: ("\(Self.formProblem(error)): nothing was saved", true), status: 400, typed: typed)
             }
-            do { try AtomicFile.write(Array(text.utf8), to: file, permissions: 0o600) } catch {
+            do { try BootPartition.writing(file) { try AtomicFile.write(Array(text.utf8), to: file, permissions: 0o600) } } catch {
                 return page(message: (Self.writeProblem(error, file: file), true), status: 507, typed: typed)
             }
             // Which keys, never their values.

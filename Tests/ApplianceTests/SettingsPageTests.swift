@@ -241,4 +241,13 @@ final class SettingsPageTests: XCTestCase {
         XCTAssertFalse(SettingsService.onSetupNetwork("192.168.1.10"))
         XCTAssertFalse(SettingsService.onSetupNetwork("::1"))
     }
+
+    func testTheBoardsFATIsWrittenBetweenRemounts() throws {
+        let mounts = "sysfs /sys sysfs rw 0 0\n/dev/vda1 /boot/firmware vfat ro,relatime,fmask=0133,dmask=0022 0 0\n"
+        XCTAssertTrue(BootPartition.isReadOnly(mounts))
+        XCTAssertFalse(BootPartition.isReadOnly("/dev/vda1 /boot/firmware vfat rw,relatime 0 0\n"))
+        XCTAssertFalse(BootPartition.isReadOnly("/dev/vda1 /boot/firmware2 vfat ro 0 0\n"))
+        // Elsewhere the write is made as it is, nothing remounted.
+        XCTAssertEqual(try BootPartition.writing(directory + "/onair.conf", mounts: mounts) { 7 }, 7)
+    }
 }
