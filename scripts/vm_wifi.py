@@ -163,9 +163,13 @@ def check_play(t, machine, router, board):
     if not t.check("10 wifi: the space bar starts a stream", started):
         return
     stream = started.group(1)
-    time.sleep(6)  # a few segments
-    ok, playlist = router(f"busybox wget -q -O - http://{board}:8080/streams/{stream}/playlist.m3u8")
-    segment = next((line for line in playlist.splitlines() if line and not line.startswith("#")), None)
+    # Until the playlist names a whole segment (a busy machine takes longer than usual).
+    deadline = time.monotonic() + 60
+    segment = None
+    while segment is None and time.monotonic() < deadline:
+        time.sleep(2)
+        ok, playlist = router(f"busybox wget -q -O - http://{board}:8080/streams/{stream}/playlist.m3u8")
+        segment = next((line for line in playlist.splitlines() if line and not line.startswith("#")), None)
     size = 0
     if ok and segment:
         _, length = router(f"sh -c 'busybox wget -q -O - http://{board}:8080/streams/{stream}/{segment} | wc -c'")

@@ -37,12 +37,23 @@ extension FuzzTargets {
     /// The setup network's DNS questions (RFC 1035): an answer keeps the question's id, is
     /// a response, and is the question with at most one 16-byte record after it.
     static let dns = FuzzTarget(name: "dns", seeds: [
-        [0xBE, 0xEF, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1] + [17] + Array("connectivitycheck".utf8) + [7] + Array("gstatic".utf8) + [3] + Array("com".utf8)
-            + [0, 0, 1, 0, 1] + [0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0],
-        [0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0] + [7] + Array("captive".utf8) + [5] + Array("apple".utf8) + [3] + Array("com".utf8) + [0, 0, 28, 0, 1],
+        dnsQuestion(["connectivitycheck", "gstatic", "com"], type: 1, edns: true),
+        dnsQuestion(["captive", "apple", "com"], type: 28, edns: false),
     ], textual: false) { bytes in
         guard let reply = SetupDNS.answer(bytes, address: [192, 168, 4, 1]) else { return }
         if reply.count < 12 || reply[0] != bytes[0] || reply[1] != bytes[1] || reply[2] & 0x80 == 0 { broken("an answer that is not this question's response") }
         if reply.count > bytes.count + 16 { broken("an answer of \(reply.count) bytes to \(bytes.count)") }
+    }
+
+    /// A question as a resolver sends it (RFC 1035 §4.1.1–2; EDNS's OPT, RFC 6891, after it).
+    static func dnsQuestion(_ labels: [String], type: UInt8, edns: Bool) -> [UInt8] {
+        var bytes: [UInt8] = [0xBE, 0xEF, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, edns ? 1 : 0]
+        for label in labels {
+            bytes.append(UInt8(label.utf8.count))
+            bytes.append(contentsOf: Array(label.utf8))
+        }
+        bytes.append(contentsOf: [0, 0, type, 0, 1] as [UInt8])
+        if edns { bytes.append(contentsOf: [0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0] as [UInt8]) }
+        return bytes
     }
 }
