@@ -70,7 +70,7 @@ public final class SettingsService: Sendable {
     /// A client of the setup network (192.168.4.0/24).
     static func onSetupNetwork(_ client: String) -> Bool {
         guard let address = StaticAddress.ipv4(client) else { return false }
-        return address.prefix(3) == SetupAccessPoint.address.prefix(3) && address != SetupAccessPoint.address
+        return InterfaceAddress(address: SetupAccessPoint.address, prefixLength: 24).contains(address) && address != SetupAccessPoint.address
     }
 
     /// What the file holds now, or why it cannot be read or parsed.

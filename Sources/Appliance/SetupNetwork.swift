@@ -140,7 +140,7 @@ final class SetupNetwork: Sendable {
 
     /// Whether a phone is on the setup network (the access point's station list).
     private func phoneOnIt() -> Bool {
-        guard let control = try? WPAControl(path: SupplicantConfig.controlDirectory + "/" + SetupAccessPoint.interface),
+        guard let control = Self.control(SetupAccessPoint.interface),
               let first = try? control.request("STA-FIRST") else { return false }
         return !first.isEmpty && !first.hasPrefix("FAIL")
     }
@@ -148,7 +148,7 @@ final class SetupNetwork: Sendable {
     /// A scan on the station's side every 30 s while the network is closed (wpa_supplicant's
     /// control socket), read back at the next tick: the page's list.
     private func scan() {
-        guard let control = try? WPAControl(path: SupplicantConfig.controlDirectory + "/" + settings.wifi.interface) else { return }
+        guard let control = Self.control(settings.wifi.interface) else { return }
         if let results = try? control.request("SCAN_RESULTS") {
             let seen = WiFiScan.parse(results, leaving: ssid)
             state.withLock { $0.seen = seen }
@@ -221,9 +221,14 @@ final class SetupNetwork: Sendable {
         log(.setupClosed, ("ssid", ssid), ("why", reason))
     }
 
+    /// wpa_supplicant's control socket for `interface`, if it runs there.
+    private static func control(_ interface: String) -> WPAControl? {
+        try? WPAControl(path: SupplicantConfig.controlDirectory + "/" + interface)
+    }
+
     /// A command to the station side's wpa_supplicant (its control socket).
     private func station(_ command: String) {
-        guard let control = try? WPAControl(path: SupplicantConfig.controlDirectory + "/" + settings.wifi.interface) else { return }
+        guard let control = Self.control(settings.wifi.interface) else { return }
         if let answer = try? control.request(command), answer.hasPrefix("FAIL") {
             log(.setupFailed, level: .warn, ("command", command), ("said", answer.trimmingWhitespace()))
         }

@@ -1,3 +1,5 @@
+import System
+
 /// `[network]` of onair.conf: a fixed IPv4 address instead of DHCP, for a board an NVR or
 /// a router's port forward must find at the same place. On the cable, or on Wi-Fi when
 /// `link = wifi` (`auto`: Wi-Fi when `[wifi]` names a network, else the cable).
@@ -24,18 +26,10 @@ public struct StaticAddress: Sendable, Equatable {
 
     // MARK: Values
 
-    /// A dotted quad, each part 0…255 in at most three digits; nil otherwise.
+    /// A dotted quad (inet_pton(3), as every address onair takes); nil otherwise.
     public static func ipv4(_ text: String) -> [UInt8]? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
-        var bytes: [UInt8] = []
-        for part in parts {
-            guard (1...3).contains(part.utf8.count), part.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(part), value <= 255 else {
-                return nil
-            }
-            bytes.append(UInt8(value))
-        }
-        return bytes
+        guard text.utf8.count <= 15 else { return nil }
+        return SocketAddress(numeric: text, port: 0, ipv6: false)?.addressBytes
     }
 
     /// `ADDRESS/LENGTH` with a length of 1…32 and an address that is a host's, not the
@@ -61,7 +55,7 @@ public struct StaticAddress: Sendable, Equatable {
         guard let address else {
             return gateway != nil || !dns.isEmpty ? ["network.address: missing (network.gateway and network.dns go with a fixed address)"] : []
         }
-        if let gateway, Self.value(gateway) & Self.mask(address.prefix) != Self.value(address.ip) & Self.mask(address.prefix) {
+        if let gateway, !InterfaceAddress(address: address.ip, prefixLength: address.prefix).contains(gateway) {
             return ["network.gateway: \(Self.text(gateway)) is not in \(Self.text(address.ip))/\(address.prefix)'s network"]
         }
         return []
