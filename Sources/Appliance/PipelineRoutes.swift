@@ -27,13 +27,15 @@ extension Pipeline {
     static func settingsPages(_ settings: Settings, setupNetwork: SetupNetwork?, restartWanted: Locked<(keys: [String], at: Int64)>, log: Log) -> [WebServer.BodyRoute] {
         guard !settings.configFiles.isEmpty else { return [] }
         let saved: @Sendable ([String]) -> Void = { keys in
-            BoardUnits.restart(BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface), log: log)
+            let units = BoardUnits.units(for: keys, wifiInterface: settings.wifi.interface)
+            // While the setup network is open the radio is the phone's: the units start
+            // again when it has closed, after the page's answer reached the phone.
+            if let setupNetwork, setupNetwork.isOpen { setupNetwork.saved(units: units) } else { BoardUnits.restart(units, log: log) }
             restartWanted.withLock { $0 = ($0.keys + keys, KernelClock.monotonic()) }
         }
         var routes = [SettingsService(files: settings.configFiles, log: log, restart: saved).route]
         if let setupNetwork {
-            let setup = SettingsService.Setup(isOpen: { setupNetwork.isOpen }, seen: { setupNetwork.seen.map(\.ssid) },
-                                              saved: { setupNetwork.saved() })
+            let setup = SettingsService.Setup(isOpen: { setupNetwork.isOpen }, seen: { setupNetwork.seen.map(\.ssid) })
             routes.append(SettingsService(files: settings.configFiles, kind: .setup(askOperator: settings.serverToken == nil),
                                           setup: setup, log: log, restart: saved).route)
         }

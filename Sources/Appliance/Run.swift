@@ -394,8 +394,9 @@ final class Run {
         let (done, restart, log, session) = (self.done, self.restart, self.log, pipeline.session)
         _ = scheduler.every(1, "settings restart") { _ in
             let (keys, at) = pipeline.restartWanted.withLock { $0 }
-            // A few seconds after the save: the page that says so reaches the browser first.
-            guard !keys.isEmpty, KernelClock.monotonic() - at > 3_000_000_000, !restart.hasFired,
+            // A few seconds after the save: the page that says so reaches the browser first
+            // (from the setup network, once it has closed: SetupNetwork.afterSave).
+            guard !keys.isEmpty, KernelClock.monotonic() - at > 3_000_000_000, !restart.hasFired, pipeline.setupNetwork?.isClosing != true,
                   ![.recording, .finishing].contains(session.state) else { return }
             log(.settingsRestart, ("keys", keys.joined(separator: ",")))
             restart.signal()

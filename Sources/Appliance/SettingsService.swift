@@ -32,7 +32,6 @@ public final class SettingsService: Sendable {
     struct Setup: Sendable {
         var isOpen: @Sendable () -> Bool
         var seen: @Sendable () -> [String]
-        var saved: @Sendable () -> Void
     }
 
     static let path = "/settings", setupPath = "/setup"
@@ -162,7 +161,6 @@ public final class SettingsService: Sendable {
             log(.settingsSaved, ("file", file), ("keys", keys.joined(separator: ",")), ("client", client))
             restart(keys)
             if let setup {
-                setup.saved()
                 let ssid = (try? ConfigFile.parse(Array(text.utf8), file: file))?.last { $0.key == "wifi.ssid" }?.value
                 return page(message: ("Saved. The camera now joins " + (ssid.map { "'\($0)'" } ?? "its network")
                                       + " and closes this one; on that network find it at http://NAME.local:8080 (its address is on the console).", false))

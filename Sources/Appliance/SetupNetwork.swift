@@ -34,6 +34,9 @@ final class SetupNetwork: Sendable {
     /// Open this long with no phone on it, the network closes and the station tries its
     /// own Wi-Fi again (a router back in range is joined) for `pause` before it reopens.
     static let window = 300.0, pause = 180.0
+    /// After a save the network stays this long, so the page that says so reaches the
+    /// phone (its TCP retransmits: 1 s, 2 s, 4 s) before the radio is taken back.
+    static let afterSave = 10.0
 
     /// Why the network is wanted now, or nil: a pure decision, for the tests.
     static func reason(_ now: Inputs) -> String? {
@@ -57,7 +60,9 @@ final class SetupNetwork: Sendable {
     private let state = Locked(State())
     private struct State {
         var open = false
-        var saved = false
+        /// When the page saved, and the board's units that read what it saved: started
+        /// again once the network has closed (the station's would take the radio now).
+        var saved: (at: Int64, units: [String])?
         var seen: [SeenNetwork] = []
         var dns: SetupDNSServer?
         var captive: WebServer?
@@ -93,9 +98,16 @@ final class SetupNetwork: Sendable {
         state.withLock { $0.task = (scheduler, task) }
     }
 
-    /// The page saved settings: the network closes once the answer has reached the phone,
-    /// and stays closed for this run (the run starts again on the new file).
-    func saved() { state.withLock { $0.saved = true } }
+    /// The page saved settings: the network closes once the answer has reached the phone
+    /// (`afterSave`), then `units` start again, and it stays closed for this run (the run
+    /// starts again on the new file, when the network is closed: `isClosing`).
+    func saved(units: [String]) {
+        state.withLock { $0.saved = (KernelClock.monotonic(), ($0.saved?.units ?? []) + units) }
+    }
+
+    /// Whether a save is waiting for the network to close (the run must not restart
+    /// before: its stop would close it under the phone's answer).
+    var isClosing: Bool { state.withLock { $0.open && $0.saved != nil } }
 
     func stop() {
         if let (scheduler, task) = state.withLock({ $0.task }) { scheduler.cancel(task) }
@@ -124,12 +136,13 @@ final class SetupNetwork: Sendable {
                          wrongPasswordFor: refusedSince.map { Double(clock - $0) / 1e9 } ?? 0,
                          secondsRunning: Double(clock - since) / 1e9, uptime: Double(clock) / 1e9,
                          hasAddress: NetworkInterfaces.ipv4().contains { $0.name != "lo" && $0.name != SetupAccessPoint.interface },
-                         hasOperator: settings.serverToken != nil, saved: state.withLock { $0.saved })
+                         hasOperator: settings.serverToken != nil, saved: state.withLock { $0.saved != nil })
         scan()
         if isOpen {
             let openFor = Double(clock - state.withLock { $0.openedAt }) / 1e9
-            if now.saved { close(reason: "settings saved") }
-            else if !now.wifiConfigured && now.hasAddress { close(reason: "a network is up") }
+            if let savedAt = state.withLock({ $0.saved?.at }) {
+                if Double(clock - savedAt) / 1e9 >= Self.afterSave { close(reason: "settings saved") }
+            } else if !now.wifiConfigured && now.hasAddress { close(reason: "a network is up") }
             else if openFor >= Self.window && !phoneOnIt() { close(reason: "no phone joined in \(Int(Self.window / 60)) minutes: the board tries its Wi-Fi again") }
             else { serve() }
             return
@@ -217,6 +230,7 @@ final class SetupNetwork: Sendable {
         captive?.stop()
         _ = systemctl("stop")
         station("RECONNECT")
+        if let units = state.withLock({ $0.saved?.units }) { BoardUnits.restart(units, log: log) }
         state.withLock { $0.closedAt = KernelClock.monotonic() }
         log(.setupClosed, ("ssid", ssid), ("why", reason))
     }

@@ -216,10 +216,10 @@ final class SettingsPageTests: XCTestCase {
 
     func testTheSetupPageAsksForAnOperatorAndSaysWhereTheCameraGoes() throws {
         try "# mine\n".write(toFile: directory + "/onair.conf", atomically: true, encoding: .utf8)
-        let saved = Locked(false)
+        let saved = Locked<[String]>([])
         let setup = SettingsService(files: [directory + "/onair.conf"], kind: .setup(askOperator: true),
-                                    setup: .init(isOpen: { true }, seen: { ["home", "café"] }, saved: { saved.withLock { $0 = true } }),
-                                    log: .silent()) { _ in }
+                                    setup: .init(isOpen: { true }, seen: { ["home", "café"] }),
+                                    log: .silent()) { keys in saved.withLock { $0 = keys } }
         let page = String(decoding: setup.page().body, as: UTF8.self)
         XCTAssertTrue(page.contains("<datalist id=\"seen\"><option value=\"home\"><option value=\"café\"></datalist>"), page)
         XCTAssertTrue(page.contains("action=\"/setup\"") && page.contains("id=\"server.token\""))
@@ -228,12 +228,14 @@ final class SettingsPageTests: XCTestCase {
         let without = setup.save(form([("version", version), ("wifi.ssid", "home"), ("wifi.password", "correct horse")]), client: "192.168.4.10")
         XCTAssertEqual(without.status, 400)
         XCTAssertTrue(message(without).hasPrefix("choose an operator password"), message(without))
-        XCTAssertFalse(saved.withLock { $0 })
+        XCTAssertEqual(saved.withLock { $0 }, [])
         let done = setup.save(form([("version", version), ("wifi.ssid", "home"), ("wifi.password", "correct horse"),
                                     ("server.token", "kitchen-operator-0123"), ("device.name", "kitchen")]), client: "192.168.4.10")
         XCTAssertEqual(done.status, 200, message(done))
         XCTAssertTrue(message(done).hasPrefix("Saved. The camera now joins 'home' and closes this one"), message(done))
-        XCTAssertTrue(saved.withLock { $0 })
+        XCTAssertEqual(saved.withLock { $0 }, ["device.name", "server.token", "wifi.password", "wifi.ssid"])
+        XCTAssertEqual(BoardUnits.units(for: saved.withLock { $0 }, wifiInterface: "wlan0"),
+                       ["onair-wifi@wlan0.service", "onair-names.service", "systemd-resolved.service"])
         XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8),
                        "# mine\n\n[wifi]\nssid = home\npassword = correct horse\n\n[device]\nname = kitchen\n\n[server]\ntoken = kitchen-operator-0123\n")
         XCTAssertTrue(SettingsService.onSetupNetwork("192.168.4.10"))
