@@ -74,9 +74,20 @@ enum SettingsPage {
         ]
     }
 
+    /// Another Wi-Fi network's fields under `prefix`: `wifi.NAME.` for one of the file's
+    /// `[wifi.NAME]`, `new.wifi.` for the one the form offers (its name in `new.wifi`).
+    static func wifiFields(_ prefix: String) -> [Field] {
+        [
+            Field(key: prefix + "ssid", label: "Network", kind: .text(placeholder: "its name")),
+            Field(key: prefix + "password", label: "Password", kind: .secret),
+            Field(key: prefix + "security", label: "Security", kind: .choice(["", "auto", "wpa2", "wpa3", "open"])),
+            Field(key: prefix + "priority", label: "Priority", kind: .number(placeholder: "0"), help: "the higher, the sooner it is tried"),
+        ]
+    }
+
     /// The form's names that are not keys.
     static let newPrefix = "new.", newDestination = "new.destination", newViewer = "new.viewer", newViewerPassword = "new.viewer.password",
-               removeViewer = "remove.viewer", versionField = "version"
+               removeViewer = "remove.viewer", versionField = "version", newWiFi = "new.wifi", newWiFiPrefix = "new.wifi."
 
     /// Which page: the owner's `/settings`, or the setup network's `/setup` (the few
     /// fields a board needs to be reached and go live, the networks the radio sees, and
@@ -112,9 +123,12 @@ enum SettingsPage {
     /// `message` what the last save did, `version` the file's digest the form was made from,
     /// `seen` the networks for the Wi-Fi name's list.
     static func html(_ kind: Form = .settings, device: String?, values: [String: String], destinations: [String], viewers: [String],
-                     seen: [String] = [], version: String, message: (text: String, failed: Bool)?) -> String {
+                     wifiNetworks: [String] = [], seen: [String] = [], version: String, message: (text: String, failed: Bool)?) -> String {
         var sections = kind.groups
         if kind == .settings {
+            // The file's other networks just after its own.
+            let after = (sections.firstIndex { $0.title == "Wi-Fi" } ?? sections.count - 1) + 1
+            sections.insert(contentsOf: wifiNetworks.sorted().map { Group(title: "Wi-Fi: \($0)", fields: wifiFields("wifi.\($0).")) }, at: after)
             for name in destinations.sorted() {
                 sections.append(Group(title: "Going live: \(name)", fields: destinationFields("destination.\(name).")))
             }
@@ -129,6 +143,11 @@ enum SettingsPage {
             <fieldset><legend>Go live somewhere new</legend><label for="\(newDestination)">Name (a-z, 0-9, - or _)</label>
             <input id="\(newDestination)" name="\(newDestination)" maxlength="32" placeholder="youtube"><small>then its platform and stream key</small>
             \(destinationFields(newPrefix).map { field([:], $0) }.joined())</fieldset>
+            """
+        let newWiFiSet = """
+            <fieldset><legend>Another Wi-Fi network</legend><label for="\(newWiFi)">Name (a-z, 0-9, - or _)</label>
+            <input id="\(newWiFi)" name="\(newWiFi)" maxlength="32" placeholder="office"><small>a network tried when the first is not in range</small>
+            \(wifiFields(newWiFiPrefix).map { field([:], $0) }.joined())</fieldset>
             """
         let viewerSet = """
             <fieldset><legend>Who may watch</legend>\(viewerRows.isEmpty ? "<small>anyone who can reach the camera</small>" : viewerRows)
@@ -150,7 +169,7 @@ enum SettingsPage {
         .good{background:#163;padding:.7em}.bad{background:#622;padding:.7em}a{color:#8cf}</style>
         </head><body><h1>\(name)</h1>\(notice)\(intro)
         <form method="post" action="\(kind.path)" autocomplete="off"><input type="hidden" name="\(versionField)" value="\(e(version))">
-        \(fieldsets)\(kind == .settings ? newDestinationSet + viewerSet : "")<button type="submit">Save</button></form>\(list)
+        \(fieldsets)\(kind == .settings ? newWiFiSet + newDestinationSet + viewerSet : "")<button type="submit">Save</button></form>\(list)
         \(kind == .settings ? "<p><a href=\"/\">the live picture</a> · <a href=\"/status\">status</a></p>" : "")</body></html>
 
         """
@@ -162,7 +181,7 @@ enum SettingsPage {
         let control: String
         switch field.kind {
         case .text(let placeholder):
-            let list = field.key == "wifi.ssid" ? " list=\"seen\"" : ""
+            let list = field.key.hasPrefix("wifi.") && field.key.hasSuffix(".ssid") || field.key == newWiFiPrefix + "ssid" ? " list=\"seen\"" : ""
             control = "<input id=\"\(id)\" name=\"\(id)\"\(list) value=\"\(e(current))\" placeholder=\"\(e(placeholder))\" maxlength=\"512\">"
         case .number(let placeholder):
             control = "<input id=\"\(id)\" name=\"\(id)\" inputmode=\"numeric\" value=\"\(e(current))\" placeholder=\"\(e(placeholder))\" maxlength=\"8\">"

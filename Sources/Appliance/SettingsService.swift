@@ -102,7 +102,7 @@ public final class SettingsService: Sendable {
                                                           message: (failure.message, true)))
         case .success(let now):
             var values: [String: String] = [:]
-            var destinations: Set<String> = []
+            var destinations: Set<String> = [], wifiNetworks: Set<String> = []
             var viewers: [String] = []
             for entry in now.entries {
                 if entry.key == "access.viewer" || entry.key == "access.device" {
@@ -111,13 +111,14 @@ public final class SettingsService: Sendable {
                 }
                 // A secret is said to be set, never shown.
                 values[entry.key] = ConfigFile.isSecret(entry.key) ? (entry.value.isEmpty ? "" : "set") : entry.value
-                if entry.key.hasPrefix("destination."), let name = ConfigFile.destinationName(section: ConfigEdit.split(entry.key).section) {
-                    destinations.insert(name)
-                }
+                let section = ConfigEdit.split(entry.key).section
+                if let name = ConfigFile.destinationName(section: section) { destinations.insert(name) }
+                if let name = ConfigFile.wifiName(section: section) { wifiNetworks.insert(name) }
             }
             values.merge(typed) { $1 }
             return html(status, SettingsPage.html(kind, device: values["device.name"], values: values, destinations: destinations.sorted(),
-                                                  viewers: viewers, seen: setup?.seen() ?? [], version: now.version, message: message))
+                                                  viewers: viewers, wifiNetworks: wifiNetworks.sorted(), seen: setup?.seen() ?? [],
+                                                  version: now.version, message: message))
         }
     }
 
@@ -185,8 +186,11 @@ public final class SettingsService: Sendable {
             edit.set(key, value.isEmpty ? nil : value)
             changed.append(key)
         }
-        let destinations = Set(now.entries.compactMap { ConfigFile.destinationName(section: ConfigEdit.split($0.key).section) })
-        let fields = kind.groups.flatMap(\.fields) + (kind == .settings ? destinations.sorted().flatMap { SettingsPage.destinationFields("destination.\($0).") } : [])
+        let sections = now.entries.map { ConfigEdit.split($0.key).section }
+        let destinations = Set(sections.compactMap { ConfigFile.destinationName(section: $0) }), networks = Set(sections.compactMap { ConfigFile.wifiName(section: $0) })
+        let named = destinations.sorted().flatMap { SettingsPage.destinationFields("destination.\($0).") }
+            + networks.sorted().flatMap { SettingsPage.wifiFields("wifi.\($0).") }
+        let fields = kind.groups.flatMap(\.fields) + (kind == .settings ? named : [])
         for field in fields { apply(field.key, form[field.key], secret: field.kind == .secret) }
         // A board set up from its setup network gets an operator from then on.
         if kind == .setup(askOperator: true), values["server.token"] == nil, (form["server.token"] ?? "").isEmpty {
@@ -199,6 +203,16 @@ public final class SettingsService: Sendable {
             guard !destinations.contains(name) else { throw SettingsFailure(400, "there is a destination \(name) already") }
             for field in SettingsPage.destinationFields(SettingsPage.newPrefix) {
                 let key = "destination.\(name)." + field.key.dropFirst(SettingsPage.newPrefix.count)
+                if let value = form[field.key], !value.isEmpty { edit.set(key, value); changed.append(key) }
+            }
+        }
+        if kind == .settings, let name = form[SettingsPage.newWiFi], !name.isEmpty {
+            guard ConfigFile.wifiName(section: "wifi." + name) != nil else {
+                throw SettingsFailure(400, "a Wi-Fi network's name is 1 to 32 of a-z, 0-9, '-' and '_', got \(quoted(String(name.prefix(40))))")
+            }
+            guard !networks.contains(name) else { throw SettingsFailure(400, "there is a Wi-Fi network \(name) already") }
+            for field in SettingsPage.wifiFields(SettingsPage.newWiFiPrefix) {
+                let key = "wifi.\(name)." + field.key.dropFirst(SettingsPage.newWiFiPrefix.count)
                 if let value = form[field.key], !value.isEmpty { edit.set(key, value); changed.append(key) }
             }
         }

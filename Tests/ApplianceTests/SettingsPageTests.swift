@@ -171,6 +171,31 @@ final class SettingsPageTests: XCTestCase {
         XCTAssertFalse(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8).contains("viewer ="))
     }
 
+    func testMoreWiFiNetworksAreAddedAndEditedOnThePage() throws {
+        let original = "[wifi]\nssid = home\npassword = home password\n\n# at work\n[wifi.office]\nssid = Office\npassword = office password\n"
+        let settings = try service(original)
+        let page = String(decoding: settings.page().body, as: UTF8.self)
+        XCTAssertTrue(page.contains("<legend>Wi-Fi: office</legend>") && page.contains("id=\"wifi.office.ssid\" name=\"wifi.office.ssid\" list=\"seen\" value=\"Office\""), page)
+        XCTAssertFalse(page.contains("office password"), "a network's password is write-only")
+        // A bad name, a short password: said, nothing written.
+        let badName = settings.save(form([("version", version(settings)), ("new.wifi", "Phone Hotspot"), ("new.wifi.ssid", "x")]), client: "a")
+        XCTAssertEqual(badName.status, 400)
+        XCTAssertTrue(message(badName).hasPrefix("a Wi-Fi network's name is 1 to 32 of a-z"), message(badName))
+        let short = settings.save(form([("version", version(settings)), ("new.wifi", "phone"), ("new.wifi.ssid", "Pixel"),
+                                        ("new.wifi.password", "7 chars")]), client: "a")
+        XCTAssertEqual(short.status, 400)
+        XCTAssertTrue(message(short).contains("wifi.phone.password"), message(short))
+        XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8), original)
+        // A network added, another's priority set; its password kept (left empty).
+        let saved = settings.save(form([("version", version(settings)), ("wifi.office.priority", "5"), ("wifi.office.password", ""),
+                                        ("new.wifi", "phone"), ("new.wifi.ssid", "Pixel"), ("new.wifi.password", "hotspot password")]), client: "a")
+        XCTAssertEqual(saved.status, 200, message(saved))
+        XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8),
+                       original + "priority = 5\n\n[wifi.phone]\nssid = Pixel\npassword = hotspot password\n")
+        XCTAssertEqual(settings.save(form([("version", version(settings)), ("new.wifi", "office"), ("new.wifi.ssid", "y")]), client: "a").status, 400,
+                       "a name the file has already")
+    }
+
     func testAWriteThatFailsIsSaidInTheOwnersWords() {
         XCTAssertEqual(SettingsService.writeProblem(FileError(path: "x", operation: "create", code: .readOnlyFileSystem), file: "/boot/firmware/onair.conf"),
                        "the card is read-only (/boot/firmware/onair.conf): nothing was saved")
