@@ -17,7 +17,7 @@ BUILD_DEBS := pkg-config dpkg-dev nasm libssl-dev zlib1g-dev libzstd-dev libdrm-
 # the second player the low-latency playlists must still play as regular HLS; Firefox (ESR,
 # driven over its own Marionette protocol) is the browser without native HLS; Debian's
 # wpa_supplicant reads the configuration onair writes for [wifi] and answers its control socket.
-TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream srt-tools apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav wpasupplicant bind9-dnsutils
+TEST_DEBS := ffmpeg chromium firefox-esr nginx libnginx-mod-rtmp libnginx-mod-stream srt-tools apache2 python3-venv time gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-libav wpasupplicant bind9-dnsutils zbar-tools
 # Images and the system test: the root file system from Debian packages (mmdebstrap),
 # partitions as files (mtools, dosfstools, e2fsprogs, fdisk), bmap-tools, and QEMU with
 # OVMF to boot the result; arm64 images run their packages' scripts through qemu-user and

@@ -51,6 +51,7 @@ let package = Package(
         // Every name onair gives to what it keeps (the data directory, a stream's directory):
         // one value, no I/O, so no other module spells a name.
         .target(name: "Layout"),
+        .target(name: "Drawing"),
         // The file system through POSIX: atomic writes, reading, listing, removing.
         .target(name: "Files", dependencies: ["System", "Layout"]),
         // Typed events (declared beside the code that emits them) and the one log they go to.
@@ -66,7 +67,7 @@ let package = Package(
 
         // Hardware and libraries.
         .target(name: "Codecs", dependencies: ["Media", "Files", "CFFmpeg", "COpus", "Basics"]),
-        .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM", "Basics"]),
+        .target(name: "Devices", dependencies: ["System", "Media", "Threading", "Logging", "CALSA", "CLinux", "CDRM", "Basics", "Drawing"]),
         // RTP for the real-time outputs (WebRTC, RTSP): packets, the H.264 packetizer of
         // RFC 6184 and its depacketizer, stream numbering. Pure: no I/O.
         .target(name: "RTP", dependencies: ["Media"]),
@@ -121,7 +122,7 @@ let package = Package(
         // installed, the new slot confirmed once healthy or given up.
         .target(name: "Updates", dependencies: ["Basics", "Files", "HTTP", "Logging", "Server", "System", "Threading"]),
         // The appliance: session, config, logging; and the command line.
-        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates", "Destinations", "Network"]),
+        .target(name: "Appliance", dependencies: ["System", "Media", "HLS", "Files", "Threading", "Logging", "Streaming", "Codecs", "Devices", "Publishing", "Recording", "Server", "Export", "Fetch", "Layout", "Spool", "HTTP", "WebRTC", "RTSP", "ONVIF", "Access", "Live", "Basics", "Updates", "Destinations", "Network", "Drawing"]),
         .executableTarget(name: "onair", dependencies: ["Appliance", "System"]),
         // `make bench`'s helpers: the packager alone on pre-encoded samples, and the synthetic
         // camera's frames as raw video so ffmpeg can encode the very same pictures.
@@ -151,6 +152,7 @@ let package = Package(
         .testTarget(name: "LiveTests", dependencies: ["Live", "Media", "Logging", "RTP", "Threading", "Codecs"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Live", "STUN", "RTP", "Media", "System", "Logging", "Threading", "SDP", "TestSupport"]),
         .testTarget(name: "LayoutTests", dependencies: ["Layout"]),
+        .testTarget(name: "DrawingTests", dependencies: ["Drawing", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "FilesTests", dependencies: ["Files"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Media", "TestSupport"]),
@@ -165,7 +167,7 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Access", "Files", "HLS", "Threading", "TestSupport", "Layout", "System"]),
         .testTarget(name: "StreamingTests", dependencies: ["Streaming", "Live", "Logging", "TestSupport", "HLS", "MP4", "Media", "Codecs", "Devices", "Publishing", "Recording", "Layout", "Threading", "Basics", "System"]),
         .testTarget(name: "UpdatesTests", dependencies: ["Updates", "Logging", "Server", "TestSupport", "Threading"]),
-        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations", "Network", "Files", "Server"]),
+        .testTarget(name: "ApplianceTests", dependencies: ["Logging", "TestSupport", "Threading", "Appliance", "Streaming", "HLS", "Codecs", "Devices", "Publishing", "Fetch", "Spool", "Access", "System", "Basics", "Updates", "Destinations", "Network", "Files", "Server", "Drawing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "IntegrationTests", dependencies: ["MPEGTS", "HLS", "MP4", "Media", "Devices", "TestSupport", "Layout", "Threading", "RTP", "SDP", "WebRTC", "STUN", "System", "Publishing", "Basics", "Network", "Logging"],
                     // The real clients the tests run (Python), not Swift.

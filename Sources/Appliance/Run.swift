@@ -289,14 +289,14 @@ final class Run {
         if settings.startup.deferred == .off { startSource(into: gate) }
         armButtons(session, scheduler: scheduler)
         restartWhenIdle(pipeline, scheduler: scheduler)
-        display?.showIndicators { [publisher = pipeline.publisher, destinations = pipeline.destinations] in
+        display?.showIndicators { [publisher = pipeline.publisher, destinations = pipeline.destinations, setup = pipeline.setupNetwork] in
             // Nothing confirmed by the origin for 30 s, or a stream no destination takes:
             // the amber corner (and the tally's fast blink). With destinations, the red
             // frame is on air: a platform has the stream.
             let recording = session.state == .recording || session.state == .finishing
             let notLive = session.state == .recording && destinations?.anyLive == false
             return DRMDisplay.Indicators(recording: recording && !notLive,
-                                         uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30 || notLive)
+                                         uplinkFailing: (publisher?.status.oldestPendingSeconds ?? 0) > 30 || notLive, card: setup?.card)
         }
         let telemetry = pipeline.telemetry
         let thermal = ThermalWatch(settings: settings.thermal, fps: settings.fps, rungs: session.profile.live.rungNames, scheduler: scheduler, log: log,

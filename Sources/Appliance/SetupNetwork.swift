@@ -1,3 +1,4 @@
+import Drawing
 import Files
 import Logging
 import Network
@@ -60,6 +61,8 @@ final class SetupNetwork: Sendable {
     private let state = Locked(State())
     private struct State {
         var open = false
+        /// What the screen shows while the network is open.
+        var card: ScreenCard?
         /// When the page saved, and the board's units that read what it saved: started
         /// again once the network has closed (the station's would take the radio now).
         var saved: (at: Int64, units: [String])?
@@ -91,6 +94,15 @@ final class SetupNetwork: Sendable {
     /// The networks the radio saw, strongest first, for the page's list.
     var seen: [SeenNetwork] { state.withLock { $0.seen } }
     var ssid: String { SetupAccessPoint.ssid(deviceLabel: NetworkNames.label(settings.deviceName ?? "onair")) }
+    /// Beside the picture on the attached screen while the network is open.
+    var card: ScreenCard? { state.withLock { $0.open ? $0.card : nil } }
+
+    /// The network's QR code (a phone's camera joins it), its name, what it asks for, the
+    /// page: never the password itself.
+    static func card(ssid: String, secured: Bool) -> ScreenCard {
+        ScreenCard(title: "Set up this camera", code: QRCode(text: SetupAccessPoint.joinCode(ssid: ssid, secured: secured)),
+                   lines: ["Wi-Fi: " + ssid, secured ? "Password: the operator's" : "Open: choose a password", "Page: " + pageURL.dropFirst("http://".count)])
+    }
     static let pageURL = "http://\(StaticAddress.text(SetupAccessPoint.address)):8080\(SettingsService.setupPath)"
 
     func start(on scheduler: Scheduler) {
@@ -201,7 +213,8 @@ final class SetupNetwork: Sendable {
             station("RECONNECT")
             return
         }
-        state.withLock { $0.open = true; $0.openedAt = KernelClock.monotonic() }
+        let card = Self.card(ssid: ssid, secured: password != nil)
+        state.withLock { $0.open = true; $0.openedAt = KernelClock.monotonic(); $0.card = card }
         log(.setupOpen, ("ssid", ssid), ("security", password == nil ? "open" : "wpa2 (the operator's password)"),
             ("page", Self.pageURL), ("why", reason))
     }

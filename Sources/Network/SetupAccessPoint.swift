@@ -66,4 +66,14 @@ public enum SetupAccessPoint {
         }
         return text + "}\n"
     }
+
+    /// The network as a phone's camera reads it from a QR code: the `WIFI:` URI (ZXing's,
+    /// now the Wi-Fi Alliance WPA3 Specification's §7 "Wi-Fi URI"), `T:WPA` or ZXing's
+    /// `T:nopass`, which Android and iOS both take; `\ ; , " :` backslash-escaped as ZXing
+    /// does (the board's own names never hold them). The password is never in it: the
+    /// screen shows no secret, and the phone asks for it.
+    public static func joinCode(ssid: String, secured: Bool) -> String {
+        let escaped = ssid.unicodeScalars.map { "\\;,\":".unicodeScalars.contains($0) ? "\\\($0)" : "\($0)" }.joined()
+        return "WIFI:T:\(secured ? "WPA" : "nopass");S:\(escaped);;"
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import Appliance
 import Access
+import Drawing
 import Files
 import Logging
 import Server
@@ -267,6 +268,13 @@ final class SettingsPageTests: XCTestCase {
         XCTAssertFalse(SettingsService.onSetupNetwork("192.168.4.1"), "the board itself")
         XCTAssertFalse(SettingsService.onSetupNetwork("192.168.1.10"))
         XCTAssertFalse(SettingsService.onSetupNetwork("::1"))
+    }
+
+    func testTheScreenShowsTheSetupNetworkButNeverItsPassword() throws {
+        let card = SetupNetwork.card(ssid: "onair-3fa2c1", secured: true)
+        XCTAssertEqual(card.code, QRCode(text: "WIFI:T:WPA;S:onair-3fa2c1;;"))
+        XCTAssertEqual(card.lines, ["Wi-Fi: onair-3fa2c1", "Password: the operator's", "Page: 192.168.4.1:8080/setup"])
+        XCTAssertEqual(SetupNetwork.card(ssid: "onair-3fa2c1", secured: false).code, QRCode(text: "WIFI:T:nopass;S:onair-3fa2c1;;"))
     }
 
     func testTheBoardsFATIsWrittenBetweenRemounts() throws {

@@ -19,6 +19,12 @@ final class SetupNetworkTests: XCTestCase {
         XCTAssertFalse(guarded.contains("kitchen-operator"), "the password only as the key derived from it")
     }
 
+    func testThePhonesJoinCodeNamesTheNetworkAndNeverItsPassword() {
+        XCTAssertEqual(SetupAccessPoint.joinCode(ssid: "onair-3fa2c1", secured: true), "WIFI:T:WPA;S:onair-3fa2c1;;")
+        XCTAssertEqual(SetupAccessPoint.joinCode(ssid: "onair-3fa2c1", secured: false), "WIFI:T:nopass;S:onair-3fa2c1;;")
+        XCTAssertEqual(SetupAccessPoint.joinCode(ssid: #"a;b,c"d:e\f"#, secured: true), #"WIFI:T:WPA;S:a\;b\,c\"d\:e\\f;;"#)
+    }
+
     func testTheAccessPointHasItsOwnMACAddress() {
         XCTAssertEqual(SetupAccessPoint.macAddress(station: "b8:27:eb:12:34:56\n"), "ba:27:eb:12:34:57", "a Pi 3's, locally administered")
         XCTAssertEqual(SetupAccessPoint.macAddress(station: "02:00:00:00:00:00"), "02:00:00:00:00:01", "mac80211_hwsim's")

@@ -1,4 +1,5 @@
 import CDRM
+import Drawing
 import Logging
 import Media
 import System
@@ -120,10 +121,29 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
     /// on an overlay, inside the 8-pixel edge strip the primary plane keeps for the
     /// recording frame.
     public var pictureBox: (x: Int, y: Int, width: Int, height: Int) {
-        guard plan.overlay != nil else { return letterbox(source: picture, target: (mode.width, mode.height)) }
         let inset = ScreenIndicators.thickness
+        if showsCard {
+            let area = ScreenCard.layout(width: mode.width, height: mode.height, inset: inset).picture
+            let box = letterbox(source: picture, target: (area.width, area.height))
+            return (box.x + area.x, box.y + area.y, box.width, box.height)
+        }
+        guard plan.overlay != nil else { return letterbox(source: picture, target: (mode.width, mode.height)) }
         let box = letterbox(source: picture, target: (mode.width - 2 * inset, mode.height - 2 * inset))
         return (box.x + inset, box.y + inset, box.width, box.height)
+    }
+
+    /// Whether a card is beside the picture (the last `show`'s indicators had one).
+    private var showsCard = false
+
+    /// The primary plane's `memory` as it is around the picture: cleared (the picture's
+    /// old place, when the card came or went), the edge strip, the card.
+    private func drawSurround(_ indicators: Indicators, into memory: UnsafeMutableRawPointer, buffer: Framebuffer) {
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: buffer.size)
+        ScreenIndicators.draw(indicators, into: memory, pitch: buffer.pitch, width: mode.width, height: mode.height)
+        if let card = indicators.card {
+            card.draw(on: Canvas(memory: memory, pitch: buffer.pitch, width: mode.width, height: mode.height),
+                      in: ScreenCard.layout(width: mode.width, height: mode.height, inset: ScreenIndicators.thickness).card)
+        }
     }
 
     /// Sets the mode with the plan's planes; an overlay layout the driver refuses falls
@@ -261,13 +281,19 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
         let primaryBack = 1 - primaryFront
         var primary: Framebuffer?
         var overlay: Framebuffer?
+        showsCard = indicators.card != nil
         switch plan.picture {
         case .converted:
             guard let frame else { return false }
             let target = primaries[primaryBack]
             guard let memory = target.memory else { return false }
+            // The bars and the card stay as they are drawn while the indicators are the
+            // same; the edge strip is redrawn each time (a picture may reach into it).
+            if primaryShows[primaryBack] != indicators {
+                drawSurround(indicators, into: memory, buffer: target)
+                primaryShows[primaryBack] = indicators
+            }
             let box = pictureBox
-            // The bars stay black (the box never moves); the edge strip is redrawn each time.
             convert(frame, memory + box.y * target.pitch + box.x * 4, target.pitch, box.width, box.height)
             ScreenIndicators.draw(indicators, into: memory, pitch: target.pitch, width: mode.width, height: mode.height)
             primary = target
@@ -288,8 +314,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
             // Around an overlay the primary plane holds only the indicators: redrawn when they change.
             let target = primaries[primaryBack]
             if let memory = target.memory {
-                memory.initializeMemory(as: UInt8.self, repeating: 0, count: target.size)
-                ScreenIndicators.draw(indicators, into: memory, pitch: target.pitch, width: mode.width, height: mode.height)
+                drawSurround(indicators, into: memory, buffer: target)
                 primaryShows[primaryBack] = indicators
                 primary = target
             }

@@ -1,3 +1,5 @@
+import Drawing
+
 /// What the screen says around the picture, drawn into an XRGB8888 buffer along its
 /// edges: a red frame while recording, and an amber corner (top right) while the uplink
 /// is failing. Both stay inside an edge strip `thickness` pixels wide, which an overlay
@@ -39,9 +41,12 @@ extension DRMDisplay {
     public struct Indicators: Sendable, Equatable {
         public var recording: Bool
         public var uplinkFailing: Bool
-        public init(recording: Bool, uplinkFailing: Bool) {
+        /// A card beside the picture (the setup network's), which moves the picture left.
+        public var card: ScreenCard?
+        public init(recording: Bool, uplinkFailing: Bool, card: ScreenCard? = nil) {
             self.recording = recording
             self.uplinkFailing = uplinkFailing
+            self.card = card
         }
     }
 }
