@@ -107,8 +107,13 @@ ONVIF_CLIENT = os.path.join(REPO, "Tests", "IntegrationTests", "Clients", "onvif
 results = []
 
 
+STARTED = time.monotonic()
+
+
 def say(text):
-    print(f"vm-test: {text}", flush=True)
+    # Minutes and seconds since the test began: where a long run spends its time.
+    elapsed = int(time.monotonic() - STARTED)
+    print(f"vm-test: [{elapsed // 60:02d}:{elapsed % 60:02d}] {text}", flush=True)
 
 
 def check(name, ok, detail=""):
@@ -859,17 +864,21 @@ def main():
 
         # Boot 3 -------------------------------------------------------------------------
         prepare_webcam(disk)
-        # The Wi-Fi of scenario 10: [wifi] in the owner's onair.conf, and the test's shell.
+        # The Wi-Fi of scenario 10: [wifi] in the owner's onair.conf, the radios and the home
+        # router at power-on (onair-test-wifi.service), and the test's shell.
         owners = read_boot_file(disk, "onair.conf")
         write_boot_file(disk, "onair.conf", owners + vm_wifi.config_section() + vm_setup.config_section())
         write_boot_file(disk, "test-shell.conf", "")
+        for name, text in vm_wifi.boot_files().items():
+            write_boot_file(disk, name, text)
         machine = Machine(disk, 3, shell=True)
         check_webcam(machine, origin, timings)
         say("boot 3: Wi-Fi (mac80211_hwsim, the home router in a namespace of the guest)")
         vm_wifi.scenario(sys.modules[__name__], machine, timings)
         machine.shutdown()
         machine = None
-        remove_boot_file(disk, "test-shell.conf")
+        for name in ["test-shell.conf"] + list(vm_wifi.boot_files()):
+            remove_boot_file(disk, name)
         vm_setup.check_saved(sys.modules[__name__], read_boot_file(disk, "onair.conf"))
         write_boot_file(disk, "onair.conf", owners)
         check_webcam_journal(disk)
