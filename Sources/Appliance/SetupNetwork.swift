@@ -99,11 +99,17 @@ final class SetupNetwork: Sendable {
 
     /// The network's QR code (a phone's camera joins it), its name, what it asks for, the
     /// page: never the password itself.
-    static func card(ssid: String, secured: Bool) -> ScreenCard {
+    static func card(ssid: String, secured: Bool, page: String) -> ScreenCard {
         ScreenCard(title: "Set up this camera", code: QRCode(text: SetupAccessPoint.joinCode(ssid: ssid, secured: secured)),
-                   lines: ["Wi-Fi: " + ssid, secured ? "Password: the operator's" : "Open: choose a password", "Page: " + pageURL.dropFirst("http://".count)])
+                   lines: ["Wi-Fi: " + ssid, secured ? "Password: the operator's" : "Open: choose a password", "Page: " + page.dropFirst("http://".count)])
     }
-    static let pageURL = "http://\(StaticAddress.text(SetupAccessPoint.address)):8080\(SettingsService.setupPath)"
+    /// The setup page on the setup network: the board's address there, the web server's
+    /// port (`server.listen`'s).
+    static func pageURL(listen: String?) -> String {
+        let port = listen.flatMap { $0.split(separator: ":").last.flatMap { UInt16($0) } } ?? 8080
+        return "http://\(StaticAddress.text(SetupAccessPoint.address)):\(port)\(SettingsService.setupPath)"
+    }
+    var pageURL: String { Self.pageURL(listen: settings.listen) }
 
     func start(on scheduler: Scheduler) {
         let task = scheduler.every(5, "setup network") { [self] _ in tick() }
@@ -213,10 +219,10 @@ final class SetupNetwork: Sendable {
             station("RECONNECT")
             return
         }
-        let card = Self.card(ssid: ssid, secured: password != nil)
+        let card = Self.card(ssid: ssid, secured: password != nil, page: pageURL)
         state.withLock { $0.open = true; $0.openedAt = KernelClock.monotonic(); $0.card = card }
         log(.setupOpen, ("ssid", ssid), ("security", password == nil ? "open" : "wpa2 (the operator's password)"),
-            ("page", Self.pageURL), ("why", reason))
+            ("page", pageURL), ("why", reason))
     }
 
     /// The DNS server and port 80, once the setup network's address is on its interface
@@ -229,7 +235,7 @@ final class SetupNetwork: Sendable {
             state.withLock { $0.dns = server }
         }
         if captive == nil, let server = try? WebServer(listen: "\(StaticAddress.text(address)):80", root: settings.dataDirectory,
-                                                         captive: Self.pageURL, limits: WebServer.Limits(connections: 32, perAddress: 8), log: log) {
+                                                         captive: pageURL, limits: WebServer.Limits(connections: 32, perAddress: 8), log: log) {
             state.withLock { $0.captive = server }
         }
     }

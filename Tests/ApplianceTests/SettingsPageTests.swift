@@ -271,10 +271,12 @@ final class SettingsPageTests: XCTestCase {
     }
 
     func testTheScreenShowsTheSetupNetworkButNeverItsPassword() throws {
-        let card = SetupNetwork.card(ssid: "onair-3fa2c1", secured: true)
+        XCTAssertEqual(SetupNetwork.pageURL(listen: "0.0.0.0:8080"), "http://192.168.4.1:8080/setup")
+        XCTAssertEqual(SetupNetwork.pageURL(listen: "[::]:80"), "http://192.168.4.1:80/setup", "the server's own port")
+        let card = SetupNetwork.card(ssid: "onair-3fa2c1", secured: true, page: SetupNetwork.pageURL(listen: "0.0.0.0:8080"))
         XCTAssertEqual(card.code, QRCode(text: "WIFI:T:WPA;S:onair-3fa2c1;;"))
         XCTAssertEqual(card.lines, ["Wi-Fi: onair-3fa2c1", "Password: the operator's", "Page: 192.168.4.1:8080/setup"])
-        XCTAssertEqual(SetupNetwork.card(ssid: "onair-3fa2c1", secured: false).code, QRCode(text: "WIFI:T:nopass;S:onair-3fa2c1;;"))
+        XCTAssertEqual(SetupNetwork.card(ssid: "onair-3fa2c1", secured: false, page: "http://192.168.4.1:8080/setup").code, QRCode(text: "WIFI:T:nopass;S:onair-3fa2c1;;"))
     }
 
     func testTheBoardsFATIsWrittenBetweenRemounts() throws {
