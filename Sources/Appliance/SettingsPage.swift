@@ -36,6 +36,7 @@ enum SettingsPage {
             Field(key: "wifi.ssid", label: "Network", kind: .text(placeholder: "none")),
             Field(key: "wifi.password", label: "Password", kind: .secret),
             Field(key: "wifi.security", label: "Security", kind: .choice(["", "auto", "wpa2", "wpa3", "open"])),
+            Field(key: "wifi.hidden", label: "Hidden (it does not say its name)", kind: .choice(["", "true", "false"])),
             Field(key: "wifi.country", label: "Country", kind: .text(placeholder: "GB, US, DE…"), help: "two letters: the channels allowed there"),
         ]),
         Group(title: "Fixed address (instead of DHCP)", fields: [
@@ -81,6 +82,7 @@ enum SettingsPage {
             Field(key: prefix + "ssid", label: "Network", kind: .text(placeholder: "its name")),
             Field(key: prefix + "password", label: "Password", kind: .secret),
             Field(key: prefix + "security", label: "Security", kind: .choice(["", "auto", "wpa2", "wpa3", "open"])),
+            Field(key: prefix + "hidden", label: "Hidden (it does not say its name)", kind: .choice(["", "true", "false"])),
             Field(key: prefix + "priority", label: "Priority", kind: .number(placeholder: "0"), help: "the higher, the sooner it is tried"),
         ]
     }

@@ -188,13 +188,16 @@ final class SettingsPageTests: XCTestCase {
         XCTAssertTrue(message(short).contains("wifi.phone.password"), message(short))
         XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8), original)
         // A network added, another's priority set; its password kept (left empty).
-        let saved = settings.save(form([("version", version(settings)), ("wifi.office.priority", "5"), ("wifi.office.password", ""),
+        let saved = settings.save(form([("version", version(settings)), ("wifi.office.priority", "5"), ("wifi.office.password", ""), ("wifi.office.hidden", ""),
                                         ("new.wifi", "phone"), ("new.wifi.ssid", "Pixel"), ("new.wifi.password", "hotspot password")]), client: "a")
         XCTAssertEqual(saved.status, 200, message(saved))
         XCTAssertEqual(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8),
                        original + "priority = 5\n\n[wifi.phone]\nssid = Pixel\npassword = hotspot password\n")
         XCTAssertEqual(settings.save(form([("version", version(settings)), ("new.wifi", "office"), ("new.wifi.ssid", "y")]), client: "a").status, 400,
                        "a name the file has already")
+        let hidden = settings.save(form([("version", version(settings)), ("wifi.phone.hidden", "true")]), client: "a")
+        XCTAssertEqual(hidden.status, 200, message(hidden))
+        XCTAssertTrue(try String(contentsOfFile: directory + "/onair.conf", encoding: .utf8).hasSuffix("password = hotspot password\nhidden = true\n"))
     }
 
     func testAWriteThatFailsIsSaidInTheOwnersWords() {

@@ -119,7 +119,7 @@ public final class DRMDisplay: @unchecked Sendable {  // the KMS state: on the p
 
     /// Where the picture goes: letterboxed into the whole screen on the primary plane;
     /// on an overlay, inside the 8-pixel edge strip the primary plane keeps for the
-    /// recording frame.
+    /// recording frame; beside a card, into the part of the screen the card leaves.
     public var pictureBox: (x: Int, y: Int, width: Int, height: Int) {
         let inset = ScreenIndicators.thickness
         if showsCard {
