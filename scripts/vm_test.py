@@ -356,10 +356,13 @@ class Machine:
             return f.read()
 
     def wait_for(self, pattern, timeout, since=0):
-        """The first match of PATTERN in the console after offset SINCE, or None."""
+        """The first match of PATTERN in the console's whole lines after offset SINCE, or
+        None. The serial console arrives in pieces: a line still arriving would match
+        `[^\n]*` or `(\S+)` cut short (a stream.ended without its duration yet)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            match = re.search(pattern, self.text()[since:])
+            text = self.text()[since:]
+            match = re.search(pattern, text[:text.rfind("\n") + 1])
             if match:
                 return match
             if self.process.poll() is not None:
