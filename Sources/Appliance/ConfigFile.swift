@@ -148,7 +148,7 @@ public enum ConfigFile {
 
     /// The NAME of a named section (`PREFIXNAME`): 1 to 32 of a-z, 0-9, '-', '_', so it
     /// is a section, a metric label and a log value as it is.
-    private static func name(section: String, of prefix: String) -> String? {
+    static func name(section: String, of prefix: String) -> String? {
         guard section.hasPrefix(prefix) else { return nil }
         let name = String(section.dropFirst(prefix.count))
         return DestinationSettings.validName(name) ? name : nil

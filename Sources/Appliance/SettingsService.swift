@@ -196,25 +196,24 @@ public final class SettingsService: Sendable {
         if kind == .setup(askOperator: true), values["server.token"] == nil, (form["server.token"] ?? "").isEmpty {
             throw SettingsFailure(400, "choose an operator password (at least 16 characters): it guards this camera's settings from now on")
         }
-        if let name = form[SettingsPage.newDestination], !name.isEmpty {
-            guard DestinationSettings.validName(name) else {
-                throw SettingsFailure(400, "a destination's name is 1 to 32 of a-z, 0-9, '-' and '_', got \(quoted(String(name.prefix(40))))")
+        // A new destination or Wi-Fi network: its name typed, its fields under `prefix`,
+        // written as `section.NAME.KEY`.
+        func addNamed(_ name: String?, section: String, what: String, existing: Set<String>, prefix: String, fields: [SettingsPage.Field]) throws {
+            guard let name, !name.isEmpty else { return }
+            guard ConfigFile.name(section: section + "." + name, of: section + ".") != nil else {
+                throw SettingsFailure(400, "a \(what)'s name is 1 to 32 of a-z, 0-9, '-' and '_', got \(quoted(String(name.prefix(40))))")
             }
-            guard !destinations.contains(name) else { throw SettingsFailure(400, "there is a destination \(name) already") }
-            for field in SettingsPage.destinationFields(SettingsPage.newPrefix) {
-                let key = "destination.\(name)." + field.key.dropFirst(SettingsPage.newPrefix.count)
+            guard !existing.contains(name) else { throw SettingsFailure(400, "there is a \(what) \(name) already") }
+            for field in fields {
+                let key = "\(section).\(name)." + field.key.dropFirst(prefix.count)
                 if let value = form[field.key], !value.isEmpty { edit.set(key, value); changed.append(key) }
             }
         }
-        if kind == .settings, let name = form[SettingsPage.newWiFi], !name.isEmpty {
-            guard ConfigFile.wifiName(section: "wifi." + name) != nil else {
-                throw SettingsFailure(400, "a Wi-Fi network's name is 1 to 32 of a-z, 0-9, '-' and '_', got \(quoted(String(name.prefix(40))))")
-            }
-            guard !networks.contains(name) else { throw SettingsFailure(400, "there is a Wi-Fi network \(name) already") }
-            for field in SettingsPage.wifiFields(SettingsPage.newWiFiPrefix) {
-                let key = "wifi.\(name)." + field.key.dropFirst(SettingsPage.newWiFiPrefix.count)
-                if let value = form[field.key], !value.isEmpty { edit.set(key, value); changed.append(key) }
-            }
+        try addNamed(form[SettingsPage.newDestination], section: "destination", what: "destination", existing: destinations,
+                     prefix: SettingsPage.newPrefix, fields: SettingsPage.destinationFields(SettingsPage.newPrefix))
+        if kind == .settings {
+            try addNamed(form[SettingsPage.newWiFi], section: "wifi", what: "Wi-Fi network", existing: networks,
+                         prefix: SettingsPage.newWiFiPrefix, fields: SettingsPage.wifiFields(SettingsPage.newWiFiPrefix))
         }
         var access = try AccessEdit(edit.text, file: file)
         for user in removedViewers where try access.set(user, line: nil) { changed.append("access") }

@@ -106,7 +106,7 @@ final class SetupNetwork: Sendable {
     /// The setup page on the setup network: the board's address there, the web server's
     /// port (`server.listen`'s).
     static func pageURL(listen: String?) -> String {
-        let port = listen.flatMap { $0.split(separator: ":").last.flatMap { UInt16($0) } } ?? 8080
+        let port = listen.flatMap(Runner.port) ?? 8080
         return "http://\(StaticAddress.text(SetupAccessPoint.address)):\(port)\(SettingsService.setupPath)"
     }
     var pageURL: String { Self.pageURL(listen: settings.listen) }
